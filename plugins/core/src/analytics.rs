@@ -1,0 +1,291 @@
+//! Plain analytics data: what a buffer carries through a Ferrostream pipeline.
+//!
+//! A buffer carries one [`Batch`] (in a [`BatchMeta`](crate::meta::BatchMeta)); a plain video
+//! buffer is a batch of one frame. Frames hold the [`Object`]s that inference and tracking found.
+//! Boxes are in pixels of the frame the metadata describes (`Frame::width` x `Frame::height`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// A rectangle in frame pixels.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct BBox {
+    pub left: f32,
+    pub top: f32,
+    pub width: f32,
+    pub height: f32,
+}
+
+impl BBox {
+    pub fn new(left: f32, top: f32, width: f32, height: f32) -> Self {
+        Self {
+            left,
+            top,
+            width,
+            height,
+        }
+    }
+
+    /// Builds a box from its corners.
+    pub fn from_corners(left: f32, top: f32, right: f32, bottom: f32) -> Self {
+        Self::new(left, top, right - left, bottom - top)
+    }
+
+    pub fn right(&self) -> f32 {
+        self.left + self.width
+    }
+
+    pub fn bottom(&self) -> f32 {
+        self.top + self.height
+    }
+
+    pub fn area(&self) -> f32 {
+        self.width.max(0.0) * self.height.max(0.0)
+    }
+
+    /// Intersection over union; 0 when either box is empty.
+    pub fn iou(&self, other: &BBox) -> f32 {
+        let w = self.right().min(other.right()) - self.left.max(other.left);
+        let h = self.bottom().min(other.bottom()) - self.top.max(other.top);
+        if w <= 0.0 || h <= 0.0 {
+            return 0.0;
+        }
+        let inter = w * h;
+        let union = self.area() + other.area() - inter;
+        if union <= 0.0 { 0.0 } else { inter / union }
+    }
+
+    /// The part of the box inside a `width` x `height` frame (possibly empty).
+    pub fn clipped(&self, width: f32, height: f32) -> BBox {
+        let left = self.left.clamp(0.0, width);
+        let top = self.top.clamp(0.0, height);
+        let right = self.right().clamp(0.0, width);
+        let bottom = self.bottom().clamp(0.0, height);
+        BBox::from_corners(left, top, right.max(left), bottom.max(top))
+    }
+
+    /// Scales the box by independent factors on each axis.
+    pub fn scaled(&self, sx: f32, sy: f32) -> BBox {
+        BBox::new(
+            self.left * sx,
+            self.top * sy,
+            self.width * sx,
+            self.height * sy,
+        )
+    }
+}
+
+/// One classifier's verdict on an object (or on a whole frame).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Classification {
+    /// `gie-unique-id` of the classifier that produced it.
+    pub component_id: i32,
+    pub class_id: i32,
+    pub label: Arc<str>,
+    pub prob: f32,
+}
+
+/// A free-form attribute value attached to an object.
+///
+/// Serialised as the plain JSON value (number, string, bool or array of numbers).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum AttributeValue {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Text(String),
+    Floats(Vec<f32>),
+}
+
+/// An object found in a frame.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Object {
+    /// Tracker id, unique across sources; `None` until a tracker assigns one.
+    pub object_id: Option<u64>,
+    /// Index into the producing component's label list.
+    pub class_id: i32,
+    pub label: Arc<str>,
+    /// Detector confidence (0..1).
+    pub confidence: f32,
+    /// The box as the detector produced it.
+    pub detector_bbox: BBox,
+    /// The tracker's (smoothed or predicted) box, when a tracker ran.
+    pub tracker_bbox: Option<BBox>,
+    pub tracker_confidence: Option<f32>,
+    /// Frames since the tracker first saw this object.
+    pub tracker_age: Option<u32>,
+    /// `gie-unique-id` of the component that produced the object.
+    pub component_id: i32,
+    /// Index of the parent object in the same frame's object list (e.g. a face inside a person).
+    pub parent: Option<u32>,
+    pub classifications: Vec<Classification>,
+    pub attributes: BTreeMap<String, AttributeValue>,
+}
+
+impl Object {
+    /// A fresh, untracked detection.
+    pub fn new(
+        class_id: i32,
+        label: Arc<str>,
+        confidence: f32,
+        bbox: BBox,
+        component_id: i32,
+    ) -> Self {
+        Self {
+            object_id: None,
+            class_id,
+            label,
+            confidence,
+            detector_bbox: bbox,
+            tracker_bbox: None,
+            tracker_confidence: None,
+            tracker_age: None,
+            component_id,
+            parent: None,
+            classifications: Vec::new(),
+            attributes: BTreeMap::new(),
+        }
+    }
+
+    /// The box to show: the tracker's when there is one, else the detector's.
+    pub fn bbox(&self) -> BBox {
+        self.tracker_bbox.unwrap_or(self.detector_bbox)
+    }
+
+    fn scale(&mut self, sx: f32, sy: f32) {
+        self.detector_bbox = self.detector_bbox.scaled(sx, sy);
+        self.tracker_bbox = self.tracker_bbox.map(|b| b.scaled(sx, sy));
+    }
+}
+
+/// One frame of a batch and everything known about it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Frame {
+    /// Source (camera) id; the muxer's pad index for batched streams, 0 for a single stream.
+    pub source_id: u32,
+    /// Index of the muxer sink pad the frame arrived on.
+    pub pad_index: u32,
+    /// Per-source frame counter.
+    pub frame_num: u64,
+    /// Presentation timestamp of the source frame.
+    pub pts: Option<gst::ClockTime>,
+    /// Size of the frame the boxes refer to.
+    pub width: u32,
+    pub height: u32,
+    /// Index of the buffer memory (or NvBufSurface entry) that holds this frame's pixels.
+    pub surface_index: u32,
+    /// `gie-unique-id`s of the inference components that processed this frame.
+    pub components_run: Vec<i32>,
+    pub objects: Vec<Object>,
+}
+
+impl Frame {
+    pub fn new(source_id: u32, frame_num: u64, width: u32, height: u32) -> Self {
+        Self {
+            source_id,
+            pad_index: source_id,
+            frame_num,
+            width,
+            height,
+            ..Default::default()
+        }
+    }
+
+    /// Rescales every box from the frame's current size to `width` x `height`.
+    pub fn rescale(&mut self, width: u32, height: u32) {
+        if self.width == 0 || self.height == 0 {
+            self.width = width;
+            self.height = height;
+            return;
+        }
+        let sx = width as f32 / self.width as f32;
+        let sy = height as f32 / self.height as f32;
+        for object in &mut self.objects {
+            object.scale(sx, sy);
+        }
+        self.width = width;
+        self.height = height;
+    }
+
+    /// Records that component `component_id` processed this frame (once).
+    pub fn mark_component_run(&mut self, component_id: i32) {
+        if !self.components_run.contains(&component_id) {
+            self.components_run.push(component_id);
+        }
+    }
+}
+
+/// The frames a buffer carries.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Batch {
+    pub frames: Vec<Frame>,
+}
+
+impl Batch {
+    /// A batch holding one frame.
+    pub fn single(frame: Frame) -> Self {
+        Self {
+            frames: vec![frame],
+        }
+    }
+
+    /// The frame of a given source, if the batch holds it.
+    pub fn frame_for_source(&self, source_id: u32) -> Option<&Frame> {
+        self.frames.iter().find(|f| f.source_id == source_id)
+    }
+
+    /// Total number of objects over all frames.
+    pub fn object_count(&self) -> usize {
+        self.frames.iter().map(|f| f.objects.len()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iou_of_identical_and_disjoint_boxes() {
+        let a = BBox::new(10.0, 10.0, 20.0, 20.0);
+        assert!((a.iou(&a) - 1.0).abs() < 1e-6);
+        assert_eq!(a.iou(&BBox::new(40.0, 40.0, 5.0, 5.0)), 0.0);
+        let half = BBox::new(20.0, 10.0, 20.0, 20.0);
+        assert!((a.iou(&half) - 1.0 / 3.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn clipping_keeps_inside_part() {
+        let b = BBox::new(-10.0, 90.0, 30.0, 30.0).clipped(100.0, 100.0);
+        assert_eq!(b, BBox::new(0.0, 90.0, 20.0, 10.0));
+        let outside = BBox::new(200.0, 200.0, 5.0, 5.0).clipped(100.0, 100.0);
+        assert_eq!(outside.area(), 0.0);
+    }
+
+    #[test]
+    fn rescale_moves_both_boxes() {
+        let mut frame = Frame::new(0, 0, 200, 100);
+        let mut obj = Object::new(
+            0,
+            "person".into(),
+            0.9,
+            BBox::new(20.0, 10.0, 40.0, 20.0),
+            1,
+        );
+        obj.tracker_bbox = Some(BBox::new(22.0, 12.0, 40.0, 20.0));
+        frame.objects.push(obj);
+        frame.rescale(100, 50);
+        assert_eq!(frame.width, 100);
+        assert_eq!(frame.height, 50);
+        assert_eq!(
+            frame.objects[0].detector_bbox,
+            BBox::new(10.0, 5.0, 20.0, 10.0)
+        );
+        assert_eq!(
+            frame.objects[0].tracker_bbox,
+            Some(BBox::new(11.0, 6.0, 20.0, 10.0))
+        );
+    }
+}

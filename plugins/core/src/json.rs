@@ -1,0 +1,226 @@
+//! The JSON form of a frame's metadata: one object per frame.
+//!
+//! This schema is a contract with other tools; fields may be added, never renamed:
+//!
+//! ```json
+//! {"source_id":0,"frame_num":12,"pts_ns":1200000000,"width":768,"height":576,
+//!  "objects":[{"object_id":null,"class_id":0,"label":"person","confidence":0.81,
+//!              "bbox":{"left":10.0,"top":20.0,"width":30.0,"height":60.0},
+//!              "component_id":1,"classifications":[],"attributes":{}}]}
+//! ```
+//!
+//! `bbox` is the box to show (the tracker's when a tracker ran, else the detector's), in pixels
+//! of the frame. Added fields: `pad_index`, `components_run`, and per object `detector_bbox`,
+//! `tracker_bbox`, `tracker_confidence`, `tracker_age`, `parent`.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::analytics::{AttributeValue, BBox, Classification, Frame, Object};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FrameRecord {
+    pub source_id: u32,
+    pub frame_num: u64,
+    pub pts_ns: Option<u64>,
+    pub width: u32,
+    pub height: u32,
+    pub objects: Vec<ObjectRecord>,
+    #[serde(default)]
+    pub pad_index: u32,
+    #[serde(default)]
+    pub components_run: Vec<i32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ObjectRecord {
+    pub object_id: Option<u64>,
+    pub class_id: i32,
+    pub label: Arc<str>,
+    pub confidence: f32,
+    pub bbox: BBox,
+    pub component_id: i32,
+    pub classifications: Vec<Classification>,
+    pub attributes: BTreeMap<String, AttributeValue>,
+    #[serde(default)]
+    pub detector_bbox: Option<BBox>,
+    #[serde(default)]
+    pub tracker_bbox: Option<BBox>,
+    #[serde(default)]
+    pub tracker_confidence: Option<f32>,
+    #[serde(default)]
+    pub tracker_age: Option<u32>,
+    #[serde(default)]
+    pub parent: Option<u32>,
+}
+
+impl From<&Object> for ObjectRecord {
+    fn from(o: &Object) -> Self {
+        Self {
+            object_id: o.object_id,
+            class_id: o.class_id,
+            label: o.label.clone(),
+            confidence: o.confidence,
+            bbox: o.bbox(),
+            component_id: o.component_id,
+            classifications: o.classifications.clone(),
+            attributes: o.attributes.clone(),
+            detector_bbox: Some(o.detector_bbox),
+            tracker_bbox: o.tracker_bbox,
+            tracker_confidence: o.tracker_confidence,
+            tracker_age: o.tracker_age,
+            parent: o.parent,
+        }
+    }
+}
+
+impl From<ObjectRecord> for Object {
+    fn from(r: ObjectRecord) -> Self {
+        Self {
+            object_id: r.object_id,
+            class_id: r.class_id,
+            label: r.label,
+            confidence: r.confidence,
+            // Records written by other tools may carry only `bbox`.
+            detector_bbox: r.detector_bbox.unwrap_or(r.bbox),
+            tracker_bbox: r.tracker_bbox,
+            tracker_confidence: r.tracker_confidence,
+            tracker_age: r.tracker_age,
+            component_id: r.component_id,
+            parent: r.parent,
+            classifications: r.classifications,
+            attributes: r.attributes,
+        }
+    }
+}
+
+impl From<&Frame> for FrameRecord {
+    fn from(f: &Frame) -> Self {
+        Self {
+            source_id: f.source_id,
+            frame_num: f.frame_num,
+            pts_ns: f.pts.map(|t| t.nseconds()),
+            width: f.width,
+            height: f.height,
+            objects: f.objects.iter().map(ObjectRecord::from).collect(),
+            pad_index: f.pad_index,
+            components_run: f.components_run.clone(),
+        }
+    }
+}
+
+impl From<FrameRecord> for Frame {
+    fn from(r: FrameRecord) -> Self {
+        Self {
+            source_id: r.source_id,
+            pad_index: r.pad_index,
+            frame_num: r.frame_num,
+            pts: r.pts_ns.map(gst::ClockTime::from_nseconds),
+            width: r.width,
+            height: r.height,
+            surface_index: 0,
+            components_run: r.components_run,
+            objects: r.objects.into_iter().map(Object::from).collect(),
+        }
+    }
+}
+
+/// Writes `frame` as one line of JSON.
+pub fn write_frame_line(out: &mut impl Write, frame: &Frame) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, &FrameRecord::from(frame))?;
+    out.write_all(b"\n")
+}
+
+/// Parses one line written by [`write_frame_line`] (or by another tool following the schema).
+pub fn parse_frame_line(line: &str) -> serde_json::Result<Frame> {
+    serde_json::from_str::<FrameRecord>(line).map(Frame::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame() -> Frame {
+        let mut frame = Frame::new(2, 9, 768, 576);
+        frame.pts = Some(gst::ClockTime::from_mseconds(900));
+        frame.components_run = vec![1, 2];
+        let mut o = Object::new(
+            0,
+            "person".into(),
+            0.75,
+            BBox::new(1.5, 2.0, 30.0, 60.25),
+            1,
+        );
+        o.object_id = Some(42);
+        o.tracker_bbox = Some(BBox::new(2.0, 2.5, 29.0, 61.0));
+        o.tracker_confidence = Some(0.6);
+        o.tracker_age = Some(12);
+        o.classifications.push(Classification {
+            component_id: 2,
+            class_id: 805,
+            label: "soccer ball".into(),
+            prob: 0.93,
+        });
+        o.attributes
+            .insert("speed".into(), AttributeValue::Float(1.25));
+        o.attributes
+            .insert("landmarks".into(), AttributeValue::Floats(vec![1.0, 2.5]));
+        o.attributes
+            .insert("note".into(), AttributeValue::Text("parked".into()));
+        frame.objects.push(o);
+        let mut child = Object::new(1, "face".into(), 0.5, BBox::new(5.0, 5.0, 8.0, 8.0), 3);
+        child.parent = Some(0);
+        frame.objects.push(child);
+        frame
+    }
+
+    #[test]
+    fn round_trip_keeps_everything() {
+        let mut out = Vec::new();
+        write_frame_line(&mut out, &frame()).unwrap();
+        let line = String::from_utf8(out).unwrap();
+        assert!(line.ends_with('\n'));
+        assert_eq!(parse_frame_line(line.trim_end()).unwrap(), frame());
+    }
+
+    #[test]
+    fn schema_field_names_and_types() {
+        let mut out = Vec::new();
+        write_frame_line(&mut out, &frame()).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["source_id"], 2);
+        assert_eq!(v["frame_num"], 9);
+        assert_eq!(v["pts_ns"], 900_000_000u64);
+        assert_eq!(v["width"], 768);
+        assert_eq!(v["height"], 576);
+        let o = &v["objects"][0];
+        assert_eq!(o["object_id"], 42);
+        assert_eq!(o["class_id"], 0);
+        assert_eq!(o["label"], "person");
+        assert_eq!(o["component_id"], 1);
+        // `bbox` is the tracker's box when there is one.
+        assert_eq!(o["bbox"]["left"], 2.0);
+        assert_eq!(o["bbox"]["height"], 61.0);
+        assert_eq!(o["detector_bbox"]["left"], 1.5);
+        assert_eq!(o["classifications"][0]["label"], "soccer ball");
+        assert_eq!(o["classifications"][0]["class_id"], 805);
+        assert_eq!(o["attributes"]["speed"], 1.25);
+        assert_eq!(o["attributes"]["landmarks"][1], 2.5);
+        assert!(v["objects"][1]["object_id"].is_null());
+    }
+
+    #[test]
+    fn accepts_minimal_records_from_other_tools() {
+        let line = r#"{"source_id":0,"frame_num":1,"pts_ns":null,"width":10,"height":10,"objects":[{"object_id":null,"class_id":3,"label":"car","confidence":0.5,"bbox":{"left":1,"top":2,"width":3,"height":4},"component_id":1,"classifications":[],"attributes":{}}]}"#;
+        let frame = parse_frame_line(line).unwrap();
+        assert_eq!(frame.pts, None);
+        assert_eq!(
+            frame.objects[0].detector_bbox,
+            BBox::new(1.0, 2.0, 3.0, 4.0)
+        );
+        assert_eq!(frame.objects[0].tracker_bbox, None);
+    }
+}

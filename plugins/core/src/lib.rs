@@ -1,0 +1,12 @@
+//! Ferrostream core: the analytics metadata every element shares, its JSON form, configuration
+//! file parsing, model lookup, and the `rsmetaexport` element.
+
+pub mod analytics;
+pub mod ini;
+pub mod json;
+pub mod meta;
+pub mod metaexport;
+pub mod paths;
+
+pub use analytics::{AttributeValue, BBox, Batch, Classification, Frame, Object};
+pub use meta::BatchMeta;
