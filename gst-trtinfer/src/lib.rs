@@ -1,1 +1,10 @@
+//! `rstrtinfer` and its parts: configuration, pre-processing, engines, output parsers.
 
+pub mod cluster;
+pub mod config;
+pub mod engine;
+pub mod inference;
+pub mod labels;
+pub mod parse;
+pub mod preprocess;
+pub mod rstrtinfer;

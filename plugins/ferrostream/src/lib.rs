@@ -1,1 +1,28 @@
+//! The Ferrostream GStreamer plugin (`libgstferrostream.so`): registers every element and the
+//! analytics metadata, once.
+//!
+//! Applications that link Ferrostream's crates instead of loading the plugin call
+//! [`plugin_register_static`] after `gst::init()`.
 
+use gst::glib;
+
+pub use ferrostream_core as core;
+pub use gst_trtinfer as trtinfer;
+
+fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
+    ferrostream_core::meta::register();
+    ferrostream_core::metaexport::register(plugin)?;
+    gst_trtinfer::rstrtinfer::register(plugin)?;
+    Ok(())
+}
+
+gst::plugin_define!(
+    ferrostream,
+    env!("CARGO_PKG_DESCRIPTION"),
+    plugin_init,
+    concat!(env!("CARGO_PKG_VERSION"), "-", env!("FERROSTREAM_COMMIT")),
+    "MIT/X11",
+    env!("CARGO_PKG_NAME"),
+    "Ferrostream",
+    env!("CARGO_PKG_REPOSITORY")
+);

@@ -48,7 +48,7 @@ impl MetaExport {
             gst::element_imp_error!(
                 self,
                 gst::ResourceError::Write,
-                ["Writing metadata failed: {e}"]
+                ("Writing metadata failed: {e}")
             );
             return Err(gst::FlowError::Error);
         }
@@ -171,7 +171,7 @@ impl BaseTransformImpl for MetaExport {
                 let file = File::create(path).map_err(|e| {
                     gst::error_msg!(
                         gst::ResourceError::OpenWrite,
-                        ["Cannot create metadata file {path}: {e}"]
+                        ("Cannot create metadata file {path}: {e}")
                     )
                 })?;
                 Box::new(BufWriter::new(file))
@@ -195,7 +195,7 @@ impl BaseTransformImpl for MetaExport {
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
         if let Some(mut state) = self.state.lock().unwrap().take() {
             state.out.flush().map_err(|e| {
-                gst::error_msg!(gst::ResourceError::Write, ["Flushing metadata output: {e}"])
+                gst::error_msg!(gst::ResourceError::Write, ("Flushing metadata output: {e}"))
             })?;
         }
         Ok(())

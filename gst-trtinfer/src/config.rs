@@ -1,0 +1,764 @@
+//! Inference configuration: nvinfer-compatible keys, from INI files and element properties.
+//!
+//! Every setting has one name, used both as the `[property]` key of a configuration file and as
+//! the element property. Values set as properties override the file. Relative paths in a file are
+//! relative to the file. Unknown keys produce a warning naming the key; malformed values an error
+//! naming file, line and key.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use ferrostream_core::ini::{ConfigError, Entry, IniFile};
+use gst::glib;
+
+/// Which inference implementation runs the model.
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
+#[repr(u32)]
+#[enum_type(name = "GstRsTrtInferBackend")]
+pub enum Backend {
+    /// Native TensorRT when available, else ONNX Runtime (choosing its device as `device` says).
+    #[default]
+    #[enum_value(name = "Auto: best available backend", nick = "auto")]
+    Auto = 0,
+    #[enum_value(name = "ONNX Runtime", nick = "onnxruntime")]
+    OnnxRuntime = 1,
+    #[enum_value(name = "Native TensorRT", nick = "tensorrt")]
+    TensorRt = 2,
+}
+
+/// Where ONNX Runtime executes the model (its execution provider).
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
+#[repr(u32)]
+#[enum_type(name = "GstRsTrtInferDevice")]
+pub enum Device {
+    /// TensorRT execution provider, else CUDA, else CPU: whatever the installed runtime has.
+    #[default]
+    #[enum_value(name = "Auto: best execution provider available", nick = "auto")]
+    Auto = 0,
+    #[enum_value(name = "CPU execution provider", nick = "cpu")]
+    Cpu = 1,
+    #[enum_value(name = "CUDA execution provider", nick = "cuda")]
+    Cuda = 2,
+    #[enum_value(name = "TensorRT execution provider", nick = "tensorrt")]
+    TensorRt = 3,
+}
+
+/// nvinfer `network-type`.
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
+#[repr(u32)]
+#[enum_type(name = "GstRsTrtInferNetworkType")]
+pub enum NetworkType {
+    #[default]
+    #[enum_value(name = "Detector", nick = "detector")]
+    Detector = 0,
+    #[enum_value(name = "Classifier", nick = "classifier")]
+    Classifier = 1,
+}
+
+/// nvinfer `model-color-format`.
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
+#[repr(u32)]
+#[enum_type(name = "GstRsTrtInferColorFormat")]
+pub enum ColorFormat {
+    #[default]
+    #[enum_value(name = "RGB", nick = "rgb")]
+    Rgb = 0,
+    #[enum_value(name = "BGR", nick = "bgr")]
+    Bgr = 1,
+    #[enum_value(name = "Grayscale", nick = "gray")]
+    Gray = 2,
+}
+
+/// nvinfer `network-input-order`; `auto` reads it from the model's input shape.
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
+#[repr(u32)]
+#[enum_type(name = "GstRsTrtInferInputOrder")]
+pub enum InputOrder {
+    #[default]
+    #[enum_value(name = "From the model's input shape", nick = "auto")]
+    Auto = 2,
+    #[enum_value(name = "NCHW", nick = "nchw")]
+    Nchw = 0,
+    #[enum_value(name = "NHWC", nick = "nhwc")]
+    Nhwc = 1,
+}
+
+/// How raw output tensors become objects.
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
+#[repr(u32)]
+#[enum_type(name = "GstRsTrtInferOutputParser")]
+pub enum ParserKind {
+    /// Guessed from the number and shapes of the model's outputs.
+    #[default]
+    #[enum_value(name = "Guess from the output shapes", nick = "auto")]
+    Auto = 0,
+    #[enum_value(
+        name = "SSD: per-class scores [N,B,C] + normalised boxes [N,B,(1,)4]",
+        nick = "ssd"
+    )]
+    Ssd = 1,
+    #[enum_value(
+        name = "TensorFlow Object Detection API: boxes, scores, classes, num_detections",
+        nick = "tf-od-api"
+    )]
+    TfOdApi = 2,
+    #[enum_value(name = "YOLOv5: [N,B,5+C]", nick = "yolov5")]
+    YoloV5 = 3,
+    #[enum_value(name = "YOLOv8: [N,4+C,B]", nick = "yolov8")]
+    YoloV8 = 4,
+    #[enum_value(name = "CenterFace heatmaps", nick = "centerface")]
+    CenterFace = 5,
+    #[enum_value(name = "Classifier: [N,C] scores", nick = "classifier")]
+    Classifier = 6,
+}
+
+/// nvinfer `cluster-mode` (only NMS and none are implemented).
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
+#[repr(u32)]
+#[enum_type(name = "GstRsTrtInferClusterMode")]
+pub enum ClusterMode {
+    #[default]
+    #[enum_value(name = "Non-maximum suppression per class", nick = "nms")]
+    Nms = 2,
+    #[enum_value(name = "No clustering", nick = "none")]
+    None = 4,
+}
+
+/// Coordinate order of SSD box tensors.
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
+#[repr(u32)]
+#[enum_type(name = "GstRsTrtInferBoxFormat")]
+pub enum BoxFormat {
+    /// TensorFlow order: ymin, xmin, ymax, xmax (normalised).
+    #[default]
+    #[enum_value(name = "ymin,xmin,ymax,xmax (TensorFlow)", nick = "yxyx")]
+    Yxyx = 0,
+    #[enum_value(name = "xmin,ymin,xmax,ymax", nick = "xyxy")]
+    Xyxy = 1,
+}
+
+/// Whether classifier outputs need a softmax.
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
+#[repr(u32)]
+#[enum_type(name = "GstRsTrtInferClassifierSoftmax")]
+pub enum Softmax {
+    /// Apply it unless the outputs already form a probability distribution.
+    #[default]
+    #[enum_value(name = "Auto: unless outputs already sum to 1", nick = "auto")]
+    Auto = 0,
+    #[enum_value(name = "Always (outputs are logits)", nick = "always")]
+    Always = 1,
+    #[enum_value(name = "Never (outputs are probabilities)", nick = "never")]
+    Never = 2,
+}
+
+/// Detection thresholds and size limits of one class (`[class-attrs-*]`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClassAttrs {
+    pub pre_cluster_threshold: f32,
+    pub post_cluster_threshold: f32,
+    pub nms_iou_threshold: f32,
+    /// Objects kept per class after clustering, by confidence; negative keeps all.
+    pub topk: i32,
+    /// Size limits in network-input pixels (as nvinfer); a max of 0 means no limit.
+    pub detected_min_w: f32,
+    pub detected_min_h: f32,
+    pub detected_max_w: f32,
+    pub detected_max_h: f32,
+}
+
+impl Default for ClassAttrs {
+    /// nvinfer's defaults.
+    fn default() -> Self {
+        Self {
+            pre_cluster_threshold: 0.2,
+            post_cluster_threshold: 0.0,
+            nms_iou_threshold: 0.3,
+            topk: -1,
+            detected_min_w: 0.0,
+            detected_min_h: 0.0,
+            detected_max_w: 0.0,
+            detected_max_h: 0.0,
+        }
+    }
+}
+
+impl ClassAttrs {
+    /// Whether a box of `w` x `h` network pixels passes the size limits.
+    pub fn size_ok(&self, w: f32, h: f32) -> bool {
+        w >= self.detected_min_w
+            && h >= self.detected_min_h
+            && (self.detected_max_w <= 0.0 || w <= self.detected_max_w)
+            && (self.detected_max_h <= 0.0 || h <= self.detected_max_h)
+    }
+}
+
+/// `[class-attrs-all]` plus the entries of `[class-attrs-N]` sections, which override it key by
+/// key for class N.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClassAttrsTable {
+    pub all: ClassAttrs,
+    per_class: BTreeMap<u32, Vec<(ClassKey, f32)>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum ClassKey {
+    Pre,
+    Post,
+    Iou,
+    TopK,
+    MinW,
+    MinH,
+    MaxW,
+    MaxH,
+}
+
+impl ClassKey {
+    fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "pre-cluster-threshold" | "threshold" => Self::Pre,
+            "post-cluster-threshold" => Self::Post,
+            "nms-iou-threshold" => Self::Iou,
+            "topk" => Self::TopK,
+            "detected-min-w" => Self::MinW,
+            "detected-min-h" => Self::MinH,
+            "detected-max-w" => Self::MaxW,
+            "detected-max-h" => Self::MaxH,
+            _ => return None,
+        })
+    }
+
+    fn apply(self, attrs: &mut ClassAttrs, v: f32) {
+        match self {
+            Self::Pre => attrs.pre_cluster_threshold = v,
+            Self::Post => attrs.post_cluster_threshold = v,
+            Self::Iou => attrs.nms_iou_threshold = v,
+            Self::TopK => attrs.topk = v as i32,
+            Self::MinW => attrs.detected_min_w = v,
+            Self::MinH => attrs.detected_min_h = v,
+            Self::MaxW => attrs.detected_max_w = v,
+            Self::MaxH => attrs.detected_max_h = v,
+        }
+    }
+}
+
+impl ClassAttrsTable {
+    /// Resolved attributes for classes `0..num_classes`.
+    pub fn resolve(&self, num_classes: usize) -> Vec<ClassAttrs> {
+        (0..num_classes)
+            .map(|class| {
+                let mut attrs = self.all;
+                if let Some(overrides) = self.per_class.get(&(class as u32)) {
+                    for (key, v) in overrides {
+                        key.apply(&mut attrs, *v);
+                    }
+                }
+                attrs
+            })
+            .collect()
+    }
+
+    /// Classes that have their own `[class-attrs-N]` section.
+    pub fn configured_classes(&self) -> impl Iterator<Item = u32> + '_ {
+        self.per_class.keys().copied()
+    }
+}
+
+/// Everything `rstrtinfer` needs to know, resolved from a configuration file and properties.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InferConfig {
+    pub onnx_file: Option<PathBuf>,
+    pub model_engine_file: Option<PathBuf>,
+    pub labelfile_path: Option<PathBuf>,
+    pub backend: Backend,
+    pub device: Device,
+    pub gpu_id: u32,
+    pub batch_size: u32,
+    pub gie_unique_id: i32,
+    pub interval: u32,
+    pub network_type: NetworkType,
+    pub num_detected_classes: u32,
+    pub model_color_format: ColorFormat,
+    pub maintain_aspect_ratio: bool,
+    pub symmetric_padding: bool,
+    pub network_input_order: InputOrder,
+    pub net_scale_factor: f32,
+    pub offsets: Vec<f32>,
+    /// `C;H;W`, for models whose input dims are dynamic.
+    pub infer_dims: Option<[u32; 3]>,
+    pub output_blob_names: Vec<String>,
+    pub output_parser: ParserKind,
+    pub cluster_mode: ClusterMode,
+    pub ssd_box_format: BoxFormat,
+    pub classifier_threshold: f32,
+    pub classifier_softmax: Softmax,
+    pub class_attrs: ClassAttrsTable,
+}
+
+impl Default for InferConfig {
+    fn default() -> Self {
+        Self {
+            onnx_file: None,
+            model_engine_file: None,
+            labelfile_path: None,
+            backend: Backend::Auto,
+            device: Device::Auto,
+            gpu_id: 0,
+            batch_size: 1,
+            gie_unique_id: 1,
+            interval: 0,
+            network_type: NetworkType::Detector,
+            num_detected_classes: 0,
+            model_color_format: ColorFormat::Rgb,
+            maintain_aspect_ratio: false,
+            symmetric_padding: false,
+            network_input_order: InputOrder::Auto,
+            net_scale_factor: 1.0,
+            offsets: Vec::new(),
+            infer_dims: None,
+            output_blob_names: Vec::new(),
+            output_parser: ParserKind::Auto,
+            cluster_mode: ClusterMode::Nms,
+            ssd_box_format: BoxFormat::Yxyx,
+            classifier_threshold: 0.0,
+            classifier_softmax: Softmax::Auto,
+            class_attrs: ClassAttrsTable::default(),
+        }
+    }
+}
+
+/// nvinfer keys that are understood but not implemented; the file still loads, with a warning.
+const UNSUPPORTED_KEYS: &[&str] = &[
+    "custom-lib-path",
+    "parse-bbox-func-name",
+    "engine-create-func-name",
+    "int8-calib-file",
+    "network-mode",
+    "workspace-size",
+    "enable-dla",
+    "use-dla-core",
+    "output-tensor-meta",
+    "secondary-reinfer-interval",
+    "operate-on-gie-id",
+    "operate-on-class-ids",
+    "input-object-min-width",
+    "input-object-min-height",
+    "input-object-max-width",
+    "input-object-max-height",
+    "model-file",
+    "proto-file",
+    "uff-file",
+    "tlt-encoded-model",
+    "tlt-model-key",
+    "scaling-filter",
+    "scaling-compute-hw",
+    "crop-objects-to-roi-boundary",
+];
+
+/// The result of reading a configuration file: the configuration and the warnings to post.
+#[derive(Debug)]
+pub struct LoadedConfig {
+    pub config: InferConfig,
+    pub warnings: Vec<String>,
+}
+
+impl InferConfig {
+    /// Reads an nvinfer-style configuration file.
+    pub fn from_file(path: &Path) -> Result<LoadedConfig, ConfigError> {
+        Self::from_ini(&IniFile::load(path)?)
+    }
+
+    pub fn from_ini(ini: &IniFile) -> Result<LoadedConfig, ConfigError> {
+        let mut config = InferConfig::default();
+        let mut warnings = Vec::new();
+        let mut class_sections = Vec::new();
+        for section in &ini.sections {
+            if section.name == "property" {
+                for entry in &section.entries {
+                    if let Some(warning) = config.apply_entry(ini, entry)? {
+                        warnings.push(warning);
+                    }
+                }
+            } else if section.name == "class-attrs-all" {
+                for entry in &section.entries {
+                    let Some(key) = ClassKey::from_name(&entry.key) else {
+                        warnings.push(unknown_key(ini, entry, &section.name));
+                        continue;
+                    };
+                    key.apply(&mut config.class_attrs.all, class_value(ini, entry, key)?);
+                }
+            } else if let Some(class) = section.name.strip_prefix("class-attrs-") {
+                let Ok(class) = class.parse::<u32>() else {
+                    return Err(ConfigError {
+                        path: ini.path.clone(),
+                        line: section.line,
+                        message: format!(
+                            "section [{}]: expected [class-attrs-all] or [class-attrs-<class id>]",
+                            section.name
+                        ),
+                    });
+                };
+                class_sections.push((class, section));
+            } else {
+                warnings.push(format!(
+                    "{}:{}: unknown section [{}] ignored",
+                    ini.path.display(),
+                    section.line,
+                    section.name
+                ));
+            }
+        }
+        // Per-class sections override [class-attrs-all] wherever they appear in the file.
+        for (class, section) in class_sections {
+            let overrides = config.class_attrs.per_class.entry(class).or_default();
+            for entry in &section.entries {
+                let Some(key) = ClassKey::from_name(&entry.key) else {
+                    warnings.push(unknown_key(ini, entry, &section.name));
+                    continue;
+                };
+                overrides.push((key, class_value(ini, entry, key)?));
+            }
+        }
+        Ok(LoadedConfig { config, warnings })
+    }
+
+    /// Applies one `[property]` entry; returns a warning for keys that are not used.
+    fn apply_entry(&mut self, ini: &IniFile, e: &Entry) -> Result<Option<String>, ConfigError> {
+        match e.key.as_str() {
+            "onnx-file" => self.onnx_file = Some(ini.resolve_path(&e.value)),
+            "model-engine-file" => self.model_engine_file = Some(ini.resolve_path(&e.value)),
+            "labelfile-path" => self.labelfile_path = Some(ini.resolve_path(&e.value)),
+            "backend" => self.backend = enum_value(ini, e)?,
+            "device" => self.device = enum_value(ini, e)?,
+            "gpu-id" => self.gpu_id = ini.value(e)?,
+            "batch-size" => self.batch_size = positive(ini, e)?,
+            "gie-unique-id" => self.gie_unique_id = ini.value(e)?,
+            "interval" => self.interval = ini.value(e)?,
+            "network-type" => {
+                self.network_type = match ini.value::<u32>(e)? {
+                    0 => NetworkType::Detector,
+                    1 => NetworkType::Classifier,
+                    other => {
+                        return Err(ini.error(
+                            e,
+                            format_args!(
+                                "network-type {other} is not supported (0 = detector, 1 = classifier)"
+                            ),
+                        ));
+                    }
+                }
+            }
+            "num-detected-classes" => self.num_detected_classes = ini.value(e)?,
+            "model-color-format" => {
+                self.model_color_format = match ini.value::<u32>(e)? {
+                    0 => ColorFormat::Rgb,
+                    1 => ColorFormat::Bgr,
+                    2 => ColorFormat::Gray,
+                    other => {
+                        return Err(ini.error(
+                            e,
+                            format_args!("expected 0 (RGB), 1 (BGR) or 2 (GRAY), found {other}"),
+                        ));
+                    }
+                }
+            }
+            "maintain-aspect-ratio" => self.maintain_aspect_ratio = ini.bool_value(e)?,
+            "symmetric-padding" => self.symmetric_padding = ini.bool_value(e)?,
+            "network-input-order" => {
+                self.network_input_order = match ini.value::<u32>(e)? {
+                    0 => InputOrder::Nchw,
+                    1 => InputOrder::Nhwc,
+                    other => {
+                        return Err(ini.error(
+                            e,
+                            format_args!("expected 0 (NCHW) or 1 (NHWC), found {other}"),
+                        ));
+                    }
+                }
+            }
+            "net-scale-factor" => self.net_scale_factor = ini.value(e)?,
+            "offsets" => self.offsets = offsets(ini.list_value(e)?).map_err(|m| ini.error(e, m))?,
+            "infer-dims" => {
+                self.infer_dims =
+                    Some(infer_dims(&ini.list_value(e)?).map_err(|m| ini.error(e, m))?)
+            }
+            "output-blob-names" => self.output_blob_names = ini.list_value(e)?,
+            "output-parser" => self.output_parser = enum_value(ini, e)?,
+            "cluster-mode" => {
+                self.cluster_mode = match ini.value::<u32>(e)? {
+                    2 => ClusterMode::Nms,
+                    4 => ClusterMode::None,
+                    other @ (0 | 1 | 3) => {
+                        return Err(ini.error(
+                            e,
+                            format_args!(
+                                "cluster-mode {other} (group-rectangles/DBSCAN) is not implemented; \
+                                 use 2 (NMS) or 4 (none)"
+                            ),
+                        ));
+                    }
+                    other => {
+                        return Err(ini.error(
+                            e,
+                            format_args!("unknown cluster-mode {other}; use 2 (NMS) or 4 (none)"),
+                        ));
+                    }
+                }
+            }
+            "ssd-box-format" => self.ssd_box_format = enum_value(ini, e)?,
+            "classifier-threshold" => self.classifier_threshold = ini.value(e)?,
+            "classifier-softmax" => self.classifier_softmax = enum_value(ini, e)?,
+            "process-mode" => {
+                let mode: u32 = ini.value(e)?;
+                if mode != 1 {
+                    return Err(ini.error(
+                        e,
+                        format_args!(
+                            "process-mode {mode} is not supported yet; only 1 (primary, full frame)"
+                        ),
+                    ));
+                }
+            }
+            key if UNSUPPORTED_KEYS.contains(&key) => {
+                return Ok(Some(format!(
+                    "{}:{}: key `{key}` is not supported by rstrtinfer and is ignored",
+                    ini.path.display(),
+                    e.line
+                )));
+            }
+            _ => return Ok(Some(unknown_key(ini, e, "property"))),
+        }
+        Ok(None)
+    }
+
+    /// Copies into `self` the values of `props` whose property names are in `set`: properties
+    /// that the application set explicitly win over the configuration file.
+    pub fn apply_overrides(&mut self, props: &InferConfig, set: &BTreeSet<&'static str>) {
+        for name in set {
+            match *name {
+                "onnx-file" => self.onnx_file = props.onnx_file.clone(),
+                "model-engine-file" => self.model_engine_file = props.model_engine_file.clone(),
+                "labelfile-path" => self.labelfile_path = props.labelfile_path.clone(),
+                "backend" => self.backend = props.backend,
+                "device" => self.device = props.device,
+                "gpu-id" => self.gpu_id = props.gpu_id,
+                "batch-size" => self.batch_size = props.batch_size,
+                "gie-unique-id" => self.gie_unique_id = props.gie_unique_id,
+                "interval" => self.interval = props.interval,
+                "network-type" => self.network_type = props.network_type,
+                "num-detected-classes" => self.num_detected_classes = props.num_detected_classes,
+                "model-color-format" => self.model_color_format = props.model_color_format,
+                "maintain-aspect-ratio" => self.maintain_aspect_ratio = props.maintain_aspect_ratio,
+                "symmetric-padding" => self.symmetric_padding = props.symmetric_padding,
+                "network-input-order" => self.network_input_order = props.network_input_order,
+                "net-scale-factor" => self.net_scale_factor = props.net_scale_factor,
+                "offsets" => self.offsets = props.offsets.clone(),
+                "infer-dims" => self.infer_dims = props.infer_dims,
+                "output-blob-names" => self.output_blob_names = props.output_blob_names.clone(),
+                "output-parser" => self.output_parser = props.output_parser,
+                "cluster-mode" => self.cluster_mode = props.cluster_mode,
+                "ssd-box-format" => self.ssd_box_format = props.ssd_box_format,
+                "classifier-threshold" => self.classifier_threshold = props.classifier_threshold,
+                "classifier-softmax" => self.classifier_softmax = props.classifier_softmax,
+                "pre-cluster-threshold" => {
+                    self.class_attrs.all.pre_cluster_threshold =
+                        props.class_attrs.all.pre_cluster_threshold
+                }
+                "nms-iou-threshold" => {
+                    self.class_attrs.all.nms_iou_threshold = props.class_attrs.all.nms_iou_threshold
+                }
+                "topk" => self.class_attrs.all.topk = props.class_attrs.all.topk,
+                other => unreachable!("property {other} has no configuration key"),
+            }
+        }
+    }
+}
+
+/// Parses `offsets` (one value, or one per channel).
+pub fn offsets(values: Vec<f32>) -> Result<Vec<f32>, String> {
+    if values.len() > 4 {
+        return Err(format!(
+            "expected at most 4 offsets, found {}",
+            values.len()
+        ));
+    }
+    Ok(values)
+}
+
+/// Parses `infer-dims` as `C;H;W`.
+pub fn infer_dims(values: &[u32]) -> Result<[u32; 3], String> {
+    match values {
+        [c, h, w] if [1, 3].contains(c) && *h > 0 && *w > 0 => Ok([*c, *h, *w]),
+        [c, _, _] if ![1, 3].contains(c) => Err(format!("channels must be 1 or 3, found {c}")),
+        _ => Err(format!(
+            "expected C;H;W with positive values, found {values:?}"
+        )),
+    }
+}
+
+fn positive(ini: &IniFile, e: &Entry) -> Result<u32, ConfigError> {
+    match ini.value::<u32>(e)? {
+        0 => Err(ini.error(e, "must be at least 1")),
+        v => Ok(v),
+    }
+}
+
+/// Parses an enum from its nick (as the property takes it) or its nvinfer number.
+fn enum_value<T>(ini: &IniFile, e: &Entry) -> Result<T, ConfigError>
+where
+    T: glib::prelude::StaticType + for<'a> glib::value::FromValue<'a>,
+{
+    let class = glib::EnumClass::with_type(T::static_type()).expect("registered enum type");
+    let value = class
+        .value_by_nick(&e.value)
+        .or_else(|| e.value.parse::<i32>().ok().and_then(|n| class.value(n)));
+    match value {
+        Some(v) => Ok(v.to_value(&class).get::<T>().expect("value of this enum")),
+        None => {
+            let nicks: Vec<&str> = class.values().iter().map(|v| v.nick()).collect();
+            Err(ini.error(
+                e,
+                format_args!(
+                    "unknown value `{}`; expected one of {}",
+                    e.value,
+                    nicks.join(", ")
+                ),
+            ))
+        }
+    }
+}
+
+fn class_value(ini: &IniFile, e: &Entry, key: ClassKey) -> Result<f32, ConfigError> {
+    if key == ClassKey::TopK {
+        Ok(ini.value::<i32>(e)? as f32)
+    } else {
+        ini.value::<f32>(e)
+    }
+}
+
+fn unknown_key(ini: &IniFile, e: &Entry, section: &str) -> String {
+    format!(
+        "{}:{}: unknown key `{}` in [{section}] ignored",
+        ini.path.display(),
+        e.line,
+        e.key
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<LoadedConfig, ConfigError> {
+        InferConfig::from_ini(&IniFile::parse(Path::new("/etc/fs/det.txt"), text)?)
+    }
+
+    #[test]
+    fn reads_property_keys() {
+        let loaded = load(
+            "[property]\n\
+             onnx-file=models/det.onnx\nlabelfile-path=/abs/labels.txt\nbatch-size=4\n\
+             gie-unique-id=3\ninterval=2\nnetwork-type=0\nnum-detected-classes=90\n\
+             model-color-format=1\nmaintain-aspect-ratio=1\nsymmetric-padding=true\n\
+             network-input-order=1\nnet-scale-factor=0.0039215697906911373\noffsets=1;2;3\n\
+             infer-dims=3;300;300\noutput-blob-names=a;b\ncluster-mode=4\noutput-parser=ssd\n\
+             backend=onnxruntime\ndevice=cpu\ngpu-id=1\nprocess-mode=1\n",
+        )
+        .unwrap();
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        let c = loaded.config;
+        assert_eq!(c.onnx_file, Some(PathBuf::from("/etc/fs/models/det.onnx")));
+        assert_eq!(c.labelfile_path, Some(PathBuf::from("/abs/labels.txt")));
+        assert_eq!((c.batch_size, c.gie_unique_id, c.interval), (4, 3, 2));
+        assert_eq!(c.model_color_format, ColorFormat::Bgr);
+        assert!(c.maintain_aspect_ratio && c.symmetric_padding);
+        assert_eq!(c.network_input_order, InputOrder::Nhwc);
+        assert!((c.net_scale_factor - 1.0 / 255.0).abs() < 1e-9);
+        assert_eq!(c.offsets, vec![1.0, 2.0, 3.0]);
+        assert_eq!(c.infer_dims, Some([3, 300, 300]));
+        assert_eq!(c.output_blob_names, vec!["a".to_string(), "b".to_string()]);
+        assert_eq!(c.cluster_mode, ClusterMode::None);
+        assert_eq!(c.output_parser, ParserKind::Ssd);
+        assert_eq!(
+            (c.backend, c.device, c.gpu_id),
+            (Backend::OnnxRuntime, Device::Cpu, 1)
+        );
+    }
+
+    #[test]
+    fn class_sections_override_all_key_by_key() {
+        let loaded = load(
+            "[class-attrs-2]\nnms-iou-threshold=0.6\n\
+             [property]\nnum-detected-classes=3\n\
+             [class-attrs-all]\npre-cluster-threshold=0.4\ntopk=20\ndetected-min-w=8\n",
+        )
+        .unwrap();
+        let attrs = loaded.config.class_attrs.resolve(3);
+        assert_eq!(attrs[0].pre_cluster_threshold, 0.4);
+        assert_eq!(attrs[0].nms_iou_threshold, 0.3);
+        assert_eq!(attrs[2].pre_cluster_threshold, 0.4);
+        assert_eq!(attrs[2].nms_iou_threshold, 0.6);
+        assert_eq!(attrs[2].topk, 20);
+        assert!(!attrs[1].size_ok(7.0, 100.0));
+        assert!(attrs[1].size_ok(8.0, 100.0));
+    }
+
+    #[test]
+    fn unknown_and_unsupported_keys_warn_with_their_name() {
+        let loaded =
+            load("[property]\nfrobnicate=1\nnetwork-mode=2\n[class-attrs-all]\neps=0.2\n").unwrap();
+        assert_eq!(loaded.warnings.len(), 3, "{:?}", loaded.warnings);
+        assert!(loaded.warnings[0].contains("`frobnicate`") && loaded.warnings[0].contains(":2:"));
+        assert!(loaded.warnings[1].contains("`network-mode`"));
+        assert!(loaded.warnings[2].contains("`eps`"));
+    }
+
+    #[test]
+    fn malformed_values_name_file_line_and_key() {
+        let err = load("[property]\nbatch-size=1\ninfer-dims=3;300\n").unwrap_err();
+        assert_eq!(err.line, 3);
+        assert!(
+            err.to_string()
+                .contains("/etc/fs/det.txt:3: key `infer-dims`"),
+            "{err}"
+        );
+        let err = load("[property]\nmaintain-aspect-ratio=yes\n").unwrap_err();
+        assert!(err.to_string().contains("maintain-aspect-ratio"));
+        let err = load("[property]\ncluster-mode=1\n").unwrap_err();
+        assert!(err.to_string().contains("not implemented"));
+        let err = load("[property]\noutput-parser=retinanet\n").unwrap_err();
+        assert!(
+            err.to_string().contains("expected one of auto, ssd"),
+            "{err}"
+        );
+        let err = load("[class-attrs-x]\n").unwrap_err();
+        assert_eq!(err.line, 1);
+        let err = load("[property]\nprocess-mode=2\n").unwrap_err();
+        assert!(err.to_string().contains("process-mode 2"));
+    }
+
+    #[test]
+    fn explicit_properties_override_the_file() {
+        let mut file = load("[property]\nbatch-size=4\ninterval=3\n[class-attrs-all]\ntopk=5\n")
+            .unwrap()
+            .config;
+        let props = InferConfig {
+            batch_size: 8,
+            interval: 0,
+            class_attrs: ClassAttrsTable {
+                all: ClassAttrs {
+                    pre_cluster_threshold: 0.7,
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let set: BTreeSet<&'static str> = ["batch-size", "pre-cluster-threshold"].into();
+        file.apply_overrides(&props, &set);
+        assert_eq!(file.batch_size, 8);
+        assert_eq!(file.interval, 3, "not set as a property: the file wins");
+        assert_eq!(file.class_attrs.all.pre_cluster_threshold, 0.7);
+        assert_eq!(file.class_attrs.all.topk, 5);
+    }
+}

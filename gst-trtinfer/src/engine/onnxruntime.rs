@@ -1,0 +1,315 @@
+//! ONNX Runtime backend, loaded at run time (no build-time download, no link-time dependency).
+//!
+//! The library is found through `ORT_DYLIB_PATH`, else the system library path
+//! (`libonnxruntime.so`, where `scripts/install-onnxruntime.sh` puts it), else
+//! `~/.local/lib/libonnxruntime.so`. A missing library is an error at element start, naming every
+//! location tried.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use ort::ep::{self, ExecutionProvider};
+use ort::session::builder::GraphOptimizationLevel;
+use ort::session::{Session, SessionInputValue};
+use ort::value::{DynValue, TensorElementType, TensorRef, ValueType};
+
+use super::{
+    ElementType, Engine, EngineDescription, EngineError, InputData, OutputTensor, TensorInfo,
+};
+use crate::config::Device;
+
+/// Environment variable naming the ONNX Runtime library to load.
+pub const DYLIB_ENV: &str = "ORT_DYLIB_PATH";
+
+/// The loaded runtime, shared by every session of the process.
+static ENVIRONMENT: Mutex<Option<ort::environment::Environment>> = Mutex::new(None);
+
+/// Library locations to try, in order.
+fn library_candidates() -> Vec<PathBuf> {
+    if let Some(path) = std::env::var_os(DYLIB_ENV).filter(|p| !p.is_empty()) {
+        return vec![PathBuf::from(path)];
+    }
+    let mut candidates = vec![
+        PathBuf::from("libonnxruntime.so"),
+        PathBuf::from("libonnxruntime.so.1"),
+    ];
+    if let Some(home) = std::env::var_os("HOME") {
+        candidates.push(PathBuf::from(home).join(".local/lib/libonnxruntime.so"));
+    }
+    candidates
+}
+
+/// Loads ONNX Runtime once per process and returns its environment.
+pub fn environment() -> Result<ort::environment::Environment, EngineError> {
+    let mut guard = ENVIRONMENT.lock().unwrap();
+    if let Some(env) = guard.as_ref() {
+        return Ok(env.clone());
+    }
+    let mut failures = Vec::new();
+    let mut builder = None;
+    for candidate in library_candidates() {
+        match ort::init_from(&candidate) {
+            Ok(b) => {
+                builder = Some(b);
+                break;
+            }
+            Err(e) => failures.push(e.to_string()),
+        }
+    }
+    let Some(builder) = builder else {
+        return Err(EngineError::RuntimeMissing(format!(
+            "ONNX Runtime library not found or unusable ({}). Install it with \
+             scripts/install-onnxruntime.sh or point {DYLIB_ENV} at libonnxruntime.so (1.20 or newer)",
+            failures.join("; ")
+        )));
+    };
+    let env = builder.with_name("ferrostream").build().map_err(|e| {
+        EngineError::RuntimeMissing(format!("creating the ONNX Runtime environment: {e}"))
+    })?;
+    *guard = Some(env.clone());
+    Ok(env)
+}
+
+/// Version of the loaded runtime (after [`environment`] succeeded).
+pub fn runtime_version() -> String {
+    let info = ort::info();
+    // "ORT Build Info: git-branch=rel-1.31.1, git-commit-id=..., build type=Release, ..."
+    info.split(',')
+        .find_map(|part| part.trim().strip_prefix("ORT Build Info: git-branch=rel-"))
+        .map(str::to_owned)
+        .unwrap_or_else(|| info.to_owned())
+}
+
+/// Options for opening a model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrtOptions {
+    pub model: PathBuf,
+    pub device: Device,
+    pub gpu_id: u32,
+    /// Intra-op threads; 0 lets ONNX Runtime decide.
+    pub threads: usize,
+}
+
+pub struct OrtEngine {
+    session: Session,
+    description: EngineDescription,
+}
+
+impl OrtEngine {
+    pub fn open(options: &OrtOptions) -> Result<Self, EngineError> {
+        let env = environment()?;
+        let model_error = |reason: String| EngineError::Model {
+            path: options.model.display().to_string(),
+            reason,
+        };
+        let mut builder = Session::builder(&env)
+            .and_then(|b| {
+                b.with_optimization_level(GraphOptimizationLevel::All)
+                    .map_err(Into::into)
+            })
+            .map_err(|e| model_error(e.to_string()))?;
+        if options.threads > 0 {
+            builder = builder
+                .with_intra_threads(options.threads)
+                .map_err(|e| model_error(e.to_string()))?;
+        }
+        let providers = register_providers(&mut builder, options.device, options.gpu_id)?;
+        let bytes = std::fs::read(&options.model).map_err(|e| model_error(e.to_string()))?;
+        let session = builder
+            .commit_from_memory(&bytes)
+            .map_err(|e| model_error(e.to_string()))?;
+
+        let [input] = session.inputs() else {
+            return Err(model_error(format!(
+                "expected exactly one input, the model has {} ({})",
+                session.inputs().len(),
+                session
+                    .inputs()
+                    .iter()
+                    .map(|i| i.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        let input = tensor_info(input.name(), input.dtype()).map_err(model_error)?;
+        let outputs = session
+            .outputs()
+            .iter()
+            .map(|o| tensor_info(o.name(), o.dtype()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(model_error)?;
+        let description = EngineDescription {
+            backend: "onnxruntime",
+            providers,
+            version: runtime_version(),
+            input,
+            outputs,
+        };
+        Ok(Self {
+            session,
+            description,
+        })
+    }
+}
+
+/// Registers the execution providers `device` asks for and returns their names in priority order.
+fn register_providers(
+    builder: &mut ort::session::builder::SessionBuilder,
+    device: Device,
+    gpu_id: u32,
+) -> Result<Vec<String>, EngineError> {
+    let available = |name: &str, present: ort::Result<bool>| -> Result<bool, EngineError> {
+        present.map_err(|e| {
+            EngineError::ProviderUnavailable(format!("querying the {name} provider: {e}"))
+        })
+    };
+    let has_cuda = available("CUDA", ep::CUDA::is_available())?;
+    let has_trt = available("TensorRT", ep::TensorRT::is_available())?;
+    let cuda = ep::CUDA::default().with_device_id(gpu_id as i32);
+    let trt = ep::TensorRT::default().with_device_id(gpu_id as i32);
+    let missing = |name: &str| {
+        EngineError::ProviderUnavailable(format!(
+            "the installed ONNX Runtime {} has no {name} execution provider (it was built without \
+             it); install a GPU build of ONNX Runtime or use device=cpu",
+            runtime_version()
+        ))
+    };
+    let failed = |name: &str, e: ort::Error| {
+        EngineError::ProviderUnavailable(format!(
+            "the {name} execution provider could not be enabled on GPU {gpu_id}: {e}"
+        ))
+    };
+    let mut providers = Vec::new();
+    match device {
+        Device::Cpu => {}
+        Device::Cuda => {
+            if !has_cuda {
+                return Err(missing("CUDA"));
+            }
+            cuda.register(builder).map_err(|e| failed("CUDA", e))?;
+            providers.push("CUDA".to_string());
+        }
+        Device::TensorRt => {
+            if !has_trt {
+                return Err(missing("TensorRT"));
+            }
+            trt.register(builder).map_err(|e| failed("TensorRT", e))?;
+            providers.push("TensorRT".to_string());
+            // Nodes TensorRT cannot take run on CUDA rather than the CPU.
+            if has_cuda && cuda.register(builder).is_ok() {
+                providers.push("CUDA".to_string());
+            }
+        }
+        Device::Auto => {
+            if has_trt && trt.register(builder).is_ok() {
+                providers.push("TensorRT".to_string());
+            }
+            if has_cuda && cuda.register(builder).is_ok() {
+                providers.push("CUDA".to_string());
+            }
+        }
+    }
+    providers.push("CPU".to_string());
+    Ok(providers)
+}
+
+fn element_type(ty: TensorElementType) -> ElementType {
+    match ty {
+        TensorElementType::Float32 => ElementType::F32,
+        TensorElementType::Float16 => ElementType::F16,
+        TensorElementType::Uint8 => ElementType::U8,
+        TensorElementType::Int8 => ElementType::I8,
+        TensorElementType::Int32 => ElementType::I32,
+        TensorElementType::Int64 => ElementType::I64,
+        TensorElementType::Float64 => ElementType::Other("f64"),
+        TensorElementType::Bool => ElementType::Other("bool"),
+        TensorElementType::String => ElementType::Other("string"),
+        _ => ElementType::Other("other"),
+    }
+}
+
+fn tensor_info(name: &str, dtype: &ValueType) -> Result<TensorInfo, String> {
+    let ValueType::Tensor { ty, shape, .. } = dtype else {
+        return Err(format!("`{name}` is not a tensor ({dtype:?})"));
+    };
+    Ok(TensorInfo {
+        name: name.to_owned(),
+        element_type: element_type(*ty),
+        dims: shape
+            .iter()
+            .map(|&d| usize::try_from(d).ok().filter(|&d| d > 0))
+            .collect(),
+    })
+}
+
+/// Copies an output value into `out` as f32.
+fn copy_output(value: &DynValue, out: &mut OutputTensor) -> Result<(), String> {
+    macro_rules! convert {
+        ($t:ty, $f:expr) => {{
+            let (shape, data) = value
+                .try_extract_tensor::<$t>()
+                .map_err(|e| e.to_string())?;
+            out.shape.clear();
+            out.shape.extend(shape.iter().map(|&d| d.max(0) as usize));
+            out.data.clear();
+            out.data.extend(data.iter().map($f));
+        }};
+    }
+    let ValueType::Tensor { ty, .. } = value.dtype() else {
+        return Err(format!("output `{}` is not a tensor", out.name));
+    };
+    match ty {
+        TensorElementType::Float32 => convert!(f32, |&v| v),
+        TensorElementType::Float16 => convert!(half::f16, |v: &half::f16| v.to_f32()),
+        TensorElementType::Float64 => convert!(f64, |&v| v as f32),
+        TensorElementType::Int64 => convert!(i64, |&v| v as f32),
+        TensorElementType::Int32 => convert!(i32, |&v| v as f32),
+        TensorElementType::Uint8 => convert!(u8, |&v| v as f32),
+        TensorElementType::Int8 => convert!(i8, |&v| v as f32),
+        other => {
+            return Err(format!(
+                "output `{}` has unsupported type {other:?}",
+                out.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl Engine for OrtEngine {
+    fn description(&self) -> &EngineDescription {
+        &self.description
+    }
+
+    fn run(
+        &mut self,
+        input: InputData<'_>,
+        shape: &[usize],
+        outputs: &mut Vec<OutputTensor>,
+    ) -> Result<(), EngineError> {
+        let run_error = |e: ort::Error| EngineError::Run(e.to_string());
+        let value: SessionInputValue<'_> = match input {
+            InputData::F32(data) => TensorRef::from_array_view((shape, data))
+                .map_err(run_error)?
+                .into(),
+            InputData::F16(data) => TensorRef::from_array_view((shape, data))
+                .map_err(run_error)?
+                .into(),
+            InputData::U8(data) => TensorRef::from_array_view((shape, data))
+                .map_err(run_error)?
+                .into(),
+        };
+        let results = self.session.run([value]).map_err(run_error)?;
+        outputs.resize_with(self.description.outputs.len(), OutputTensor::default);
+        for (info, out) in self.description.outputs.iter().zip(outputs.iter_mut()) {
+            if out.name != info.name {
+                out.name.clone_from(&info.name);
+            }
+            let value = results
+                .get(&info.name)
+                .ok_or_else(|| EngineError::Run(format!("output `{}` missing", info.name)))?;
+            copy_output(value, out).map_err(EngineError::Run)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,524 @@
+//! One configured model: engine, network input geometry, tensor buffer, parser and labels.
+//!
+//! [`Inference`] is what `rstrtinfer` runs per frame, free of GStreamer plumbing so that tests
+//! and benchmarks drive the very same code.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ferrostream_core::{AttributeValue, BBox, Classification, Object};
+
+use crate::cluster::cluster;
+use crate::config::{Backend, ClassAttrs, ColorFormat, InferConfig, InputOrder};
+use crate::engine::onnxruntime::{OrtEngine, OrtOptions};
+use crate::engine::{ElementType, Engine, EngineDescription, EngineError, InputData, OutputTensor};
+use crate::labels::{label_for, load as load_labels};
+use crate::parse::{Detection, OutputParser};
+use crate::preprocess::{Letterbox, NetworkInput, Preprocessor, SourceImage, TensorElement};
+
+/// Why a model could not be set up; each maps to a GStreamer error domain.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("{0}")]
+    Config(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Runtime(String),
+    #[error("{0}")]
+    Model(String),
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+impl From<EngineError> for SetupError {
+    fn from(e: EngineError) -> Self {
+        match e {
+            EngineError::RuntimeMissing(m) | EngineError::ProviderUnavailable(m) => {
+                SetupError::Runtime(m)
+            }
+            e @ EngineError::Model { .. } => SetupError::Model(e.to_string()),
+            EngineError::Run(m) => SetupError::Model(m),
+        }
+    }
+}
+
+/// The network's input tensor for a batch, in the model's element type.
+#[derive(Debug)]
+pub enum InputTensor {
+    F32(Vec<f32>),
+    F16(Vec<half::f16>),
+    U8(Vec<u8>),
+}
+
+impl InputTensor {
+    fn new(element_type: ElementType, len: usize) -> Result<Self, String> {
+        Ok(match element_type {
+            ElementType::F32 => InputTensor::F32(vec![0.0; len]),
+            ElementType::F16 => InputTensor::F16(vec![half::f16::ZERO; len]),
+            ElementType::U8 => InputTensor::U8(vec![0; len]),
+            other => {
+                return Err(format!(
+                    "input element type {other} is not supported (f32, f16 or u8)"
+                ));
+            }
+        })
+    }
+
+    pub fn data(&self) -> InputData<'_> {
+        match self {
+            InputTensor::F32(v) => InputData::F32(v),
+            InputTensor::F16(v) => InputData::F16(v),
+            InputTensor::U8(v) => InputData::U8(v),
+        }
+    }
+}
+
+pub struct Inference {
+    config: InferConfig,
+    model_path: PathBuf,
+    engine: Box<dyn Engine>,
+    network: NetworkInput,
+    /// Batch dimension the engine is called with (a fixed model batch, else 1 frame).
+    engine_batch: usize,
+    tensor: InputTensor,
+    parser: OutputParser,
+    class_attrs: Vec<ClassAttrs>,
+    labels: Vec<Arc<str>>,
+    preprocessor: Preprocessor,
+    outputs: Vec<OutputTensor>,
+    detections: Vec<Detection>,
+    /// Letterbox of the frame in the tensor.
+    letterbox: Option<Letterbox>,
+}
+
+impl Inference {
+    /// Loads the model of `config` and checks that everything fits together.
+    /// `threads` caps ONNX Runtime's intra-op threads (0: its default).
+    pub fn new(config: InferConfig, threads: usize) -> Result<Self, SetupError> {
+        if config.backend == Backend::TensorRt {
+            return Err(SetupError::Unsupported(
+                "backend=tensorrt: this build has no native TensorRT backend; use \
+                 backend=onnxruntime (device=tensorrt selects ONNX Runtime's TensorRT \
+                 execution provider)"
+                    .into(),
+            ));
+        }
+        let Some(onnx) = config.onnx_file.clone() else {
+            let hint = if config.model_engine_file.is_some() {
+                " (model-engine-file needs the native TensorRT backend, which this build lacks)"
+            } else {
+                ""
+            };
+            return Err(SetupError::Config(format!("no model: set onnx-file{hint}")));
+        };
+        let model_path = ferrostream_core::paths::resolve_model(&onnx).map_err(|tried| {
+            SetupError::NotFound(format!(
+                "model file not found: {} (looked in {}); scripts/fetch-models.sh downloads the \
+                 example models",
+                onnx.display(),
+                tried
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        let engine = OrtEngine::open(&OrtOptions {
+            model: model_path.clone(),
+            device: config.device,
+            gpu_id: config.gpu_id,
+            threads,
+        })?;
+        Self::with_engine(config, model_path, Box::new(engine))
+    }
+
+    /// Sets up around an engine that is already open.
+    pub fn with_engine(
+        config: InferConfig,
+        model_path: PathBuf,
+        engine: Box<dyn Engine>,
+    ) -> Result<Self, SetupError> {
+        let description = engine.description().clone();
+        let (network, model_batch) = network_input(&config, &description)?;
+        let engine_batch = model_batch.unwrap_or(1);
+        let tensor = InputTensor::new(
+            description.input.element_type,
+            network.frame_len() * engine_batch,
+        )
+        .map_err(|m| SetupError::Model(format!("model input {}: {m}", description.input)))?;
+
+        let considered = considered_outputs(&config, &description)?;
+        let infos: Vec<_> = considered
+            .iter()
+            .map(|&i| description.outputs[i].clone())
+            .collect();
+        let parser = OutputParser::select(
+            config.output_parser,
+            config.network_type,
+            config.ssd_box_format,
+            config.classifier_softmax,
+            &infos,
+        )
+        .map_err(SetupError::Config)?
+        .remap(&considered);
+
+        let labels: Vec<Arc<str>> = match &config.labelfile_path {
+            Some(path) => load_labels(path).map_err(SetupError::NotFound)?,
+            None => parser
+                .default_labels()
+                .iter()
+                .map(|&l| Arc::from(l))
+                .collect(),
+        };
+        let num_classes = [
+            parser.num_classes(&description.outputs).unwrap_or(0),
+            config.num_detected_classes as usize,
+            labels.len(),
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+        let class_attrs = config.class_attrs.resolve(num_classes.max(1));
+        Ok(Self {
+            config,
+            model_path,
+            engine,
+            network,
+            engine_batch,
+            tensor,
+            parser,
+            class_attrs,
+            labels,
+            preprocessor: Preprocessor::default(),
+            outputs: Vec::new(),
+            detections: Vec::new(),
+            letterbox: None,
+        })
+    }
+
+    /// nvinfer `interval`: infer on one frame, then skip `interval` frames.
+    pub fn should_infer(&self, frame_num: u64) -> bool {
+        frame_num % (self.config.interval as u64 + 1) == 0
+    }
+
+    pub fn set_interval(&mut self, interval: u32) {
+        self.config.interval = interval;
+    }
+
+    pub fn config(&self) -> &InferConfig {
+        &self.config
+    }
+
+    pub fn description(&self) -> &EngineDescription {
+        self.engine.description()
+    }
+
+    pub fn network(&self) -> &NetworkInput {
+        &self.network
+    }
+
+    pub fn parser(&self) -> &OutputParser {
+        &self.parser
+    }
+
+    pub fn model_path(&self) -> &std::path::Path {
+        &self.model_path
+    }
+
+    /// The input tensor as last filled by [`Inference::preprocess`].
+    pub fn tensor(&self) -> &InputTensor {
+        &self.tensor
+    }
+
+    /// Input shape of one engine call.
+    pub fn input_shape(&self) -> Vec<usize> {
+        let n = &self.network;
+        let (c, h, w) = (n.channels as usize, n.height as usize, n.width as usize);
+        if n.planar {
+            vec![self.engine_batch, c, h, w]
+        } else {
+            vec![self.engine_batch, h, w, c]
+        }
+    }
+
+    /// Fills the input tensor from `roi` of `image`.
+    pub fn preprocess(&mut self, image: &SourceImage<'_>, roi: BBox) {
+        fn fill<T: TensorElement>(
+            pre: &mut Preprocessor,
+            image: &SourceImage<'_>,
+            roi: BBox,
+            net: &NetworkInput,
+            tensor: &mut [T],
+        ) -> Letterbox {
+            pre.run(image, roi, net, &mut tensor[..net.frame_len()])
+        }
+        let net = &self.network;
+        let pre = &mut self.preprocessor;
+        self.letterbox = Some(match &mut self.tensor {
+            InputTensor::F32(t) => fill(pre, image, roi, net, t),
+            InputTensor::F16(t) => fill(pre, image, roi, net, t),
+            InputTensor::U8(t) => fill(pre, image, roi, net, t),
+        });
+    }
+
+    /// Runs the engine on the input tensor.
+    pub fn infer(&mut self) -> Result<(), EngineError> {
+        let shape = self.input_shape();
+        self.engine
+            .run(self.tensor.data(), &shape, &mut self.outputs)
+    }
+
+    /// Turns the outputs of the last run into objects of a `frame_w` x `frame_h` frame.
+    pub fn objects(&mut self, frame_w: u32, frame_h: u32) -> Result<Vec<Object>, String> {
+        let lb = self.letterbox.ok_or("no frame was pre-processed")?;
+        let component = self.config.gie_unique_id;
+        let frame_box = BBox::new(0.0, 0.0, frame_w as f32, frame_h as f32);
+        if let Some((class_id, prob)) = self.parser.top_class(&self.outputs, 0) {
+            if prob < self.config.classifier_threshold {
+                return Ok(Vec::new());
+            }
+            let label = label_for(&self.labels, class_id);
+            let mut object =
+                Object::new(class_id as i32, label.clone(), prob, frame_box, component);
+            object.classifications.push(Classification {
+                component_id: component,
+                class_id: class_id as i32,
+                label,
+                prob,
+            });
+            return Ok(vec![object]);
+        }
+        let attrs = &self.class_attrs;
+        let all = self.config.class_attrs.all;
+        let attrs_of = |class: u32| attrs.get(class as usize).copied().unwrap_or(all);
+        self.detections.clear();
+        self.parser.detections(
+            &self.outputs,
+            0,
+            (self.network.width, self.network.height),
+            &attrs_of,
+            &mut self.detections,
+        )?;
+        cluster(&mut self.detections, self.config.cluster_mode, &attrs_of);
+        let mut objects = Vec::with_capacity(self.detections.len());
+        for d in &self.detections {
+            let bbox = lb.to_source(d.bbox).clipped(frame_w as f32, frame_h as f32);
+            if bbox.area() <= 0.0 {
+                continue;
+            }
+            let mut object = Object::new(
+                d.class_id as i32,
+                label_for(&self.labels, d.class_id),
+                d.confidence,
+                bbox,
+                component,
+            );
+            if !d.landmarks.is_empty() {
+                let points = d
+                    .landmarks
+                    .chunks_exact(2)
+                    .flat_map(|p| {
+                        let b = lb.to_source(BBox::new(p[0], p[1], 0.0, 0.0));
+                        [b.left, b.top]
+                    })
+                    .collect();
+                object
+                    .attributes
+                    .insert("landmarks".into(), AttributeValue::Floats(points));
+            }
+            objects.push(object);
+        }
+        Ok(objects)
+    }
+
+    /// Pre-process, infer and parse one whole frame.
+    pub fn process_frame(&mut self, image: &SourceImage<'_>) -> Result<Vec<Object>, String> {
+        let (w, h) = image.size();
+        self.preprocess(image, BBox::new(0.0, 0.0, w as f32, h as f32));
+        self.infer().map_err(|e| e.to_string())?;
+        self.objects(w, h)
+    }
+}
+
+/// Indices of the engine outputs the parser reads: `output-blob-names` in its order, else all.
+fn considered_outputs(
+    config: &InferConfig,
+    description: &EngineDescription,
+) -> Result<Vec<usize>, SetupError> {
+    if config.output_blob_names.is_empty() {
+        return Ok((0..description.outputs.len()).collect());
+    }
+    config
+        .output_blob_names
+        .iter()
+        .map(|name| {
+            description
+                .outputs
+                .iter()
+                .position(|o| &o.name == name)
+                .ok_or_else(|| {
+                    SetupError::Config(format!(
+                        "output-blob-names: the model has no output `{name}` (outputs: {})",
+                        description
+                            .outputs
+                            .iter()
+                            .map(|o| o.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                })
+        })
+        .collect()
+}
+
+/// Works out the network input from the model's input and the configuration. Returns it and the
+/// model's fixed batch size, if it has one.
+fn network_input(
+    config: &InferConfig,
+    description: &EngineDescription,
+) -> Result<(NetworkInput, Option<usize>), SetupError> {
+    let input = &description.input;
+    let err = |m: String| SetupError::Config(format!("model input {input}: {m}"));
+    let [batch, d1, d2, d3] = input.dims[..] else {
+        return Err(err("expected a 4-dimensional image input".into()));
+    };
+    let is_channels = |d: Option<usize>| matches!(d, Some(1) | Some(3));
+    let planar = match config.network_input_order {
+        InputOrder::Nchw => true,
+        InputOrder::Nhwc => false,
+        InputOrder::Auto if is_channels(d1) => true,
+        InputOrder::Auto if is_channels(d3) => false,
+        InputOrder::Auto => {
+            return Err(err(
+                "cannot tell NCHW from NHWC; set network-input-order".into()
+            ));
+        }
+    };
+    let (c, h, w) = if planar { (d1, d2, d3) } else { (d3, d1, d2) };
+    let dims = match (c, h, w, config.infer_dims) {
+        (_, Some(h), Some(w), Some([ic, ih, iw])) if (ih as usize, iw as usize) != (h, w) => {
+            return Err(err(format!(
+                "infer-dims {ic};{ih};{iw} disagree with the model's fixed size {h}x{w}"
+            )));
+        }
+        (c, Some(h), Some(w), _) => (c, h, w),
+        (c, _, _, Some([ic, ih, iw])) => (c.or(Some(ic as usize)), ih as usize, iw as usize),
+        _ => {
+            return Err(err(
+                "the model's height and width are dynamic; set infer-dims (C;H;W)".into(),
+            ));
+        }
+    };
+    let channels = dims.0.unwrap_or(3);
+    let expected = if config.model_color_format == ColorFormat::Gray {
+        1
+    } else {
+        3
+    };
+    if channels != expected {
+        return Err(err(format!(
+            "the model takes {channels} channel(s) but model-color-format {:?} gives {expected}",
+            config.model_color_format
+        )));
+    }
+    let offsets = match config.offsets[..] {
+        [] => [0.0; 3],
+        [o] => [o; 3],
+        [a, b, c] => [a, b, c],
+        ref other => {
+            return Err(SetupError::Config(format!(
+                "offsets: expected 1 or 3 values, found {}",
+                other.len()
+            )));
+        }
+    };
+    Ok((
+        NetworkInput {
+            width: dims.2 as u32,
+            height: dims.1 as u32,
+            channels: channels as u32,
+            planar,
+            color: config.model_color_format,
+            scale: config.net_scale_factor,
+            offsets,
+            maintain_aspect_ratio: config.maintain_aspect_ratio,
+            symmetric_padding: config.symmetric_padding,
+        },
+        batch,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::TensorInfo;
+
+    fn description(dims: &[Option<usize>], ty: ElementType) -> EngineDescription {
+        EngineDescription {
+            backend: "test",
+            providers: vec!["CPU".into()],
+            version: "0".into(),
+            input: TensorInfo {
+                name: "in".into(),
+                element_type: ty,
+                dims: dims.to_vec(),
+            },
+            outputs: vec![],
+        }
+    }
+
+    #[test]
+    fn nhwc_dynamic_input_needs_infer_dims() {
+        let d = description(&[None, None, None, Some(3)], ElementType::U8);
+        let err = network_input(&InferConfig::default(), &d).unwrap_err();
+        assert!(err.to_string().contains("set infer-dims"), "{err}");
+        let config = InferConfig {
+            infer_dims: Some([3, 300, 320]),
+            ..Default::default()
+        };
+        let (net, batch) = network_input(&config, &d).unwrap();
+        assert_eq!(
+            (net.width, net.height, net.channels, net.planar, batch),
+            (320, 300, 3, false, None)
+        );
+    }
+
+    #[test]
+    fn fixed_nchw_input_and_mismatches() {
+        let d = description(&[Some(1), Some(3), Some(224), Some(224)], ElementType::F32);
+        let (net, batch) = network_input(&InferConfig::default(), &d).unwrap();
+        assert!(net.planar);
+        assert_eq!((net.width, batch), (224, Some(1)));
+        let config = InferConfig {
+            infer_dims: Some([3, 100, 100]),
+            ..Default::default()
+        };
+        assert!(
+            network_input(&config, &d)
+                .unwrap_err()
+                .to_string()
+                .contains("disagree")
+        );
+        let gray = InferConfig {
+            model_color_format: ColorFormat::Gray,
+            ..Default::default()
+        };
+        assert!(
+            network_input(&gray, &d)
+                .unwrap_err()
+                .to_string()
+                .contains("channel")
+        );
+        let offsets = InferConfig {
+            offsets: vec![1.0, 2.0],
+            ..Default::default()
+        };
+        assert!(
+            network_input(&offsets, &d)
+                .unwrap_err()
+                .to_string()
+                .contains("offsets")
+        );
+    }
+}

@@ -1,0 +1,723 @@
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::{LazyLock, Mutex};
+use std::time::{Duration, Instant};
+
+use ferrostream_core::{BatchMeta, Frame};
+use gst::glib;
+use gst::prelude::*;
+use gst::subclass::prelude::*;
+use gst_base::subclass::prelude::*;
+
+use crate::config::{
+    Backend, BoxFormat, ClusterMode, ColorFormat, Device, InferConfig, InputOrder, NetworkType,
+    ParserKind, Softmax, infer_dims, offsets,
+};
+use crate::inference::{Inference, SetupError};
+use crate::preprocess::{SUPPORTED_FORMATS, SourceImage};
+
+static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
+    gst::DebugCategory::new(
+        "rstrtinfer",
+        gst::DebugColorFlags::empty(),
+        Some("Ferrostream primary inference"),
+    )
+});
+
+const DEFAULT_THREADS: u32 = 0;
+
+#[derive(Debug, Clone, Default)]
+struct Settings {
+    config_file: Option<PathBuf>,
+    /// Property values; only those named in `set` override the configuration file.
+    props: InferConfig,
+    set: BTreeSet<&'static str>,
+    /// List properties are validated at start, where an error can be reported.
+    offsets_text: String,
+    infer_dims_text: String,
+    threads: u32,
+}
+
+struct State {
+    inference: Inference,
+    info: Option<gst_video::VideoInfo>,
+    frames: u64,
+}
+
+/// Time spent per stage, for the `stats` property.
+#[derive(Debug, Default, Clone)]
+struct Stats {
+    frames: u64,
+    inferred: u64,
+    preprocess: Duration,
+    inference: Duration,
+    postprocess: Duration,
+}
+
+#[derive(Default)]
+pub struct TrtInfer {
+    settings: Mutex<Settings>,
+    state: Mutex<Option<State>>,
+    stats: Mutex<Stats>,
+}
+
+impl TrtInfer {
+    /// The configuration file (if any) with the explicitly set properties applied over it.
+    fn resolve_config(&self, settings: &Settings) -> Result<InferConfig, gst::ErrorMessage> {
+        let settings_error = |m: String| gst::error_msg!(gst::LibraryError::Settings, ("{m}"));
+        let mut props = settings.props.clone();
+        if settings.set.contains("offsets") {
+            let values = parse_list::<f32>(&settings.offsets_text)
+                .and_then(offsets)
+                .map_err(|m| settings_error(format!("property offsets: {m}")))?;
+            props.offsets = values;
+        }
+        if settings.set.contains("infer-dims") {
+            let dims = parse_list::<u32>(&settings.infer_dims_text)
+                .and_then(|v| infer_dims(&v))
+                .map_err(|m| settings_error(format!("property infer-dims: {m}")))?;
+            props.infer_dims = Some(dims);
+        }
+        let Some(path) = &settings.config_file else {
+            return Ok(props);
+        };
+        let loaded = InferConfig::from_file(path).map_err(|e| settings_error(e.to_string()))?;
+        for warning in &loaded.warnings {
+            gst::element_imp_warning!(self, gst::LibraryError::Settings, ("{warning}"));
+        }
+        let mut config = loaded.config;
+        config.apply_overrides(&props, &settings.set);
+        Ok(config)
+    }
+
+    fn post_engine_message(&self, inference: &Inference) {
+        let d = inference.description();
+        let net = inference.network();
+        let structure = gst::Structure::builder("rstrtinfer-engine")
+            .field("backend", d.backend)
+            .field("providers", d.providers.join(","))
+            .field("runtime-version", &d.version)
+            .field("model", inference.model_path().display().to_string())
+            .field("input", d.input.to_string())
+            .field("network-width", net.width)
+            .field("network-height", net.height)
+            .field("parser", format!("{:?}", inference.parser().kind()))
+            .build();
+        let _ = self.obj().post_message(
+            gst::message::Element::builder(structure)
+                .src(&*self.obj())
+                .build(),
+        );
+    }
+
+    fn sink_caps() -> gst::Caps {
+        gst_video::VideoCapsBuilder::new()
+            .format_list(SUPPORTED_FORMATS.iter().copied())
+            .build()
+    }
+}
+
+fn parse_list<T: std::str::FromStr>(text: &str) -> Result<Vec<T>, String>
+where
+    T::Err: std::fmt::Display,
+{
+    text.split(';')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse::<T>().map_err(|e| format!("`{s}`: {e}")))
+        .collect()
+}
+
+fn setup_error(e: SetupError) -> gst::ErrorMessage {
+    match e {
+        SetupError::Config(m) => gst::error_msg!(gst::LibraryError::Settings, ("{m}")),
+        SetupError::NotFound(m) => gst::error_msg!(gst::ResourceError::NotFound, ("{m}")),
+        SetupError::Runtime(m) => gst::error_msg!(gst::LibraryError::Init, ("{m}")),
+        SetupError::Model(m) => gst::error_msg!(gst::LibraryError::Init, ("{m}")),
+        SetupError::Unsupported(m) => gst::error_msg!(gst::CoreError::NotImplemented, ("{m}")),
+    }
+}
+
+#[glib::object_subclass]
+impl ObjectSubclass for TrtInfer {
+    const NAME: &'static str = "GstRsTrtInfer";
+    type Type = super::TrtInfer;
+    type ParentType = gst_base::BaseTransform;
+}
+
+fn string_prop(name: &'static str, nick: &'static str, blurb: &'static str) -> glib::ParamSpec {
+    glib::ParamSpecString::builder(name)
+        .nick(nick)
+        .blurb(blurb)
+        .mutable_ready()
+        .build()
+}
+
+impl ObjectImpl for TrtInfer {
+    fn properties() -> &'static [glib::ParamSpec] {
+        static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
+            let d = InferConfig::default();
+            let a = d.class_attrs.all;
+            vec![
+                string_prop(
+                    "config-file-path",
+                    "Config file",
+                    "nvinfer-style INI file ([property], [class-attrs-all], [class-attrs-N]); \
+                     properties set on the element override it",
+                ),
+                string_prop("onnx-file", "ONNX model", "Path of the ONNX model"),
+                string_prop(
+                    "model-engine-file",
+                    "Engine file",
+                    "Serialized TensorRT engine (native TensorRT backend only)",
+                ),
+                string_prop("labelfile-path", "Label file", "One class label per line"),
+                glib::ParamSpecEnum::builder_with_default("backend", d.backend)
+                    .nick("Backend")
+                    .blurb("Inference backend")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecEnum::builder_with_default("device", d.device)
+                    .nick("Device")
+                    .blurb("ONNX Runtime execution provider")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("gpu-id")
+                    .nick("GPU id")
+                    .blurb("GPU used by GPU execution providers")
+                    .default_value(d.gpu_id)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("batch-size")
+                    .nick("Batch size")
+                    .blurb("Maximum number of frames per engine call")
+                    .minimum(1)
+                    .maximum(1024)
+                    .default_value(d.batch_size)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("gie-unique-id")
+                    .nick("Unique id")
+                    .blurb("Component id written into the metadata of the objects found")
+                    .minimum(1)
+                    .maximum(i32::MAX as u32)
+                    .default_value(d.gie_unique_id as u32)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("interval")
+                    .nick("Interval")
+                    .blurb("Frames to skip between inferences (0: infer every frame)")
+                    .default_value(d.interval)
+                    .mutable_playing()
+                    .build(),
+                glib::ParamSpecEnum::builder_with_default("network-type", d.network_type)
+                    .nick("Network type")
+                    .blurb("Detector or classifier")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("num-detected-classes")
+                    .nick("Classes")
+                    .blurb("Number of classes (0: from the model's outputs or the label file)")
+                    .default_value(d.num_detected_classes)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecEnum::builder_with_default(
+                    "model-color-format",
+                    d.model_color_format,
+                )
+                .nick("Model colour format")
+                .blurb("Colour order the network expects")
+                .mutable_ready()
+                .build(),
+                glib::ParamSpecBoolean::builder("maintain-aspect-ratio")
+                    .nick("Keep aspect ratio")
+                    .blurb("Scale keeping the aspect ratio, padding the rest")
+                    .default_value(d.maintain_aspect_ratio)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecBoolean::builder("symmetric-padding")
+                    .nick("Symmetric padding")
+                    .blurb("Centre the scaled frame (else pad right and bottom only)")
+                    .default_value(d.symmetric_padding)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecEnum::builder_with_default(
+                    "network-input-order",
+                    d.network_input_order,
+                )
+                .nick("Input order")
+                .blurb("Tensor layout of the network input")
+                .mutable_ready()
+                .build(),
+                glib::ParamSpecFloat::builder("net-scale-factor")
+                    .nick("Scale factor")
+                    .blurb("Pixel normalisation: y = net-scale-factor * (x - offset)")
+                    .minimum(0.0)
+                    .default_value(d.net_scale_factor)
+                    .mutable_ready()
+                    .build(),
+                string_prop(
+                    "offsets",
+                    "Offsets",
+                    "Per-channel offsets subtracted before scaling, e.g. 123.7;116.3;103.5",
+                ),
+                string_prop(
+                    "infer-dims",
+                    "Input dims",
+                    "C;H;W network input size for models with dynamic dims",
+                ),
+                string_prop(
+                    "output-blob-names",
+                    "Outputs",
+                    "Outputs to parse, ';'-separated, in the parser's order",
+                ),
+                glib::ParamSpecEnum::builder_with_default("output-parser", d.output_parser)
+                    .nick("Output parser")
+                    .blurb("How output tensors become objects")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecEnum::builder_with_default("cluster-mode", d.cluster_mode)
+                    .nick("Cluster mode")
+                    .blurb("Clustering of raw detections")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecEnum::builder_with_default("ssd-box-format", d.ssd_box_format)
+                    .nick("SSD box format")
+                    .blurb("Coordinate order of SSD box outputs")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecFloat::builder("pre-cluster-threshold")
+                    .nick("Threshold")
+                    .blurb("Minimum confidence of a detection, for every class ([class-attrs-all])")
+                    .minimum(0.0)
+                    .maximum(1.0)
+                    .default_value(a.pre_cluster_threshold)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecFloat::builder("nms-iou-threshold")
+                    .nick("NMS IoU")
+                    .blurb("Overlap above which NMS suppresses the weaker box ([class-attrs-all])")
+                    .minimum(0.0)
+                    .maximum(1.0)
+                    .default_value(a.nms_iou_threshold)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecInt::builder("topk")
+                    .nick("Top K")
+                    .blurb("Objects kept per class and frame (-1: all) ([class-attrs-all])")
+                    .minimum(-1)
+                    .default_value(a.topk)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecFloat::builder("classifier-threshold")
+                    .nick("Classifier threshold")
+                    .blurb("Minimum probability of a classification result")
+                    .minimum(0.0)
+                    .maximum(1.0)
+                    .default_value(d.classifier_threshold)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecEnum::builder_with_default(
+                    "classifier-softmax",
+                    d.classifier_softmax,
+                )
+                .nick("Classifier softmax")
+                .blurb("Whether classifier outputs need a softmax")
+                .mutable_ready()
+                .build(),
+                glib::ParamSpecUInt::builder("threads")
+                    .nick("CPU threads")
+                    .blurb("ONNX Runtime intra-op threads (0: its default, one per core)")
+                    .default_value(DEFAULT_THREADS)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecBoxed::builder::<gst::Structure>("stats")
+                    .nick("Statistics")
+                    .blurb("Frames seen and inferred, and time spent per stage (ns)")
+                    .read_only()
+                    .build(),
+            ]
+        });
+        PROPERTIES.as_ref()
+    }
+
+    fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        let mut s = self.settings.lock().unwrap();
+        let name = pspec.name();
+        let path = || {
+            value
+                .get::<Option<String>>()
+                .expect("type checked upstream")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        let text = || {
+            value
+                .get::<Option<String>>()
+                .expect("type checked upstream")
+                .unwrap_or_default()
+        };
+        let p = &mut s.props;
+        match name {
+            "config-file-path" => {
+                s.config_file = path();
+                return;
+            }
+            "threads" => {
+                s.threads = value.get().expect("type checked upstream");
+                return;
+            }
+            "onnx-file" => p.onnx_file = path(),
+            "model-engine-file" => p.model_engine_file = path(),
+            "labelfile-path" => p.labelfile_path = path(),
+            "backend" => p.backend = value.get::<Backend>().expect("type checked upstream"),
+            "device" => p.device = value.get::<Device>().expect("type checked upstream"),
+            "gpu-id" => p.gpu_id = value.get().expect("type checked upstream"),
+            "batch-size" => p.batch_size = value.get().expect("type checked upstream"),
+            "gie-unique-id" => {
+                p.gie_unique_id = value.get::<u32>().expect("type checked upstream") as i32
+            }
+            "interval" => p.interval = value.get().expect("type checked upstream"),
+            "network-type" => {
+                p.network_type = value.get::<NetworkType>().expect("type checked upstream")
+            }
+            "num-detected-classes" => {
+                p.num_detected_classes = value.get().expect("type checked upstream")
+            }
+            "model-color-format" => {
+                p.model_color_format = value.get::<ColorFormat>().expect("type checked upstream")
+            }
+            "maintain-aspect-ratio" => {
+                p.maintain_aspect_ratio = value.get().expect("type checked upstream")
+            }
+            "symmetric-padding" => {
+                p.symmetric_padding = value.get().expect("type checked upstream")
+            }
+            "network-input-order" => {
+                p.network_input_order = value.get::<InputOrder>().expect("type checked upstream")
+            }
+            "net-scale-factor" => p.net_scale_factor = value.get().expect("type checked upstream"),
+            "offsets" => s.offsets_text = text(),
+            "infer-dims" => s.infer_dims_text = text(),
+            "output-blob-names" => {
+                p.output_blob_names = text()
+                    .split(';')
+                    .map(str::trim)
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            }
+            "output-parser" => {
+                p.output_parser = value.get::<ParserKind>().expect("type checked upstream")
+            }
+            "cluster-mode" => {
+                p.cluster_mode = value.get::<ClusterMode>().expect("type checked upstream")
+            }
+            "ssd-box-format" => {
+                p.ssd_box_format = value.get::<BoxFormat>().expect("type checked upstream")
+            }
+            "pre-cluster-threshold" => {
+                p.class_attrs.all.pre_cluster_threshold =
+                    value.get().expect("type checked upstream")
+            }
+            "nms-iou-threshold" => {
+                p.class_attrs.all.nms_iou_threshold = value.get().expect("type checked upstream")
+            }
+            "topk" => p.class_attrs.all.topk = value.get().expect("type checked upstream"),
+            "classifier-threshold" => {
+                p.classifier_threshold = value.get().expect("type checked upstream")
+            }
+            "classifier-softmax" => {
+                p.classifier_softmax = value.get::<Softmax>().expect("type checked upstream")
+            }
+            other => unreachable!("unknown property {other}"),
+        }
+        let name: &'static str = Self::properties()
+            .iter()
+            .find(|p| p.name() == name)
+            .map(|p| p.name())
+            .expect("a property of this element");
+        s.set.insert(name);
+        // `interval` may change while playing.
+        if name == "interval"
+            && let Some(state) = self.state.lock().unwrap().as_mut()
+        {
+            state.inference.set_interval(s.props.interval);
+        }
+    }
+
+    fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
+        let s = self.settings.lock().unwrap();
+        let p = &s.props;
+        let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string()).to_value();
+        match pspec.name() {
+            "config-file-path" => path(&s.config_file),
+            "threads" => s.threads.to_value(),
+            "onnx-file" => path(&p.onnx_file),
+            "model-engine-file" => path(&p.model_engine_file),
+            "labelfile-path" => path(&p.labelfile_path),
+            "backend" => p.backend.to_value(),
+            "device" => p.device.to_value(),
+            "gpu-id" => p.gpu_id.to_value(),
+            "batch-size" => p.batch_size.to_value(),
+            "gie-unique-id" => (p.gie_unique_id as u32).to_value(),
+            "interval" => p.interval.to_value(),
+            "network-type" => p.network_type.to_value(),
+            "num-detected-classes" => p.num_detected_classes.to_value(),
+            "model-color-format" => p.model_color_format.to_value(),
+            "maintain-aspect-ratio" => p.maintain_aspect_ratio.to_value(),
+            "symmetric-padding" => p.symmetric_padding.to_value(),
+            "network-input-order" => p.network_input_order.to_value(),
+            "net-scale-factor" => p.net_scale_factor.to_value(),
+            "offsets" => s.offsets_text.to_value(),
+            "infer-dims" => s.infer_dims_text.to_value(),
+            "output-blob-names" => p.output_blob_names.join(";").to_value(),
+            "output-parser" => p.output_parser.to_value(),
+            "cluster-mode" => p.cluster_mode.to_value(),
+            "ssd-box-format" => p.ssd_box_format.to_value(),
+            "pre-cluster-threshold" => p.class_attrs.all.pre_cluster_threshold.to_value(),
+            "nms-iou-threshold" => p.class_attrs.all.nms_iou_threshold.to_value(),
+            "topk" => p.class_attrs.all.topk.to_value(),
+            "classifier-threshold" => p.classifier_threshold.to_value(),
+            "classifier-softmax" => p.classifier_softmax.to_value(),
+            "stats" => {
+                let st = self.stats.lock().unwrap().clone();
+                gst::Structure::builder("rstrtinfer-stats")
+                    .field("frames", st.frames)
+                    .field("inferred", st.inferred)
+                    .field("preprocess-ns", st.preprocess.as_nanos() as u64)
+                    .field("inference-ns", st.inference.as_nanos() as u64)
+                    .field("postprocess-ns", st.postprocess.as_nanos() as u64)
+                    .build()
+                    .to_value()
+            }
+            other => unreachable!("unknown property {other}"),
+        }
+    }
+}
+
+impl GstObjectImpl for TrtInfer {}
+
+impl ElementImpl for TrtInfer {
+    fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
+        static METADATA: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
+            gst::subclass::ElementMetadata::new(
+                "Ferrostream inference",
+                "Filter/Analytics/Video",
+                "Runs a detector or classifier on every frame and attaches the objects found \
+                 as analytics metadata (ONNX Runtime backend)",
+                "Ferrostream developers",
+            )
+        });
+        Some(&*METADATA)
+    }
+
+    fn pad_templates() -> &'static [gst::PadTemplate] {
+        static PAD_TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
+            let caps = TrtInfer::sink_caps();
+            vec![
+                gst::PadTemplate::new(
+                    "src",
+                    gst::PadDirection::Src,
+                    gst::PadPresence::Always,
+                    &caps,
+                )
+                .unwrap(),
+                gst::PadTemplate::new(
+                    "sink",
+                    gst::PadDirection::Sink,
+                    gst::PadPresence::Always,
+                    &caps,
+                )
+                .unwrap(),
+            ]
+        });
+        PAD_TEMPLATES.as_ref()
+    }
+}
+
+impl BaseTransformImpl for TrtInfer {
+    const MODE: gst_base::subclass::BaseTransformMode =
+        gst_base::subclass::BaseTransformMode::AlwaysInPlace;
+    const PASSTHROUGH_ON_SAME_CAPS: bool = false;
+    const TRANSFORM_IP_ON_PASSTHROUGH: bool = false;
+
+    fn start(&self) -> Result<(), gst::ErrorMessage> {
+        let settings = self.settings.lock().unwrap().clone();
+        let config = self.resolve_config(&settings)?;
+        let inference = Inference::new(config, settings.threads as usize).map_err(setup_error)?;
+        let d = inference.description();
+        gst::info!(
+            CAT,
+            imp = self,
+            "{} {} on [{}]: model {}, input {}, parser {:?}",
+            d.backend,
+            d.version,
+            d.providers.join(", "),
+            inference.model_path().display(),
+            d.input,
+            inference.parser().kind()
+        );
+        self.post_engine_message(&inference);
+        *self.stats.lock().unwrap() = Stats::default();
+        *self.state.lock().unwrap() = Some(State {
+            inference,
+            info: None,
+            frames: 0,
+        });
+        Ok(())
+    }
+
+    fn stop(&self) -> Result<(), gst::ErrorMessage> {
+        self.state.lock().unwrap().take();
+        let st = self.stats.lock().unwrap().clone();
+        if st.inferred > 0 {
+            let per = |d: Duration| d.as_secs_f64() * 1e3 / st.inferred as f64;
+            gst::info!(
+                CAT,
+                imp = self,
+                "{} frames, {} inferred; per inference: pre-processing {:.2} ms, engine {:.2} ms, \
+                 post-processing {:.2} ms",
+                st.frames,
+                st.inferred,
+                per(st.preprocess),
+                per(st.inference),
+                per(st.postprocess)
+            );
+        }
+        Ok(())
+    }
+
+    fn sink_event(&self, event: gst::Event) -> bool {
+        if let gst::EventView::Caps(c) = event.view()
+            && !c.caps().can_intersect(&Self::sink_caps())
+        {
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Negotiation,
+                ("Unsupported input caps {}", c.caps()),
+                [
+                    "rstrtinfer takes raw video in system memory as {}; put videoconvert before it",
+                    SUPPORTED_FORMATS
+                        .iter()
+                        .map(|f| f.to_str().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ]
+            );
+        }
+        self.parent_sink_event(event)
+    }
+
+    fn set_caps(&self, incaps: &gst::Caps, _outcaps: &gst::Caps) -> Result<(), gst::LoggableError> {
+        let info = gst_video::VideoInfo::from_caps(incaps)
+            .map_err(|_| gst::loggable_error!(CAT, "Invalid video caps {incaps}"))?;
+        let mut state = self.state.lock().unwrap();
+        let state = state
+            .as_mut()
+            .ok_or_else(|| gst::loggable_error!(CAT, "caps before start"))?;
+        gst::debug!(
+            CAT,
+            imp = self,
+            "input {}x{} {:?}",
+            info.width(),
+            info.height(),
+            info.format()
+        );
+        state.info = Some(info);
+        Ok(())
+    }
+
+    fn transform_ip(&self, buf: &mut gst::BufferRef) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let mut guard = self.state.lock().unwrap();
+        let Some(state) = guard.as_mut() else {
+            return Err(gst::FlowError::Flushing);
+        };
+        let Some(info) = state.info.clone() else {
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Negotiation,
+                ("No caps before the first buffer")
+            );
+            return Err(gst::FlowError::NotNegotiated);
+        };
+        let frame_num = state.frames;
+        state.frames += 1;
+        let run_inference = state.inference.should_infer(frame_num);
+
+        let mut objects = Vec::new();
+        if run_inference {
+            let t0 = Instant::now();
+            {
+                let frame = gst_video::VideoFrameRef::from_buffer_ref_readable(&*buf, &info)
+                    .map_err(|_| {
+                        gst::element_imp_error!(
+                            self,
+                            gst::StreamError::Failed,
+                            ("Cannot map the video frame")
+                        );
+                        gst::FlowError::Error
+                    })?;
+                let image = SourceImage::from_frame(&frame).map_err(|m| {
+                    gst::element_imp_error!(self, gst::StreamError::Format, ("{m}"));
+                    gst::FlowError::Error
+                })?;
+                let (w, h) = image.size();
+                state.inference.preprocess(
+                    &image,
+                    ferrostream_core::BBox::new(0.0, 0.0, w as f32, h as f32),
+                );
+            }
+            let t1 = Instant::now();
+            if let Err(e) = state.inference.infer() {
+                drop(guard);
+                gst::element_imp_error!(self, gst::StreamError::Failed, ("{e}"));
+                return Err(gst::FlowError::Error);
+            }
+            let t2 = Instant::now();
+            objects = match state.inference.objects(info.width(), info.height()) {
+                Ok(objects) => objects,
+                Err(m) => {
+                    drop(guard);
+                    gst::element_imp_error!(
+                        self,
+                        gst::StreamError::Decode,
+                        ("Parsing the model outputs: {m}")
+                    );
+                    return Err(gst::FlowError::Error);
+                }
+            };
+            let t3 = Instant::now();
+            let mut st = self.stats.lock().unwrap();
+            st.inferred += 1;
+            st.preprocess += t1 - t0;
+            st.inference += t2 - t1;
+            st.postprocess += t3 - t2;
+        }
+        let component = state.inference.config().gie_unique_id;
+        drop(guard);
+        self.stats.lock().unwrap().frames += 1;
+
+        let pts = buf.pts();
+        let mut meta = BatchMeta::get_or_add(buf);
+        let batch = meta.batch_mut();
+        if batch.frames.is_empty() {
+            let mut frame = Frame::new(0, frame_num, info.width(), info.height());
+            frame.pts = pts;
+            batch.frames.push(frame);
+        }
+        let frame = &mut batch.frames[0];
+        if run_inference {
+            gst::log!(
+                CAT,
+                imp = self,
+                "frame {}: {} objects",
+                frame.frame_num,
+                objects.len()
+            );
+            frame.objects.extend(objects);
+            frame.mark_component_run(component);
+        }
+        Ok(gst::FlowSuccess::Ok)
+    }
+}
