@@ -164,7 +164,12 @@ impl Inference {
         .remap(&considered);
 
         let labels: Vec<Arc<str>> = match &config.labelfile_path {
-            Some(path) => load_labels(path).map_err(SetupError::NotFound)?,
+            Some(path) => {
+                let found = ferrostream_core::paths::resolve_model(path).map_err(|_| {
+                    SetupError::NotFound(format!("label file not found: {}", path.display()))
+                })?;
+                load_labels(&found).map_err(SetupError::NotFound)?
+            }
             None => parser
                 .default_labels()
                 .iter()

@@ -467,30 +467,34 @@ fn guess(outputs: &[TensorInfo]) -> Result<ParserKind, String> {
 }
 
 fn select_ssd(outputs: &[TensorInfo], format: BoxFormat) -> Result<OutputParser, String> {
-    let is_boxes = |o: &TensorInfo| matches!(item_dims(o), [_, Some(4)] | [_, Some(1), Some(4)]);
-    let boxes = outputs.iter().position(is_boxes);
-    let scores = outputs
-        .iter()
-        .enumerate()
-        .position(|(i, o)| Some(i) != boxes && item_dims(o).len() == 2);
-    match (scores, boxes) {
-        (Some(scores), Some(boxes)) if outputs.len() == 2 => {
-            let anchors = |o: &TensorInfo| item_dims(o)[0];
-            match (anchors(&outputs[scores]), anchors(&outputs[boxes])) {
-                (Some(a), Some(b)) if a != b => Err(format!(
-                    "SSD scores and boxes disagree on the number of anchors ({a} vs {b})"
-                )),
-                _ => Ok(OutputParser::Ssd {
-                    scores,
-                    boxes,
-                    format,
-                }),
-            }
-        }
-        _ => Err(format!(
+    let may_be = |d: Option<usize>, v: usize| d.is_none_or(|d| d == v);
+    // Boxes: [N,B,4] or [N,B,1,4]; dims may be dynamic (sizes are checked on every run).
+    let is_boxes = |o: &TensorInfo| match item_dims(o) {
+        [_, last] => *last == Some(4),
+        [_, one, last] => may_be(*one, 1) && may_be(*last, 4),
+        _ => false,
+    };
+    let boxes = match outputs {
+        [a, b] if is_boxes(b) && item_dims(a).len() == 2 => Some((0, 1)),
+        [a, b] if is_boxes(a) && item_dims(b).len() == 2 => Some((1, 0)),
+        _ => None,
+    };
+    let Some((scores, boxes)) = boxes else {
+        return Err(format!(
             "SSD expects two outputs, scores [N,B,C] and boxes [N,B,4] or [N,B,1,4]; found {}",
             describe(outputs)
+        ));
+    };
+    let anchors = |o: &TensorInfo| item_dims(o)[0];
+    match (anchors(&outputs[scores]), anchors(&outputs[boxes])) {
+        (Some(a), Some(b)) if a != b => Err(format!(
+            "SSD scores and boxes disagree on the number of anchors ({a} vs {b})"
         )),
+        _ => Ok(OutputParser::Ssd {
+            scores,
+            boxes,
+            format,
+        }),
     }
 }
 
