@@ -1,1 +1,200 @@
+//! Helpers for Ferrostream's end-to-end tests: plugin registration, test assets, and running a
+//! pipeline to collect the metadata of every frame (or the error it stopped with).
+//!
+//! Test models and media are looked up in `FERROSTREAM_MODEL_DIR` / `FERROSTREAM_MEDIA_DIR`,
+//! then in `../shared/{models,media}` beside the repository, then in the cache that
+//! `scripts/fetch-models.sh` fills.
 
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+use std::time::{Duration, Instant};
+
+use ferrostream_core::{BatchMeta, Frame};
+use gst::prelude::*;
+
+/// Initialises GStreamer and registers the Ferrostream elements (once per process).
+pub fn init() {
+    static INIT: Once = Once::new();
+    INIT.call_once(|| {
+        gst::init().expect("GStreamer initialisation");
+        gstferrostream::plugin_register_static().expect("registering the Ferrostream plugin");
+    });
+}
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the tests crate sits in the repository")
+        .to_owned()
+}
+
+fn asset(kind: &str, env: &str, name: &str) -> PathBuf {
+    let mut dirs: Vec<PathBuf> = std::env::var_os(env)
+        .map(|v| std::env::split_paths(&v).collect())
+        .unwrap_or_default();
+    dirs.push(repo_root().join("..").join("shared").join(kind));
+    dirs.push(ferrostream_core::paths::cache_dir().join(kind));
+    for dir in &dirs {
+        let path = dir.join(name);
+        if path.exists() {
+            return path;
+        }
+    }
+    panic!(
+        "test {kind} file {name} not found in {dirs:?}; run scripts/fetch-models.sh or set {env}"
+    );
+}
+
+/// A test model (ONNX file or label file).
+pub fn model(name: &str) -> PathBuf {
+    asset("models", ferrostream_core::paths::MODEL_DIR_ENV, name)
+}
+
+/// A test video or image.
+pub fn media(name: &str) -> PathBuf {
+    asset("media", "FERROSTREAM_MEDIA_DIR", name)
+}
+
+/// A path for use inside a `gst-launch` description.
+pub fn quoted(path: &Path) -> String {
+    format!("\"{}\"", path.display())
+}
+
+/// What a pipeline produced.
+#[derive(Debug, Default)]
+pub struct RunOutput {
+    /// Metadata of every frame that reached the sink, in order (frames without metadata are
+    /// recorded as empty frames).
+    pub frames: Vec<Frame>,
+    /// Element messages posted on the bus (e.g. `rstrtinfer-engine`).
+    pub element_messages: Vec<gst::Structure>,
+    /// Warning messages posted on the bus.
+    pub warnings: Vec<String>,
+}
+
+/// Runs `description`, which must end in `appsink name=sink`, until EOS, an error, or
+/// `timeout`. Returns the metadata seen at the sink, or the error message with its details.
+pub fn run_pipeline(description: &str, timeout: Duration) -> Result<RunOutput, String> {
+    run_pipeline_frames(description, usize::MAX, timeout)
+}
+
+/// Like [`run_pipeline`], but stops after the first `max_frames` frames. The sink holds one
+/// buffer at most, so upstream elements process barely more than that.
+pub fn run_pipeline_frames(
+    description: &str,
+    max_frames: usize,
+    timeout: Duration,
+) -> Result<RunOutput, String> {
+    init();
+    let pipeline = gst::parse::launch(description)
+        .map_err(|e| format!("parse error: {e}"))?
+        .downcast::<gst::Pipeline>()
+        .map_err(|_| "not a pipeline".to_string())?;
+    let sink = pipeline
+        .by_name("sink")
+        .expect("pipeline has an appsink named sink")
+        .downcast::<gst_app::AppSink>()
+        .expect("sink is an appsink");
+    sink.set_property("sync", false);
+    sink.set_property("max-buffers", 1u32);
+    let bus = pipeline.bus().expect("pipeline bus");
+    let mut out = RunOutput::default();
+    let result = (|| {
+        pipeline
+            .set_state(gst::State::Playing)
+            .map_err(|_| first_error(&bus).unwrap_or_else(|| "state change failed".into()))?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            while let Some(msg) = bus.pop() {
+                match msg.view() {
+                    gst::MessageView::Error(e) => return Err(error_text(e)),
+                    gst::MessageView::Warning(w) => out.warnings.push(format!(
+                        "{} ({})",
+                        w.error(),
+                        w.debug().map(|d| d.to_string()).unwrap_or_default()
+                    )),
+                    gst::MessageView::Element(e) => {
+                        if let Some(s) = e.structure() {
+                            out.element_messages.push(s.to_owned());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(sample) = sink.try_pull_sample(gst::ClockTime::from_mseconds(100)) {
+                let buffer = sample.buffer().expect("sample with a buffer");
+                match buffer.meta::<BatchMeta>() {
+                    Some(meta) => out.frames.extend(meta.batch().frames.iter().cloned()),
+                    None => out.frames.push(Frame::default()),
+                }
+                if out.frames.len() >= max_frames {
+                    out.frames.truncate(max_frames);
+                    return Ok(());
+                }
+            } else if sink.is_eos() {
+                // Drain what is still on the bus (errors posted at EOS).
+                if let Some(e) = first_error(&bus) {
+                    return Err(e);
+                }
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!("timed out after {timeout:?}"));
+            }
+        }
+    })();
+    pipeline.set_state(gst::State::Null).expect("going to NULL");
+    result.map(|()| out)
+}
+
+fn error_text(e: &gst::message::Error) -> String {
+    format!(
+        "{} from {}: {}",
+        e.error(),
+        e.src()
+            .map(|s| s.path_string().to_string())
+            .unwrap_or_default(),
+        e.debug().map(|d| d.to_string()).unwrap_or_default()
+    )
+}
+
+fn first_error(bus: &gst::Bus) -> Option<String> {
+    while let Some(msg) = bus.pop() {
+        if let gst::MessageView::Error(e) = msg.view() {
+            return Some(error_text(e));
+        }
+    }
+    None
+}
+
+/// Intersection over union of two `[left, top, right, bottom]` boxes.
+pub fn iou_ltrb(a: [f32; 4], b: [f32; 4]) -> f32 {
+    let ba = ferrostream_core::BBox::from_corners(a[0], a[1], a[2], a[3]);
+    let bb = ferrostream_core::BBox::from_corners(b[0], b[1], b[2], b[3]);
+    ba.iou(&bb)
+}
+
+/// Runs the current test binary again, filtered to `test_name`, with `env` set, and returns
+/// whether it passed and its output. For tests that need a fresh process (a runtime that must
+/// not be loaded yet).
+pub fn run_in_child(test_name: &str, env: &[(&str, &str)]) -> (bool, String) {
+    let exe = std::env::current_exe().expect("test binary path");
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["--exact", test_name, "--nocapture", "--test-threads=1"]);
+    cmd.env("FERROSTREAM_TEST_CHILD", "1");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let output = cmd.output().expect("spawning the test binary");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), text)
+}
+
+/// Whether this process is a child started by [`run_in_child`].
+pub fn is_child() -> bool {
+    std::env::var_os("FERROSTREAM_TEST_CHILD").is_some()
+}

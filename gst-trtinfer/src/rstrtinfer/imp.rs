@@ -588,14 +588,24 @@ impl BaseTransformImpl for TrtInfer {
         Ok(())
     }
 
-    fn sink_event(&self, event: gst::Event) -> bool {
-        if let gst::EventView::Caps(c) = event.view()
-            && !c.caps().can_intersect(&Self::sink_caps())
-        {
-            gst::element_imp_error!(
+    fn query(&self, direction: gst::PadDirection, query: &mut gst::QueryRef) -> bool {
+        // Caps we cannot take are refused by the accept-caps query, before any caps event reaches
+        // us; say why, since upstream only reports "not-negotiated". A warning, not an error:
+        // upstream elements also probe with accept-caps while choosing among several formats.
+        let refused = match query.view() {
+            gst::QueryView::AcceptCaps(q) if direction == gst::PadDirection::Sink => {
+                let caps = q.caps();
+                (caps.is_fixed() && !caps.can_intersect(&Self::sink_caps()))
+                    .then(|| caps.to_owned())
+            }
+            _ => None,
+        };
+        let handled = BaseTransformImplExt::parent_query(self, direction, query);
+        if let Some(caps) = refused {
+            gst::element_imp_warning!(
                 self,
                 gst::CoreError::Negotiation,
-                ("Unsupported input caps {}", c.caps()),
+                ("Unsupported input caps {caps}"),
                 [
                     "rstrtinfer takes raw video in system memory as {}; put videoconvert before it",
                     SUPPORTED_FORMATS
@@ -606,7 +616,7 @@ impl BaseTransformImpl for TrtInfer {
                 ]
             );
         }
-        self.parent_sink_event(event)
+        handled
     }
 
     fn set_caps(&self, incaps: &gst::Caps, _outcaps: &gst::Caps) -> Result<(), gst::LoggableError> {
