@@ -203,6 +203,14 @@ impl OutputParser {
         }
     }
 
+    /// Classes in the actual output tensors (SSD: the scores' last dimension).
+    fn num_classes_hint(&self, outputs: &[OutputTensor]) -> usize {
+        match *self {
+            OutputParser::Ssd { scores, .. } => outputs[scores].shape.get(2).copied().unwrap_or(1),
+            _ => 1,
+        }
+    }
+
     /// Default class names when no label file is given.
     pub fn default_labels(&self) -> &'static [&'static str] {
         match self {
@@ -222,6 +230,7 @@ impl OutputParser {
         out: &mut Vec<Detection>,
     ) -> Result<(), String> {
         let (net_w, net_h) = (net_size.0 as f32, net_size.1 as f32);
+        let min_threshold = min_threshold(attrs, self.num_classes_hint(outputs));
         let mut push = |class_id: u32, confidence: f32, bbox: BBox, landmarks: Vec<f32>| {
             let a = attrs(class_id);
             if confidence >= a.pre_cluster_threshold && a.size_ok(bbox.width, bbox.height) {
@@ -263,7 +272,7 @@ impl OutputParser {
                     let bbox = BBox::from_corners(x0 * net_w, y0 * net_h, x1 * net_w, y1 * net_h);
                     for (class, &score) in row.iter().enumerate() {
                         // Cheap reject before looking up per-class attributes.
-                        if score > 0.0 {
+                        if score >= min_threshold {
                             push(class as u32, score, bbox, Vec::new());
                         }
                     }
@@ -417,6 +426,14 @@ impl OutputParser {
         };
         Some((class as u32, prob))
     }
+}
+
+/// The lowest `pre-cluster-threshold` over `classes` classes: scores below it can be skipped
+/// without looking up their class.
+fn min_threshold(attrs: &dyn Fn(u32) -> ClassAttrs, classes: usize) -> f32 {
+    (0..classes.max(1) as u32)
+        .map(|c| attrs(c).pre_cluster_threshold)
+        .fold(f32::INFINITY, f32::min)
 }
 
 fn centre_box(cx: f32, cy: f32, w: f32, h: f32) -> BBox {

@@ -125,25 +125,27 @@ impl TensorElement for half::f16 {
 impl TensorElement for u8 {
     #[inline]
     fn from_f32(v: f32) -> Self {
-        v.round().clamp(0.0, 255.0) as u8
+        // Round half up; the clamp first keeps negative values at 0.
+        (v.clamp(0.0, 255.0) + 0.5) as u8
     }
 }
 
-/// YUV to RGB conversion constants for one colour matrix and range.
+/// YUV to RGB conversion for one colour matrix and range, in 12-bit fixed point.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct YuvToRgb {
-    y_offset: f32,
-    y_gain: f32,
-    c_gain: f32,
-    r_cr: f32,
-    g_cb: f32,
-    g_cr: f32,
-    b_cb: f32,
+    y_offset: i32,
+    y_gain: i32,
+    r_v: i32,
+    g_u: i32,
+    g_v: i32,
+    b_u: i32,
 }
+
+const FX: i32 = 12;
 
 impl YuvToRgb {
     pub fn new(matrix: VideoColorMatrix, range: VideoColorRange) -> Self {
-        let (kr, kb) = match matrix {
+        let (kr, kb): (f64, f64) = match matrix {
             VideoColorMatrix::Bt709 => (0.2126, 0.0722),
             VideoColorMatrix::Bt2020 => (0.2627, 0.0593),
             VideoColorMatrix::Smpte240m => (0.212, 0.087),
@@ -151,34 +153,39 @@ impl YuvToRgb {
             _ => (0.299, 0.114),
         };
         let full = range == VideoColorRange::Range0_255;
+        let (y_gain, c_gain) = if full {
+            (1.0, 1.0)
+        } else {
+            (255.0 / 219.0, 255.0 / 224.0)
+        };
         let kg = 1.0 - kr - kb;
+        let fx = |v: f64| (v * (1 << FX) as f64).round() as i32;
         Self {
-            y_offset: if full { 0.0 } else { 16.0 },
-            y_gain: if full { 1.0 } else { 255.0 / 219.0 },
-            c_gain: if full { 1.0 } else { 255.0 / 224.0 },
-            r_cr: 2.0 * (1.0 - kr),
-            g_cb: -2.0 * (1.0 - kb) * kb / kg,
-            g_cr: -2.0 * (1.0 - kr) * kr / kg,
-            b_cb: 2.0 * (1.0 - kb),
+            y_offset: if full { 0 } else { 16 },
+            y_gain: fx(y_gain),
+            r_v: fx(2.0 * (1.0 - kr) * c_gain),
+            g_u: fx(-2.0 * (1.0 - kb) * kb / kg * c_gain),
+            g_v: fx(-2.0 * (1.0 - kr) * kr / kg * c_gain),
+            b_u: fx(2.0 * (1.0 - kb) * c_gain),
         }
     }
 
-    #[inline]
-    pub fn convert(&self, y: f32, u: f32, v: f32) -> [f32; 3] {
-        let y = (y - self.y_offset) * self.y_gain;
-        let cb = (u - 128.0) * self.c_gain;
-        let cr = (v - 128.0) * self.c_gain;
+    #[inline(always)]
+    pub fn convert(&self, y: u8, u: u8, v: u8) -> [u8; 3] {
+        let y = (y as i32 - self.y_offset) * self.y_gain + (1 << (FX - 1));
+        let (u, v) = (u as i32 - 128, v as i32 - 128);
+        let clamp = |x: i32| (x >> FX).clamp(0, 255) as u8;
         [
-            (y + self.r_cr * cr).clamp(0.0, 255.0),
-            (y + self.g_cb * cb + self.g_cr * cr).clamp(0.0, 255.0),
-            (y + self.b_cb * cb).clamp(0.0, 255.0),
+            clamp(y + self.r_v * v),
+            clamp(y + self.g_u * u + self.g_v * v),
+            clamp(y + self.b_u * u),
         ]
     }
 
     /// Luma in full range, for grayscale networks.
-    #[inline]
-    pub fn luma(&self, y: f32) -> f32 {
-        ((y - self.y_offset) * self.y_gain).clamp(0.0, 255.0)
+    #[inline(always)]
+    pub fn luma(&self, y: u8) -> u8 {
+        (((y as i32 - self.y_offset) * self.y_gain + (1 << (FX - 1))) >> FX).clamp(0, 255) as u8
     }
 }
 
@@ -302,39 +309,45 @@ impl<'a> SourceImage<'a> {
     }
 }
 
-/// Bilinear sampling positions along one axis: for every output pixel, two source indices and the
-/// weight of the second.
+/// Bilinear sampling positions along one axis: for every output pixel, the two source indices
+/// and the weight of the second in 1/256.
 #[derive(Debug, Default)]
 struct AxisTable {
-    i0: Vec<u32>,
-    i1: Vec<u32>,
-    w1: Vec<f32>,
+    taps: Vec<Tap>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Tap {
+    i0: u32,
+    i1: u32,
+    w1: u32,
 }
 
 impl AxisTable {
     /// `count` output samples starting at source coordinate `start`, `step` source pixels apart,
-    /// on an axis of `len` pixels; `shift` converts to a subsampled plane (chroma: 0.5).
+    /// on an axis of `len` pixels; `subsample` converts to a subsampled plane (chroma: 0.5).
     fn fill(&mut self, count: u32, start: f32, step: f32, len: u32, subsample: f32) {
-        self.i0.clear();
-        self.i1.clear();
-        self.w1.clear();
+        self.taps.clear();
         let max = (len.max(1) - 1) as f32;
-        for i in 0..count {
+        self.taps.extend((0..count).map(|i| {
             let centre = start + (i as f32 + 0.5) * step;
             let pos = (centre * subsample - 0.5).clamp(0.0, max);
             let p0 = pos.floor();
-            self.i0.push(p0 as u32);
-            self.i1.push((p0 + 1.0).min(max) as u32);
-            self.w1.push(pos - p0);
-        }
+            Tap {
+                i0: p0 as u32,
+                i1: (p0 + 1.0).min(max) as u32,
+                w1: ((pos - p0) * 256.0).round() as u32,
+            }
+        }));
     }
 }
 
-#[inline]
-fn lerp2(a: f32, b: f32, c: f32, d: f32, wx: f32, wy: f32) -> f32 {
-    let top = a + (b - a) * wx;
-    let bottom = c + (d - c) * wx;
-    top + (bottom - top) * wy
+/// Bilinear blend of four 8-bit samples with weights in 1/256.
+#[inline(always)]
+fn lerp2(a: u8, b: u8, c: u8, d: u8, wx: u32, wy: u32) -> u8 {
+    let top = a as u32 * (256 - wx) + b as u32 * wx;
+    let bottom = c as u32 * (256 - wx) + d as u32 * wx;
+    ((top * (256 - wy) + bottom * wy + (1 << 15)) >> 16) as u8
 }
 
 /// Reusable CPU pre-processor; keeps its sampling tables between frames.
@@ -376,18 +389,12 @@ impl Preprocessor {
         }
 
         let channels = net.channels as usize;
-        let (w, h) = (net.width as usize, net.height as usize);
-        let plane_len = w * h;
-        // Network channel c takes source channel order[c] of an RGB triple.
-        let order = match net.color {
-            ColorFormat::Bgr => [2, 1, 0],
-            _ => [0, 1, 2],
-        };
-        let norm = |c: usize, v: f32| T::from_f32(net.scale * (v - net.offsets[c]));
-        let pad: [T; 3] = [norm(0, 0.0), norm(1, 0.0), norm(2, 0.0)];
+        let plane_len = (net.width * net.height) as usize;
+        let writer = RowWriter::<T>::new(net, &lb);
 
         // Padding first (only where the content does not cover).
         if lb.content_w != net.width || lb.content_h != net.height {
+            let pad = writer.pad();
             for (i, v) in out.iter_mut().enumerate() {
                 let c = if net.planar {
                     i / plane_len
@@ -398,42 +405,11 @@ impl Preprocessor {
             }
         }
 
-        let gray = channels == 1;
-        for oy in 0..lb.content_h as usize {
-            let dy = oy + lb.pad_y as usize;
-            for ox in 0..lb.content_w as usize {
-                let dx = ox + lb.pad_x as usize;
-                let px = self.sample(src, ox, oy, gray);
-                let pixel = dy * w + dx;
-                if gray {
-                    out[pixel] = norm(0, px[0]);
-                } else if net.planar {
-                    for c in 0..3 {
-                        out[c * plane_len + pixel] = norm(c, px[order[c]]);
-                    }
-                } else {
-                    let base = pixel * 3;
-                    for c in 0..3 {
-                        out[base + c] = norm(c, px[order[c]]);
-                    }
-                }
-            }
-        }
-        lb
-    }
-
-    /// RGB (or, with `gray`, luma in element 0) of output sample (`ox`, `oy`).
-    #[inline]
-    fn sample(&self, src: &SourceImage<'_>, ox: usize, oy: usize, gray: bool) -> [f32; 3] {
-        let (x0, x1, wx) = (
-            self.xs.i0[ox] as usize,
-            self.xs.i1[ox] as usize,
-            self.xs.w1[ox],
-        );
-        let (y0, y1, wy) = (
-            self.ys.i0[oy] as usize,
-            self.ys.i1[oy] as usize,
-            self.ys.w1[oy],
+        let (xs, ys, cxs, cys) = (
+            &self.xs.taps[..],
+            &self.ys.taps[..],
+            &self.cxs.taps[..],
+            &self.cys.taps[..],
         );
         match *src {
             SourceImage::Packed {
@@ -442,32 +418,20 @@ impl Preprocessor {
                 pixel_stride,
                 rgb,
                 ..
-            } => {
-                let (r0, r1) = (y0 * stride, y1 * stride);
-                let (c0, c1) = (x0 * pixel_stride, x1 * pixel_stride);
-                let at = |row: usize, col: usize, ch: usize| data[row + col + ch] as f32;
-                let mut px = [0.0; 3];
-                for (value, &ch) in px.iter_mut().zip(rgb.iter()) {
-                    *value = lerp2(
-                        at(r0, c0, ch),
-                        at(r0, c1, ch),
-                        at(r1, c0, ch),
-                        at(r1, c1, ch),
-                        wx,
-                        wy,
-                    );
-                }
-                if gray {
-                    [0.299 * px[0] + 0.587 * px[1] + 0.114 * px[2], 0.0, 0.0]
-                } else {
-                    px
-                }
-            }
-            SourceImage::Gray { data, stride, .. } => {
-                let at = |row: usize, col: usize| data[row * stride + col] as f32;
-                let g = lerp2(at(y0, x0), at(y0, x1), at(y1, x0), at(y1, x1), wx, wy);
-                [g, g, g]
-            }
+            } => writer.write(out, |oy| PackedRow {
+                row0: &data[ys[oy].i0 as usize * stride..],
+                row1: &data[ys[oy].i1 as usize * stride..],
+                wy: ys[oy].w1,
+                xs,
+                pixel_stride,
+                rgb,
+            }),
+            SourceImage::Gray { data, stride, .. } => writer.write(out, |oy| GrayRow {
+                row0: &data[ys[oy].i0 as usize * stride..],
+                row1: &data[ys[oy].i1 as usize * stride..],
+                wy: ys[oy].w1,
+                xs,
+            }),
             SourceImage::Yuv420 {
                 y,
                 y_stride,
@@ -477,43 +441,244 @@ impl Preprocessor {
                 chroma_step,
                 matrix,
                 ..
-            } => {
-                let luma_at = |row: usize, col: usize| y[row * y_stride + col] as f32;
-                let l = lerp2(
-                    luma_at(y0, x0),
-                    luma_at(y0, x1),
-                    luma_at(y1, x0),
-                    luma_at(y1, x1),
-                    wx,
-                    wy,
+            } => writer.write(out, |oy| {
+                let (c0, c1) = (
+                    cys[oy].i0 as usize * chroma_stride,
+                    cys[oy].i1 as usize * chroma_stride,
                 );
-                if gray {
-                    return [matrix.luma(l), 0.0, 0.0];
+                YuvRow {
+                    y0: &y[ys[oy].i0 as usize * y_stride..],
+                    y1: &y[ys[oy].i1 as usize * y_stride..],
+                    wy: ys[oy].w1,
+                    u0: &u[c0..],
+                    u1: &u[c1..],
+                    v0: &v[c0..],
+                    v1: &v[c1..],
+                    cwy: cys[oy].w1,
+                    xs,
+                    cxs,
+                    step: chroma_step,
+                    matrix,
                 }
-                let (cx0, cx1, cwx) = (
-                    self.cxs.i0[ox] as usize,
-                    self.cxs.i1[ox] as usize,
-                    self.cxs.w1[ox],
-                );
-                let (cy0, cy1, cwy) = (
-                    self.cys.i0[oy] as usize,
-                    self.cys.i1[oy] as usize,
-                    self.cys.w1[oy],
-                );
-                let chroma = |plane: &[u8]| {
-                    let at = |row: usize, col: usize| {
-                        plane[row * chroma_stride + col * chroma_step] as f32
-                    };
-                    lerp2(
-                        at(cy0, cx0),
-                        at(cy0, cx1),
-                        at(cy1, cx0),
-                        at(cy1, cx1),
-                        cwx,
-                        cwy,
-                    )
-                };
-                matrix.convert(l, chroma(u), chroma(v))
+            }),
+        }
+        lb
+    }
+}
+
+/// The two source rows that one output row samples, able to give the RGB (or luma) value of any
+/// output column. One implementation per source layout, so the per-pixel loop is monomorphised.
+trait RowSampler {
+    /// RGB of output column `ox`.
+    fn rgb(&self, ox: usize) -> [u8; 3];
+    /// Luma of output column `ox`.
+    fn luma(&self, ox: usize) -> u8 {
+        let [r, g, b] = self.rgb(ox);
+        ((77 * r as u32 + 150 * g as u32 + 29 * b as u32 + 128) >> 8) as u8
+    }
+}
+
+struct PackedRow<'a> {
+    row0: &'a [u8],
+    row1: &'a [u8],
+    wy: u32,
+    xs: &'a [Tap],
+    pixel_stride: usize,
+    rgb: [usize; 3],
+}
+
+impl RowSampler for PackedRow<'_> {
+    #[inline(always)]
+    fn rgb(&self, ox: usize) -> [u8; 3] {
+        let t = self.xs[ox];
+        let (c0, c1) = (
+            t.i0 as usize * self.pixel_stride,
+            t.i1 as usize * self.pixel_stride,
+        );
+        self.rgb.map(|ch| {
+            lerp2(
+                self.row0[c0 + ch],
+                self.row0[c1 + ch],
+                self.row1[c0 + ch],
+                self.row1[c1 + ch],
+                t.w1,
+                self.wy,
+            )
+        })
+    }
+}
+
+struct GrayRow<'a> {
+    row0: &'a [u8],
+    row1: &'a [u8],
+    wy: u32,
+    xs: &'a [Tap],
+}
+
+impl RowSampler for GrayRow<'_> {
+    #[inline(always)]
+    fn rgb(&self, ox: usize) -> [u8; 3] {
+        let g = self.luma(ox);
+        [g, g, g]
+    }
+
+    #[inline(always)]
+    fn luma(&self, ox: usize) -> u8 {
+        let t = self.xs[ox];
+        let (x0, x1) = (t.i0 as usize, t.i1 as usize);
+        lerp2(
+            self.row0[x0],
+            self.row0[x1],
+            self.row1[x0],
+            self.row1[x1],
+            t.w1,
+            self.wy,
+        )
+    }
+}
+
+struct YuvRow<'a> {
+    y0: &'a [u8],
+    y1: &'a [u8],
+    wy: u32,
+    u0: &'a [u8],
+    u1: &'a [u8],
+    v0: &'a [u8],
+    v1: &'a [u8],
+    cwy: u32,
+    xs: &'a [Tap],
+    cxs: &'a [Tap],
+    step: usize,
+    matrix: YuvToRgb,
+}
+
+impl YuvRow<'_> {
+    #[inline(always)]
+    fn raw_luma(&self, ox: usize) -> u8 {
+        let t = self.xs[ox];
+        let (x0, x1) = (t.i0 as usize, t.i1 as usize);
+        lerp2(
+            self.y0[x0],
+            self.y0[x1],
+            self.y1[x0],
+            self.y1[x1],
+            t.w1,
+            self.wy,
+        )
+    }
+}
+
+impl RowSampler for YuvRow<'_> {
+    #[inline(always)]
+    fn rgb(&self, ox: usize) -> [u8; 3] {
+        let t = self.cxs[ox];
+        let (c0, c1) = (t.i0 as usize * self.step, t.i1 as usize * self.step);
+        let u = lerp2(
+            self.u0[c0],
+            self.u0[c1],
+            self.u1[c0],
+            self.u1[c1],
+            t.w1,
+            self.cwy,
+        );
+        let v = lerp2(
+            self.v0[c0],
+            self.v0[c1],
+            self.v1[c0],
+            self.v1[c1],
+            t.w1,
+            self.cwy,
+        );
+        self.matrix.convert(self.raw_luma(ox), u, v)
+    }
+
+    #[inline(always)]
+    fn luma(&self, ox: usize) -> u8 {
+        self.matrix.luma(self.raw_luma(ox))
+    }
+}
+
+/// Writes the content rows of the network tensor from row samplers. Normalisation
+/// (`scale * (x - offset[c])` and the conversion to the tensor type) is a 256-entry table per
+/// channel, since the scaled pixel is 8-bit as in nvinfer.
+struct RowWriter<T> {
+    width: usize,
+    plane_len: usize,
+    pad_x: usize,
+    pad_y: usize,
+    content_w: usize,
+    content_h: usize,
+    planar: bool,
+    gray: bool,
+    /// Network channel c takes element order[c] of an RGB triple.
+    order: [usize; 3],
+    lut: [[T; 256]; 3],
+}
+
+impl<T: TensorElement> RowWriter<T> {
+    fn new(net: &NetworkInput, lb: &Letterbox) -> Self {
+        let mut lut = [[T::default(); 256]; 3];
+        for (c, table) in lut.iter_mut().enumerate() {
+            for (v, entry) in table.iter_mut().enumerate() {
+                *entry = T::from_f32(net.scale * (v as f32 - net.offsets[c]));
+            }
+        }
+        Self {
+            width: net.width as usize,
+            plane_len: (net.width * net.height) as usize,
+            pad_x: lb.pad_x as usize,
+            pad_y: lb.pad_y as usize,
+            content_w: lb.content_w as usize,
+            content_h: lb.content_h as usize,
+            planar: net.planar,
+            gray: net.channels == 1,
+            order: if net.color == ColorFormat::Bgr {
+                [2, 1, 0]
+            } else {
+                [0, 1, 2]
+            },
+            lut,
+        }
+    }
+
+    /// The normalised value of padding, per channel.
+    fn pad(&self) -> [T; 3] {
+        [self.lut[0][0], self.lut[1][0], self.lut[2][0]]
+    }
+
+    fn write<S: RowSampler>(&self, out: &mut [T], row: impl Fn(usize) -> S) {
+        let [o0, o1, o2] = self.order;
+        let [l0, l1, l2] = &self.lut;
+        for oy in 0..self.content_h {
+            let sampler = row(oy);
+            let first = (oy + self.pad_y) * self.width + self.pad_x;
+            if self.gray {
+                for (ox, o) in out[first..first + self.content_w].iter_mut().enumerate() {
+                    *o = l0[sampler.luma(ox) as usize];
+                }
+            } else if self.planar {
+                let (p0, rest) = out.split_at_mut(self.plane_len);
+                let (p1, p2) = rest.split_at_mut(self.plane_len);
+                let range = first..first + self.content_w;
+                for (ox, ((a, b), c)) in p0[range.clone()]
+                    .iter_mut()
+                    .zip(p1[range.clone()].iter_mut())
+                    .zip(p2[range].iter_mut())
+                    .enumerate()
+                {
+                    let px = sampler.rgb(ox);
+                    *a = l0[px[o0] as usize];
+                    *b = l1[px[o1] as usize];
+                    *c = l2[px[o2] as usize];
+                }
+            } else {
+                let row_out = &mut out[first * 3..(first + self.content_w) * 3];
+                for (ox, o) in row_out.chunks_exact_mut(3).enumerate() {
+                    let px = sampler.rgb(ox);
+                    o[0] = l0[px[o0] as usize];
+                    o[1] = l1[px[o1] as usize];
+                    o[2] = l2[px[o2] as usize];
+                }
             }
         }
     }

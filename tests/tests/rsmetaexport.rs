@@ -29,17 +29,40 @@ fn lines_match_the_metadata_of_every_frame() {
     let out = run_pipeline_frames(&desc, 6, TIMEOUT).unwrap();
     // The export is flushed per frame, so the lines of the frames seen so far are complete.
     let text = std::fs::read_to_string(&out_path).unwrap();
-    let exported: Vec<_> = text.lines().map(|l| parse_frame_line(l).expect("valid JSON line")).collect();
+    let exported: Vec<_> = text
+        .lines()
+        .map(|l| parse_frame_line(l).expect("valid JSON line"))
+        .collect();
     assert!(exported.len() >= 6, "{} lines", exported.len());
     assert_eq!(&exported[..6], &out.frames[..]);
-    assert!(exported.iter().any(|f| f.objects.iter().any(|o| &*o.label == "person")));
+    assert!(
+        exported
+            .iter()
+            .any(|f| f.objects.iter().any(|o| &*o.label == "person"))
+    );
     // The schema's required keys, as other tools read them.
     let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-    for key in ["source_id", "frame_num", "pts_ns", "width", "height", "objects"] {
+    for key in [
+        "source_id",
+        "frame_num",
+        "pts_ns",
+        "width",
+        "height",
+        "objects",
+    ] {
         assert!(first.get(key).is_some(), "missing {key}");
     }
     let object = &first["objects"][0];
-    for key in ["object_id", "class_id", "label", "confidence", "bbox", "component_id", "classifications", "attributes"] {
+    for key in [
+        "object_id",
+        "class_id",
+        "label",
+        "confidence",
+        "bbox",
+        "component_id",
+        "classifications",
+        "attributes",
+    ] {
         assert!(object.get(key).is_some(), "missing object key {key}");
     }
 }

@@ -14,9 +14,17 @@ use gst::prelude::*;
 
 fn main() -> Result<(), Box<dyn Error>> {
     let mut args = std::env::args().skip(1);
-    let video = args.next().ok_or("usage: print_objects VIDEO [CONFIG] [MAX_FRAMES]")?;
-    let config = args.next().unwrap_or_else(|| "pipelines/coco_ssd.txt".into());
-    let max_frames: u64 = args.next().map(|n| n.parse()).transpose()?.unwrap_or(u64::MAX);
+    let video = args
+        .next()
+        .ok_or("usage: print_objects VIDEO [CONFIG] [MAX_FRAMES]")?;
+    let config = args
+        .next()
+        .unwrap_or_else(|| "pipelines/coco_ssd.txt".into());
+    let max_frames: u64 = args
+        .next()
+        .map(|n| n.parse())
+        .transpose()?
+        .unwrap_or(u64::MAX);
 
     gst::init()?;
     // Register the elements from the linked crates (no plugin installation needed).
@@ -45,7 +53,11 @@ fn main() -> Result<(), Box<dyn Error>> {
         }
         if let Some(meta) = buffer.meta::<BatchMeta>() {
             for frame in &meta.batch().frames {
-                println!("frame {} ({} objects)", frame.frame_num, frame.objects.len());
+                println!(
+                    "frame {} ({} objects)",
+                    frame.frame_num,
+                    frame.objects.len()
+                );
                 for object in &frame.objects {
                     let b = object.bbox();
                     println!(

@@ -20,7 +20,7 @@ gst::plugin_define!(
     ferrostream,
     env!("CARGO_PKG_DESCRIPTION"),
     plugin_init,
-    concat!(env!("CARGO_PKG_VERSION"), "-", env!("FERROSTREAM_COMMIT")),
+    env!("CARGO_PKG_VERSION"),
     "MIT/X11",
     env!("CARGO_PKG_NAME"),
     "Ferrostream",

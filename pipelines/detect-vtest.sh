@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Detects objects in a video with the COCO model on ONNX Runtime (CPU) and writes one JSON line
+# per frame (rsmetaexport), then prints frames, frames/s and objects per frame.
+#
+# Usage: pipelines/detect-vtest.sh [--input VIDEO] [--output FILE.jsonl] [--config FILE]
+# Needs the ferrostream plugin (installed, or on GST_PLUGIN_PATH) and the models (see README).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cache="${FERROSTREAM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ferrostream}"
+input=""
+output="detections.jsonl"
+config="$here/coco_ssd.txt"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --input) input="$2"; shift 2 ;;
+        --output) output="$2"; shift 2 ;;
+        --config) config="$2"; shift 2 ;;
+        -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+        *) echo "unknown option $1" >&2; exit 2 ;;
+    esac
+done
+if [ -z "$input" ]; then
+    for dir in ${FERROSTREAM_MEDIA_DIR:-} "$cache/media"; do
+        [ -f "$dir/vtest.avi" ] && input="$dir/vtest.avi" && break
+    done
+fi
+[ -n "$input" ] && [ -f "$input" ] || { echo "error: input video not found (run scripts/fetch-models.sh or pass --input)" >&2; exit 1; }
+gst-inspect-1.0 rstrtinfer >/dev/null 2>&1 || { echo "error: the ferrostream plugin is not installed (meson install, or set GST_PLUGIN_PATH)" >&2; exit 1; }
+
+echo "Detecting objects in $input -> $output"
+start=$(date +%s.%N)
+gst-launch-1.0 -q filesrc location="$input" ! decodebin ! videoconvert \
+    ! rstrtinfer config-file-path="$config" \
+    ! rsmetaexport location="$output" ! fakesink
+end=$(date +%s.%N)
+python3 - "$output" "$start" "$end" <<'PY'
+import json, sys
+from collections import Counter
+path, start, end = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+frames = [json.loads(line) for line in open(path)]
+labels = Counter(o["label"] for f in frames for o in f["objects"])
+n = len(frames)
+secs = end - start
+print(f"frames: {n}  time: {secs:.1f} s  frames/s: {n / secs:.1f}")
+print(f"objects per frame: {sum(labels.values()) / max(n, 1):.2f}  ({', '.join(f'{l} {c / max(n, 1):.2f}' for l, c in labels.most_common(5))})")
+PY

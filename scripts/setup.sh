@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs everything Ferrostream needs on a Debian 12+ or Ubuntu 22.04+ machine: system packages
+# (GStreamer and its development files, decoders, meson, Python, Node.js for model conversion),
+# a Rust toolchain when none is found, the ONNX Runtime library, and the example models and
+# footage. Safe to run again: it skips what is already there.
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+sudo=""
+[ "$(id -u)" = 0 ] || sudo="sudo"
+
+packages=(
+    build-essential pkg-config git curl ca-certificates
+    libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
+    gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
+    gstreamer1.0-plugins-bad gstreamer1.0-libav
+    meson ninja-build python3 python3-pip python3-venv nodejs npm fonts-dejavu-core
+)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "Installing system packages: ${missing[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Rust 1.92 or newer (edition 2024).
+if ! command -v cargo >/dev/null 2>&1; then
+    [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "Installing the Rust toolchain with rustup..."
+    curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal --component clippy,rustfmt
+    . "$HOME/.cargo/env"
+fi
+
+"$repo/scripts/install-onnxruntime.sh"
+
+# Models and footage: use a provided directory (FERROSTREAM_MODEL_DIR/FERROSTREAM_MEDIA_DIR, or
+# ../shared beside the checkout) when it has them, else download them into the cache.
+. "$repo/scripts/env.sh"
+if [ -z "${FERROSTREAM_MODEL_DIR:-}" ] || [ -z "${FERROSTREAM_MEDIA_DIR:-}" ]; then
+    "$repo/scripts/fetch-models.sh"
+fi

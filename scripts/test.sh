@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh Debian/Ubuntu machine: installs what is needed, then checks
+# formatting and lints and runs every test (unit, element and end-to-end, on real models).
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+scripts/setup.sh
+. scripts/env.sh
+export G_DEBUG=fatal-criticals
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo test"
+cargo test --workspace --locked --no-fail-fast 2>&1 | tee target/test-output.txt
+passed=$(grep -Eo '^test result: ok\. [0-9]+ passed' target/test-output.txt | awk '{s+=$4} END {print s+0}')
+failed=$(grep -Eo '[0-9]+ failed' target/test-output.txt | awk '{s+=$1} END {print s+0}')
+echo "$passed passed, $failed failed"

@@ -1,0 +1,204 @@
+//! rstrtinfer throughput against a bare ONNX Runtime session on the same tensors.
+//!
+//! Decodes the first frames of vtest.avi into memory, then measures
+//! 1. the element: `appsrc ! rstrtinfer (COCO config) ! fakesink`, frames/s end to end, and its
+//!    per-stage time (`stats` property);
+//! 2. a bare session: the same model, opened directly, run on the tensors rstrtinfer's
+//!    pre-processing produced for the same frames.
+//!
+//! The element's overhead is (element time per frame - bare time per frame) / bare time.
+//!
+//! ```text
+//! cargo bench -p ferrostream-tests --bench rstrtinfer [-- FRAMES]
+//! ```
+
+use std::time::{Duration, Instant};
+
+use ferrostream_tests::{init, media, model, quoted, repo_root};
+use gst::prelude::*;
+use gst_trtinfer::config::InferConfig;
+use gst_trtinfer::engine::onnxruntime::{OrtEngine, OrtOptions};
+use gst_trtinfer::engine::{Engine, InputData};
+use gst_trtinfer::inference::{Inference, InputTensor};
+use gst_trtinfer::preprocess::SourceImage;
+
+const WARMUP: usize = 5;
+
+fn coco_config() -> InferConfig {
+    let mut config = InferConfig::from_file(&repo_root().join("pipelines/coco_ssd.txt"))
+        .unwrap()
+        .config;
+    config.onnx_file = Some(model("coco_ssdlite_mobilenet_v2.onnx"));
+    config.labelfile_path = Some(model("object_detection_classes_coco.txt"));
+    config
+}
+
+/// The first `count` decoded frames of vtest.avi, as I420 samples.
+fn decode(count: usize) -> Vec<gst::Sample> {
+    let desc = format!(
+        "filesrc location={} ! decodebin ! videoconvert ! video/x-raw,format=I420 ! appsink name=sink sync=false max-buffers=4",
+        quoted(&media("vtest.avi"))
+    );
+    let pipeline = gst::parse::launch(&desc)
+        .unwrap()
+        .downcast::<gst::Pipeline>()
+        .unwrap();
+    let sink = pipeline
+        .by_name("sink")
+        .unwrap()
+        .downcast::<gst_app::AppSink>()
+        .unwrap();
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let mut samples = Vec::new();
+    while samples.len() < count {
+        match sink.try_pull_sample(gst::ClockTime::from_seconds(10)) {
+            Some(s) => samples.push(s),
+            None => break,
+        }
+    }
+    pipeline.set_state(gst::State::Null).unwrap();
+    samples
+}
+
+/// Runs the element over `samples`; returns the wall time and the element's stats.
+fn run_element(samples: &[gst::Sample]) -> (Duration, gst::Structure) {
+    let config = repo_root().join("pipelines/coco_ssd.txt");
+    let caps = samples[0].caps().unwrap();
+    let desc = format!(
+        "appsrc name=src format=time ! rstrtinfer name=infer config-file-path={} onnx-file={} labelfile-path={} ! fakesink sync=false",
+        quoted(&config),
+        quoted(&model("coco_ssdlite_mobilenet_v2.onnx")),
+        quoted(&model("object_detection_classes_coco.txt"))
+    );
+    let pipeline = gst::parse::launch(&desc)
+        .unwrap()
+        .downcast::<gst::Pipeline>()
+        .unwrap();
+    let src = pipeline
+        .by_name("src")
+        .unwrap()
+        .downcast::<gst_app::AppSrc>()
+        .unwrap();
+    src.set_caps(Some(&caps.to_owned()));
+    src.set_max_bytes(u64::MAX);
+    // Model loading happens on the way to PAUSED; time only the streaming.
+    pipeline.set_state(gst::State::Paused).unwrap();
+    let _ = pipeline.state(gst::ClockTime::from_seconds(60));
+    let start = Instant::now();
+    pipeline.set_state(gst::State::Playing).unwrap();
+    for s in samples {
+        src.push_buffer(s.buffer_owned().unwrap()).unwrap();
+    }
+    src.end_of_stream().unwrap();
+    let bus = pipeline.bus().unwrap();
+    let msg = bus
+        .timed_pop_filtered(
+            gst::ClockTime::from_seconds(600),
+            &[gst::MessageType::Eos, gst::MessageType::Error],
+        )
+        .expect("EOS");
+    let elapsed = start.elapsed();
+    if let gst::MessageView::Error(e) = msg.view() {
+        panic!("{} {:?}", e.error(), e.debug());
+    }
+    let stats = pipeline
+        .by_name("infer")
+        .unwrap()
+        .property::<gst::Structure>("stats");
+    pipeline.set_state(gst::State::Null).unwrap();
+    (elapsed, stats)
+}
+
+/// Pre-processes every sample with rstrtinfer's own code and keeps the tensors.
+fn tensors(samples: &[gst::Sample]) -> (Vec<Vec<u8>>, Vec<usize>, Duration) {
+    let mut inference = Inference::new(coco_config(), 0).unwrap();
+    let shape = inference.input_shape();
+    let info = gst_video::VideoInfo::from_caps(samples[0].caps().unwrap()).unwrap();
+    let mut out = Vec::new();
+    let mut spent = Duration::ZERO;
+    for s in samples {
+        let buffer = s.buffer().unwrap();
+        let frame = gst_video::VideoFrameRef::from_buffer_ref_readable(buffer, &info).unwrap();
+        let image = SourceImage::from_frame(&frame).unwrap();
+        let (w, h) = image.size();
+        let start = Instant::now();
+        inference.preprocess(
+            &image,
+            ferrostream_core::BBox::new(0.0, 0.0, w as f32, h as f32),
+        );
+        spent += start.elapsed();
+        let InputTensor::U8(t) = inference.tensor() else {
+            panic!("the COCO model takes u8");
+        };
+        out.push(t.clone());
+    }
+    (out, shape, spent)
+}
+
+fn run_bare(tensors: &[Vec<u8>], shape: &[usize]) -> Duration {
+    let mut engine = OrtEngine::open(&OrtOptions {
+        model: model("coco_ssdlite_mobilenet_v2.onnx"),
+        device: gst_trtinfer::config::Device::Cpu,
+        gpu_id: 0,
+        threads: 0,
+    })
+    .unwrap();
+    let mut outputs = Vec::new();
+    for t in tensors.iter().take(WARMUP) {
+        engine.run(InputData::U8(t), shape, &mut outputs).unwrap();
+    }
+    let start = Instant::now();
+    for t in tensors {
+        engine.run(InputData::U8(t), shape, &mut outputs).unwrap();
+    }
+    start.elapsed()
+}
+
+fn main() {
+    init();
+    let frames: usize = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(200);
+    let samples = decode(frames);
+    let n = samples.len();
+    let info = gst_video::VideoInfo::from_caps(samples[0].caps().unwrap()).unwrap();
+    println!(
+        "rstrtinfer benchmark: COCO SSDLite-MobileNetV2 (300x300 u8 NHWC), {n} frames of vtest.avi ({}x{} I420), ONNX Runtime CPU",
+        info.width(),
+        info.height()
+    );
+
+    // Warm up the process (library load, caches) on a few frames first.
+    let _ = run_element(&samples[..WARMUP.min(n)]);
+    let (element_time, stats) = run_element(&samples);
+    let (t, shape, pre_time) = tensors(&samples);
+    let bare_time = run_bare(&t, &shape);
+
+    let per = |d: Duration| d.as_secs_f64() * 1e3 / n as f64;
+    let ns = |k: &str| stats.get::<u64>(k).unwrap() as f64 / 1e6 / n as f64;
+    let element_ms = per(element_time);
+    let bare_ms = per(bare_time);
+    println!(
+        "element   : {:8.2} frames/s  {element_ms:7.2} ms/frame",
+        1e3 / element_ms
+    );
+    println!(
+        "bare ORT  : {:8.2} frames/s  {bare_ms:7.2} ms/frame",
+        1e3 / bare_ms
+    );
+    println!(
+        "pre-processing alone (no engine running): {:.3} ms/frame",
+        per(pre_time)
+    );
+    println!(
+        "overhead  : {:+7.2} % of model time",
+        (element_ms - bare_ms) / bare_ms * 100.0
+    );
+    println!(
+        "in element: pre-processing {:.3} ms, engine {:.2} ms, post-processing {:.3} ms per frame",
+        ns("preprocess-ns"),
+        ns("inference-ns"),
+        ns("postprocess-ns")
+    );
+}

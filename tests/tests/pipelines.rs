@@ -1,0 +1,89 @@
+//! The shipped configurations and scripts in `pipelines/` load and run, so they never rot.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use ferrostream_tests::{media, model, repo_root};
+use gst_trtinfer::config::{InferConfig, ParserKind};
+use gst_trtinfer::inference::Inference;
+
+fn file_name(path: &Option<PathBuf>) -> String {
+    path.as_ref()
+        .and_then(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .expect("a path")
+}
+
+#[test]
+fn shipped_configs_load_without_warnings_and_build_their_model() {
+    ferrostream_tests::init();
+    let expected = [
+        ("coco_ssd.txt", ParserKind::Ssd, 300, 300),
+        ("centerface.txt", ParserKind::CenterFace, 640, 480),
+    ];
+    for (name, parser, width, height) in expected {
+        let loaded = InferConfig::from_file(&repo_root().join("pipelines").join(name)).unwrap();
+        assert!(loaded.warnings.is_empty(), "{name}: {:?}", loaded.warnings);
+        let mut config = loaded.config;
+        // Model files are named without a directory: resolve them as the element's search does.
+        config.onnx_file = Some(model(&file_name(&config.onnx_file)));
+        if config.labelfile_path.is_some() {
+            config.labelfile_path = Some(model(&file_name(&config.labelfile_path)));
+        }
+        let inference = Inference::new(config, 1).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(inference.parser().kind(), parser, "{name}");
+        assert_eq!(
+            (inference.network().width, inference.network().height),
+            (width, height),
+            "{name}"
+        );
+    }
+}
+
+/// A directory holding only the plugin built for this test run.
+fn plugin_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let built = exe.parent().unwrap().join("libgstferrostream.so");
+    assert!(built.exists(), "plugin not built at {}", built.display());
+    let dir = std::env::temp_dir().join(format!("ferrostream-plugin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(&built, dir.join("libgstferrostream.so")).unwrap();
+    dir
+}
+
+#[test]
+fn detect_script_runs_and_summarises() {
+    let plugins = plugin_dir();
+    let output = plugins.join("detections.jsonl");
+    let models = model("coco_ssdlite_mobilenet_v2.onnx")
+        .parent()
+        .unwrap()
+        .to_owned();
+    let run = Command::new(repo_root().join("pipelines/detect-vtest.sh"))
+        .args(["--input", media("carphone_pristine.mp4").to_str().unwrap()])
+        .args(["--output", output.to_str().unwrap()])
+        .env("GST_PLUGIN_PATH", &plugins)
+        .env("GST_REGISTRY", plugins.join("registry.bin"))
+        .env("FERROSTREAM_MODEL_DIR", &models)
+        .output()
+        .expect("running detect-vtest.sh");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("frames: 120"), "{stdout}");
+    assert!(
+        stdout.contains("frames/s:") && stdout.contains("objects per frame:"),
+        "{stdout}"
+    );
+    let lines = std::fs::read_to_string(&output).unwrap();
+    assert_eq!(lines.lines().count(), 120);
+    // The man in the car is a person in most frames.
+    let with_person = lines
+        .lines()
+        .filter(|l| l.contains("\"label\":\"person\""))
+        .count();
+    assert!(
+        with_person >= 60,
+        "{with_person} of 120 frames with a person"
+    );
+}
