@@ -204,7 +204,7 @@ impl Inference {
 
     /// nvinfer `interval`: infer on one frame, then skip `interval` frames.
     pub fn should_infer(&self, frame_num: u64) -> bool {
-        frame_num % (self.config.interval as u64 + 1) == 0
+        frame_num.is_multiple_of(self.config.interval as u64 + 1)
     }
 
     pub fn set_interval(&mut self, interval: u32) {

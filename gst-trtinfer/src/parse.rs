@@ -57,11 +57,7 @@ fn item_dims(info: &TensorInfo) -> &[Option<usize>] {
 }
 
 fn is_classifier_shape(info: &TensorInfo) -> bool {
-    match item_dims(info) {
-        [Some(_)] => true,
-        [Some(_), Some(1), Some(1)] => true,
-        _ => false,
-    }
+    matches!(item_dims(info), [Some(_)] | [Some(_), Some(1), Some(1)])
 }
 
 fn describe(outputs: &[TensorInfo]) -> String {

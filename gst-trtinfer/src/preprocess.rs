@@ -189,36 +189,111 @@ impl YuvToRgb {
     }
 }
 
-/// Borrowed pixels of one frame in a supported layout.
+/// Interleaved 8-bit RGB-family pixels; `rgb` gives the byte offsets of R, G and B in a pixel.
 #[derive(Debug, Clone, Copy)]
-pub enum SourceImage<'a> {
-    /// Interleaved 8-bit RGB-family pixels; `rgb` gives the byte offsets of R, G and B.
-    Packed {
-        data: &'a [u8],
-        stride: usize,
-        pixel_stride: usize,
-        rgb: [usize; 3],
-        width: u32,
-        height: u32,
-    },
-    Gray {
-        data: &'a [u8],
-        stride: usize,
-        width: u32,
-        height: u32,
-    },
-    /// 4:2:0 YUV, planar (I420/YV12, `chroma_step` 1) or semi-planar (NV12/NV21, step 2).
-    Yuv420 {
-        y: &'a [u8],
-        y_stride: usize,
-        u: &'a [u8],
-        v: &'a [u8],
-        chroma_stride: usize,
-        chroma_step: usize,
-        width: u32,
-        height: u32,
-        matrix: YuvToRgb,
-    },
+pub struct PackedImage<'a> {
+    pub data: &'a [u8],
+    pub stride: usize,
+    pub pixel_stride: usize,
+    pub rgb: [usize; 3],
+    pub width: u32,
+    pub height: u32,
+}
+
+/// 8-bit grayscale pixels.
+#[derive(Debug, Clone, Copy)]
+pub struct GrayImage<'a> {
+    pub data: &'a [u8],
+    pub stride: usize,
+    pub width: u32,
+    pub height: u32,
+}
+
+/// 4:2:0 YUV, planar (I420/YV12, `chroma_step` 1) or semi-planar (NV12/NV21, `chroma_step` 2,
+/// with `u` and `v` starting at their first byte in the shared plane).
+#[derive(Debug, Clone, Copy)]
+pub struct Yuv420Image<'a> {
+    pub y: &'a [u8],
+    pub y_stride: usize,
+    pub u: &'a [u8],
+    pub v: &'a [u8],
+    pub chroma_stride: usize,
+    pub chroma_step: usize,
+    pub width: u32,
+    pub height: u32,
+    pub matrix: YuvToRgb,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Planes<'a> {
+    Packed(PackedImage<'a>),
+    Gray(GrayImage<'a>),
+    Yuv420(Yuv420Image<'a>),
+}
+
+/// Borrowed pixels of one frame in a supported layout, checked on construction: every row of
+/// every plane lies inside its slice, which is what lets the sampling loops index without checks.
+#[derive(Debug, Clone, Copy)]
+pub struct SourceImage<'a>(Planes<'a>);
+
+/// Whether `rows` rows of `row_bytes` bytes, `stride` apart, fit in `len` bytes.
+fn plane_fits(len: usize, stride: usize, row_bytes: usize, rows: usize) -> bool {
+    rows > 0 && row_bytes > 0 && stride >= row_bytes && (rows - 1) * stride + row_bytes <= len
+}
+
+impl<'a> SourceImage<'a> {
+    pub fn packed(image: PackedImage<'a>) -> Result<Self, String> {
+        let row_bytes = image.width as usize * image.pixel_stride;
+        if image.rgb.iter().any(|&o| o >= image.pixel_stride)
+            || !plane_fits(
+                image.data.len(),
+                image.stride,
+                row_bytes,
+                image.height as usize,
+            )
+        {
+            return Err(format!(
+                "{}x{} packed image with stride {} does not fit its {} bytes",
+                image.width,
+                image.height,
+                image.stride,
+                image.data.len()
+            ));
+        }
+        Ok(Self(Planes::Packed(image)))
+    }
+
+    pub fn gray(image: GrayImage<'a>) -> Result<Self, String> {
+        if !plane_fits(
+            image.data.len(),
+            image.stride,
+            image.width as usize,
+            image.height as usize,
+        ) {
+            return Err(format!(
+                "{}x{} gray image with stride {} does not fit its {} bytes",
+                image.width,
+                image.height,
+                image.stride,
+                image.data.len()
+            ));
+        }
+        Ok(Self(Planes::Gray(image)))
+    }
+
+    pub fn yuv420(image: Yuv420Image<'a>) -> Result<Self, String> {
+        let (w, h) = (image.width as usize, image.height as usize);
+        let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+        let chroma_row = cw.saturating_sub(1) * image.chroma_step + 1;
+        if image.chroma_step == 0
+            || !plane_fits(image.y.len(), image.y_stride, w, h)
+            || !plane_fits(image.u.len(), image.chroma_stride, chroma_row, ch)
+            || !plane_fits(image.v.len(), image.chroma_stride, chroma_row, ch)
+        {
+            return Err(format!("{w}x{h} YUV 4:2:0 planes do not fit their buffers"));
+        }
+        Ok(Self(Planes::Yuv420(image)))
+    }
 }
 
 /// Raw video formats the CPU path reads.
@@ -253,8 +328,8 @@ impl<'a> SourceImage<'a> {
                 .map_err(|e| format!("cannot read plane {i}: {e}"))
         };
         let stride = |i: usize| info.stride()[i] as usize;
-        let packed = |pixel_stride: usize, rgb: [usize; 3]| -> Result<Self, String> {
-            Ok(SourceImage::Packed {
+        let packed = |pixel_stride: usize, rgb: [usize; 3]| {
+            SourceImage::packed(PackedImage {
                 data: plane(0)?,
                 stride: stride(0),
                 pixel_stride,
@@ -267,11 +342,11 @@ impl<'a> SourceImage<'a> {
         let yuv = |u_plane: u32, v_plane: u32, offsets: (usize, usize), step: usize| {
             let u = plane(u_plane)?;
             let v = plane(v_plane)?;
-            Ok::<_, String>(SourceImage::Yuv420 {
+            SourceImage::yuv420(Yuv420Image {
                 y: plane(0)?,
                 y_stride: stride(0),
-                u: &u[offsets.0..],
-                v: &v[offsets.1..],
+                u: u.get(offsets.0..).unwrap_or_default(),
+                v: v.get(offsets.1..).unwrap_or_default(),
                 chroma_stride: stride(u_plane as usize),
                 chroma_step: step,
                 width,
@@ -286,7 +361,7 @@ impl<'a> SourceImage<'a> {
             VideoFormat::Bgra | VideoFormat::Bgrx => packed(4, [2, 1, 0]),
             VideoFormat::Argb | VideoFormat::Xrgb => packed(4, [1, 2, 3]),
             VideoFormat::Abgr | VideoFormat::Xbgr => packed(4, [3, 2, 1]),
-            VideoFormat::Gray8 => Ok(SourceImage::Gray {
+            VideoFormat::Gray8 => SourceImage::gray(GrayImage {
                 data: plane(0)?,
                 stride: stride(0),
                 width,
@@ -301,10 +376,10 @@ impl<'a> SourceImage<'a> {
     }
 
     pub fn size(&self) -> (u32, u32) {
-        match *self {
-            SourceImage::Packed { width, height, .. }
-            | SourceImage::Gray { width, height, .. }
-            | SourceImage::Yuv420 { width, height, .. } => (width, height),
+        match self.0 {
+            Planes::Packed(p) => (p.width, p.height),
+            Planes::Gray(g) => (g.width, g.height),
+            Planes::Yuv420(y) => (y.width, y.height),
         }
     }
 }
@@ -342,14 +417,6 @@ impl AxisTable {
     }
 }
 
-/// Bilinear blend of four 8-bit samples with weights in 1/256.
-#[inline(always)]
-fn lerp2(a: u8, b: u8, c: u8, d: u8, wx: u32, wy: u32) -> u8 {
-    let top = a as u32 * (256 - wx) + b as u32 * wx;
-    let bottom = c as u32 * (256 - wx) + d as u32 * wx;
-    ((top * (256 - wy) + bottom * wy + (1 << 15)) >> 16) as u8
-}
-
 /// Reusable CPU pre-processor; keeps its sampling tables between frames.
 #[derive(Debug, Default)]
 pub struct Preprocessor {
@@ -381,7 +448,7 @@ impl Preprocessor {
         let (step_x, step_y) = (1.0 / lb.scale_x, 1.0 / lb.scale_y);
         self.xs.fill(lb.content_w, roi.left, step_x, src_w, 1.0);
         self.ys.fill(lb.content_h, roi.top, step_y, src_h, 1.0);
-        if let SourceImage::Yuv420 { .. } = src {
+        if let Planes::Yuv420(_) = src.0 {
             self.cxs
                 .fill(lb.content_w, roi.left, step_x, src_w.div_ceil(2), 0.5);
             self.cys
@@ -405,62 +472,16 @@ impl Preprocessor {
             }
         }
 
-        let (xs, ys, cxs, cys) = (
-            &self.xs.taps[..],
-            &self.ys.taps[..],
-            &self.cxs.taps[..],
-            &self.cys.taps[..],
-        );
-        match *src {
-            SourceImage::Packed {
-                data,
-                stride,
-                pixel_stride,
-                rgb,
-                ..
-            } => writer.write(out, |oy| PackedRow {
-                row0: &data[ys[oy].i0 as usize * stride..],
-                row1: &data[ys[oy].i1 as usize * stride..],
-                wy: ys[oy].w1,
-                xs,
-                pixel_stride,
-                rgb,
-            }),
-            SourceImage::Gray { data, stride, .. } => writer.write(out, |oy| GrayRow {
-                row0: &data[ys[oy].i0 as usize * stride..],
-                row1: &data[ys[oy].i1 as usize * stride..],
-                wy: ys[oy].w1,
-                xs,
-            }),
-            SourceImage::Yuv420 {
-                y,
-                y_stride,
-                u,
-                v,
-                chroma_stride,
-                chroma_step,
-                matrix,
-                ..
-            } => writer.write(out, |oy| {
-                let (c0, c1) = (
-                    cys[oy].i0 as usize * chroma_stride,
-                    cys[oy].i1 as usize * chroma_stride,
-                );
-                YuvRow {
-                    y0: &y[ys[oy].i0 as usize * y_stride..],
-                    y1: &y[ys[oy].i1 as usize * y_stride..],
-                    wy: ys[oy].w1,
-                    u0: &u[c0..],
-                    u1: &u[c1..],
-                    v0: &v[c0..],
-                    v1: &v[c1..],
-                    cwy: cys[oy].w1,
-                    xs,
-                    cxs,
-                    step: chroma_step,
-                    matrix,
-                }
-            }),
+        let tables = Tables {
+            xs: &self.xs.taps,
+            ys: &self.ys.taps,
+            cxs: &self.cxs.taps,
+            cys: &self.cys.taps,
+        };
+        match src.0 {
+            Planes::Packed(image) => writer.write(out, &PackedSource { image, tables }),
+            Planes::Gray(image) => writer.write(out, &GraySource { image, tables }),
+            Planes::Yuv420(image) => writer.write(out, &YuvSource { image, tables }),
         }
         lb
     }
@@ -468,133 +489,178 @@ impl Preprocessor {
 
 /// The two source rows that one output row samples, able to give the RGB (or luma) value of any
 /// output column. One implementation per source layout, so the per-pixel loop is monomorphised.
-trait RowSampler {
-    /// RGB of output column `ox`.
-    fn rgb(&self, ox: usize) -> [u8; 3];
-    /// Luma of output column `ox`.
-    fn luma(&self, ox: usize) -> u8 {
-        let [r, g, b] = self.rgb(ox);
+/// Linear blend of two 8-bit samples with the weight of the second in 1/256.
+#[inline(always)]
+fn lerp(a: u8, b: u8, w: u32) -> u8 {
+    ((a as u32 * (256 - w) + b as u32 * w + 128) >> 8) as u8
+}
+
+/// Blends two source rows into `out`, element by element (the vertical half of bilinear
+/// scaling; a contiguous loop the compiler vectorises). `step` picks every `step`-th byte.
+fn blend_rows(r0: &[u8], r1: &[u8], w: u32, step: usize, out: &mut [u8]) {
+    if step == 1 {
+        for ((o, &a), &b) in out.iter_mut().zip(r0).zip(r1) {
+            *o = lerp(a, b, w);
+        }
+    } else {
+        let pairs = r0.iter().step_by(step).zip(r1.iter().step_by(step));
+        for (o, (&a, &b)) in out.iter_mut().zip(pairs) {
+            *o = lerp(a, b, w);
+        }
+    }
+}
+
+/// Blends bytes `i0` and `i1` of a vertically blended row (the horizontal half).
+///
+/// # Safety
+/// `i0` and `i1` must be inside `row`. The sources guarantee it: every blended row is as long as
+/// a source row (or chroma row), and [`AxisTable::fill`] clamps every index to the plane's width
+/// (or chroma width) minus one, so the largest index read is the last byte of a row.
+#[inline(always)]
+unsafe fn tap(row: &[u8], i0: usize, i1: usize, w: u32) -> u8 {
+    debug_assert!(i0.max(i1) < row.len());
+    // SAFETY: the caller guarantees both indices are inside `row`.
+    unsafe { lerp(*row.get_unchecked(i0), *row.get_unchecked(i1), w) }
+}
+
+/// Per-thread rows blended vertically for the current output row.
+#[derive(Default)]
+struct Scratch {
+    a: Vec<u8>,
+    b: Vec<u8>,
+    c: Vec<u8>,
+}
+
+/// A source image as the row writer sees it: it blends the two source rows of output row `oy`
+/// into the scratch rows, then gives the RGB (or luma) value of any output column. One
+/// implementation per layout, so the per-pixel loop is monomorphised.
+trait RowSource {
+    fn prepare(&self, oy: usize, scratch: &mut Scratch);
+    /// RGB of output column `ox` of the prepared row.
+    fn rgb(&self, scratch: &Scratch, ox: usize) -> [u8; 3];
+    /// Luma of output column `ox` of the prepared row.
+    fn luma(&self, scratch: &Scratch, ox: usize) -> u8 {
+        let [r, g, b] = self.rgb(scratch, ox);
         ((77 * r as u32 + 150 * g as u32 + 29 * b as u32 + 128) >> 8) as u8
     }
 }
 
-struct PackedRow<'a> {
-    row0: &'a [u8],
-    row1: &'a [u8],
-    wy: u32,
+/// Sampling positions: luma (or packed) columns and rows, chroma columns and rows.
+struct Tables<'a> {
     xs: &'a [Tap],
-    pixel_stride: usize,
-    rgb: [usize; 3],
+    ys: &'a [Tap],
+    cxs: &'a [Tap],
+    cys: &'a [Tap],
 }
 
-impl RowSampler for PackedRow<'_> {
+/// The two source rows of tap `t`, each `row_bytes` long (checked slicing, once per row).
+fn rows_of(data: &[u8], stride: usize, row_bytes: usize, t: Tap) -> (&[u8], &[u8]) {
+    let (r0, r1) = (t.i0 as usize * stride, t.i1 as usize * stride);
+    (&data[r0..r0 + row_bytes], &data[r1..r1 + row_bytes])
+}
+
+struct PackedSource<'a> {
+    image: PackedImage<'a>,
+    tables: Tables<'a>,
+}
+
+impl RowSource for PackedSource<'_> {
+    fn prepare(&self, oy: usize, scratch: &mut Scratch) {
+        let p = &self.image;
+        let row_bytes = p.width as usize * p.pixel_stride;
+        let t = self.tables.ys[oy];
+        let (r0, r1) = rows_of(p.data, p.stride, row_bytes, t);
+        scratch.a.resize(row_bytes, 0);
+        blend_rows(r0, r1, t.w1, 1, &mut scratch.a);
+    }
+
     #[inline(always)]
-    fn rgb(&self, ox: usize) -> [u8; 3] {
-        let t = self.xs[ox];
-        let (c0, c1) = (
-            t.i0 as usize * self.pixel_stride,
-            t.i1 as usize * self.pixel_stride,
-        );
-        self.rgb.map(|ch| {
-            lerp2(
-                self.row0[c0 + ch],
-                self.row0[c1 + ch],
-                self.row1[c0 + ch],
-                self.row1[c1 + ch],
-                t.w1,
-                self.wy,
-            )
-        })
+    fn rgb(&self, scratch: &Scratch, ox: usize) -> [u8; 3] {
+        let t = self.tables.xs[ox];
+        let ps = self.image.pixel_stride;
+        let (c0, c1) = (t.i0 as usize * ps, t.i1 as usize * ps);
+        // SAFETY: i1 < width and every channel offset < pixel_stride (checked by
+        // `SourceImage::packed`), so c1 + ch is at most the last byte of the row (see `tap`).
+        self.image
+            .rgb
+            .map(|ch| unsafe { tap(&scratch.a, c0 + ch, c1 + ch, t.w1) })
     }
 }
 
-struct GrayRow<'a> {
-    row0: &'a [u8],
-    row1: &'a [u8],
-    wy: u32,
-    xs: &'a [Tap],
+struct GraySource<'a> {
+    image: GrayImage<'a>,
+    tables: Tables<'a>,
 }
 
-impl RowSampler for GrayRow<'_> {
+impl RowSource for GraySource<'_> {
+    fn prepare(&self, oy: usize, scratch: &mut Scratch) {
+        let g = &self.image;
+        let t = self.tables.ys[oy];
+        let (r0, r1) = rows_of(g.data, g.stride, g.width as usize, t);
+        scratch.a.resize(g.width as usize, 0);
+        blend_rows(r0, r1, t.w1, 1, &mut scratch.a);
+    }
+
     #[inline(always)]
-    fn rgb(&self, ox: usize) -> [u8; 3] {
-        let g = self.luma(ox);
+    fn rgb(&self, scratch: &Scratch, ox: usize) -> [u8; 3] {
+        let g = self.luma(scratch, ox);
         [g, g, g]
     }
 
     #[inline(always)]
-    fn luma(&self, ox: usize) -> u8 {
-        let t = self.xs[ox];
-        let (x0, x1) = (t.i0 as usize, t.i1 as usize);
-        lerp2(
-            self.row0[x0],
-            self.row0[x1],
-            self.row1[x0],
-            self.row1[x1],
-            t.w1,
-            self.wy,
-        )
+    fn luma(&self, scratch: &Scratch, ox: usize) -> u8 {
+        let t = self.tables.xs[ox];
+        // SAFETY: i0, i1 < width (see `tap`).
+        unsafe { tap(&scratch.a, t.i0 as usize, t.i1 as usize, t.w1) }
     }
 }
 
-struct YuvRow<'a> {
-    y0: &'a [u8],
-    y1: &'a [u8],
-    wy: u32,
-    u0: &'a [u8],
-    u1: &'a [u8],
-    v0: &'a [u8],
-    v1: &'a [u8],
-    cwy: u32,
-    xs: &'a [Tap],
-    cxs: &'a [Tap],
-    step: usize,
-    matrix: YuvToRgb,
+struct YuvSource<'a> {
+    image: Yuv420Image<'a>,
+    tables: Tables<'a>,
 }
 
-impl YuvRow<'_> {
+impl YuvSource<'_> {
     #[inline(always)]
-    fn raw_luma(&self, ox: usize) -> u8 {
-        let t = self.xs[ox];
-        let (x0, x1) = (t.i0 as usize, t.i1 as usize);
-        lerp2(
-            self.y0[x0],
-            self.y0[x1],
-            self.y1[x0],
-            self.y1[x1],
-            t.w1,
-            self.wy,
-        )
+    fn raw_luma(&self, scratch: &Scratch, ox: usize) -> u8 {
+        let t = self.tables.xs[ox];
+        // SAFETY: i0, i1 < width (see `tap`).
+        unsafe { tap(&scratch.a, t.i0 as usize, t.i1 as usize, t.w1) }
     }
 }
 
-impl RowSampler for YuvRow<'_> {
-    #[inline(always)]
-    fn rgb(&self, ox: usize) -> [u8; 3] {
-        let t = self.cxs[ox];
-        let (c0, c1) = (t.i0 as usize * self.step, t.i1 as usize * self.step);
-        let u = lerp2(
-            self.u0[c0],
-            self.u0[c1],
-            self.u1[c0],
-            self.u1[c1],
-            t.w1,
-            self.cwy,
-        );
-        let v = lerp2(
-            self.v0[c0],
-            self.v0[c1],
-            self.v1[c0],
-            self.v1[c1],
-            t.w1,
-            self.cwy,
-        );
-        self.matrix.convert(self.raw_luma(ox), u, v)
+impl RowSource for YuvSource<'_> {
+    fn prepare(&self, oy: usize, scratch: &mut Scratch) {
+        let i = &self.image;
+        let width = i.width as usize;
+        let t = self.tables.ys[oy];
+        let (y0, y1) = rows_of(i.y, i.y_stride, width, t);
+        scratch.a.resize(width, 0);
+        blend_rows(y0, y1, t.w1, 1, &mut scratch.a);
+        // Chroma rows, de-interleaved (NV12/NV21) to one byte per chroma sample.
+        let chroma_w = width.div_ceil(2);
+        let chroma_row = (chroma_w - 1) * i.chroma_step + 1;
+        let ct = self.tables.cys[oy];
+        let (u0, u1) = rows_of(i.u, i.chroma_stride, chroma_row, ct);
+        let (v0, v1) = rows_of(i.v, i.chroma_stride, chroma_row, ct);
+        scratch.b.resize(chroma_w, 0);
+        scratch.c.resize(chroma_w, 0);
+        blend_rows(u0, u1, ct.w1, i.chroma_step, &mut scratch.b);
+        blend_rows(v0, v1, ct.w1, i.chroma_step, &mut scratch.c);
     }
 
     #[inline(always)]
-    fn luma(&self, ox: usize) -> u8 {
-        self.matrix.luma(self.raw_luma(ox))
+    fn rgb(&self, scratch: &Scratch, ox: usize) -> [u8; 3] {
+        let t = self.tables.cxs[ox];
+        let (c0, c1) = (t.i0 as usize, t.i1 as usize);
+        // SAFETY: c0, c1 < chroma width, the length of the blended chroma rows (see `tap`).
+        let (u, v) = unsafe { (tap(&scratch.b, c0, c1, t.w1), tap(&scratch.c, c0, c1, t.w1)) };
+        self.image.matrix.convert(self.raw_luma(scratch, ox), u, v)
+    }
+
+    #[inline(always)]
+    fn luma(&self, scratch: &Scratch, ox: usize) -> u8 {
+        self.image.matrix.luma(self.raw_luma(scratch, ox))
     }
 }
 
@@ -646,42 +712,79 @@ impl<T: TensorElement> RowWriter<T> {
         [self.lut[0][0], self.lut[1][0], self.lut[2][0]]
     }
 
-    fn write<S: RowSampler>(&self, out: &mut [T], row: impl Fn(usize) -> S) {
+    /// Writes every content row of `out` (the whole tensor of one frame).
+    fn write(&self, out: &mut [T], source: &impl RowSource) {
+        let (width, rows) = (self.width, self.content_h);
+        let (first, last) = (self.pad_y * width, (self.pad_y + rows) * width);
+        let rows_out = if self.planar && !self.gray {
+            let (p0, rest) = out.split_at_mut(self.plane_len);
+            let (p1, p2) = rest.split_at_mut(self.plane_len);
+            ContentRows::Planar([p0, p1, p2].map(|p| &mut p[first..last]))
+        } else {
+            let channels = if self.gray { 1 } else { 3 };
+            ContentRows::Packed(&mut out[first * channels..last * channels])
+        };
+        self.write_rows(rows_out, source);
+    }
+
+    fn write_rows(&self, rows: ContentRows<'_, T>, source: &impl RowSource) {
+        let mut scratch = Scratch::default();
         let [o0, o1, o2] = self.order;
         let [l0, l1, l2] = &self.lut;
-        for oy in 0..self.content_h {
-            let sampler = row(oy);
-            let first = (oy + self.pad_y) * self.width + self.pad_x;
-            if self.gray {
-                for (ox, o) in out[first..first + self.content_w].iter_mut().enumerate() {
-                    *o = l0[sampler.luma(ox) as usize];
-                }
-            } else if self.planar {
-                let (p0, rest) = out.split_at_mut(self.plane_len);
-                let (p1, p2) = rest.split_at_mut(self.plane_len);
-                let range = first..first + self.content_w;
-                for (ox, ((a, b), c)) in p0[range.clone()]
-                    .iter_mut()
-                    .zip(p1[range.clone()].iter_mut())
-                    .zip(p2[range].iter_mut())
+        let (width, w) = (self.width, self.content_w);
+        match rows {
+            ContentRows::Planar([p0, p1, p2]) => {
+                for (r, ((a, b), c)) in p0
+                    .chunks_exact_mut(width)
+                    .zip(p1.chunks_exact_mut(width))
+                    .zip(p2.chunks_exact_mut(width))
                     .enumerate()
                 {
-                    let px = sampler.rgb(ox);
-                    *a = l0[px[o0] as usize];
-                    *b = l1[px[o1] as usize];
-                    *c = l2[px[o2] as usize];
+                    source.prepare(r, &mut scratch);
+                    let range = self.pad_x..self.pad_x + w;
+                    for (ox, ((a, b), c)) in a[range.clone()]
+                        .iter_mut()
+                        .zip(b[range.clone()].iter_mut())
+                        .zip(c[range].iter_mut())
+                        .enumerate()
+                    {
+                        let px = source.rgb(&scratch, ox);
+                        *a = l0[px[o0] as usize];
+                        *b = l1[px[o1] as usize];
+                        *c = l2[px[o2] as usize];
+                    }
                 }
-            } else {
-                let row_out = &mut out[first * 3..(first + self.content_w) * 3];
-                for (ox, o) in row_out.chunks_exact_mut(3).enumerate() {
-                    let px = sampler.rgb(ox);
-                    o[0] = l0[px[o0] as usize];
-                    o[1] = l1[px[o1] as usize];
-                    o[2] = l2[px[o2] as usize];
+            }
+            ContentRows::Packed(out) if self.gray => {
+                for (r, out_row) in out.chunks_exact_mut(width).enumerate() {
+                    source.prepare(r, &mut scratch);
+                    for (ox, o) in out_row[self.pad_x..self.pad_x + w].iter_mut().enumerate() {
+                        *o = l0[source.luma(&scratch, ox) as usize];
+                    }
+                }
+            }
+            ContentRows::Packed(out) => {
+                for (r, out_row) in out.chunks_exact_mut(width * 3).enumerate() {
+                    source.prepare(r, &mut scratch);
+                    let content = &mut out_row[self.pad_x * 3..(self.pad_x + w) * 3];
+                    for (ox, o) in content.chunks_exact_mut(3).enumerate() {
+                        let px = source.rgb(&scratch, ox);
+                        o[0] = l0[px[o0] as usize];
+                        o[1] = l1[px[o1] as usize];
+                        o[2] = l2[px[o2] as usize];
+                    }
                 }
             }
         }
     }
+}
+
+/// The content rows of the output tensor: full network-width rows.
+enum ContentRows<'a, T> {
+    /// NHWC or single-channel rows.
+    Packed(&'a mut [T]),
+    /// The same rows of the three planes of an NCHW tensor.
+    Planar([&'a mut [T]; 3]),
 }
 
 #[cfg(test)]
@@ -758,14 +861,15 @@ mod tests {
     #[test]
     fn identity_size_copies_pixels_in_requested_order() {
         let data = rgba_image(4, 2, |x, y| [(x * 10) as u8, (y * 20) as u8, 200, 255]);
-        let src = SourceImage::Packed {
+        let src = SourceImage::packed(PackedImage {
             data: &data,
             stride: 16,
             pixel_stride: 4,
             rgb: [0, 1, 2],
             width: 4,
             height: 2,
-        };
+        })
+        .unwrap();
         let mut pre = Preprocessor::default();
         let mut out = vec![0u8; 4 * 2 * 3];
         pre.run(
@@ -791,14 +895,15 @@ mod tests {
     #[test]
     fn normalisation_and_padding() {
         let data = rgba_image(4, 2, |_, _| [100, 100, 100, 255]);
-        let src = SourceImage::Packed {
+        let src = SourceImage::packed(PackedImage {
             data: &data,
             stride: 16,
             pixel_stride: 4,
             rgb: [0, 1, 2],
             width: 4,
             height: 2,
-        };
+        })
+        .unwrap();
         let mut n = net(4, 4, ColorFormat::Rgb, true);
         n.maintain_aspect_ratio = true;
         n.symmetric_padding = true;
@@ -826,14 +931,15 @@ mod tests {
                 [200, 200, 200, 255]
             }
         });
-        let src = SourceImage::Packed {
+        let src = SourceImage::packed(PackedImage {
             data: &data,
             stride: 16,
             pixel_stride: 4,
             rgb: [0, 1, 2],
             width: 4,
             height: 1,
-        };
+        })
+        .unwrap();
         let mut out = vec![0f32; 2 * 3];
         Preprocessor::default().run(
             &src,
@@ -851,7 +957,7 @@ mod tests {
         let (w, h) = (4u32, 2u32);
         let y = vec![81u8; (w * h) as usize];
         let uv: Vec<u8> = [90u8, 240].repeat((w / 2) as usize);
-        let src = SourceImage::Yuv420 {
+        let src = SourceImage::yuv420(Yuv420Image {
             y: &y,
             y_stride: w as usize,
             u: &uv,
@@ -861,7 +967,8 @@ mod tests {
             width: w,
             height: h,
             matrix: YuvToRgb::new(VideoColorMatrix::Bt601, VideoColorRange::Range16_235),
-        };
+        })
+        .unwrap();
         let mut out = vec![0u8; (w * h * 3) as usize];
         Preprocessor::default().run(
             &src,
@@ -883,16 +990,59 @@ mod tests {
     }
 
     #[test]
+    fn images_whose_rows_do_not_fit_are_rejected() {
+        fn img(data: &[u8], stride: usize) -> PackedImage<'_> {
+            PackedImage {
+                data,
+                stride,
+                pixel_stride: 4,
+                rgb: [0, 1, 2],
+                width: 4,
+                height: 2,
+            }
+        }
+        let data = vec![0u8; 2 * 16];
+        assert!(SourceImage::packed(img(&data, 16)).is_ok());
+        assert!(
+            SourceImage::packed(img(&data[..31], 16)).is_err(),
+            "one byte short"
+        );
+        assert!(
+            SourceImage::packed(img(&data, 12)).is_err(),
+            "stride shorter than a row"
+        );
+        let padded = vec![0u8; 20 + 16];
+        assert!(
+            SourceImage::packed(img(&padded, 20)).is_ok(),
+            "no padding needed after the last row"
+        );
+        let yuv = |u: &'static [u8]| Yuv420Image {
+            y: &[0; 16],
+            y_stride: 4,
+            u,
+            v: u,
+            chroma_stride: 2,
+            chroma_step: 1,
+            width: 4,
+            height: 4,
+            matrix: YuvToRgb::new(VideoColorMatrix::Bt601, VideoColorRange::Range16_235),
+        };
+        assert!(SourceImage::yuv420(yuv(&[0; 4])).is_ok());
+        assert!(SourceImage::yuv420(yuv(&[0; 3])).is_err());
+    }
+
+    #[test]
     fn f16_output() {
         let data = rgba_image(1, 1, |_, _| [255, 0, 0, 255]);
-        let src = SourceImage::Packed {
+        let src = SourceImage::packed(PackedImage {
             data: &data,
             stride: 4,
             pixel_stride: 4,
             rgb: [0, 1, 2],
             width: 1,
             height: 1,
-        };
+        })
+        .unwrap();
         let mut n = net(1, 1, ColorFormat::Rgb, true);
         n.scale = 1.0 / 255.0;
         let mut out = vec![half::f16::ZERO; 3];

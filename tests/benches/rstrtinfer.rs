@@ -81,11 +81,21 @@ fn run_element(samples: &[gst::Sample]) -> (Duration, gst::Structure) {
         .unwrap();
     src.set_caps(Some(&caps.to_owned()));
     src.set_max_bytes(u64::MAX);
-    // Model loading happens on the way to PAUSED; time only the streaming.
+    // Model loading happens on the way to PAUSED, and the first inferences warm the session up
+    // (as the bare session's warm-up runs do); time only the steady state after them.
     pipeline.set_state(gst::State::Paused).unwrap();
     let _ = pipeline.state(gst::ClockTime::from_seconds(60));
-    let start = Instant::now();
     pipeline.set_state(gst::State::Playing).unwrap();
+    let infer = pipeline.by_name("infer").unwrap();
+    let stats = || infer.property::<gst::Structure>("stats");
+    for s in samples.iter().take(WARMUP) {
+        src.push_buffer(s.buffer_owned().unwrap()).unwrap();
+    }
+    while stats().get::<u64>("frames").unwrap() < WARMUP as u64 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let warm = stats();
+    let start = Instant::now();
     for s in samples {
         src.push_buffer(s.buffer_owned().unwrap()).unwrap();
     }
@@ -101,12 +111,23 @@ fn run_element(samples: &[gst::Sample]) -> (Duration, gst::Structure) {
     if let gst::MessageView::Error(e) = msg.view() {
         panic!("{} {:?}", e.error(), e.debug());
     }
-    let stats = pipeline
-        .by_name("infer")
-        .unwrap()
-        .property::<gst::Structure>("stats");
+    // Stage times of the measured frames only.
+    let end = stats();
+    let mut measured = end.clone();
+    for key in [
+        "preprocess-ns",
+        "inference-ns",
+        "postprocess-ns",
+        "frames",
+        "inferred",
+    ] {
+        measured.set(
+            key,
+            end.get::<u64>(key).unwrap() - warm.get::<u64>(key).unwrap(),
+        );
+    }
     pipeline.set_state(gst::State::Null).unwrap();
-    (elapsed, stats)
+    (elapsed, measured)
 }
 
 /// Pre-processes every sample with rstrtinfer's own code and keeps the tensors.
@@ -135,14 +156,19 @@ fn tensors(samples: &[gst::Sample]) -> (Vec<Vec<u8>>, Vec<usize>, Duration) {
     (out, shape, spent)
 }
 
-fn run_bare(tensors: &[Vec<u8>], shape: &[usize]) -> Duration {
-    let mut engine = OrtEngine::open(&OrtOptions {
+fn bare_engine() -> OrtEngine {
+    OrtEngine::open(&OrtOptions {
         model: model("coco_ssdlite_mobilenet_v2.onnx"),
         device: gst_trtinfer::config::Device::Cpu,
         gpu_id: 0,
         threads: 0,
     })
-    .unwrap();
+    .unwrap()
+}
+
+/// Engine calls back to back on the prepared tensors.
+fn run_bare(tensors: &[Vec<u8>], shape: &[usize]) -> Duration {
+    let mut engine = bare_engine();
     let mut outputs = Vec::new();
     for t in tensors.iter().take(WARMUP) {
         engine.run(InputData::U8(t), shape, &mut outputs).unwrap();
@@ -154,31 +180,69 @@ fn run_bare(tensors: &[Vec<u8>], shape: &[usize]) -> Duration {
     start.elapsed()
 }
 
+/// Engine calls with rstrtinfer's pre-processing of the next frame run between them, as in a
+/// pipeline; only the engine calls are timed.
+fn run_bare_interleaved(samples: &[gst::Sample], tensors: &[Vec<u8>], shape: &[usize]) -> Duration {
+    let mut inference = Inference::new(coco_config(), 0).unwrap();
+    let info = gst_video::VideoInfo::from_caps(samples[0].caps().unwrap()).unwrap();
+    let mut engine = bare_engine();
+    let mut outputs = Vec::new();
+    let mut spent = Duration::ZERO;
+    for (s, t) in samples.iter().zip(tensors) {
+        let frame =
+            gst_video::VideoFrameRef::from_buffer_ref_readable(s.buffer().unwrap(), &info).unwrap();
+        let image = SourceImage::from_frame(&frame).unwrap();
+        let (w, h) = image.size();
+        inference.preprocess(
+            &image,
+            ferrostream_core::BBox::new(0.0, 0.0, w as f32, h as f32),
+        );
+        let start = Instant::now();
+        engine.run(InputData::U8(t), shape, &mut outputs).unwrap();
+        spent += start.elapsed();
+    }
+    spent
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 fn main() {
     init();
-    let frames: usize = std::env::args()
+    let mut args = std::env::args()
         .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(200);
+        .filter_map(|a| a.parse::<usize>().ok());
+    let frames = args.next().unwrap_or(200);
+    let rounds = args.next().unwrap_or(3).max(1);
     let samples = decode(frames);
     let n = samples.len();
     let info = gst_video::VideoInfo::from_caps(samples[0].caps().unwrap()).unwrap();
     println!(
-        "rstrtinfer benchmark: COCO SSDLite-MobileNetV2 (300x300 u8 NHWC), {n} frames of vtest.avi ({}x{} I420), ONNX Runtime CPU",
+        "rstrtinfer benchmark: COCO SSDLite-MobileNetV2 (300x300 u8 NHWC), {n} frames of vtest.avi \
+         ({}x{} I420), ONNX Runtime CPU, {rounds} alternating rounds (medians)",
         info.width(),
         info.height()
     );
 
-    // Warm up the process (library load, caches) on a few frames first.
-    let _ = run_element(&samples[..WARMUP.min(n)]);
-    let (element_time, stats) = run_element(&samples);
     let (t, shape, pre_time) = tensors(&samples);
-    let bare_time = run_bare(&t, &shape);
-
     let per = |d: Duration| d.as_secs_f64() * 1e3 / n as f64;
-    let ns = |k: &str| stats.get::<u64>(k).unwrap() as f64 / 1e6 / n as f64;
-    let element_ms = per(element_time);
-    let bare_ms = per(bare_time);
+    let (mut element, mut bare, mut interleaved) = (vec![], vec![], vec![]);
+    let (mut pre, mut engine, mut post) = (vec![], vec![], vec![]);
+    // Alternate the two so that drift in the machine's speed hits both alike.
+    for _ in 0..rounds {
+        bare.push(per(run_bare(&t, &shape)));
+        interleaved.push(per(run_bare_interleaved(&samples, &t, &shape)));
+        let (elapsed, stats) = run_element(&samples);
+        element.push(per(elapsed));
+        let ms = |k: &str| stats.get::<u64>(k).unwrap() as f64 / 1e6 / n as f64;
+        pre.push(ms("preprocess-ns"));
+        engine.push(ms("inference-ns"));
+        post.push(ms("postprocess-ns"));
+    }
+    let (element_ms, bare_ms) = (median(element), median(bare));
+    let (pre_ms, engine_ms, post_ms) = (median(pre), median(engine), median(post));
     println!(
         "element   : {:8.2} frames/s  {element_ms:7.2} ms/frame",
         1e3 / element_ms
@@ -188,17 +252,20 @@ fn main() {
         1e3 / bare_ms
     );
     println!(
-        "pre-processing alone (no engine running): {:.3} ms/frame",
-        per(pre_time)
+        "bare ORT, pre-processing between calls: {:.2} ms per engine call",
+        median(interleaved)
     );
     println!(
-        "overhead  : {:+7.2} % of model time",
+        "overhead  : {:+7.2} % of model time (element vs bare session, wall clock)",
         (element_ms - bare_ms) / bare_ms * 100.0
     );
     println!(
-        "in element: pre-processing {:.3} ms, engine {:.2} ms, post-processing {:.3} ms per frame",
-        ns("preprocess-ns"),
-        ns("inference-ns"),
-        ns("postprocess-ns")
+        "in element: pre-processing {pre_ms:.3} ms, engine {engine_ms:.2} ms, post-processing \
+         {post_ms:.3} ms per frame; pre+post = {:.2} % of engine time",
+        (pre_ms + post_ms) / engine_ms * 100.0
+    );
+    println!(
+        "pre-processing alone (no engine running): {:.3} ms/frame",
+        per(pre_time)
     );
 }

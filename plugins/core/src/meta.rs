@@ -391,7 +391,8 @@ mod tests {
             b.set_pts(gst::ClockTime::ZERO);
             BatchMeta::add(b, sample_batch());
         }
-        src.emit_by_name::<gst::FlowReturn>("push-buffer", &[&buffer]);
+        let pushed = src.emit_by_name::<gst::FlowReturn>("push-buffer", &[&buffer]);
+        assert_eq!(pushed, gst::FlowReturn::Ok);
         let sample = sink
             .emit_by_name::<Option<gst::Sample>>(
                 "try-pull-sample",
