@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything Ferrostream needs on a Debian 12+ or Ubuntu 22.04+ machine: system packages
-# (GStreamer and its development files, decoders, meson, Python, Node.js for model conversion),
+# (GStreamer and its development files, decoders, meson, Python with pip),
 # a Rust toolchain when none is found, the ONNX Runtime library, and the example models and
 # footage. Safe to run again: it skips what is already there.
 set -euo pipefail
@@ -13,12 +13,15 @@ packages=(
     libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
     gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
     gstreamer1.0-plugins-bad gstreamer1.0-libav
-    meson ninja-build python3 python3-pip python3-venv nodejs npm fonts-dejavu-core
+    meson ninja-build fonts-dejavu-core
 )
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Python with pip fetches the ONNX Runtime library; any installation of them will do.
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "Installing system packages: ${missing[*]}"
     $sudo apt-get update -qq
@@ -38,7 +41,8 @@ fi
 "$repo/scripts/install-onnxruntime.sh"
 
 # Models and footage: use a provided directory (FERROSTREAM_MODEL_DIR/FERROSTREAM_MEDIA_DIR, or
-# ../shared beside the checkout) when it has them, else download them into the cache.
+# ../shared beside the checkout) when it has them, else download them into the cache
+# (fetch-models.sh installs the Node.js and Python tools it needs for that).
 . "$repo/scripts/env.sh"
 if [ -z "${FERROSTREAM_MODEL_DIR:-}" ] || [ -z "${FERROSTREAM_MEDIA_DIR:-}" ]; then
     "$repo/scripts/fetch-models.sh"
