@@ -514,23 +514,7 @@ impl ElementImpl for TrtInfer {
 
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static PAD_TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
-            let caps = TrtInfer::sink_caps();
-            vec![
-                gst::PadTemplate::new(
-                    "src",
-                    gst::PadDirection::Src,
-                    gst::PadPresence::Always,
-                    &caps,
-                )
-                .unwrap(),
-                gst::PadTemplate::new(
-                    "sink",
-                    gst::PadDirection::Sink,
-                    gst::PadPresence::Always,
-                    &caps,
-                )
-                .unwrap(),
-            ]
+            ferrostream_core::element::filter_pad_templates(&TrtInfer::sink_caps())
         });
         PAD_TEMPLATES.as_ref()
     }

@@ -135,25 +135,8 @@ impl ElementImpl for MetaExport {
     }
 
     fn pad_templates() -> &'static [gst::PadTemplate] {
-        static PAD_TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
-            let caps = gst::Caps::new_any();
-            vec![
-                gst::PadTemplate::new(
-                    "src",
-                    gst::PadDirection::Src,
-                    gst::PadPresence::Always,
-                    &caps,
-                )
-                .unwrap(),
-                gst::PadTemplate::new(
-                    "sink",
-                    gst::PadDirection::Sink,
-                    gst::PadPresence::Always,
-                    &caps,
-                )
-                .unwrap(),
-            ]
-        });
+        static PAD_TEMPLATES: LazyLock<Vec<gst::PadTemplate>> =
+            LazyLock::new(|| crate::element::filter_pad_templates(&gst::Caps::new_any()));
         PAD_TEMPLATES.as_ref()
     }
 }
