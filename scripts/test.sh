@@ -6,7 +6,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 scripts/setup.sh
 . scripts/env.sh
-export G_DEBUG=fatal-criticals
+export G_DEBUG=fatal-warnings
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
