@@ -424,3 +424,59 @@ fn unavailable_execution_provider_is_a_clear_error() {
     .unwrap_err();
     assert!(err.contains("backend=tensorrt"), "{err}");
 }
+
+#[test]
+fn pipeline_can_be_played_again_after_null() {
+    use gst::prelude::*;
+    ferrostream_tests::init();
+    // Static pads only: decodebin's pads would be linked by parse::launch only the first time.
+    let pipeline = gst::parse::launch(&format!(
+        "filesrc location={} ! pngdec ! imagefreeze num-buffers=5 ! videoconvert ! {} \
+         ! appsink name=sink sync=false",
+        quoted(&media("astronaut.png")),
+        centerface("infer-dims=3;256;256")
+    ))
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    let sink = pipeline
+        .by_name("sink")
+        .unwrap()
+        .downcast::<gst_app::AppSink>()
+        .unwrap();
+    for run in 0..2 {
+        pipeline.set_state(gst::State::Playing).unwrap();
+        let mut frames = Vec::new();
+        while let Some(sample) = sink.try_pull_sample(gst::ClockTime::from_seconds(60)) {
+            let meta = sample
+                .buffer()
+                .unwrap()
+                .meta::<ferrostream_core::BatchMeta>()
+                .unwrap();
+            frames.extend(
+                meta.batch()
+                    .frames
+                    .iter()
+                    .map(|f| (f.frame_num, f.objects.len())),
+            );
+        }
+        if !sink.is_eos() {
+            let error = pipeline
+                .bus()
+                .unwrap()
+                .pop_filtered(&[gst::MessageType::Error])
+                .map(|m| format!("{m:?}"));
+            panic!(
+                "run {run} did not reach EOS after {} frames: {error:?}",
+                frames.len()
+            );
+        }
+        pipeline.set_state(gst::State::Null).unwrap();
+        // Numbering restarts with the element's state; the face is found in every frame again.
+        assert_eq!(
+            frames,
+            (0..5).map(|n| (n, 1)).collect::<Vec<_>>(),
+            "run {run}"
+        );
+    }
+}
