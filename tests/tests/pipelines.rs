@@ -40,15 +40,20 @@ fn shipped_configs_load_without_warnings_and_build_their_model() {
     }
 }
 
-/// A directory holding only the plugin built for this test run.
+/// A directory holding only the plugin built for this test run (copied once per process, so that
+/// tests running in parallel never see a half-written file).
 fn plugin_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let built = exe.parent().unwrap().join("libgstferrostream.so");
-    assert!(built.exists(), "plugin not built at {}", built.display());
-    let dir = std::env::temp_dir().join(format!("ferrostream-plugin-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(&built, dir.join("libgstferrostream.so")).unwrap();
-    dir
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let exe = std::env::current_exe().unwrap();
+        let built = exe.parent().unwrap().join("libgstferrostream.so");
+        assert!(built.exists(), "plugin not built at {}", built.display());
+        let dir = std::env::temp_dir().join(format!("ferrostream-plugin-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(&built, dir.join("libgstferrostream.so")).unwrap();
+        dir
+    })
+    .clone()
 }
 
 #[test]
@@ -85,5 +90,39 @@ fn detect_script_runs_and_summarises() {
     assert!(
         with_person >= 60,
         "{with_person} of 120 frames with a person"
+    );
+}
+
+#[test]
+fn metaexport_writes_to_stdout_without_location() {
+    let plugins = plugin_dir();
+    let run = Command::new("gst-launch-1.0")
+        .args([
+            "-q",
+            "videotestsrc",
+            "num-buffers=3",
+            "!",
+            "video/x-raw,width=64,height=32",
+            "!",
+        ])
+        .args(["rsmetaexport", "!", "fakesink"])
+        .env("GST_PLUGIN_PATH", &plugins)
+        .env("GST_REGISTRY", plugins.join("registry-stdout.bin"))
+        .output()
+        .expect("running gst-launch-1.0");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let frames: Vec<_> = stdout
+        .lines()
+        .map(|l| ferrostream_core::json::parse_frame_line(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(frames.len(), 3, "{stdout}");
+    assert_eq!(
+        (frames[2].frame_num, frames[2].width, frames[2].height),
+        (2, 64, 32)
     );
 }
