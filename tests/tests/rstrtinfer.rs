@@ -480,3 +480,36 @@ fn pipeline_can_be_played_again_after_null() {
         );
     }
 }
+
+#[test]
+fn chained_detectors_add_to_the_same_frame() {
+    let desc = format!(
+        "filesrc location={} ! pngdec ! videoconvert ! rstrtinfer config-file-path={} {} ! {} ! appsink name=sink",
+        quoted(&media("astronaut.png")),
+        coco_config(),
+        coco_props(),
+        centerface("infer-dims=3;256;256")
+    );
+    let out = run_pipeline(&desc, TIMEOUT).unwrap();
+    let [frame] = &out.frames[..] else {
+        panic!("{:?}", out.frames)
+    };
+    assert_eq!(frame.components_run, vec![1, 2]);
+    let person = frame
+        .objects
+        .iter()
+        .find(|o| o.component_id == 1 && &*o.label == "person");
+    let face = frame
+        .objects
+        .iter()
+        .find(|o| o.component_id == 2 && &*o.label == "face");
+    let (Some(person), Some(face)) = (person, face) else {
+        panic!("{:?}", frame.objects)
+    };
+    // The face lies inside the person.
+    let (p, f) = (person.detector_bbox, face.detector_bbox);
+    assert!(
+        f.left >= p.left - 5.0 && f.right() <= p.right() + 5.0 && f.top >= p.top - 5.0,
+        "{f:?} in {p:?}"
+    );
+}
