@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
-use ferrostream_core::{BatchMeta, Frame};
+use ferrostream_core::{BBox, BatchMeta, Frame, Object};
 use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
@@ -108,6 +108,49 @@ impl TrtInfer {
                 .src(&*self.obj())
                 .build(),
         );
+    }
+
+    /// Pre-processes, infers and parses one frame, timing each stage into `stats`.
+    fn infer_frame(
+        &self,
+        inference: &mut Inference,
+        buf: &gst::BufferRef,
+        info: &gst_video::VideoInfo,
+    ) -> Result<Vec<Object>, (gst::StreamError, String)> {
+        let t0 = Instant::now();
+        {
+            let frame =
+                gst_video::VideoFrameRef::from_buffer_ref_readable(buf, info).map_err(|_| {
+                    (
+                        gst::StreamError::Failed,
+                        "Cannot map the video frame".to_string(),
+                    )
+                })?;
+            let image =
+                SourceImage::from_frame(&frame).map_err(|m| (gst::StreamError::Format, m))?;
+            let (w, h) = image.size();
+            inference.preprocess(&image, BBox::new(0.0, 0.0, w as f32, h as f32));
+        }
+        let t1 = Instant::now();
+        inference
+            .infer()
+            .map_err(|e| (gst::StreamError::Failed, e.to_string()))?;
+        let t2 = Instant::now();
+        let objects = inference
+            .objects(info.width(), info.height())
+            .map_err(|m| {
+                (
+                    gst::StreamError::Decode,
+                    format!("Parsing the model outputs: {m}"),
+                )
+            })?;
+        let t3 = Instant::now();
+        let mut st = self.stats.lock().unwrap();
+        st.inferred += 1;
+        st.preprocess += t1 - t0;
+        st.inference += t2 - t1;
+        st.postprocess += t3 - t2;
+        Ok(objects)
     }
 
     fn sink_caps() -> gst::Caps {
@@ -628,6 +671,7 @@ impl BaseTransformImpl for TrtInfer {
             return Err(gst::FlowError::Flushing);
         };
         let Some(info) = state.info.clone() else {
+            drop(guard);
             gst::element_imp_error!(
                 self,
                 gst::CoreError::Negotiation,
@@ -638,58 +682,18 @@ impl BaseTransformImpl for TrtInfer {
         let frame_num = state.frames;
         state.frames += 1;
         let run_inference = state.inference.should_infer(frame_num);
-
-        let mut objects = Vec::new();
-        if run_inference {
-            let t0 = Instant::now();
-            {
-                let frame = gst_video::VideoFrameRef::from_buffer_ref_readable(&*buf, &info)
-                    .map_err(|_| {
-                        gst::element_imp_error!(
-                            self,
-                            gst::StreamError::Failed,
-                            ("Cannot map the video frame")
-                        );
-                        gst::FlowError::Error
-                    })?;
-                let image = SourceImage::from_frame(&frame).map_err(|m| {
-                    gst::element_imp_error!(self, gst::StreamError::Format, ("{m}"));
-                    gst::FlowError::Error
-                })?;
-                let (w, h) = image.size();
-                state.inference.preprocess(
-                    &image,
-                    ferrostream_core::BBox::new(0.0, 0.0, w as f32, h as f32),
-                );
-            }
-            let t1 = Instant::now();
-            if let Err(e) = state.inference.infer() {
-                drop(guard);
-                gst::element_imp_error!(self, gst::StreamError::Failed, ("{e}"));
-                return Err(gst::FlowError::Error);
-            }
-            let t2 = Instant::now();
-            objects = match state.inference.objects(info.width(), info.height()) {
-                Ok(objects) => objects,
-                Err(m) => {
-                    drop(guard);
-                    gst::element_imp_error!(
-                        self,
-                        gst::StreamError::Decode,
-                        ("Parsing the model outputs: {m}")
-                    );
-                    return Err(gst::FlowError::Error);
-                }
-            };
-            let t3 = Instant::now();
-            let mut st = self.stats.lock().unwrap();
-            st.inferred += 1;
-            st.preprocess += t1 - t0;
-            st.inference += t2 - t1;
-            st.postprocess += t3 - t2;
-        }
         let component = state.inference.config().gie_unique_id;
+        let objects = if run_inference {
+            self.infer_frame(&mut state.inference, buf, &info)
+        } else {
+            Ok(Vec::new())
+        };
+        // Errors are posted without holding the state lock: a bus handler may stop the element.
         drop(guard);
+        let objects = objects.map_err(|(kind, message)| {
+            gst::element_imp_error!(self, kind, ("{message}"));
+            gst::FlowError::Error
+        })?;
         self.stats.lock().unwrap().frames += 1;
 
         let pts = buf.pts();
