@@ -1,0 +1,4 @@
+//! Multi-object tracking for Ferrostream: the algorithms behind `rstracker`.
+
+pub mod assignment;
+pub mod kalman;
