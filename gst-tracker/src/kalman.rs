@@ -3,6 +3,9 @@
 //! State: centre x, centre y, aspect ratio (w/h), height, and their velocities. Measurement: the
 //! first four. Noise scales with the box height, so small and large objects behave alike.
 
+// Small fixed-size matrix algebra reads best with explicit indices.
+#![allow(clippy::needless_range_loop)]
+
 use ferrostream_core::BBox;
 
 const DIM: usize = 8;

@@ -2,3 +2,4 @@
 
 pub mod assignment;
 pub mod kalman;
+pub mod tracker;

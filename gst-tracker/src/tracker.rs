@@ -1,0 +1,394 @@
+//! The tracking loop of one source: IoU (greedy), SORT (Kalman + optimal assignment) and
+//! ByteTrack (two-stage association on high- then low-confidence detections).
+//!
+//! Target management follows DeepStream's tracker configuration: a new target is reported once it
+//! was matched `probation_age` times in a row (a miss during probation drops it); a confirmed
+//! target that loses its detection is kept as a shadow, predicted by its motion model, for
+//! `max_shadow_age` frames, then terminated.
+
+use ferrostream_core::BBox;
+
+use crate::assignment::{greedy, hungarian};
+use crate::kalman::KalmanBox;
+
+/// Association algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Algorithm {
+    /// Greedy IoU matching; the box is the last detection.
+    Iou,
+    /// Kalman prediction and optimal IoU assignment in one stage.
+    Sort,
+    /// Kalman prediction, optimal assignment of high-confidence detections first, then of the
+    /// low-confidence ones to the targets still unmatched.
+    #[default]
+    ByteTrack,
+}
+
+/// Tracker settings (DeepStream names where they exist).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrackerConfig {
+    pub algorithm: Algorithm,
+    /// Consecutive matches before a target is reported.
+    pub probation_age: u32,
+    /// Frames a lost target is kept and predicted before it is terminated.
+    pub max_shadow_age: u32,
+    /// Detections below this confidence are ignored.
+    pub min_detector_confidence: f32,
+    /// ByteTrack: detections at or above this confidence are associated first and may start new
+    /// targets; those between `min_detector_confidence` and this only continue targets.
+    pub high_confidence: f32,
+    /// Shadow targets whose confidence fell below this are not reported.
+    pub min_tracker_confidence: f32,
+    /// Minimum IoU between a target's (predicted) box and a detection to associate them.
+    pub iou_threshold: f32,
+    /// Classes to track; empty tracks every class.
+    pub operate_on_class_ids: Vec<i32>,
+    /// Report shadow targets (predicted, without a detection this frame).
+    pub report_shadow: bool,
+}
+
+impl Default for TrackerConfig {
+    fn default() -> Self {
+        Self {
+            algorithm: Algorithm::ByteTrack,
+            probation_age: 3,
+            max_shadow_age: 30,
+            min_detector_confidence: 0.1,
+            high_confidence: 0.5,
+            min_tracker_confidence: 0.2,
+            iou_threshold: 0.2,
+            operate_on_class_ids: Vec::new(),
+            report_shadow: true,
+        }
+    }
+}
+
+/// A detection given to the tracker.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Detection {
+    pub bbox: BBox,
+    pub confidence: f32,
+    pub class_id: i32,
+}
+
+/// A reported target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrackOutput {
+    pub id: u64,
+    pub class_id: i32,
+    /// The tracker's (smoothed or predicted) box.
+    pub bbox: BBox,
+    /// The detection associated this frame (index into the detections given), if any.
+    pub detection: Option<usize>,
+    pub confidence: f32,
+    /// Frames since the target was first seen.
+    pub age: u32,
+}
+
+/// What one frame produced: the targets to report and the ids that ended in this frame.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FrameResult {
+    pub tracks: Vec<TrackOutput>,
+    pub terminated: Vec<u64>,
+}
+
+/// Hands out object ids; one allocator shared by every source keeps ids unique across sources.
+#[derive(Debug, Default)]
+pub struct IdAllocator {
+    next: u64,
+}
+
+impl IdAllocator {
+    pub fn next_id(&mut self) -> u64 {
+        self.next += 1;
+        self.next
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Track {
+    id: Option<u64>,
+    class_id: i32,
+    motion: Motion,
+    hits: u32,
+    misses: u32,
+    age: u32,
+    confidence: f32,
+    confirmed: bool,
+}
+
+// Nearly every target uses the Kalman variant; boxing it would only add an allocation each.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+enum Motion {
+    Kalman(KalmanBox),
+    /// The IoU tracker keeps the last detection.
+    Last(BBox),
+}
+
+impl Motion {
+    fn bbox(&self) -> BBox {
+        match self {
+            Motion::Kalman(k) => k.bbox(),
+            Motion::Last(b) => *b,
+        }
+    }
+
+    fn predict(&mut self) {
+        if let Motion::Kalman(k) = self {
+            k.predict();
+        }
+    }
+
+    fn update(&mut self, b: &BBox) {
+        match self {
+            Motion::Kalman(k) => k.update(b),
+            Motion::Last(last) => *last = *b,
+        }
+    }
+}
+
+/// How much a shadow target's confidence decays per frame without a detection.
+const SHADOW_DECAY: f32 = 0.9;
+
+/// The targets of one source.
+#[derive(Debug)]
+pub struct Tracker {
+    config: TrackerConfig,
+    tracks: Vec<Track>,
+}
+
+impl Tracker {
+    pub fn new(config: TrackerConfig) -> Self {
+        Self {
+            config,
+            tracks: Vec::new(),
+        }
+    }
+
+    pub fn config(&self) -> &TrackerConfig {
+        &self.config
+    }
+
+    /// Forgets every target (stream reset). Returns the ids that were live.
+    pub fn reset(&mut self) -> Vec<u64> {
+        self.tracks.drain(..).filter_map(|t| t.id).collect()
+    }
+
+    fn tracks_class(&self, class_id: i32) -> bool {
+        self.config.operate_on_class_ids.is_empty()
+            || self.config.operate_on_class_ids.contains(&class_id)
+    }
+
+    /// A frame without detections to use (inference skipped it): targets move with their
+    /// motion model, nobody ages out, and confirmed targets are reported.
+    pub fn predict_only(&mut self) -> FrameResult {
+        for t in &mut self.tracks {
+            t.motion.predict();
+            t.age += 1;
+        }
+        FrameResult {
+            tracks: self
+                .tracks
+                .iter()
+                .filter(|t| t.confirmed && t.misses == 0)
+                .map(|t| self.output(t, None))
+                .collect(),
+            terminated: Vec::new(),
+        }
+    }
+
+    /// Associates this frame's detections with the targets.
+    pub fn update(&mut self, detections: &[Detection], ids: &mut IdAllocator) -> FrameResult {
+        let cfg = &self.config;
+        let usable: Vec<usize> = (0..detections.len())
+            .filter(|&i| {
+                detections[i].confidence >= cfg.min_detector_confidence
+                    && self.tracks_class(detections[i].class_id)
+            })
+            .collect();
+        for t in &mut self.tracks {
+            t.motion.predict();
+            t.age += 1;
+        }
+        let mut matched_track = vec![None::<usize>; self.tracks.len()];
+        let mut det_used = vec![false; detections.len()];
+        let all_tracks: Vec<usize> = (0..self.tracks.len()).collect();
+        match cfg.algorithm {
+            Algorithm::Iou | Algorithm::Sort => {
+                let max_cost = 1.0 - cfg.iou_threshold;
+                let pairs = self.associate(&all_tracks, &usable, detections, max_cost);
+                for (t, d) in pairs {
+                    matched_track[t] = Some(d);
+                    det_used[d] = true;
+                }
+            }
+            Algorithm::ByteTrack => {
+                let (high_dets, low_dets): (Vec<usize>, Vec<usize>) = usable
+                    .iter()
+                    .partition(|&&i| detections[i].confidence >= cfg.high_confidence);
+                let confirmed: Vec<usize> = all_tracks
+                    .iter()
+                    .copied()
+                    .filter(|&t| self.tracks[t].confirmed)
+                    .collect();
+                let tentative: Vec<usize> = all_tracks
+                    .iter()
+                    .copied()
+                    .filter(|&t| !self.tracks[t].confirmed)
+                    .collect();
+                // 1. Confirmed and shadow targets take the confident detections.
+                for (t, d) in
+                    self.associate(&confirmed, &high_dets, detections, 1.0 - cfg.iou_threshold)
+                {
+                    matched_track[t] = Some(d);
+                    det_used[d] = true;
+                }
+                // 2. Targets still unmatched (and seen last frame) take weak detections, e.g.
+                //    partly occluded objects, at a stricter overlap.
+                let remaining: Vec<usize> = confirmed
+                    .iter()
+                    .copied()
+                    .filter(|&t| matched_track[t].is_none() && self.tracks[t].misses == 0)
+                    .collect();
+                for (t, d) in self.associate(&remaining, &low_dets, detections, 0.5) {
+                    matched_track[t] = Some(d);
+                    det_used[d] = true;
+                }
+                // 3. Targets on probation take what confident detections are left.
+                let left: Vec<usize> = high_dets
+                    .iter()
+                    .copied()
+                    .filter(|&d| !det_used[d])
+                    .collect();
+                for (t, d) in self.associate(&tentative, &left, detections, 0.7) {
+                    matched_track[t] = Some(d);
+                    det_used[d] = true;
+                }
+            }
+        }
+
+        // Update matched targets, age the others, drop what is done.
+        let mut result = FrameResult::default();
+        let mut keep = Vec::with_capacity(self.tracks.len());
+        for (t, mut track) in std::mem::take(&mut self.tracks).into_iter().enumerate() {
+            match matched_track[t] {
+                Some(d) => {
+                    let det = &detections[d];
+                    track.motion.update(&det.bbox);
+                    track.hits += 1;
+                    track.misses = 0;
+                    track.confidence = det.confidence;
+                    if !track.confirmed && track.hits >= self.config.probation_age {
+                        track.confirmed = true;
+                        track.id = Some(ids.next_id());
+                    }
+                    if track.confirmed {
+                        result.tracks.push(self.output(&track, Some(d)));
+                    }
+                    keep.push(track);
+                }
+                None if !track.confirmed => {} // a miss during probation ends it
+                None => {
+                    track.misses += 1;
+                    track.confidence *= SHADOW_DECAY;
+                    if track.misses > self.config.max_shadow_age {
+                        result.terminated.extend(track.id);
+                        continue;
+                    }
+                    if self.config.report_shadow
+                        && track.confidence >= self.config.min_tracker_confidence
+                    {
+                        result.tracks.push(self.output(&track, None));
+                    }
+                    keep.push(track);
+                }
+            }
+        }
+        self.tracks = keep;
+
+        // New targets from unused detections (ByteTrack: only confident ones).
+        for &d in &usable {
+            let det = &detections[d];
+            if det_used[d]
+                || (self.config.algorithm == Algorithm::ByteTrack
+                    && det.confidence < self.config.high_confidence)
+            {
+                continue;
+            }
+            let motion = match self.config.algorithm {
+                Algorithm::Iou => Motion::Last(det.bbox),
+                _ => Motion::Kalman(KalmanBox::new(&det.bbox)),
+            };
+            let mut track = Track {
+                id: None,
+                class_id: det.class_id,
+                motion,
+                hits: 1,
+                misses: 0,
+                age: 0,
+                confidence: det.confidence,
+                confirmed: false,
+            };
+            if self.config.probation_age <= 1 {
+                track.confirmed = true;
+                track.id = Some(ids.next_id());
+                result.tracks.push(self.output(&track, Some(d)));
+            }
+            self.tracks.push(track);
+        }
+        result
+    }
+
+    fn output(&self, t: &Track, detection: Option<usize>) -> TrackOutput {
+        TrackOutput {
+            id: t.id.expect("reported targets are confirmed"),
+            class_id: t.class_id,
+            bbox: t.motion.bbox(),
+            detection,
+            confidence: t.confidence,
+            age: t.age,
+        }
+    }
+
+    /// Matches `tracks` to `dets` (indices) by IoU cost, same class only.
+    fn associate(
+        &self,
+        tracks: &[usize],
+        dets: &[usize],
+        detections: &[Detection],
+        max_cost: f32,
+    ) -> Vec<(usize, usize)> {
+        if tracks.is_empty() || dets.is_empty() {
+            return Vec::new();
+        }
+        let boxes: Vec<BBox> = tracks
+            .iter()
+            .map(|&t| self.tracks[t].motion.bbox())
+            .collect();
+        let cost: Vec<Vec<f32>> = tracks
+            .iter()
+            .zip(&boxes)
+            .map(|(&t, tb)| {
+                dets.iter()
+                    .map(|&d| {
+                        if detections[d].class_id != self.tracks[t].class_id {
+                            f32::INFINITY
+                        } else {
+                            1.0 - tb.iou(&detections[d].bbox)
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let pairs = if self.config.algorithm == Algorithm::Iou {
+            greedy(&cost, max_cost)
+        } else {
+            hungarian(&cost, max_cost)
+        };
+        pairs
+            .into_iter()
+            .map(|(i, j)| (tracks[i], dets[j]))
+            .collect()
+    }
+}
