@@ -180,6 +180,8 @@ pub struct Frame {
     /// `gie-unique-id`s of the inference components that processed this frame.
     pub components_run: Vec<i32>,
     pub objects: Vec<Object>,
+    /// Tracker ids of the targets that ended in this frame.
+    pub terminated_ids: Vec<u64>,
 }
 
 impl Frame {

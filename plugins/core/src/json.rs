@@ -10,8 +10,8 @@
 //! ```
 //!
 //! `bbox` is the box to show (the tracker's when a tracker ran, else the detector's), in pixels
-//! of the frame. Added fields: `pad_index`, `components_run`, and per object `detector_bbox`,
-//! `tracker_bbox`, `tracker_confidence`, `tracker_age`, `parent`.
+//! of the frame. Added fields: `pad_index`, `components_run`, `terminated_ids`, and per object
+//! `detector_bbox`, `tracker_bbox`, `tracker_confidence`, `tracker_age`, `parent`.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -33,6 +33,8 @@ pub struct FrameRecord {
     pub pad_index: u32,
     #[serde(default)]
     pub components_run: Vec<i32>,
+    #[serde(default)]
+    pub terminated_ids: Vec<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -108,6 +110,7 @@ impl From<&Frame> for FrameRecord {
             objects: f.objects.iter().map(ObjectRecord::from).collect(),
             pad_index: f.pad_index,
             components_run: f.components_run.clone(),
+            terminated_ids: f.terminated_ids.clone(),
         }
     }
 }
@@ -123,6 +126,7 @@ impl From<FrameRecord> for Frame {
             height: r.height,
             surface_index: 0,
             components_run: r.components_run,
+            terminated_ids: r.terminated_ids,
             objects: r.objects.into_iter().map(Object::from).collect(),
         }
     }
@@ -147,6 +151,7 @@ mod tests {
         let mut frame = Frame::new(2, 9, 768, 576);
         frame.pts = Some(gst::ClockTime::from_mseconds(900));
         frame.components_run = vec![1, 2];
+        frame.terminated_ids = vec![17];
         let mut o = Object::new(
             0,
             "person".into(),

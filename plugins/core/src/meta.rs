@@ -32,8 +32,8 @@ use crate::analytics::Batch;
 /// Name of the meta API GType. Carries a layout version because the meta holds Rust data: two
 /// builds with different `Batch` layouts in one process must not read each other's metas.
 /// Bump it whenever a type in `analytics` changes shape.
-const API_NAME: &std::ffi::CStr = c"FerrostreamBatchMetaV1API";
-const IMPL_NAME: &std::ffi::CStr = c"FerrostreamBatchMetaV1";
+const API_NAME: &std::ffi::CStr = c"FerrostreamBatchMetaV2API";
+const IMPL_NAME: &std::ffi::CStr = c"FerrostreamBatchMetaV2";
 
 /// The analytics metadata of a buffer: one [`Batch`] of frames.
 #[repr(transparent)]
