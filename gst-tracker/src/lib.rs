@@ -2,4 +2,5 @@
 
 pub mod assignment;
 pub mod kalman;
+pub mod rstracker;
 pub mod tracker;

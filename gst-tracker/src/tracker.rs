@@ -51,7 +51,7 @@ impl Default for TrackerConfig {
     fn default() -> Self {
         Self {
             algorithm: Algorithm::ByteTrack,
-            probation_age: 3,
+            probation_age: 2,
             max_shadow_age: 30,
             min_detector_confidence: 0.1,
             high_confidence: 0.5,

@@ -196,12 +196,13 @@ fn every_algorithm_keeps_identities_within_bounds() {
     for seed in [1, 2, 3] {
         let frames = scene(seed, 30, 300);
         // Bounds per 9000 ground-truth boxes (30 objects x 300 frames), just above what each
-        // algorithm measures on these seeds (ByteTrack 0-9 switches, SORT 4-15, IoU 6-8; false
-        // tracks ByteTrack <= 1, SORT <= 13, IoU <= 63; coverage >= 0.984 for all).
+        // algorithm measures on these seeds with the default settings: ID switches ByteTrack 0-8,
+        // SORT 4-15, IoU 6-8; false tracks ByteTrack <= 10, SORT <= 71, IoU <= 129; coverage
+        // >= 0.990 for all.
         for (algorithm, max_switches, min_coverage, max_false) in [
-            (Algorithm::ByteTrack, 10, 0.98, 3),
-            (Algorithm::Sort, 16, 0.98, 20),
-            (Algorithm::Iou, 10, 0.98, 80),
+            (Algorithm::ByteTrack, 10, 0.985, 12),
+            (Algorithm::Sort, 16, 0.985, 80),
+            (Algorithm::Iou, 10, 0.985, 140),
         ] {
             let s = evaluate(algorithm, &frames);
             println!(
@@ -243,7 +244,7 @@ fn occluded_target_keeps_its_id() {
             }]
         };
         let r = tracker.update(&dets, &mut ids);
-        if f < 2 {
+        if f < 1 {
             assert!(r.tracks.is_empty(), "still on probation at frame {f}");
             continue;
         }

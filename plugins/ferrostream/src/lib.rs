@@ -7,12 +7,14 @@
 use gst::glib;
 
 pub use ferrostream_core as core;
+pub use gst_tracker as tracker;
 pub use gst_trtinfer as trtinfer;
 
 fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     ferrostream_core::meta::register();
     ferrostream_core::metaexport::register(plugin)?;
     gst_trtinfer::rstrtinfer::register(plugin)?;
+    gst_tracker::rstracker::register(plugin)?;
     Ok(())
 }
 

@@ -1,0 +1,62 @@
+//! `rstracker`: multi-object tracking over the objects in the analytics metadata.
+//!
+//! Reads the objects a detector (`rstrtinfer`) attached, associates them with targets per source
+//! (IoU, SORT or ByteTrack), and writes back the target id (`object_id`, unique across sources),
+//! the tracker's smoothed box, its confidence and age. Targets that lose their detection are
+//! predicted and reported as shadows for `max-shadow-age` frames; the ids that end in a frame
+//! are listed in that frame's `terminated_ids`. Frames that no detector processed (rstrtinfer's
+//! `interval`) are predicted from the motion model. Objects not (yet) tracked, e.g. during
+//! `probation-age`, keep `object_id` unset.
+//!
+//! ```text
+//! gst-launch-1.0 filesrc location=vtest.avi ! decodebin ! videoconvert \
+//!     ! rstrtinfer config-file-path=pipelines/coco_ssd.txt ! rstracker \
+//!     ! rsmetaexport location=tracks.jsonl ! fakesink
+//! ```
+
+use gst::glib;
+use gst::prelude::*;
+
+mod imp;
+
+/// Association algorithm (property `tracker-algorithm`).
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
+#[repr(u32)]
+#[enum_type(name = "GstRsTrackerAlgorithm")]
+pub enum TrackerAlgorithm {
+    #[enum_value(name = "IoU: greedy overlap matching", nick = "iou")]
+    Iou = 0,
+    #[enum_value(name = "SORT: Kalman filter and optimal assignment", nick = "sort")]
+    Sort = 1,
+    #[default]
+    #[enum_value(
+        name = "ByteTrack: high- then low-confidence association",
+        nick = "bytetrack"
+    )]
+    ByteTrack = 2,
+}
+
+impl From<TrackerAlgorithm> for crate::tracker::Algorithm {
+    fn from(a: TrackerAlgorithm) -> Self {
+        match a {
+            TrackerAlgorithm::Iou => Self::Iou,
+            TrackerAlgorithm::Sort => Self::Sort,
+            TrackerAlgorithm::ByteTrack => Self::ByteTrack,
+        }
+    }
+}
+
+glib::wrapper! {
+    pub struct RsTracker(ObjectSubclass<imp::RsTracker>)
+        @extends gst_base::BaseTransform, gst::Element, gst::Object;
+}
+
+pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
+    TrackerAlgorithm::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    gst::Element::register(
+        Some(plugin),
+        "rstracker",
+        gst::Rank::NONE,
+        RsTracker::static_type(),
+    )
+}

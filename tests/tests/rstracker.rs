@@ -1,0 +1,69 @@
+//! rstracker after the COCO detector on vtest.avi: stable ids for the people walking by.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use ferrostream_core::Object;
+use ferrostream_tests::{media, model, quoted, repo_root, run_pipeline};
+
+fn is_person_detection(o: &Object) -> bool {
+    // Shadow objects (no detection this frame) carry confidence 0.
+    &*o.label == "person" && o.confidence > 0.0
+}
+
+#[test]
+fn person_ids_are_stable_over_vtest() {
+    let desc = format!(
+        "filesrc location={} ! decodebin ! videoconvert \
+         ! rstrtinfer config-file-path={} onnx-file={} labelfile-path={} ! rstracker ! appsink name=sink",
+        quoted(&media("vtest.avi")),
+        quoted(&repo_root().join("pipelines/coco_ssd.txt")),
+        quoted(&model("coco_ssdlite_mobilenet_v2.onnx")),
+        quoted(&model("object_detection_classes_coco.txt"))
+    );
+    let out = run_pipeline(&desc, Duration::from_secs(1200)).unwrap();
+    assert_eq!(out.frames.len(), 795);
+    let (mut continuing, mut kept) = (0usize, 0usize);
+    let mut terminated = 0;
+    for pair in out.frames.windows(2) {
+        let (prev, cur) = (&pair[0], &pair[1]);
+        terminated += cur.terminated_ids.len();
+        let ids: Vec<u64> = cur.objects.iter().filter_map(|o| o.object_id).collect();
+        assert_eq!(
+            ids.len(),
+            ids.iter().collect::<HashSet<_>>().len(),
+            "duplicate ids in frame {}",
+            cur.frame_num
+        );
+        for o in cur.objects.iter().filter(|o| is_person_detection(o)) {
+            let best = prev
+                .objects
+                .iter()
+                .filter(|p| is_person_detection(p))
+                .max_by(|a, b| {
+                    a.detector_bbox
+                        .iou(&o.detector_bbox)
+                        .total_cmp(&b.detector_bbox.iou(&o.detector_bbox))
+                });
+            let Some(p) = best.filter(|p| p.detector_bbox.iou(&o.detector_bbox) >= 0.5) else {
+                continue;
+            };
+            continuing += 1;
+            if o.object_id.is_some() && o.object_id == p.object_id {
+                kept += 1;
+                assert!(o.tracker_bbox.is_some() && o.tracker_age.is_some());
+            }
+        }
+    }
+    let share = kept as f64 / continuing as f64;
+    println!(
+        "{kept} of {continuing} continuing person detections kept their id ({:.1} %), {terminated} targets terminated",
+        share * 100.0
+    );
+    assert!(continuing > 2000, "{continuing}");
+    assert!(share >= 0.90, "{kept} of {continuing} ({:.3})", share);
+    assert!(
+        terminated > 0,
+        "people leave the scene; their targets must end"
+    );
+}
