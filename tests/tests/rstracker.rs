@@ -67,3 +67,42 @@ fn person_ids_are_stable_over_vtest() {
         "people leave the scene; their targets must end"
     );
 }
+
+#[test]
+fn frames_without_inference_carry_predicted_targets() {
+    let desc = format!(
+        "filesrc location={} ! decodebin ! videoconvert \
+         ! rstrtinfer config-file-path={} onnx-file={} labelfile-path={} interval=1 \
+         ! rstracker ! appsink name=sink",
+        quoted(&media("vtest.avi")),
+        quoted(&repo_root().join("pipelines/coco_ssd.txt")),
+        quoted(&model("coco_ssdlite_mobilenet_v2.onnx")),
+        quoted(&model("object_detection_classes_coco.txt"))
+    );
+    let out = ferrostream_tests::run_pipeline_frames(&desc, 40, Duration::from_secs(600)).unwrap();
+    let ids = |f: &ferrostream_core::Frame| -> HashSet<u64> {
+        f.objects.iter().filter_map(|o| o.object_id).collect()
+    };
+    let mut skipped_with_targets = 0;
+    for (i, frame) in out.frames.iter().enumerate().skip(6) {
+        if !frame.components_run.is_empty() {
+            continue;
+        }
+        // A skipped frame: its targets are the previous frame's, moved by their motion model.
+        let here = ids(frame);
+        assert!(
+            here.is_subset(&ids(&out.frames[i - 1])),
+            "frame {i}: {here:?}"
+        );
+        for o in frame.objects.iter().filter(|o| o.object_id.is_some()) {
+            assert!(o.tracker_bbox.is_some(), "frame {i}");
+        }
+        if here.len() >= 2 {
+            skipped_with_targets += 1;
+        }
+    }
+    assert!(
+        skipped_with_targets >= 15,
+        "{skipped_with_targets} skipped frames with targets"
+    );
+}
