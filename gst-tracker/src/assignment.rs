@@ -75,20 +75,72 @@ pub fn hungarian(cost: &[Vec<f32>], max_cost: f32) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// Greedy matching: repeatedly takes the cheapest remaining pair within `max_cost`.
-pub fn greedy(cost: &[Vec<f32>], max_cost: f32) -> Vec<(usize, usize)> {
-    let mut pairs: Vec<(f32, usize, usize)> = cost
-        .iter()
-        .enumerate()
-        .flat_map(|(i, row)| row.iter().enumerate().map(move |(j, &c)| (c, i, j)))
-        .filter(|&(c, _, _)| c <= max_cost)
-        .collect();
-    pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let rows = cost.len();
-    let cols = cost.first().map_or(0, Vec::len);
+/// Minimum-cost assignment over candidate pairs `(row, column, cost)` (pairs not listed cannot
+/// match). The pairs fall apart into independent groups (objects far apart never compete), each
+/// solved exactly on its own, which keeps crowded frames with hundreds of objects fast.
+pub fn sparse_hungarian(
+    rows: usize,
+    cols: usize,
+    pairs: &[(usize, usize, f32)],
+) -> Vec<(usize, usize)> {
+    // Union-find over rows (0..rows) and columns (rows..rows+cols).
+    let mut parent: Vec<usize> = (0..rows + cols).collect();
+    fn find(parent: &mut [usize], mut x: usize) -> usize {
+        while parent[x] != x {
+            parent[x] = parent[parent[x]];
+            x = parent[x];
+        }
+        x
+    }
+    for &(r, c, _) in pairs {
+        let (a, b) = (find(&mut parent, r), find(&mut parent, rows + c));
+        if a != b {
+            parent[a] = b;
+        }
+    }
+    let mut groups: std::collections::HashMap<usize, Vec<(usize, usize, f32)>> = Default::default();
+    for &p in pairs {
+        let root = find(&mut parent, p.0);
+        groups.entry(root).or_default().push(p);
+    }
+    let mut out = Vec::new();
+    for group in groups.into_values() {
+        if let [(r, c, _)] = group[..] {
+            out.push((r, c));
+            continue;
+        }
+        let mut row_ids: Vec<usize> = group.iter().map(|p| p.0).collect();
+        let mut col_ids: Vec<usize> = group.iter().map(|p| p.1).collect();
+        row_ids.sort_unstable();
+        row_ids.dedup();
+        col_ids.sort_unstable();
+        col_ids.dedup();
+        let mut cost = vec![vec![f32::INFINITY; col_ids.len()]; row_ids.len()];
+        let mut max_cost = 0.0f32;
+        for &(r, c, v) in &group {
+            let (i, j) = (
+                row_ids.binary_search(&r).unwrap(),
+                col_ids.binary_search(&c).unwrap(),
+            );
+            cost[i][j] = v;
+            max_cost = max_cost.max(v);
+        }
+        out.extend(
+            hungarian(&cost, max_cost)
+                .into_iter()
+                .map(|(i, j)| (row_ids[i], col_ids[j])),
+        );
+    }
+    out
+}
+
+/// Greedy matching over candidate pairs `(row, column, cost)`: repeatedly takes the cheapest
+/// pair whose row and column are both still free.
+pub fn greedy(rows: usize, cols: usize, pairs: &mut [(usize, usize, f32)]) -> Vec<(usize, usize)> {
+    pairs.sort_by(|a, b| a.2.total_cmp(&b.2));
     let (mut row_used, mut col_used) = (vec![false; rows], vec![false; cols]);
     let mut out = Vec::new();
-    for (_, i, j) in pairs {
+    for &(i, j, _) in pairs.iter() {
         if !row_used[i] && !col_used[j] {
             row_used[i] = true;
             col_used[j] = true;
@@ -112,7 +164,11 @@ mod tests {
         let cost = vec![vec![1.0, 2.0], vec![3.0, 10.0]];
         let h = hungarian(&cost, 100.0);
         assert_eq!(total(&cost, &h), 5.0);
-        let g = greedy(&cost, 100.0);
+        let mut pairs: Vec<(usize, usize, f32)> = (0..2)
+            .flat_map(|i| (0..2).map(move |j| (i, j)))
+            .map(|(i, j)| (i, j, cost[i][j]))
+            .collect();
+        let g = greedy(2, 2, &mut pairs);
         assert_eq!(total(&cost, &g), 11.0);
     }
 
@@ -145,6 +201,36 @@ mod tests {
             let h = hungarian(&cost, 10.0);
             assert_eq!(h.len(), 4);
             assert!((total(&cost, &h) - best).abs() < 1e-4);
+        }
+    }
+
+    #[test]
+    fn sparse_equals_dense_on_random_sparse_matrices() {
+        let mut seed = 0x1234_5678_9ABC_DEF0u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % 1000) as f32 / 1000.0
+        };
+        for _ in 0..100 {
+            let (rows, cols) = (7, 6);
+            let cost: Vec<Vec<f32>> = (0..rows)
+                .map(|_| {
+                    (0..cols)
+                        .map(|_| if next() < 0.3 { next() * 0.8 } else { 5.0 })
+                        .collect()
+                })
+                .collect();
+            let pairs: Vec<(usize, usize, f32)> = (0..rows)
+                .flat_map(|i| (0..cols).map(move |j| (i, j)))
+                .filter(|&(i, j)| cost[i][j] <= 0.8)
+                .map(|(i, j)| (i, j, cost[i][j]))
+                .collect();
+            let dense = hungarian(&cost, 0.8);
+            let sparse = sparse_hungarian(rows, cols, &pairs);
+            assert_eq!(dense.len(), sparse.len());
+            assert!((total(&cost, &dense) - total(&cost, &sparse)).abs() < 1e-4);
         }
     }
 

@@ -3,4 +3,5 @@
 pub mod assignment;
 pub mod kalman;
 pub mod rstracker;
+pub mod synthetic;
 pub mod tracker;

@@ -8,7 +8,7 @@
 
 use ferrostream_core::BBox;
 
-use crate::assignment::{greedy, hungarian};
+use crate::assignment::{greedy, sparse_hungarian};
 use crate::kalman::KalmanBox;
 
 /// Association algorithm.
@@ -362,31 +362,27 @@ impl Tracker {
         if tracks.is_empty() || dets.is_empty() {
             return Vec::new();
         }
-        let boxes: Vec<BBox> = tracks
-            .iter()
-            .map(|&t| self.tracks[t].motion.bbox())
-            .collect();
-        let cost: Vec<Vec<f32>> = tracks
-            .iter()
-            .zip(&boxes)
-            .map(|(&t, tb)| {
-                dets.iter()
-                    .map(|&d| {
-                        if detections[d].class_id != self.tracks[t].class_id {
-                            f32::INFINITY
-                        } else {
-                            1.0 - tb.iou(&detections[d].bbox)
-                        }
-                    })
-                    .collect()
-            })
-            .collect();
-        let pairs = if self.config.algorithm == Algorithm::Iou {
-            greedy(&cost, max_cost)
+        // Candidate pairs only: same class and enough overlap.
+        let mut pairs = Vec::new();
+        for (i, &t) in tracks.iter().enumerate() {
+            let track = &self.tracks[t];
+            let tb = track.motion.bbox();
+            for (j, &d) in dets.iter().enumerate() {
+                let det = &detections[d];
+                if det.class_id == track.class_id {
+                    let cost = 1.0 - tb.iou(&det.bbox);
+                    if cost <= max_cost {
+                        pairs.push((i, j, cost));
+                    }
+                }
+            }
+        }
+        let matched = if self.config.algorithm == Algorithm::Iou {
+            greedy(tracks.len(), dets.len(), &mut pairs)
         } else {
-            hungarian(&cost, max_cost)
+            sparse_hungarian(tracks.len(), dets.len(), &pairs)
         };
-        pairs
+        matched
             .into_iter()
             .map(|(i, j)| (tracks[i], dets[j]))
             .collect()
