@@ -1,6 +1,7 @@
 //! Multi-object tracking for Ferrostream: the algorithms behind `rstracker`.
 
 pub mod assignment;
+pub mod config;
 pub mod kalman;
 pub mod rstracker;
 pub mod synthetic;

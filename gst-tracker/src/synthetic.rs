@@ -130,11 +130,7 @@ pub fn scene(seed: u64, objects: usize, frames: usize) -> Vec<Frame> {
                 } else {
                     rng.uniform(0.6, 0.95)
                 };
-                detections.push(Detection {
-                    bbox: noisy,
-                    confidence,
-                    class_id: 0,
-                });
+                detections.push(Detection::new(noisy, confidence, 0));
             }
             // False positives, mostly weak.
             for _ in 0..(2 * objects).div_ceil(30) {
@@ -145,11 +141,7 @@ pub fn scene(seed: u64, objects: usize, frames: usize) -> Vec<Frame> {
                     w,
                     w * 1.5,
                 );
-                detections.push(Detection {
-                    bbox,
-                    confidence: rng.uniform(0.1, 0.55),
-                    class_id: 0,
-                });
+                detections.push(Detection::new(bbox, rng.uniform(0.1, 0.55), 0));
             }
             Frame { truth, detections }
         })

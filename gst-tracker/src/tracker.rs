@@ -45,6 +45,9 @@ pub struct TrackerConfig {
     pub operate_on_class_ids: Vec<i32>,
     /// Report shadow targets (predicted, without a detection this frame).
     pub report_shadow: bool,
+    /// Weight of appearance (cosine distance of embeddings) against overlap in the association
+    /// cost, 0..1; 0 ignores embeddings. Only pairs that pass `iou_threshold` are candidates.
+    pub appearance_weight: f32,
 }
 
 impl Default for TrackerConfig {
@@ -59,16 +62,31 @@ impl Default for TrackerConfig {
             iou_threshold: 0.2,
             operate_on_class_ids: Vec::new(),
             report_shadow: true,
+            appearance_weight: 0.0,
         }
     }
 }
 
 /// A detection given to the tracker.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Detection {
     pub bbox: BBox,
     pub confidence: f32,
     pub class_id: i32,
+    /// Appearance embedding from a secondary model, if any (any length, not normalised).
+    pub embedding: Option<Vec<f32>>,
+}
+
+impl Detection {
+    /// A detection without an appearance embedding.
+    pub fn new(bbox: BBox, confidence: f32, class_id: i32) -> Self {
+        Self {
+            bbox,
+            confidence,
+            class_id,
+            embedding: None,
+        }
+    }
 }
 
 /// A reported target.
@@ -115,6 +133,8 @@ struct Track {
     age: u32,
     confidence: f32,
     confirmed: bool,
+    /// Smoothed, unit-length appearance embedding.
+    embedding: Option<Vec<f32>>,
 }
 
 // Nearly every target uses the Kalman variant; boxing it would only add an allocation each.
@@ -146,6 +166,26 @@ impl Motion {
             Motion::Last(last) => *last = *b,
         }
     }
+}
+
+/// Exponential moving average of a target's embedding with a new observation, kept unit length.
+fn blend_embedding(old: Option<Vec<f32>>, new: Option<&[f32]>) -> Option<Vec<f32>> {
+    const KEEP: f32 = 0.9;
+    let Some(new) = new else {
+        return old;
+    };
+    let norm = new.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
+    let mut e: Vec<f32> = match old {
+        Some(old) if old.len() == new.len() => old
+            .iter()
+            .zip(new)
+            .map(|(o, n)| KEEP * o + (1.0 - KEEP) * n / norm)
+            .collect(),
+        _ => new.iter().map(|n| n / norm).collect(),
+    };
+    let len = e.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
+    e.iter_mut().for_each(|v| *v /= len);
+    Some(e)
 }
 
 /// How much a shadow target's confidence decays per frame without a detection.
@@ -276,6 +316,8 @@ impl Tracker {
                 Some(d) => {
                     let det = &detections[d];
                     track.motion.update(&det.bbox);
+                    track.embedding =
+                        blend_embedding(track.embedding.take(), det.embedding.as_deref());
                     track.hits += 1;
                     track.misses = 0;
                     track.confidence = det.confidence;
@@ -329,6 +371,7 @@ impl Tracker {
                 age: 0,
                 confidence: det.confidence,
                 confirmed: false,
+                embedding: blend_embedding(None, det.embedding.as_deref()),
             };
             if self.config.probation_age <= 1 {
                 track.confirmed = true;
@@ -348,6 +391,20 @@ impl Tracker {
             detection,
             confidence: t.confidence,
             age: t.age,
+        }
+    }
+
+    /// The association cost of a candidate pair: overlap, blended with appearance when both
+    /// sides have an embedding and `appearance_weight` asks for it.
+    fn blend_cost(&self, iou_cost: f32, track: &Track, det: &Detection) -> f32 {
+        let w = self.config.appearance_weight;
+        match (&track.embedding, &det.embedding) {
+            (Some(t), Some(d)) if w > 0.0 => {
+                let norm = d.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
+                let cosine = t.iter().zip(d).map(|(a, b)| a * b).sum::<f32>() / norm;
+                (1.0 - w) * iou_cost + w * (1.0 - cosine).clamp(0.0, 2.0) / 2.0
+            }
+            _ => iou_cost,
         }
     }
 
@@ -372,7 +429,7 @@ impl Tracker {
                 if det.class_id == track.class_id {
                     let cost = 1.0 - tb.iou(&det.bbox);
                     if cost <= max_cost {
-                        pairs.push((i, j, cost));
+                        pairs.push((i, j, self.blend_cost(cost, track, det)));
                     }
                 }
             }

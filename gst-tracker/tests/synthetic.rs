@@ -51,11 +51,7 @@ fn occluded_target_keeps_its_id() {
         let dets = if (15..23).contains(&f) {
             vec![]
         } else {
-            vec![Detection {
-                bbox,
-                confidence: 0.9,
-                class_id: 0,
-            }]
+            vec![Detection::new(bbox, 0.9, 0)]
         };
         let r = tracker.update(&dets, &mut ids);
         if f < 1 {
@@ -88,12 +84,8 @@ fn lost_targets_terminate_after_max_shadow_age() {
     };
     let mut tracker = Tracker::new(config);
     let mut ids = IdAllocator::default();
-    let det = Detection {
-        bbox: BBox::new(10.0, 10.0, 40.0, 80.0),
-        confidence: 0.9,
-        class_id: 0,
-    };
-    let first = tracker.update(&[det], &mut ids);
+    let det = Detection::new(BBox::new(10.0, 10.0, 40.0, 80.0), 0.9, 0);
+    let first = tracker.update(std::slice::from_ref(&det), &mut ids);
     let id = first.tracks[0].id;
     for f in 1..=5 {
         let r = tracker.update(&[], &mut ids);
@@ -116,33 +108,14 @@ fn classes_do_not_mix_and_operate_on_class_ids_filters() {
     let b = BBox::new(10.0, 10.0, 40.0, 80.0);
     let r = tracker.update(
         &[
-            Detection {
-                bbox: b,
-                confidence: 0.9,
-                class_id: 0,
-            },
-            Detection {
-                bbox: b,
-                confidence: 0.9,
-                class_id: 2,
-            },
-            Detection {
-                bbox: b,
-                confidence: 0.9,
-                class_id: 5,
-            },
+            Detection::new(b, 0.9, 0),
+            Detection::new(b, 0.9, 2),
+            Detection::new(b, 0.9, 5),
         ],
         &mut ids,
     );
     assert_eq!(r.tracks.len(), 2, "class 5 is not tracked");
-    let r2 = tracker.update(
-        &[Detection {
-            bbox: b,
-            confidence: 0.9,
-            class_id: 2,
-        }],
-        &mut ids,
-    );
+    let r2 = tracker.update(&[Detection::new(b, 0.9, 2)], &mut ids);
     let person = r.tracks.iter().find(|t| t.class_id == 2).unwrap().id;
     let car = r2.tracks.iter().find(|t| t.detection.is_some()).unwrap();
     assert_eq!(
@@ -159,12 +132,47 @@ fn ids_are_unique_across_sources() {
         ..Default::default()
     };
     let (mut a, mut b) = (Tracker::new(config.clone()), Tracker::new(config));
-    let det = [Detection {
-        bbox: BBox::new(0.0, 0.0, 10.0, 20.0),
-        confidence: 0.9,
-        class_id: 0,
-    }];
+    let det = [Detection::new(BBox::new(0.0, 0.0, 10.0, 20.0), 0.9, 0)];
     let ia = a.update(&det, &mut ids).tracks[0].id;
     let ib = b.update(&det, &mut ids).tracks[0].id;
     assert_ne!(ia, ib);
+}
+
+#[test]
+fn appearance_keeps_identities_that_overlap_alone_would_swap() {
+    // Two targets side by side with distinct embeddings; then the detections arrive with their
+    // positions slightly swapped. Overlap alone follows the positions; appearance follows the
+    // embeddings.
+    let emb_a = vec![1.0, 0.0, 0.0];
+    let emb_b = vec![0.0, 1.0, 0.0];
+    let det = |x: f32, e: &Vec<f32>| Detection {
+        embedding: Some(e.clone()),
+        ..Detection::new(BBox::new(x, 0.0, 40.0, 100.0), 0.9, 0)
+    };
+    let run = |weight: f32| {
+        let config = TrackerConfig {
+            appearance_weight: weight,
+            probation_age: 1,
+            ..Default::default()
+        };
+        let mut tracker = Tracker::new(config);
+        let mut ids = IdAllocator::default();
+        let first = tracker.update(&[det(0.0, &emb_a), det(8.0, &emb_b)], &mut ids);
+        let id_a = first
+            .tracks
+            .iter()
+            .find(|t| t.detection == Some(0))
+            .unwrap()
+            .id;
+        // A's embedding now comes in at B's old position and the other way round.
+        let next = tracker.update(&[det(7.0, &emb_a), det(1.0, &emb_b)], &mut ids);
+        next.tracks
+            .iter()
+            .find(|t| t.detection == Some(0))
+            .unwrap()
+            .id
+            == id_a
+    };
+    assert!(!run(0.0), "overlap alone follows the positions");
+    assert!(run(0.8), "appearance keeps A's id on A's embedding");
 }

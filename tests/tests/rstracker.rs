@@ -106,3 +106,44 @@ fn frames_without_inference_carry_predicted_targets() {
         "{skipped_with_targets} skipped frames with targets"
     );
 }
+
+#[test]
+fn config_file_applies_and_properties_override_it() {
+    let dir = std::env::temp_dir().join(format!("ferrostream-tracker-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("tracker.toml");
+    std::fs::write(&config, "algorithm = \"sort\"\nprobation-age = 5\n").unwrap();
+    let run = |tracker: &str| {
+        let desc = format!(
+            "filesrc location={} ! decodebin ! videoconvert \
+             ! rstrtinfer config-file-path={} onnx-file={} labelfile-path={} ! {tracker} ! appsink name=sink",
+            quoted(&media("vtest.avi")),
+            quoted(&repo_root().join("pipelines/coco_ssd.txt")),
+            quoted(&model("coco_ssdlite_mobilenet_v2.onnx")),
+            quoted(&model("object_detection_classes_coco.txt"))
+        );
+        ferrostream_tests::run_pipeline_frames(&desc, 8, Duration::from_secs(300))
+    };
+    let first_tracked = |frames: &[ferrostream_core::Frame]| {
+        frames
+            .iter()
+            .position(|f| f.objects.iter().any(|o| o.object_id.is_some()))
+    };
+    // Probation 5 from the file: the first ids appear on the fifth frame.
+    let out = run(&format!("rstracker config-file-path={}", quoted(&config))).unwrap();
+    assert_eq!(first_tracked(&out.frames), Some(4));
+    // The property wins over the file.
+    let out = run(&format!(
+        "rstracker config-file-path={} probation-age=1",
+        quoted(&config)
+    ))
+    .unwrap();
+    assert_eq!(first_tracked(&out.frames), Some(0));
+    // A bad value stops the pipeline with a message naming the key.
+    std::fs::write(&config, "iou-threshold = 3.0\n").unwrap();
+    let err = run(&format!("rstracker config-file-path={}", quoted(&config))).unwrap_err();
+    assert!(
+        err.contains("`iou-threshold`") && err.contains("tracker.toml"),
+        "{err}"
+    );
+}

@@ -1,7 +1,8 @@
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
 use std::sync::{Arc, LazyLock, Mutex};
 
-use ferrostream_core::{BatchMeta, Frame, Object};
+use ferrostream_core::{AttributeValue, BatchMeta, Frame, Object};
 use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
@@ -18,10 +19,43 @@ static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     )
 });
 
+/// Object attribute holding an appearance embedding (a list of floats) for the association.
+pub const EMBEDDING_KEY: &str = "embedding";
+
 #[derive(Debug, Clone, Default)]
 struct Settings {
+    config_file: Option<PathBuf>,
     algorithm: TrackerAlgorithm,
+    /// Property values; those named in `set` override the configuration file.
     config: TrackerConfig,
+    set: BTreeSet<&'static str>,
+}
+
+impl Settings {
+    /// The configuration file (if any) with the explicitly set properties applied over it.
+    fn resolve(&self) -> Result<(TrackerConfig, Vec<String>), String> {
+        let (mut c, warnings) = match &self.config_file {
+            Some(path) => crate::config::load(path)?,
+            None => (TrackerConfig::default(), Vec::new()),
+        };
+        let p = &self.config;
+        for name in &self.set {
+            match *name {
+                "tracker-algorithm" => c.algorithm = p.algorithm,
+                "probation-age" => c.probation_age = p.probation_age,
+                "max-shadow-age" => c.max_shadow_age = p.max_shadow_age,
+                "min-detector-confidence" => c.min_detector_confidence = p.min_detector_confidence,
+                "high-confidence" => c.high_confidence = p.high_confidence,
+                "min-tracker-confidence" => c.min_tracker_confidence = p.min_tracker_confidence,
+                "iou-threshold" => c.iou_threshold = p.iou_threshold,
+                "operate-on-class-ids" => c.operate_on_class_ids = p.operate_on_class_ids.clone(),
+                "report-shadow-tracks" => c.report_shadow = p.report_shadow,
+                "appearance-weight" => c.appearance_weight = p.appearance_weight,
+                other => unreachable!("property {other} has no configuration key"),
+            }
+        }
+        Ok((c, warnings))
+    }
 }
 
 /// What a shadow object needs that the tracker does not keep.
@@ -68,6 +102,10 @@ impl RsTracker {
                         bbox: o.detector_bbox,
                         confidence: o.confidence,
                         class_id: o.class_id,
+                        embedding: match o.attributes.get(EMBEDDING_KEY) {
+                            Some(AttributeValue::Floats(v)) => Some(v.clone()),
+                            _ => None,
+                        },
                     }
                 })
                 .collect();
@@ -144,6 +182,14 @@ impl ObjectImpl for RsTracker {
                         .build()
                 };
             vec![
+                glib::ParamSpecString::builder("config-file-path")
+                    .nick("Config file")
+                    .blurb(
+                        "TOML file with the tracker settings (keys named like the properties); \
+                         properties set on the element override it",
+                    )
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecEnum::builder_with_default(
                     "tracker-algorithm",
                     TrackerAlgorithm::default(),
@@ -194,6 +240,17 @@ impl ObjectImpl for RsTracker {
                     .blurb("Classes to track, ';'-separated (empty: all)")
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecFloat::builder("appearance-weight")
+                    .nick("Appearance weight")
+                    .blurb(
+                        "Weight of the cosine distance of object embeddings (attribute \
+                         \"embedding\") against overlap; 0 uses overlap only",
+                    )
+                    .minimum(0.0)
+                    .maximum(1.0)
+                    .default_value(d.appearance_weight)
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecBoolean::builder("report-shadow-tracks")
                     .nick("Report shadows")
                     .blurb("Report lost targets, predicted by their motion, until they terminate")
@@ -207,8 +264,22 @@ impl ObjectImpl for RsTracker {
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
         let mut s = self.settings.lock().unwrap();
+        if pspec.name() == "config-file-path" {
+            s.config_file = value
+                .get::<Option<String>>()
+                .expect("type checked upstream")
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from);
+            return;
+        }
+        let name: &'static str = Self::properties()
+            .iter()
+            .find(|p| p.name() == pspec.name())
+            .map(|p| p.name())
+            .expect("a property of this element");
+        s.set.insert(name);
         let c = &mut s.config;
-        match pspec.name() {
+        match name {
             "tracker-algorithm" => {
                 let a = value
                     .get::<TrackerAlgorithm>()
@@ -246,6 +317,9 @@ impl ObjectImpl for RsTracker {
                 }
             }
             "report-shadow-tracks" => c.report_shadow = value.get().expect("type checked upstream"),
+            "appearance-weight" => {
+                c.appearance_weight = value.get().expect("type checked upstream")
+            }
             other => unreachable!("unknown property {other}"),
         }
     }
@@ -269,6 +343,12 @@ impl ObjectImpl for RsTracker {
                 .join(";")
                 .to_value(),
             "report-shadow-tracks" => c.report_shadow.to_value(),
+            "appearance-weight" => c.appearance_weight.to_value(),
+            "config-file-path" => s
+                .config_file
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .to_value(),
             other => unreachable!("unknown property {other}"),
         }
     }
@@ -305,7 +385,12 @@ impl BaseTransformImpl for RsTracker {
     const TRANSFORM_IP_ON_PASSTHROUGH: bool = false;
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
-        let config = self.settings.lock().unwrap().config.clone();
+        let resolved = self.settings.lock().unwrap().resolve();
+        let (config, warnings) =
+            resolved.map_err(|m| gst::error_msg!(gst::LibraryError::Settings, ("{m}")))?;
+        for warning in warnings {
+            gst::element_imp_warning!(self, gst::LibraryError::Settings, ("{warning}"));
+        }
         gst::info!(CAT, imp = self, "tracking with {config:?}");
         *self.state.lock().unwrap() = Some(State {
             config,
