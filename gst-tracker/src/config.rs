@@ -10,6 +10,7 @@
 //! iou-threshold = 0.2              # minimum overlap to associate
 //! operate-on-class-ids = [0, 2]    # classes to track (empty or absent: all)
 //! report-shadow-tracks = true
+//! report-terminated-tracks = true  # list ended ids in each frame's terminated_ids
 //! appearance-weight = 0.0          # weight of embedding cosine distance (attribute "embedding")
 //! ```
 //!
@@ -35,6 +36,7 @@ struct FileConfig {
     iou_threshold: Option<f32>,
     operate_on_class_ids: Option<Vec<i32>>,
     report_shadow_tracks: Option<bool>,
+    report_terminated_tracks: Option<bool>,
     appearance_weight: Option<f32>,
     #[serde(flatten)]
     unknown: BTreeMap<String, toml::Value>,
@@ -114,6 +116,9 @@ pub fn parse(path: &Path, text: &str) -> Result<(TrackerConfig, Vec<String>), St
     if let Some(v) = file.report_shadow_tracks {
         c.report_shadow = v;
     }
+    if let Some(v) = file.report_terminated_tracks {
+        c.report_terminated = v;
+    }
     let warnings = file
         .unknown
         .keys()
@@ -132,7 +137,8 @@ mod tests {
             Path::new("t.toml"),
             "algorithm = \"sort\"\nprobation-age = 4\nmax-shadow-age = 12\nmin-detector-confidence = 0.3\n\
              high-confidence = 0.6\nmin-tracker-confidence = 0.4\niou-threshold = 0.35\n\
-             operate-on-class-ids = [0, 2]\nreport-shadow-tracks = false\nappearance-weight = 0.5\nfrobnicate = 1\n",
+             operate-on-class-ids = [0, 2]\nreport-shadow-tracks = false\nreport-terminated-tracks = false\n\
+             appearance-weight = 0.5\nfrobnicate = 1\n",
         )
         .unwrap();
         assert_eq!(c.algorithm, Algorithm::Sort);
@@ -147,7 +153,7 @@ mod tests {
         );
         assert_eq!((c.iou_threshold, c.appearance_weight), (0.35, 0.5));
         assert_eq!(c.operate_on_class_ids, vec![0, 2]);
-        assert!(!c.report_shadow);
+        assert!(!c.report_shadow && !c.report_terminated);
         assert_eq!(warnings.len(), 1);
         assert!(warnings[0].contains("`frobnicate`"));
     }

@@ -45,6 +45,8 @@ pub struct TrackerConfig {
     pub operate_on_class_ids: Vec<i32>,
     /// Report shadow targets (predicted, without a detection this frame).
     pub report_shadow: bool,
+    /// List the ids of targets that ended in each frame (`Frame::terminated_ids`).
+    pub report_terminated: bool,
     /// Weight of appearance (cosine distance of embeddings) against overlap in the association
     /// cost, 0..1; 0 ignores embeddings. Only pairs that pass `iou_threshold` are candidates.
     pub appearance_weight: f32,
@@ -62,6 +64,7 @@ impl Default for TrackerConfig {
             iou_threshold: 0.2,
             operate_on_class_ids: Vec::new(),
             report_shadow: true,
+            report_terminated: true,
             appearance_weight: 0.0,
         }
     }

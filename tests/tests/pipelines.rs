@@ -126,3 +126,15 @@ fn metaexport_writes_to_stdout_without_location() {
         (2, 64, 32)
     );
 }
+
+#[test]
+fn shipped_tracker_config_loads_without_warnings() {
+    let (config, warnings) =
+        gst_tracker::config::load(&repo_root().join("pipelines/tracker.toml")).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        config,
+        gst_tracker::tracker::TrackerConfig::default(),
+        "the file documents the defaults"
+    );
+}

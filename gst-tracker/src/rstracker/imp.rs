@@ -50,6 +50,7 @@ impl Settings {
                 "iou-threshold" => c.iou_threshold = p.iou_threshold,
                 "operate-on-class-ids" => c.operate_on_class_ids = p.operate_on_class_ids.clone(),
                 "report-shadow-tracks" => c.report_shadow = p.report_shadow,
+                "report-terminated-tracks" => c.report_terminated = p.report_terminated,
                 "appearance-weight" => c.appearance_weight = p.appearance_weight,
                 other => unreachable!("property {other} has no configuration key"),
             }
@@ -156,7 +157,9 @@ fn apply(state: &mut State, frame: &mut Frame, candidates: &[usize], result: Fra
     for id in &result.terminated {
         state.targets.remove(id);
     }
-    frame.terminated_ids = result.terminated;
+    if state.config.report_terminated {
+        frame.terminated_ids = result.terminated;
+    }
 }
 
 #[glib::object_subclass]
@@ -251,6 +254,12 @@ impl ObjectImpl for RsTracker {
                     .default_value(d.appearance_weight)
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecBoolean::builder("report-terminated-tracks")
+                    .nick("Report terminated")
+                    .blurb("List the ids of targets that ended in each frame's terminated_ids")
+                    .default_value(d.report_terminated)
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecBoolean::builder("report-shadow-tracks")
                     .nick("Report shadows")
                     .blurb("Report lost targets, predicted by their motion, until they terminate")
@@ -320,6 +329,9 @@ impl ObjectImpl for RsTracker {
             "appearance-weight" => {
                 c.appearance_weight = value.get().expect("type checked upstream")
             }
+            "report-terminated-tracks" => {
+                c.report_terminated = value.get().expect("type checked upstream")
+            }
             other => unreachable!("unknown property {other}"),
         }
     }
@@ -344,6 +356,7 @@ impl ObjectImpl for RsTracker {
                 .to_value(),
             "report-shadow-tracks" => c.report_shadow.to_value(),
             "appearance-weight" => c.appearance_weight.to_value(),
+            "report-terminated-tracks" => c.report_terminated.to_value(),
             "config-file-path" => s
                 .config_file
                 .as_ref()
