@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use ferrostream_core::Object;
 use ferrostream_tests::{media, model, quoted, repo_root, run_pipeline};
+use gst::prelude::*;
 
 fn is_person_detection(o: &Object) -> bool {
     // Shadow objects (no detection this frame) carry confidence 0.
@@ -146,4 +147,61 @@ fn config_file_applies_and_properties_override_it() {
         err.contains("`iou-threshold`") && err.contains("tracker.toml"),
         "{err}"
     );
+}
+
+/// A buffer carrying one detected person at `x`, as a detector leaves it.
+fn detected_buffer(x: f32, pts_ms: u64) -> gst::Buffer {
+    use ferrostream_core::{BBox, Batch, BatchMeta, Frame};
+    let mut buffer = gst::Buffer::new();
+    {
+        let b = buffer.get_mut().unwrap();
+        b.set_pts(gst::ClockTime::from_mseconds(pts_ms));
+        let mut frame = Frame::new(0, pts_ms / 100, 640, 480);
+        frame.components_run = vec![1];
+        frame.objects.push(Object::new(
+            0,
+            "person".into(),
+            0.9,
+            BBox::new(x, 100.0, 40.0, 100.0),
+            1,
+        ));
+        BatchMeta::add(b, Batch::single(frame));
+    }
+    buffer
+}
+
+#[test]
+fn targets_reset_on_flush_and_ids_stay_unique() {
+    ferrostream_tests::init();
+    // Settings are taken at start, so the element is configured before the harness starts it.
+    let tracker = gst::ElementFactory::make("rstracker")
+        .property("probation-age", 1u32)
+        .build()
+        .unwrap();
+    let mut h = gst_check::Harness::with_element(&tracker, Some("sink"), Some("src"));
+    h.set_src_caps_str("video/x-raw,format=RGBA,width=640,height=480,framerate=10/1");
+    let id_of = |b: &gst::Buffer| {
+        b.meta::<ferrostream_core::BatchMeta>()
+            .unwrap()
+            .batch()
+            .frames[0]
+            .objects[0]
+            .object_id
+    };
+    let first = h.push_and_pull(detected_buffer(100.0, 0)).unwrap();
+    let second = h.push_and_pull(detected_buffer(104.0, 100)).unwrap();
+    assert_eq!(
+        id_of(&first),
+        id_of(&second),
+        "the same person, the same target"
+    );
+    assert!(h.push_event(gst::event::FlushStart::new()));
+    assert!(h.push_event(gst::event::FlushStop::new(true)));
+    h.push_event(gst::event::Segment::new(&gst::FormattedSegment::<
+        gst::ClockTime,
+    >::new()));
+    let after = h.push_and_pull(detected_buffer(108.0, 200)).unwrap();
+    let (before, after) = (id_of(&second).unwrap(), id_of(&after).unwrap());
+    assert_ne!(before, after, "a flush starts the targets afresh");
+    assert!(after > before, "ids are never reused");
 }
