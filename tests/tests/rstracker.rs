@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use ferrostream_core::Object;
 use ferrostream_tests::{media, model, quoted, repo_root, run_pipeline};
-use gst::prelude::*;
 
 fn is_person_detection(o: &Object) -> bool {
     // Shadow objects (no detection this frame) carry confidence 0.
