@@ -204,3 +204,46 @@ fn targets_reset_on_flush_and_ids_stay_unique() {
     assert_ne!(before, after, "a flush starts the targets afresh");
     assert!(after > before, "ids are never reused");
 }
+
+#[test]
+fn batches_keep_state_per_source() {
+    use ferrostream_core::{BBox, Batch, BatchMeta, Frame};
+    ferrostream_tests::init();
+    let tracker = gst::ElementFactory::make("rstracker")
+        .property("probation-age", 1u32)
+        .build()
+        .unwrap();
+    let mut h = gst_check::Harness::with_element(&tracker, Some("sink"), Some("src"));
+    h.set_src_caps_str("video/x-raw,format=RGBA,width=640,height=480,framerate=10/1");
+    // Two cameras in one buffer, each with a person at the same place.
+    let batch = |n: u64| {
+        let mut buffer = gst::Buffer::new();
+        let frames = (0..2)
+            .map(|source| {
+                let mut f = Frame::new(source, n, 640, 480);
+                f.components_run = vec![1];
+                let b = BBox::new(100.0 + 4.0 * n as f32, 100.0, 40.0, 100.0);
+                f.objects.push(Object::new(0, "person".into(), 0.9, b, 1));
+                f
+            })
+            .collect();
+        BatchMeta::add(buffer.get_mut().unwrap(), Batch { frames });
+        buffer
+    };
+    let ids = |b: &gst::Buffer| -> Vec<Option<u64>> {
+        let meta = b.meta::<BatchMeta>().unwrap();
+        meta.batch()
+            .frames
+            .iter()
+            .map(|f| f.objects[0].object_id)
+            .collect()
+    };
+    let first = ids(&h.push_and_pull(batch(0)).unwrap());
+    let second = ids(&h.push_and_pull(batch(1)).unwrap());
+    assert!(first[0].is_some() && first[1].is_some());
+    assert_ne!(
+        first[0], first[1],
+        "the same place on two cameras is two targets"
+    );
+    assert_eq!(first, second, "each camera keeps its own target");
+}
