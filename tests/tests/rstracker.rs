@@ -148,6 +148,19 @@ fn config_file_applies_and_properties_override_it() {
     );
 }
 
+/// rstracker reporting targets from their first match, in a harness. Settings are taken at
+/// start, so the element is configured before the harness starts it.
+fn tracker_harness() -> gst_check::Harness {
+    ferrostream_tests::init();
+    let tracker = gst::ElementFactory::make("rstracker")
+        .property("probation-age", 1u32)
+        .build()
+        .unwrap();
+    let mut h = gst_check::Harness::with_element(&tracker, Some("sink"), Some("src"));
+    h.set_src_caps_str("video/x-raw,format=RGBA,width=640,height=480,framerate=10/1");
+    h
+}
+
 /// A buffer carrying one detected person at `x`, as a detector leaves it.
 fn detected_buffer(x: f32, pts_ms: u64) -> gst::Buffer {
     use ferrostream_core::{BBox, Batch, BatchMeta, Frame};
@@ -171,14 +184,7 @@ fn detected_buffer(x: f32, pts_ms: u64) -> gst::Buffer {
 
 #[test]
 fn targets_reset_on_flush_and_ids_stay_unique() {
-    ferrostream_tests::init();
-    // Settings are taken at start, so the element is configured before the harness starts it.
-    let tracker = gst::ElementFactory::make("rstracker")
-        .property("probation-age", 1u32)
-        .build()
-        .unwrap();
-    let mut h = gst_check::Harness::with_element(&tracker, Some("sink"), Some("src"));
-    h.set_src_caps_str("video/x-raw,format=RGBA,width=640,height=480,framerate=10/1");
+    let mut h = tracker_harness();
     let id_of = |b: &gst::Buffer| {
         b.meta::<ferrostream_core::BatchMeta>()
             .unwrap()
@@ -208,13 +214,7 @@ fn targets_reset_on_flush_and_ids_stay_unique() {
 #[test]
 fn batches_keep_state_per_source() {
     use ferrostream_core::{BBox, Batch, BatchMeta, Frame};
-    ferrostream_tests::init();
-    let tracker = gst::ElementFactory::make("rstracker")
-        .property("probation-age", 1u32)
-        .build()
-        .unwrap();
-    let mut h = gst_check::Harness::with_element(&tracker, Some("sink"), Some("src"));
-    h.set_src_caps_str("video/x-raw,format=RGBA,width=640,height=480,framerate=10/1");
+    let mut h = tracker_harness();
     // Two cameras in one buffer, each with a person at the same place.
     let batch = |n: u64| {
         let mut buffer = gst::Buffer::new();
