@@ -2,6 +2,7 @@
 
 pub mod assignment;
 pub mod config;
+pub mod grid;
 pub mod kalman;
 pub mod rstracker;
 pub mod synthetic;

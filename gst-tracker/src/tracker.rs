@@ -9,6 +9,7 @@
 use ferrostream_core::BBox;
 
 use crate::assignment::{greedy, sparse_hungarian};
+use crate::grid::BoxGrid;
 use crate::kalman::KalmanBox;
 
 /// Association algorithm.
@@ -190,6 +191,9 @@ fn blend_embedding(old: Option<Vec<f32>>, new: Option<&[f32]>) -> Option<Vec<f32
     e.iter_mut().for_each(|v| *v /= len);
     Some(e)
 }
+
+/// Above this many track-detection pairs, candidates come from a grid rather than all pairs.
+const GRID_MIN_PAIRS: usize = 4096;
 
 /// How much a shadow target's confidence decays per frame without a detection.
 const SHADOW_DECAY: f32 = 0.9;
@@ -422,19 +426,33 @@ impl Tracker {
         if tracks.is_empty() || dets.is_empty() {
             return Vec::new();
         }
-        // Candidate pairs only: same class and enough overlap.
+        // Candidate pairs only: same class and enough overlap. In crowded frames a grid over the
+        // detections avoids testing every pair.
+        let mut grid = (tracks.len() * dets.len() > GRID_MIN_PAIRS).then(|| {
+            let boxes: Vec<BBox> = dets.iter().map(|&d| detections[d].bbox).collect();
+            let mean =
+                boxes.iter().map(|b| b.width.max(b.height)).sum::<f32>() / boxes.len() as f32;
+            (BoxGrid::new(&boxes, 2.0 * mean), Vec::new())
+        });
         let mut pairs = Vec::new();
         for (i, &t) in tracks.iter().enumerate() {
             let track = &self.tracks[t];
             let tb = track.motion.bbox();
-            for (j, &d) in dets.iter().enumerate() {
-                let det = &detections[d];
+            let mut consider = |j: usize| {
+                let det = &detections[dets[j]];
                 if det.class_id == track.class_id {
                     let cost = 1.0 - tb.iou(&det.bbox);
                     if cost <= max_cost {
                         pairs.push((i, j, self.blend_cost(cost, track, det)));
                     }
                 }
+            };
+            match grid.as_mut() {
+                Some((grid, near)) => {
+                    grid.near(&tb, near);
+                    near.iter().for_each(|&j| consider(j));
+                }
+                None => (0..dets.len()).for_each(consider),
             }
         }
         let matched = if self.config.algorithm == Algorithm::Iou {
