@@ -257,11 +257,6 @@ impl ClassAttrsTable {
             })
             .collect()
     }
-
-    /// Classes that have their own `[class-attrs-N]` section.
-    pub fn configured_classes(&self) -> impl Iterator<Item = u32> + '_ {
-        self.per_class.keys().copied()
-    }
 }
 
 /// Everything `rstrtinfer` needs to know, resolved from a configuration file and properties.

@@ -79,8 +79,8 @@ pub struct Inference {
     model_path: PathBuf,
     engine: Box<dyn Engine>,
     network: NetworkInput,
-    /// Batch dimension the engine is called with (a fixed model batch, else 1 frame).
-    engine_batch: usize,
+    /// Shape of one engine call's input (batch first).
+    input_shape: Vec<usize>,
     tensor: InputTensor,
     parser: OutputParser,
     class_attrs: Vec<ClassAttrs>,
@@ -189,8 +189,8 @@ impl Inference {
             config,
             model_path,
             engine,
+            input_shape: input_shape(&network, engine_batch),
             network,
-            engine_batch,
             tensor,
             parser,
             class_attrs,
@@ -237,14 +237,8 @@ impl Inference {
     }
 
     /// Input shape of one engine call.
-    pub fn input_shape(&self) -> Vec<usize> {
-        let n = &self.network;
-        let (c, h, w) = (n.channels as usize, n.height as usize, n.width as usize);
-        if n.planar {
-            vec![self.engine_batch, c, h, w]
-        } else {
-            vec![self.engine_batch, h, w, c]
-        }
+    pub fn input_shape(&self) -> &[usize] {
+        &self.input_shape
     }
 
     /// Fills the input tensor from `roi` of `image`.
@@ -269,9 +263,8 @@ impl Inference {
 
     /// Runs the engine on the input tensor.
     pub fn infer(&mut self) -> Result<(), EngineError> {
-        let shape = self.input_shape();
         self.engine
-            .run(self.tensor.data(), &shape, &mut self.outputs)
+            .run(self.tensor.data(), &self.input_shape, &mut self.outputs)
     }
 
     /// Turns the outputs of the last run into objects of a `frame_w` x `frame_h` frame.
@@ -336,13 +329,15 @@ impl Inference {
         }
         Ok(objects)
     }
+}
 
-    /// Pre-process, infer and parse one whole frame.
-    pub fn process_frame(&mut self, image: &SourceImage<'_>) -> Result<Vec<Object>, String> {
-        let (w, h) = image.size();
-        self.preprocess(image, BBox::new(0.0, 0.0, w as f32, h as f32));
-        self.infer().map_err(|e| e.to_string())?;
-        self.objects(w, h)
+/// Input shape of an engine call of `batch` frames: NCHW or NHWC.
+fn input_shape(n: &NetworkInput, batch: usize) -> Vec<usize> {
+    let (c, h, w) = (n.channels as usize, n.height as usize, n.width as usize);
+    if n.planar {
+        vec![batch, c, h, w]
+    } else {
+        vec![batch, h, w, c]
     }
 }
 

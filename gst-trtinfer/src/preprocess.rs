@@ -417,13 +417,15 @@ impl AxisTable {
     }
 }
 
-/// Reusable CPU pre-processor; keeps its sampling tables between frames.
+/// Reusable CPU pre-processor; keeps its sampling tables and row buffers between frames.
 #[derive(Debug, Default)]
 pub struct Preprocessor {
     xs: AxisTable,
     ys: AxisTable,
     cxs: AxisTable,
     cys: AxisTable,
+    /// Blended source rows of the output row being written.
+    scratch: Scratch,
 }
 
 impl Preprocessor {
@@ -479,9 +481,15 @@ impl Preprocessor {
             cys: &self.cys.taps,
         };
         match src.0 {
-            Planes::Packed(image) => writer.write(out, &PackedSource { image, tables }),
-            Planes::Gray(image) => writer.write(out, &GraySource { image, tables }),
-            Planes::Yuv420(image) => writer.write(out, &YuvSource { image, tables }),
+            Planes::Packed(image) => {
+                writer.write(out, &mut self.scratch, &PackedSource { image, tables })
+            }
+            Planes::Gray(image) => {
+                writer.write(out, &mut self.scratch, &GraySource { image, tables })
+            }
+            Planes::Yuv420(image) => {
+                writer.write(out, &mut self.scratch, &YuvSource { image, tables })
+            }
         }
         lb
     }
@@ -524,7 +532,7 @@ unsafe fn tap(row: &[u8], i0: usize, i1: usize, w: u32) -> u8 {
 }
 
 /// Per-thread rows blended vertically for the current output row.
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Scratch {
     a: Vec<u8>,
     b: Vec<u8>,
@@ -713,7 +721,7 @@ impl<T: TensorElement> RowWriter<T> {
     }
 
     /// Writes every content row of `out` (the whole tensor of one frame).
-    fn write(&self, out: &mut [T], source: &impl RowSource) {
+    fn write(&self, out: &mut [T], scratch: &mut Scratch, source: &impl RowSource) {
         let (width, rows) = (self.width, self.content_h);
         let (first, last) = (self.pad_y * width, (self.pad_y + rows) * width);
         let rows_out = if self.planar && !self.gray {
@@ -724,11 +732,10 @@ impl<T: TensorElement> RowWriter<T> {
             let channels = if self.gray { 1 } else { 3 };
             ContentRows::Packed(&mut out[first * channels..last * channels])
         };
-        self.write_rows(rows_out, source);
+        self.write_rows(rows_out, scratch, source);
     }
 
-    fn write_rows(&self, rows: ContentRows<'_, T>, source: &impl RowSource) {
-        let mut scratch = Scratch::default();
+    fn write_rows(&self, rows: ContentRows<'_, T>, scratch: &mut Scratch, source: &impl RowSource) {
         let [o0, o1, o2] = self.order;
         let [l0, l1, l2] = &self.lut;
         let (width, w) = (self.width, self.content_w);
@@ -740,7 +747,7 @@ impl<T: TensorElement> RowWriter<T> {
                     .zip(p2.chunks_exact_mut(width))
                     .enumerate()
                 {
-                    source.prepare(r, &mut scratch);
+                    source.prepare(r, scratch);
                     let range = self.pad_x..self.pad_x + w;
                     for (ox, ((a, b), c)) in a[range.clone()]
                         .iter_mut()
@@ -748,7 +755,7 @@ impl<T: TensorElement> RowWriter<T> {
                         .zip(c[range].iter_mut())
                         .enumerate()
                     {
-                        let px = source.rgb(&scratch, ox);
+                        let px = source.rgb(scratch, ox);
                         *a = l0[px[o0] as usize];
                         *b = l1[px[o1] as usize];
                         *c = l2[px[o2] as usize];
@@ -757,18 +764,18 @@ impl<T: TensorElement> RowWriter<T> {
             }
             ContentRows::Packed(out) if self.gray => {
                 for (r, out_row) in out.chunks_exact_mut(width).enumerate() {
-                    source.prepare(r, &mut scratch);
+                    source.prepare(r, scratch);
                     for (ox, o) in out_row[self.pad_x..self.pad_x + w].iter_mut().enumerate() {
-                        *o = l0[source.luma(&scratch, ox) as usize];
+                        *o = l0[source.luma(scratch, ox) as usize];
                     }
                 }
             }
             ContentRows::Packed(out) => {
                 for (r, out_row) in out.chunks_exact_mut(width * 3).enumerate() {
-                    source.prepare(r, &mut scratch);
+                    source.prepare(r, scratch);
                     let content = &mut out_row[self.pad_x * 3..(self.pad_x + w) * 3];
                     for (ox, o) in content.chunks_exact_mut(3).enumerate() {
-                        let px = source.rgb(&scratch, ox);
+                        let px = source.rgb(scratch, ox);
                         o[0] = l0[px[o0] as usize];
                         o[1] = l1[px[o1] as usize];
                         o[2] = l2[px[o2] as usize];
@@ -848,6 +855,19 @@ mod tests {
         );
     }
 
+    /// Tightly packed RGBA pixels as a source image.
+    fn rgba(data: &[u8], width: u32, height: u32) -> SourceImage<'_> {
+        SourceImage::packed(PackedImage {
+            data,
+            stride: 4 * width as usize,
+            pixel_stride: 4,
+            rgb: [0, 1, 2],
+            width,
+            height,
+        })
+        .unwrap()
+    }
+
     fn rgba_image(w: u32, h: u32, f: impl Fn(u32, u32) -> [u8; 4]) -> Vec<u8> {
         let mut v = Vec::new();
         for y in 0..h {
@@ -861,15 +881,7 @@ mod tests {
     #[test]
     fn identity_size_copies_pixels_in_requested_order() {
         let data = rgba_image(4, 2, |x, y| [(x * 10) as u8, (y * 20) as u8, 200, 255]);
-        let src = SourceImage::packed(PackedImage {
-            data: &data,
-            stride: 16,
-            pixel_stride: 4,
-            rgb: [0, 1, 2],
-            width: 4,
-            height: 2,
-        })
-        .unwrap();
+        let src = rgba(&data, 4, 2);
         let mut pre = Preprocessor::default();
         let mut out = vec![0u8; 4 * 2 * 3];
         pre.run(
@@ -895,15 +907,7 @@ mod tests {
     #[test]
     fn normalisation_and_padding() {
         let data = rgba_image(4, 2, |_, _| [100, 100, 100, 255]);
-        let src = SourceImage::packed(PackedImage {
-            data: &data,
-            stride: 16,
-            pixel_stride: 4,
-            rgb: [0, 1, 2],
-            width: 4,
-            height: 2,
-        })
-        .unwrap();
+        let src = rgba(&data, 4, 2);
         let mut n = net(4, 4, ColorFormat::Rgb, true);
         n.maintain_aspect_ratio = true;
         n.symmetric_padding = true;
@@ -931,15 +935,7 @@ mod tests {
                 [200, 200, 200, 255]
             }
         });
-        let src = SourceImage::packed(PackedImage {
-            data: &data,
-            stride: 16,
-            pixel_stride: 4,
-            rgb: [0, 1, 2],
-            width: 4,
-            height: 1,
-        })
-        .unwrap();
+        let src = rgba(&data, 4, 1);
         let mut out = vec![0f32; 2 * 3];
         Preprocessor::default().run(
             &src,
@@ -1034,15 +1030,7 @@ mod tests {
     #[test]
     fn f16_output() {
         let data = rgba_image(1, 1, |_, _| [255, 0, 0, 255]);
-        let src = SourceImage::packed(PackedImage {
-            data: &data,
-            stride: 4,
-            pixel_stride: 4,
-            rgb: [0, 1, 2],
-            width: 1,
-            height: 1,
-        })
-        .unwrap();
+        let src = rgba(&data, 1, 1);
         let mut n = net(1, 1, ColorFormat::Rgb, true);
         n.scale = 1.0 / 255.0;
         let mut out = vec![half::f16::ZERO; 3];

@@ -14,7 +14,7 @@
 
 use std::time::{Duration, Instant};
 
-use ferrostream_tests::{init, media, model, quoted, repo_root};
+use ferrostream_tests::{element, init, launch, media, model, quoted, repo_root};
 use gst::prelude::*;
 use gst_trtinfer::config::InferConfig;
 use gst_trtinfer::engine::onnxruntime::{OrtEngine, OrtOptions};
@@ -39,15 +39,8 @@ fn decode(count: usize) -> Vec<gst::Sample> {
         "filesrc location={} ! decodebin ! videoconvert ! video/x-raw,format=I420 ! appsink name=sink sync=false max-buffers=4",
         quoted(&media("vtest.avi"))
     );
-    let pipeline = gst::parse::launch(&desc)
-        .unwrap()
-        .downcast::<gst::Pipeline>()
-        .unwrap();
-    let sink = pipeline
-        .by_name("sink")
-        .unwrap()
-        .downcast::<gst_app::AppSink>()
-        .unwrap();
+    let pipeline = launch(&desc);
+    let sink: gst_app::AppSink = element(&pipeline, "sink");
     pipeline.set_state(gst::State::Playing).unwrap();
     let mut samples = Vec::new();
     while samples.len() < count {
@@ -70,15 +63,8 @@ fn run_element(samples: &[gst::Sample]) -> (Duration, gst::Structure) {
         quoted(&model("coco_ssdlite_mobilenet_v2.onnx")),
         quoted(&model("object_detection_classes_coco.txt"))
     );
-    let pipeline = gst::parse::launch(&desc)
-        .unwrap()
-        .downcast::<gst::Pipeline>()
-        .unwrap();
-    let src = pipeline
-        .by_name("src")
-        .unwrap()
-        .downcast::<gst_app::AppSrc>()
-        .unwrap();
+    let pipeline = launch(&desc);
+    let src: gst_app::AppSrc = element(&pipeline, "src");
     src.set_caps(Some(&caps.to_owned()));
     src.set_max_bytes(u64::MAX);
     // Model loading happens on the way to PAUSED, and the first inferences warm the session up
@@ -133,7 +119,7 @@ fn run_element(samples: &[gst::Sample]) -> (Duration, gst::Structure) {
 /// Pre-processes every sample with rstrtinfer's own code and keeps the tensors.
 fn tensors(samples: &[gst::Sample]) -> (Vec<Vec<u8>>, Vec<usize>, Duration) {
     let mut inference = Inference::new(coco_config(), 0).unwrap();
-    let shape = inference.input_shape();
+    let shape = inference.input_shape().to_vec();
     let info = gst_video::VideoInfo::from_caps(samples[0].caps().unwrap()).unwrap();
     let mut out = Vec::new();
     let mut spent = Duration::ZERO;

@@ -55,6 +55,24 @@ pub fn media(name: &str) -> PathBuf {
     asset("media", "FERROSTREAM_MEDIA_DIR", name)
 }
 
+/// Parses a test's pipeline description (a parse error is a bug in the test: it panics).
+pub fn launch(description: &str) -> gst::Pipeline {
+    init();
+    gst::parse::launch(description)
+        .unwrap_or_else(|e| panic!("cannot parse `{description}`: {e}"))
+        .downcast::<gst::Pipeline>()
+        .expect("a pipeline description")
+}
+
+/// The element called `name` in `pipeline`, as a `T`.
+pub fn element<T: IsA<gst::Element>>(pipeline: &gst::Pipeline, name: &str) -> T {
+    pipeline
+        .by_name(name)
+        .unwrap_or_else(|| panic!("no element named {name}"))
+        .downcast::<T>()
+        .unwrap_or_else(|_| panic!("element {name} has another type"))
+}
+
 /// A path for use inside a `gst-launch` description.
 pub fn quoted(path: &Path) -> String {
     format!("\"{}\"", path.display())
@@ -90,11 +108,7 @@ pub fn run_pipeline_frames(
         .map_err(|e| format!("parse error: {e}"))?
         .downcast::<gst::Pipeline>()
         .map_err(|_| "not a pipeline".to_string())?;
-    let sink = pipeline
-        .by_name("sink")
-        .expect("pipeline has an appsink named sink")
-        .downcast::<gst_app::AppSink>()
-        .expect("sink is an appsink");
+    let sink: gst_app::AppSink = element(&pipeline, "sink");
     sink.set_property("sync", false);
     sink.set_property("max-buffers", 1u32);
     let bus = pipeline.bus().expect("pipeline bus");

@@ -303,20 +303,13 @@ fn missing_onnx_runtime_is_a_clear_error() {
 fn wrong_input_caps_are_a_clear_error() {
     use gst::prelude::*;
     ferrostream_tests::init();
-    let pipeline = gst::parse::launch(&format!(
+    let pipeline = ferrostream_tests::launch(&format!(
         "appsrc name=src caps=video/x-raw,format=YUY2,width=64,height=64,framerate=1/1 format=time \
          ! rstrtinfer config-file-path={} {} ! fakesink",
         coco_config(),
         coco_props()
-    ))
-    .unwrap()
-    .downcast::<gst::Pipeline>()
-    .unwrap();
-    let src = pipeline
-        .by_name("src")
-        .unwrap()
-        .downcast::<gst_app::AppSrc>()
-        .unwrap();
+    ));
+    let src: gst_app::AppSrc = ferrostream_tests::element(&pipeline, "src");
     pipeline.set_state(gst::State::Playing).unwrap();
     let mut buffer = gst::Buffer::with_size(64 * 64 * 2).unwrap();
     buffer.get_mut().unwrap().set_pts(gst::ClockTime::ZERO);
@@ -430,20 +423,13 @@ fn pipeline_can_be_played_again_after_null() {
     use gst::prelude::*;
     ferrostream_tests::init();
     // Static pads only: decodebin's pads would be linked by parse::launch only the first time.
-    let pipeline = gst::parse::launch(&format!(
+    let pipeline = ferrostream_tests::launch(&format!(
         "filesrc location={} ! pngdec ! imagefreeze num-buffers=5 ! videoconvert ! {} \
          ! appsink name=sink sync=false",
         quoted(&media("astronaut.png")),
         centerface("infer-dims=3;256;256")
-    ))
-    .unwrap()
-    .downcast::<gst::Pipeline>()
-    .unwrap();
-    let sink = pipeline
-        .by_name("sink")
-        .unwrap()
-        .downcast::<gst_app::AppSink>()
-        .unwrap();
+    ));
+    let sink: gst_app::AppSink = ferrostream_tests::element(&pipeline, "sink");
     for run in 0..2 {
         pipeline.set_state(gst::State::Playing).unwrap();
         let mut frames = Vec::new();

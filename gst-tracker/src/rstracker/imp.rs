@@ -2,6 +2,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, LazyLock, Mutex};
 
+use ferrostream_core::ini::parse_list;
 use ferrostream_core::{AttributeValue, BatchMeta, Frame, Object};
 use gst::glib;
 use gst::prelude::*;
@@ -308,14 +309,7 @@ impl ObjectImpl for RsTracker {
             "iou-threshold" => c.iou_threshold = value.get().expect("type checked upstream"),
             "operate-on-class-ids" => {
                 let text: Option<String> = value.get().expect("type checked upstream");
-                let ids: Result<Vec<i32>, _> = text
-                    .unwrap_or_default()
-                    .split(';')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(str::parse)
-                    .collect();
-                match ids {
+                match parse_list::<i32>(&text.unwrap_or_default()) {
                     Ok(ids) => c.operate_on_class_ids = ids,
                     Err(e) => gst::error!(
                         CAT,

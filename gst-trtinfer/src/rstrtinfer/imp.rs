@@ -3,6 +3,7 @@ use std::path::PathBuf;
 use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
+use ferrostream_core::ini::parse_list;
 use ferrostream_core::{BBox, BatchMeta, Frame, Object};
 use gst::glib;
 use gst::prelude::*;
@@ -52,6 +53,21 @@ struct Stats {
     preprocess: Duration,
     inference: Duration,
     postprocess: Duration,
+}
+
+/// Time one inference spent per stage.
+struct StageTimes([Duration; 3]);
+
+impl Stats {
+    fn record(&mut self, times: Option<StageTimes>) {
+        self.frames += 1;
+        if let Some(StageTimes([pre, infer, post])) = times {
+            self.inferred += 1;
+            self.preprocess += pre;
+            self.inference += infer;
+            self.postprocess += post;
+        }
+    }
 }
 
 #[derive(Default)]
@@ -110,13 +126,12 @@ impl TrtInfer {
         );
     }
 
-    /// Pre-processes, infers and parses one frame, timing each stage into `stats`.
+    /// Pre-processes, infers and parses one frame, timing each stage.
     fn infer_frame(
-        &self,
         inference: &mut Inference,
         buf: &gst::BufferRef,
         info: &gst_video::VideoInfo,
-    ) -> Result<Vec<Object>, (gst::StreamError, String)> {
+    ) -> Result<(Vec<Object>, StageTimes), (gst::StreamError, String)> {
         let t0 = Instant::now();
         {
             let frame =
@@ -145,12 +160,7 @@ impl TrtInfer {
                 )
             })?;
         let t3 = Instant::now();
-        let mut st = self.stats.lock().unwrap();
-        st.inferred += 1;
-        st.preprocess += t1 - t0;
-        st.inference += t2 - t1;
-        st.postprocess += t3 - t2;
-        Ok(objects)
+        Ok((objects, StageTimes([t1 - t0, t2 - t1, t3 - t2])))
     }
 
     fn sink_caps() -> gst::Caps {
@@ -158,17 +168,6 @@ impl TrtInfer {
             .format_list(SUPPORTED_FORMATS.iter().copied())
             .build()
     }
-}
-
-fn parse_list<T: std::str::FromStr>(text: &str) -> Result<Vec<T>, String>
-where
-    T::Err: std::fmt::Display,
-{
-    text.split(';')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse::<T>().map_err(|e| format!("`{s}`: {e}")))
-        .collect()
 }
 
 fn setup_error(e: SetupError) -> gst::ErrorMessage {
@@ -443,12 +442,7 @@ impl ObjectImpl for TrtInfer {
             "offsets" => s.offsets_text = text(),
             "infer-dims" => s.infer_dims_text = text(),
             "output-blob-names" => {
-                p.output_blob_names = text()
-                    .split(';')
-                    .map(str::trim)
-                    .filter(|n| !n.is_empty())
-                    .map(str::to_owned)
-                    .collect()
+                p.output_blob_names = parse_list(&text()).expect("a string always parses")
             }
             "output-parser" => {
                 p.output_parser = value.get::<ParserKind>().expect("type checked upstream")
@@ -670,7 +664,12 @@ impl BaseTransformImpl for TrtInfer {
         let Some(state) = guard.as_mut() else {
             return Err(gst::FlowError::Flushing);
         };
-        let Some(info) = state.info.clone() else {
+        let State {
+            inference,
+            info,
+            frames,
+        } = state;
+        let Some(info) = info.as_ref() else {
             drop(guard);
             gst::element_imp_error!(
                 self,
@@ -679,28 +678,30 @@ impl BaseTransformImpl for TrtInfer {
             );
             return Err(gst::FlowError::NotNegotiated);
         };
-        let frame_num = state.frames;
-        state.frames += 1;
-        let run_inference = state.inference.should_infer(frame_num);
-        let component = state.inference.config().gie_unique_id;
-        let objects = if run_inference {
-            self.infer_frame(&mut state.inference, buf, &info)
+        let frame_num = *frames;
+        *frames += 1;
+        let run_inference = inference.should_infer(frame_num);
+        let component = inference.config().gie_unique_id;
+        let (width, height) = (info.width(), info.height());
+        let inferred = if run_inference {
+            Self::infer_frame(inference, buf, info).map(Some)
         } else {
-            Ok(Vec::new())
+            Ok(None)
         };
         // Errors are posted without holding the state lock: a bus handler may stop the element.
         drop(guard);
-        let objects = objects.map_err(|(kind, message)| {
+        let inferred = inferred.map_err(|(kind, message)| {
             gst::element_imp_error!(self, kind, ("{message}"));
             gst::FlowError::Error
         })?;
-        self.stats.lock().unwrap().frames += 1;
+        let (objects, times) = inferred.map_or((Vec::new(), None), |(o, t)| (o, Some(t)));
+        self.stats.lock().unwrap().record(times);
 
         let pts = buf.pts();
         let mut meta = BatchMeta::get_or_add(buf);
         let batch = meta.batch_mut();
         if batch.frames.is_empty() {
-            let mut frame = Frame::new(0, frame_num, info.width(), info.height());
+            let mut frame = Frame::new(0, frame_num, width, height);
             frame.pts = pts;
             batch.frames.push(frame);
         }

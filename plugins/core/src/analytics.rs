@@ -234,11 +234,6 @@ impl Batch {
         }
     }
 
-    /// The frame of a given source, if the batch holds it.
-    pub fn frame_for_source(&self, source_id: u32) -> Option<&Frame> {
-        self.frames.iter().find(|f| f.source_id == source_id)
-    }
-
     /// Total number of objects over all frames.
     pub fn object_count(&self) -> usize {
         self.frames.iter().map(|f| f.objects.len()).sum()

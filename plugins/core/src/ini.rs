@@ -150,29 +150,33 @@ impl IniFile {
         }
     }
 
-    /// Parses a `;`-separated list (a trailing `;` is allowed).
+    /// Parses a `;`-separated list value (see [`parse_list`]).
     pub fn list_value<T: FromStr>(&self, entry: &Entry) -> Result<Vec<T>, ConfigError>
     where
         T::Err: std::fmt::Display,
     {
-        entry
-            .value
-            .split(';')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(|item| {
-                item.parse::<T>().map_err(|e| {
-                    self.error(
-                        entry,
-                        format_args!(
-                            "cannot parse list item `{item}` as {}: {e}",
-                            short_type_name::<T>()
-                        ),
-                    )
-                })
-            })
-            .collect()
+        parse_list(&entry.value).map_err(|m| self.error(entry, m))
     }
+}
+
+/// Parses a `;`-separated list, the list syntax of configuration files and of list-valued
+/// element properties. Blank items (a trailing `;`) are skipped.
+pub fn parse_list<T: FromStr>(text: &str) -> Result<Vec<T>, String>
+where
+    T::Err: std::fmt::Display,
+{
+    text.split(';')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|item| {
+            item.parse::<T>().map_err(|e| {
+                format!(
+                    "cannot parse list item `{item}` as {}: {e}",
+                    short_type_name::<T>()
+                )
+            })
+        })
+        .collect()
 }
 
 fn short_type_name<T>() -> &'static str {

@@ -249,19 +249,16 @@ mod imp {
     }
 }
 
-/// Applies a scaling element's size change to a batch: frames of the input size take the
-/// output size. (Batches of several sizes are never scaled by standard elements.)
+/// Applies a scaling element's size change to a batch: frames of the input size, and frames
+/// whose size was never recorded, take the output size. (Batches of several sizes are never
+/// scaled by standard elements.)
 fn rescale_batch(batch: &mut Batch, from: (u32, u32), to: (u32, u32)) {
     for frame in &mut batch.frames {
-        if (frame.width, frame.height) == from || batch_is_single(frame.width, frame.height) {
+        let unknown_size = frame.width == 0 || frame.height == 0;
+        if unknown_size || (frame.width, frame.height) == from {
             frame.rescale(to.0, to.1);
         }
     }
-}
-
-/// A frame whose size was never recorded takes the size of the buffer it is on.
-fn batch_is_single(width: u32, height: u32) -> bool {
-    width == 0 || height == 0
 }
 
 #[cfg(test)]
