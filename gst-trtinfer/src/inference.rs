@@ -65,11 +65,12 @@ impl InputTensor {
         })
     }
 
-    pub fn data(&self) -> InputData<'_> {
+    /// The first `len` elements.
+    pub fn data(&self, len: usize) -> InputData<'_> {
         match self {
-            InputTensor::F32(v) => InputData::F32(v),
-            InputTensor::F16(v) => InputData::F16(v),
-            InputTensor::U8(v) => InputData::U8(v),
+            InputTensor::F32(v) => InputData::F32(&v[..len]),
+            InputTensor::F16(v) => InputData::F16(&v[..len]),
+            InputTensor::U8(v) => InputData::U8(&v[..len]),
         }
     }
 }
@@ -79,8 +80,12 @@ pub struct Inference {
     model_path: PathBuf,
     engine: Box<dyn Engine>,
     network: NetworkInput,
-    /// Shape of one engine call's input (batch first).
+    /// Shape of the last engine call's input (batch first).
     input_shape: Vec<usize>,
+    /// The model's batch size when its batch dimension is fixed.
+    fixed_batch: Option<usize>,
+    /// Frames one engine call takes: the fixed batch, else `batch-size`.
+    capacity: usize,
     tensor: InputTensor,
     parser: OutputParser,
     class_attrs: Vec<ClassAttrs>,
@@ -88,8 +93,8 @@ pub struct Inference {
     preprocessor: Preprocessor,
     outputs: Vec<OutputTensor>,
     detections: Vec<Detection>,
-    /// Letterbox of the frame in the tensor.
-    letterbox: Option<Letterbox>,
+    /// Letterbox of the frame in each tensor slot, once filled.
+    letterboxes: Vec<Option<Letterbox>>,
 }
 
 impl Inference {
@@ -140,11 +145,11 @@ impl Inference {
         engine: Box<dyn Engine>,
     ) -> Result<Self, SetupError> {
         let description = engine.description().clone();
-        let (network, model_batch) = network_input(&config, &description)?;
-        let engine_batch = model_batch.unwrap_or(1);
+        let (network, fixed_batch) = network_input(&config, &description)?;
+        let capacity = fixed_batch.unwrap_or(config.batch_size.max(1) as usize);
         let tensor = InputTensor::new(
             description.input.element_type,
-            network.frame_len() * engine_batch,
+            network.frame_len() * capacity,
         )
         .map_err(|m| SetupError::Model(format!("model input {}: {m}", description.input)))?;
 
@@ -189,7 +194,10 @@ impl Inference {
             config,
             model_path,
             engine,
-            input_shape: input_shape(&network, engine_batch),
+            input_shape: input_shape(&network, capacity),
+            fixed_batch,
+            capacity,
+            letterboxes: vec![None; capacity],
             network,
             tensor,
             parser,
@@ -198,13 +206,22 @@ impl Inference {
             preprocessor: Preprocessor::default(),
             outputs: Vec::new(),
             detections: Vec::new(),
-            letterbox: None,
         })
     }
 
-    /// nvinfer `interval`: infer on one frame, then skip `interval` frames.
-    pub fn should_infer(&self, frame_num: u64) -> bool {
-        frame_num.is_multiple_of(self.config.interval as u64 + 1)
+    /// nvinfer `interval`: infer on one buffer (frame or batch), then skip `interval` buffers.
+    pub fn should_infer(&self, buffer_num: u64) -> bool {
+        buffer_num.is_multiple_of(self.config.interval as u64 + 1)
+    }
+
+    /// Frames one engine call takes: the model's fixed batch size, else `batch-size`.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The model's batch size when its batch dimension is fixed.
+    pub fn fixed_batch(&self) -> Option<usize> {
+        self.fixed_batch
     }
 
     pub fn set_interval(&mut self, interval: u32) {
@@ -231,48 +248,74 @@ impl Inference {
         &self.model_path
     }
 
-    /// The input tensor as last filled by [`Inference::preprocess`].
+    /// The input tensor (every slot) as last filled by [`Inference::preprocess`].
     pub fn tensor(&self) -> &InputTensor {
         &self.tensor
     }
 
-    /// Input shape of one engine call.
+    /// Input shape of the last engine call.
     pub fn input_shape(&self) -> &[usize] {
         &self.input_shape
     }
 
-    /// Fills the input tensor from `roi` of `image`.
-    pub fn preprocess(&mut self, image: &SourceImage<'_>, roi: BBox) {
+    /// Fills slot `slot` (< [`Inference::capacity`]) of the input tensor from `roi` of `image`.
+    pub fn preprocess(&mut self, slot: usize, image: &SourceImage<'_>, roi: BBox) {
+        assert!(
+            slot < self.capacity,
+            "tensor slot {slot} of {}",
+            self.capacity
+        );
         fn fill<T: TensorElement>(
             pre: &mut Preprocessor,
             image: &SourceImage<'_>,
             roi: BBox,
             net: &NetworkInput,
+            slot: usize,
             tensor: &mut [T],
         ) -> Letterbox {
-            pre.run(image, roi, net, &mut tensor[..net.frame_len()])
+            let len = net.frame_len();
+            pre.run(image, roi, net, &mut tensor[slot * len..(slot + 1) * len])
         }
         let net = &self.network;
         let pre = &mut self.preprocessor;
-        self.letterbox = Some(match &mut self.tensor {
-            InputTensor::F32(t) => fill(pre, image, roi, net, t),
-            InputTensor::F16(t) => fill(pre, image, roi, net, t),
-            InputTensor::U8(t) => fill(pre, image, roi, net, t),
+        self.letterboxes[slot] = Some(match &mut self.tensor {
+            InputTensor::F32(t) => fill(pre, image, roi, net, slot, t),
+            InputTensor::F16(t) => fill(pre, image, roi, net, slot, t),
+            InputTensor::U8(t) => fill(pre, image, roi, net, slot, t),
         });
     }
 
-    /// Runs the engine on the input tensor.
-    pub fn infer(&mut self) -> Result<(), EngineError> {
-        self.engine
-            .run(self.tensor.data(), &self.input_shape, &mut self.outputs)
+    /// Runs the engine on the first `frames` slots of the input tensor (all slots of a model with
+    /// a fixed batch size; the unused ones are ignored).
+    pub fn infer(&mut self, frames: usize) -> Result<(), EngineError> {
+        assert!(
+            (1..=self.capacity).contains(&frames),
+            "{frames} frames for a tensor of {}",
+            self.capacity
+        );
+        let batch = self.fixed_batch.unwrap_or(frames);
+        self.input_shape[0] = batch;
+        let data = self.tensor.data(batch * self.network.frame_len());
+        self.engine.run(data, &self.input_shape, &mut self.outputs)
     }
 
-    /// Turns the outputs of the last run into objects of a `frame_w` x `frame_h` frame.
-    pub fn objects(&mut self, frame_w: u32, frame_h: u32) -> Result<Vec<Object>, String> {
-        let lb = self.letterbox.ok_or("no frame was pre-processed")?;
+    /// Turns the outputs of the last run for tensor slot `slot` into objects of a
+    /// `frame_w` x `frame_h` frame.
+    pub fn objects(
+        &mut self,
+        slot: usize,
+        frame_w: u32,
+        frame_h: u32,
+    ) -> Result<Vec<Object>, String> {
+        let lb = self
+            .letterboxes
+            .get(slot)
+            .copied()
+            .flatten()
+            .ok_or("no frame was pre-processed into this slot")?;
         let component = self.config.gie_unique_id;
         let frame_box = BBox::new(0.0, 0.0, frame_w as f32, frame_h as f32);
-        if let Some((class_id, prob)) = self.parser.top_class(&self.outputs, 0) {
+        if let Some((class_id, prob)) = self.parser.top_class(&self.outputs, slot) {
             if prob < self.config.classifier_threshold {
                 return Ok(Vec::new());
             }
@@ -293,7 +336,7 @@ impl Inference {
         self.detections.clear();
         self.parser.detections(
             &self.outputs,
-            0,
+            slot,
             (self.network.width, self.network.height),
             &attrs_of,
             &mut self.detections,

@@ -130,6 +130,7 @@ fn tensors(samples: &[gst::Sample]) -> (Vec<Vec<u8>>, Vec<usize>, Duration) {
         let (w, h) = image.size();
         let start = Instant::now();
         inference.preprocess(
+            0,
             &image,
             ferrostream_core::BBox::new(0.0, 0.0, w as f32, h as f32),
         );
@@ -180,6 +181,7 @@ fn run_bare_interleaved(samples: &[gst::Sample], tensors: &[Vec<u8>], shape: &[u
         let image = SourceImage::from_frame(&frame).unwrap();
         let (w, h) = image.size();
         inference.preprocess(
+            0,
             &image,
             ferrostream_core::BBox::new(0.0, 0.0, w as f32, h as f32),
         );

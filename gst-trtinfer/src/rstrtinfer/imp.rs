@@ -3,6 +3,7 @@ use std::path::PathBuf;
 use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
+use ferrostream_core::batch::{self, FrameSource, frame_pixels};
 use ferrostream_core::ini::parse_list;
 use ferrostream_core::{BBox, BatchMeta, Frame, Object};
 use gst::glib;
@@ -41,8 +42,11 @@ struct Settings {
 
 struct State {
     inference: Inference,
-    info: Option<gst_video::VideoInfo>,
-    frames: u64,
+    source: Option<FrameSource>,
+    /// Buffers (frames or batches) seen, for `interval`.
+    buffers: u64,
+    /// Whether the "model has a fixed batch size" warning was given.
+    warned_fixed_batch: bool,
 }
 
 /// Time spent per stage, for the `stats` property.
@@ -50,22 +54,29 @@ struct State {
 struct Stats {
     frames: u64,
     inferred: u64,
+    engine_calls: u64,
     preprocess: Duration,
     inference: Duration,
     postprocess: Duration,
 }
 
-/// Time one inference spent per stage.
-struct StageTimes([Duration; 3]);
+/// What inference on one buffer did and how long each stage took.
+#[derive(Default)]
+struct Work {
+    frames: u64,
+    engine_calls: u64,
+    times: [Duration; 3],
+}
 
 impl Stats {
-    fn record(&mut self, times: Option<StageTimes>) {
-        self.frames += 1;
-        if let Some(StageTimes([pre, infer, post])) = times {
-            self.inferred += 1;
-            self.preprocess += pre;
-            self.inference += infer;
-            self.postprocess += post;
+    fn record(&mut self, frames: u64, work: Option<&Work>) {
+        self.frames += frames;
+        if let Some(w) = work {
+            self.inferred += w.frames;
+            self.engine_calls += w.engine_calls;
+            self.preprocess += w.times[0];
+            self.inference += w.times[1];
+            self.postprocess += w.times[2];
         }
     }
 }
@@ -126,47 +137,69 @@ impl TrtInfer {
         );
     }
 
-    /// Pre-processes, infers and parses one frame, timing each stage.
-    fn infer_frame(
+    /// Pre-processes, infers and parses the frames of `buf` (one, or every frame of a batch) in
+    /// engine calls of up to the engine's capacity. Returns the objects per frame.
+    fn infer_frames(
         inference: &mut Inference,
+        source: &FrameSource,
         buf: &gst::BufferRef,
-        info: &gst_video::VideoInfo,
-    ) -> Result<(Vec<Object>, StageTimes), (gst::StreamError, String)> {
-        let t0 = Instant::now();
-        {
-            let frame =
-                gst_video::VideoFrameRef::from_buffer_ref_readable(buf, info).map_err(|_| {
+        frames: usize,
+    ) -> Result<(Vec<Vec<Object>>, Work), (gst::StreamError, String)> {
+        let mut objects = Vec::with_capacity(frames);
+        let mut work = Work::default();
+        let mut sizes = Vec::with_capacity(inference.capacity());
+        let per_call = inference.capacity();
+        for first in (0..frames).step_by(per_call) {
+            let count = per_call.min(frames - first);
+            let t0 = Instant::now();
+            sizes.clear();
+            for slot in 0..count {
+                let (pixels, info) = frame_pixels(source, buf, first + slot)
+                    .map_err(|e| (gst::StreamError::Format, e.to_string()))?;
+                let frame = gst_video::VideoFrameRef::from_buffer_ref_readable(pixels, info)
+                    .map_err(|_| {
+                        (
+                            gst::StreamError::Failed,
+                            format!("Cannot map video frame {}", first + slot),
+                        )
+                    })?;
+                let image =
+                    SourceImage::from_frame(&frame).map_err(|m| (gst::StreamError::Format, m))?;
+                let (w, h) = image.size();
+                inference.preprocess(slot, &image, BBox::new(0.0, 0.0, w as f32, h as f32));
+                sizes.push((w, h));
+            }
+            let t1 = Instant::now();
+            inference
+                .infer(count)
+                .map_err(|e| (gst::StreamError::Failed, e.to_string()))?;
+            let t2 = Instant::now();
+            for (slot, &(w, h)) in sizes.iter().enumerate() {
+                objects.push(inference.objects(slot, w, h).map_err(|m| {
                     (
-                        gst::StreamError::Failed,
-                        "Cannot map the video frame".to_string(),
+                        gst::StreamError::Decode,
+                        format!("Parsing the model outputs: {m}"),
                     )
-                })?;
-            let image =
-                SourceImage::from_frame(&frame).map_err(|m| (gst::StreamError::Format, m))?;
-            let (w, h) = image.size();
-            inference.preprocess(&image, BBox::new(0.0, 0.0, w as f32, h as f32));
+                })?);
+            }
+            let t3 = Instant::now();
+            work.frames += count as u64;
+            work.engine_calls += 1;
+            for (total, d) in work.times.iter_mut().zip([t1 - t0, t2 - t1, t3 - t2]) {
+                *total += d;
+            }
         }
-        let t1 = Instant::now();
-        inference
-            .infer()
-            .map_err(|e| (gst::StreamError::Failed, e.to_string()))?;
-        let t2 = Instant::now();
-        let objects = inference
-            .objects(info.width(), info.height())
-            .map_err(|m| {
-                (
-                    gst::StreamError::Decode,
-                    format!("Parsing the model outputs: {m}"),
-                )
-            })?;
-        let t3 = Instant::now();
-        Ok((objects, StageTimes([t1 - t0, t2 - t1, t3 - t2])))
+        Ok((objects, work))
     }
 
     fn sink_caps() -> gst::Caps {
-        gst_video::VideoCapsBuilder::new()
+        let mut caps = gst_video::VideoCapsBuilder::new()
             .format_list(SUPPORTED_FORMATS.iter().copied())
-            .build()
+            .build();
+        caps.merge(batch::batch_caps(
+            SUPPORTED_FORMATS.iter().map(|f| f.to_str().as_str()),
+        ));
+        caps
     }
 }
 
@@ -522,6 +555,7 @@ impl ObjectImpl for TrtInfer {
                 gst::Structure::builder("rstrtinfer-stats")
                     .field("frames", st.frames)
                     .field("inferred", st.inferred)
+                    .field("engine-calls", st.engine_calls)
                     .field("preprocess-ns", st.preprocess.as_nanos() as u64)
                     .field("inference-ns", st.inference.as_nanos() as u64)
                     .field("postprocess-ns", st.postprocess.as_nanos() as u64)
@@ -583,8 +617,9 @@ impl BaseTransformImpl for TrtInfer {
         *self.stats.lock().unwrap() = Stats::default();
         *self.state.lock().unwrap() = Some(State {
             inference,
-            info: None,
-            frames: 0,
+            source: None,
+            buffers: 0,
+            warned_fixed_batch: false,
         });
         Ok(())
     }
@@ -597,10 +632,11 @@ impl BaseTransformImpl for TrtInfer {
             gst::info!(
                 CAT,
                 imp = self,
-                "{} frames, {} inferred; per inference: pre-processing {:.2} ms, engine {:.2} ms, \
-                 post-processing {:.2} ms",
+                "{} frames, {} inferred in {} engine calls; per frame: pre-processing {:.2} ms, \
+                 engine {:.2} ms, post-processing {:.2} ms",
                 st.frames,
                 st.inferred,
+                st.engine_calls,
                 per(st.preprocess),
                 per(st.inference),
                 per(st.postprocess)
@@ -641,21 +677,14 @@ impl BaseTransformImpl for TrtInfer {
     }
 
     fn set_caps(&self, incaps: &gst::Caps, _outcaps: &gst::Caps) -> Result<(), gst::LoggableError> {
-        let info = gst_video::VideoInfo::from_caps(incaps)
-            .map_err(|_| gst::loggable_error!(CAT, "Invalid video caps {incaps}"))?;
+        let source =
+            FrameSource::from_caps(incaps).map_err(|m| gst::loggable_error!(CAT, "{m}"))?;
         let mut state = self.state.lock().unwrap();
         let state = state
             .as_mut()
             .ok_or_else(|| gst::loggable_error!(CAT, "caps before start"))?;
-        gst::debug!(
-            CAT,
-            imp = self,
-            "input {}x{} {:?}",
-            info.width(),
-            info.height(),
-            info.format()
-        );
-        state.info = Some(info);
+        gst::debug!(CAT, imp = self, "input {incaps}");
+        state.source = Some(source);
         Ok(())
     }
 
@@ -664,12 +693,7 @@ impl BaseTransformImpl for TrtInfer {
         let Some(state) = guard.as_mut() else {
             return Err(gst::FlowError::Flushing);
         };
-        let State {
-            inference,
-            info,
-            frames,
-        } = state;
-        let Some(info) = info.as_ref() else {
+        let Some(source) = state.source.clone() else {
             drop(guard);
             gst::element_imp_error!(
                 self,
@@ -678,44 +702,66 @@ impl BaseTransformImpl for TrtInfer {
             );
             return Err(gst::FlowError::NotNegotiated);
         };
-        let frame_num = *frames;
-        *frames += 1;
-        let run_inference = inference.should_infer(frame_num);
-        let component = inference.config().gie_unique_id;
-        let (width, height) = (info.width(), info.height());
+        let frames = match &source {
+            FrameSource::Single(_) => 1,
+            FrameSource::Batched => BatchMeta::of(buf).map_or(0, |m| m.batch().frames.len()),
+        };
+        let buffer_num = state.buffers;
+        state.buffers += 1;
+        let run_inference = frames > 0 && state.inference.should_infer(buffer_num);
+        let warn_fixed_batch = run_inference
+            && frames > 1
+            && state.inference.fixed_batch() == Some(1)
+            && !std::mem::replace(&mut state.warned_fixed_batch, true);
+        let component = state.inference.config().gie_unique_id;
         let inferred = if run_inference {
-            Self::infer_frame(inference, buf, info).map(Some)
+            Self::infer_frames(&mut state.inference, &source, buf, frames).map(Some)
         } else {
             Ok(None)
         };
         // Errors are posted without holding the state lock: a bus handler may stop the element.
         drop(guard);
+        if warn_fixed_batch {
+            gst::element_imp_warning!(
+                self,
+                gst::CoreError::Negotiation,
+                ("The model has a fixed batch size of 1: the frames of each batch are run one \
+                  by one")
+            );
+        }
         let inferred = inferred.map_err(|(kind, message)| {
             gst::element_imp_error!(self, kind, ("{message}"));
             gst::FlowError::Error
         })?;
-        let (objects, times) = inferred.map_or((Vec::new(), None), |(o, t)| (o, Some(t)));
-        self.stats.lock().unwrap().record(times);
+        let (objects, work) = inferred.map_or((Vec::new(), None), |(o, w)| (o, Some(w)));
+        self.stats
+            .lock()
+            .unwrap()
+            .record(frames as u64, work.as_ref());
 
         let pts = buf.pts();
         let mut meta = BatchMeta::get_or_add(buf);
         let batch = meta.batch_mut();
-        if batch.frames.is_empty() {
-            let mut frame = Frame::new(0, frame_num, width, height);
+        if let FrameSource::Single(info) = &source
+            && batch.frames.is_empty()
+        {
+            let mut frame = Frame::new(0, buffer_num, info.width(), info.height());
             frame.pts = pts;
             batch.frames.push(frame);
         }
-        let frame = &mut batch.frames[0];
         if run_inference {
-            gst::log!(
-                CAT,
-                imp = self,
-                "frame {}: {} objects",
-                frame.frame_num,
-                objects.len()
-            );
-            frame.objects.extend(objects);
-            frame.mark_component_run(component);
+            for (frame, objects) in batch.frames.iter_mut().zip(objects) {
+                gst::log!(
+                    CAT,
+                    imp = self,
+                    "source {} frame {}: {} objects",
+                    frame.source_id,
+                    frame.frame_num,
+                    objects.len()
+                );
+                frame.objects.extend(objects);
+                frame.mark_component_run(component);
+            }
         }
         Ok(gst::FlowSuccess::Ok)
     }

@@ -175,6 +175,10 @@ pub struct Frame {
     /// Size of the frame the boxes refer to.
     pub width: u32,
     pub height: u32,
+    /// Size of the frame as the source produced it (differs from `width` x `height` when
+    /// `rsstreammux` scaled it).
+    pub source_width: u32,
+    pub source_height: u32,
     /// Index of the buffer memory (or NvBufSurface entry) that holds this frame's pixels.
     pub surface_index: u32,
     /// `gie-unique-id`s of the inference components that processed this frame.
@@ -192,6 +196,8 @@ impl Frame {
             frame_num,
             width,
             height,
+            source_width: width,
+            source_height: height,
             ..Default::default()
         }
     }

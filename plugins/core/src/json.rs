@@ -10,7 +10,7 @@
 //! ```
 //!
 //! `bbox` is the box to show (the tracker's when a tracker ran, else the detector's), in pixels
-//! of the frame. Added fields: `pad_index`, `components_run`, `terminated_ids`, and per object
+//! of the frame. Added fields: `pad_index`, `source_width`, `source_height`, `components_run`, `terminated_ids`, and per object
 //! `detector_bbox`, `tracker_bbox`, `tracker_confidence`, `tracker_age`, `parent`.
 
 use std::collections::BTreeMap;
@@ -35,6 +35,10 @@ pub struct FrameRecord {
     pub components_run: Vec<i32>,
     #[serde(default)]
     pub terminated_ids: Vec<u64>,
+    #[serde(default)]
+    pub source_width: u32,
+    #[serde(default)]
+    pub source_height: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -111,6 +115,8 @@ impl From<&Frame> for FrameRecord {
             pad_index: f.pad_index,
             components_run: f.components_run.clone(),
             terminated_ids: f.terminated_ids.clone(),
+            source_width: f.source_width,
+            source_height: f.source_height,
         }
     }
 }
@@ -124,6 +130,17 @@ impl From<FrameRecord> for Frame {
             pts: r.pts_ns.map(gst::ClockTime::from_nseconds),
             width: r.width,
             height: r.height,
+            // Records written by other tools may lack the source size.
+            source_width: if r.source_width == 0 {
+                r.width
+            } else {
+                r.source_width
+            },
+            source_height: if r.source_height == 0 {
+                r.height
+            } else {
+                r.source_height
+            },
             surface_index: 0,
             components_run: r.components_run,
             terminated_ids: r.terminated_ids,

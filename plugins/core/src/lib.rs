@@ -2,6 +2,7 @@
 //! file parsing, model lookup, and the `rsmetaexport` element.
 
 pub mod analytics;
+pub mod batch;
 pub mod element;
 pub mod ini;
 pub mod json;

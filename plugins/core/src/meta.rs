@@ -28,18 +28,19 @@ use gst::glib::translate::{IntoGlib, from_glib};
 use gst::meta::{MetaAPI, MetaAPIExt};
 
 use crate::analytics::Batch;
+use crate::batch::Surface;
 
 /// Name of the meta API GType. Carries a layout version because the meta holds Rust data: two
 /// builds with different `Batch` layouts in one process must not read each other's metas.
 /// Bump it whenever a type in `analytics` changes shape.
-const API_NAME: &std::ffi::CStr = c"FerrostreamBatchMetaV2API";
-const IMPL_NAME: &std::ffi::CStr = c"FerrostreamBatchMetaV2";
+const API_NAME: &std::ffi::CStr = c"FerrostreamBatchMetaV3API";
+const IMPL_NAME: &std::ffi::CStr = c"FerrostreamBatchMetaV3";
 
 /// The analytics metadata of a buffer: one [`Batch`] of frames.
 #[repr(transparent)]
 pub struct BatchMeta(imp::BatchMetaRaw);
 
-// SAFETY: the meta owns a `Batch`, which is plain owned data (`Send + Sync`); GStreamer gives
+// SAFETY: the meta owns a `Batch` and surfaces (buffers and caps, which are `Send + Sync`); GStreamer gives
 // mutable access only through a writable buffer.
 unsafe impl Send for BatchMeta {}
 // SAFETY: see above.
@@ -51,12 +52,22 @@ impl BatchMeta {
         buffer: &mut gst::BufferRef,
         batch: Batch,
     ) -> gst::MetaRefMut<'_, Self, gst::meta::Standalone> {
+        Self::add_with_surfaces(buffer, batch, Vec::new())
+    }
+
+    /// Attaches a batch whose frames' pixels are in `surfaces` (see [`crate::batch`]),
+    /// replacing any `BatchMeta` already there.
+    pub fn add_with_surfaces(
+        buffer: &mut gst::BufferRef,
+        batch: Batch,
+        surfaces: Vec<Surface>,
+    ) -> gst::MetaRefMut<'_, Self, gst::meta::Standalone> {
         if let Some(existing) = buffer.meta_mut::<BatchMeta>() {
             existing
                 .remove()
                 .expect("BatchMeta is not locked, it can be removed");
         }
-        let mut params = ManuallyDrop::new(imp::BatchMetaParams { batch });
+        let mut params = ManuallyDrop::new(imp::BatchMetaParams { batch, surfaces });
         // SAFETY: the info is our registered meta; init takes ownership of `params.batch`
         // (moved out with ptr::read), which is why `params` is never dropped here.
         unsafe {
@@ -87,6 +98,29 @@ impl BatchMeta {
 
     pub fn batch_mut(&mut self) -> &mut Batch {
         &mut self.0.batch
+    }
+
+    /// The source buffers holding the frames' pixels when the buffer is a batch (empty for a
+    /// plain frame, whose pixels are the buffer itself).
+    pub fn surfaces(&self) -> &[Surface] {
+        &self.0.surfaces
+    }
+
+    pub fn surfaces_mut(&mut self) -> &mut Vec<Surface> {
+        &mut self.0.surfaces
+    }
+
+    /// The buffer's meta, borrowed for as long as the buffer is.
+    pub fn of(buffer: &gst::BufferRef) -> Option<&BatchMeta> {
+        // SAFETY: `gst_buffer_get_meta` returns our registered meta (or NULL); it lives in the
+        // buffer and cannot be removed while the buffer is borrowed immutably.
+        unsafe {
+            let meta = gst::ffi::gst_buffer_get_meta(
+                buffer.as_mut_ptr(),
+                imp::meta_api_type().into_glib(),
+            ) as *const BatchMeta;
+            meta.as_ref()
+        }
     }
 }
 
@@ -119,12 +153,14 @@ mod imp {
 
     pub(super) struct BatchMetaParams {
         pub batch: Batch,
+        pub surfaces: Vec<Surface>,
     }
 
     #[repr(C)]
     pub struct BatchMetaRaw {
         parent: gst::ffi::GstMeta,
         pub(super) batch: Batch,
+        pub(super) surfaces: Vec<Surface>,
     }
 
     pub(super) fn meta_api_type() -> glib::Type {
@@ -191,12 +227,14 @@ mod imp {
         // (meta added from C) or a `BatchMetaParams` whose batch the caller gave up.
         unsafe {
             let meta = meta as *mut BatchMetaRaw;
-            let batch = if params.is_null() {
-                Batch::default()
+            let (batch, surfaces) = if params.is_null() {
+                (Batch::default(), Vec::new())
             } else {
-                ptr::read(&(*(params as *const BatchMetaParams)).batch)
+                let params = params as *const BatchMetaParams;
+                (ptr::read(&(*params).batch), ptr::read(&(*params).surfaces))
             };
             ptr::write(ptr::addr_of_mut!((*meta).batch), batch);
+            ptr::write(ptr::addr_of_mut!((*meta).surfaces), surfaces);
         }
         glib::ffi::GTRUE
     }
@@ -209,6 +247,7 @@ mod imp {
         unsafe {
             let meta = meta as *mut BatchMetaRaw;
             ptr::drop_in_place(ptr::addr_of_mut!((*meta).batch));
+            ptr::drop_in_place(ptr::addr_of_mut!((*meta).surfaces));
         }
     }
 
@@ -238,7 +277,7 @@ mod imp {
                 return glib::ffi::GFALSE;
             }
             let dest = gst::BufferRef::from_mut_ptr(dest);
-            BatchMeta::add(dest, batch);
+            BatchMeta::add_with_surfaces(dest, batch, source.surfaces.clone());
         }
         glib::ffi::GTRUE
     }

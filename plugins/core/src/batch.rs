@@ -1,0 +1,157 @@
+//! Batches of frames from several sources, as `rsstreammux` makes them.
+//!
+//! A batch is a buffer whose caps carry the [`BATCH_FEATURE`] caps feature, e.g.
+//! `video/x-raw(ferrostream:batch), format=NV12, framerate=30/1`. The buffer itself holds no
+//! pixels: its [`BatchMeta`] lists the frames (analytics) and, per frame, the [`Surface`] with the
+//! source buffer that holds the pixels, referenced, never copied. Elements that do not know the
+//! feature cannot link to a batch, so a batch is never mistaken for a single frame.
+//!
+//! Every Ferrostream element also takes plain `video/x-raw`: a plain buffer is a batch of one whose
+//! pixels are the buffer itself. [`FrameSource`] and [`frame_pixels`] hide the difference.
+
+use std::sync::Arc;
+
+use gst::glib;
+
+use crate::meta::BatchMeta;
+
+/// The caps feature of a batch.
+pub const BATCH_FEATURE: &str = "ferrostream:batch";
+
+/// Caps of a batch of frames in `formats` (all frames of one batch share one format).
+pub fn batch_caps<'a>(formats: impl IntoIterator<Item = &'a str>) -> gst::Caps {
+    let formats: Vec<&str> = formats.into_iter().collect();
+    gst::Caps::builder("video/x-raw")
+        .features([BATCH_FEATURE])
+        .field("format", gst::List::new(formats))
+        .field(
+            "framerate",
+            gst::FractionRange::new(gst::Fraction::new(0, 1), gst::Fraction::new(i32::MAX, 1)),
+        )
+        .build()
+}
+
+/// Whether `caps` (fixed or not) describe batches.
+pub fn is_batch(caps: &gst::CapsRef) -> bool {
+    caps.features(0)
+        .is_some_and(|features| features.contains(BATCH_FEATURE))
+}
+
+/// A source's stream as the muxer last saw it: what a demuxer needs to reproduce it.
+#[derive(Debug, Clone)]
+pub struct SourceStream {
+    /// The source id, i.e. the muxer's sink pad index.
+    pub source_id: u32,
+    /// The source's caps (plain `video/x-raw`).
+    pub caps: gst::Caps,
+    /// The caps, parsed.
+    pub info: gst_video::VideoInfo,
+    /// The source's segment: the frames keep their own timestamps.
+    pub segment: gst::FormattedSegment<gst::ClockTime>,
+    /// The source's stream id, from its `stream-start`.
+    pub stream_id: Option<glib::GString>,
+}
+
+/// The pixels of one frame of a batch: a source buffer kept alive by the batch, and the stream it
+/// belongs to (shared by the frames of one source until its caps or segment change).
+#[derive(Debug, Clone)]
+pub struct Surface {
+    pub buffer: gst::Buffer,
+    pub stream: Arc<SourceStream>,
+}
+
+impl Surface {
+    /// The layout of the surface's pixels.
+    pub fn info(&self) -> &gst_video::VideoInfo {
+        &self.stream.info
+    }
+}
+
+/// How an element receives frames, decided by its negotiated caps.
+#[derive(Debug, Clone)]
+pub enum FrameSource {
+    /// Plain video: each buffer is one frame laid out as `info` says.
+    Single(gst_video::VideoInfo),
+    /// Batches: each frame's surface says where its pixels are and how they are laid out.
+    Batched,
+}
+
+impl FrameSource {
+    /// Reads negotiated caps: batch caps or plain raw video.
+    pub fn from_caps(caps: &gst::CapsRef) -> Result<Self, String> {
+        if is_batch(caps) {
+            return Ok(Self::Batched);
+        }
+        gst_video::VideoInfo::from_caps(caps)
+            .map(Self::Single)
+            .map_err(|_| format!("invalid raw video caps {caps}"))
+    }
+}
+
+/// Why a frame's pixels cannot be reached.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PixelsError {
+    #[error("the batch has no metadata (was it made by rsstreammux?)")]
+    NoBatchMeta,
+    #[error("frame {frame} names surface {surface}, but the batch has {count} surfaces")]
+    NoSurface {
+        frame: usize,
+        surface: u32,
+        count: usize,
+    },
+}
+
+/// The buffer holding the pixels of frame `index` of `buffer`, and their layout.
+pub fn frame_pixels<'a>(
+    source: &'a FrameSource,
+    buffer: &'a gst::BufferRef,
+    index: usize,
+) -> Result<(&'a gst::BufferRef, &'a gst_video::VideoInfo), PixelsError> {
+    match source {
+        FrameSource::Single(info) => Ok((buffer, info)),
+        FrameSource::Batched => {
+            let meta = BatchMeta::of(buffer).ok_or(PixelsError::NoBatchMeta)?;
+            let surfaces = meta.surfaces();
+            let surface = meta
+                .batch()
+                .frames
+                .get(index)
+                .map_or(index as u32, |f| f.surface_index);
+            let s = surfaces
+                .get(surface as usize)
+                .ok_or(PixelsError::NoSurface {
+                    frame: index,
+                    surface,
+                    count: surfaces.len(),
+                })?;
+            Ok((s.buffer.as_ref(), s.info()))
+        }
+    }
+}
+
+/// Custom downstream events that describe the sources of a batched stream.
+pub mod events {
+    const STREAM_EOS: &str = "ferrostream-stream-eos";
+
+    /// The serialized event a muxer sends after the last batch holding frames of `source_id`
+    /// (the source reached EOS or its pad was released).
+    pub fn stream_eos(source_id: u32) -> gst::Event {
+        gst::event::CustomDownstream::new(
+            gst::Structure::builder(STREAM_EOS)
+                .field("source-id", source_id)
+                .build(),
+        )
+    }
+
+    /// The source id of a [`stream_eos`] event.
+    pub fn parse_stream_eos(event: &gst::EventRef) -> Option<u32> {
+        if event.type_() != gst::EventType::CustomDownstream {
+            return None;
+        }
+        let s = event.structure()?;
+        if s.name() != STREAM_EOS {
+            return None;
+        }
+        s.get::<u32>("source-id").ok()
+    }
+}

@@ -1,0 +1,3 @@
+pub fn register(_plugin: &gst::Plugin) -> Result<(), gst::glib::BoolError> {
+    Ok(())
+}

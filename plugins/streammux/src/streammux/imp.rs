@@ -1,0 +1,866 @@
+use std::sync::{Arc, LazyLock, Mutex};
+
+use ferrostream_core::batch::{self, SourceStream, Surface, events};
+use ferrostream_core::{Batch, BatchMeta, Frame};
+use gst::glib;
+use gst::prelude::*;
+use gst::subclass::prelude::*;
+use gst_base::prelude::*;
+use gst_base::subclass::prelude::*;
+
+use super::pad::SourceState;
+use crate::convert::{Rect, Scaler};
+
+static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
+    gst::DebugCategory::new(
+        "rsstreammux",
+        gst::DebugColorFlags::empty(),
+        Some("Ferrostream stream muxer"),
+    )
+});
+
+const DEFAULT_BATCH_SIZE: u32 = 0;
+const DEFAULT_PUSH_TIMEOUT_US: i64 = -1;
+
+#[derive(Debug, Clone, Copy)]
+struct Settings {
+    batch_size: u32,
+    /// Microseconds, as nvstreammux; negative: wait for every source.
+    batched_push_timeout: i64,
+    max_latency: gst::ClockTime,
+    sync_inputs: bool,
+    width: u32,
+    height: u32,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            batch_size: DEFAULT_BATCH_SIZE,
+            batched_push_timeout: DEFAULT_PUSH_TIMEOUT_US,
+            max_latency: gst::ClockTime::ZERO,
+            sync_inputs: false,
+            width: 0,
+            height: 0,
+        }
+    }
+}
+
+impl Settings {
+    fn push_timeout(&self) -> Option<gst::ClockTime> {
+        u64::try_from(self.batched_push_timeout)
+            .ok()
+            .map(gst::ClockTime::from_useconds)
+    }
+
+    fn output_size(&self) -> Option<(u32, u32)> {
+        (self.width > 0 && self.height > 0).then_some((self.width, self.height))
+    }
+}
+
+#[derive(Default)]
+struct State {
+    /// Running time at which the oldest frame not yet batched was first seen.
+    first_pending: Option<gst::ClockTime>,
+    /// Latency this element reports downstream (upstream's plus its own), once queried.
+    reported_latency: Option<gst::ClockTime>,
+    /// Sources that ended since the last batch; announced before the next one.
+    ended_sources: Vec<u32>,
+    /// Whether a batch went out since start (events may only follow stream-start and caps).
+    pushed_any: bool,
+    last_pts: Option<gst::ClockTime>,
+    /// Source id the next batch starts from, so that batches smaller than the number of sources
+    /// serve every source in turn.
+    next_source: u32,
+    caps_changed: bool,
+    batches: u64,
+}
+
+#[derive(Default)]
+pub struct StreamMux {
+    settings: Mutex<Settings>,
+    state: Mutex<State>,
+}
+
+/// A pad with its source id, for ordering.
+struct SourcePad {
+    id: u32,
+    pad: super::StreamMuxPad,
+}
+
+impl StreamMux {
+    fn source_pads(&self) -> Vec<SourcePad> {
+        let mut pads: Vec<SourcePad> = self
+            .obj()
+            .sink_pads()
+            .into_iter()
+            .filter_map(|p| p.downcast::<super::StreamMuxPad>().ok())
+            .map(|pad| SourcePad {
+                id: pad.imp().source_id(),
+                pad,
+            })
+            .collect();
+        pads.sort_by_key(|p| p.id);
+        pads
+    }
+
+    /// The format other sources already use, which a new source must match.
+    fn format_of_others(&self, except: &gst_base::AggregatorPad) -> Option<gst_video::VideoFormat> {
+        self.source_pads()
+            .into_iter()
+            .filter(|p| p.pad.upcast_ref::<gst_base::AggregatorPad>() != except)
+            .find_map(|p| {
+                p.pad
+                    .imp()
+                    .state
+                    .lock()
+                    .unwrap()
+                    .info
+                    .as_ref()
+                    .map(|i| i.format())
+            })
+    }
+
+    /// Caps a sink pad can take: raw video, in the format of the other sources when there are
+    /// some, else in the formats downstream takes.
+    fn sink_caps(&self, pad: &gst_base::AggregatorPad) -> gst::Caps {
+        let template = pad.pad_template_caps();
+        let formats: Vec<String> = match self.format_of_others(pad) {
+            Some(format) => vec![format.to_str().to_string()],
+            None => {
+                let downstream = self.obj().src_pad().peer_query_caps(None);
+                if downstream.is_any() {
+                    Vec::new()
+                } else {
+                    downstream
+                        .iter()
+                        .flat_map(|s| match s.value("format") {
+                            Ok(v) => match v.get::<String>() {
+                                Ok(f) => vec![f],
+                                Err(_) => v
+                                    .get::<gst::List>()
+                                    .map(|l| {
+                                        l.iter().filter_map(|f| f.get::<String>().ok()).collect()
+                                    })
+                                    .unwrap_or_default(),
+                            },
+                            Err(_) => Vec::new(),
+                        })
+                        .collect()
+                }
+            }
+        };
+        if formats.is_empty() {
+            return template;
+        }
+        let restriction = gst::Caps::builder("video/x-raw")
+            .field("format", gst::List::new(formats))
+            .build();
+        template.intersect(&restriction)
+    }
+
+    /// The batch caps: the sources' format, the highest frame rate, and the output size when
+    /// frames are scaled.
+    fn batch_caps(&self) -> Option<gst::Caps> {
+        let settings = *self.settings.lock().unwrap();
+        let mut format = None;
+        let mut fps = gst::Fraction::new(0, 1);
+        for p in self.source_pads() {
+            let state = p.pad.imp().state.lock().unwrap();
+            if let Some(info) = &state.info {
+                format.get_or_insert(info.format());
+                if info.fps() > fps {
+                    fps = info.fps();
+                }
+            }
+        }
+        let mut builder = gst::Caps::builder("video/x-raw")
+            .features([batch::BATCH_FEATURE])
+            .field("format", format?.to_str())
+            .field("framerate", fps);
+        if let Some((w, h)) = settings.output_size() {
+            builder = builder.field("width", w as i32).field("height", h as i32);
+        }
+        Some(builder.build())
+    }
+
+    /// Records a source's caps. Fails when they do not fit the batch.
+    fn handle_caps(&self, pad: &super::StreamMuxPad, caps: &gst::Caps) -> Result<(), String> {
+        let info = gst_video::VideoInfo::from_caps(caps)
+            .map_err(|_| format!("{}: invalid video caps {caps}", pad.name()))?;
+        if let Some(other) = self.format_of_others(pad.upcast_ref())
+            && other != info.format()
+        {
+            return Err(format!(
+                "{} has format {} but the other sources have {}; all frames of a batch share \
+                 one format (put videoconvert ! video/x-raw,format={} before this pad)",
+                pad.name(),
+                info.format().to_str(),
+                other.to_str(),
+                other.to_str()
+            ));
+        }
+        let settings = *self.settings.lock().unwrap();
+        let mut state = pad.imp().state.lock().unwrap();
+        let (stream_caps, stream_info) = match settings.output_size() {
+            Some((w, h)) => {
+                let out = gst_video::VideoInfo::builder(info.format(), w, h)
+                    .fps(info.fps())
+                    .colorimetry(&info.colorimetry())
+                    .chroma_site(info.chroma_site())
+                    .interlace_mode(info.interlace_mode())
+                    .build()
+                    .map_err(|e| format!("{}: cannot scale to {w}x{h}: {e}", pad.name()))?;
+                let out_caps = out.to_caps().map_err(|e| format!("{}: {e}", pad.name()))?;
+                let pool = gst_video::VideoBufferPool::new();
+                let mut config = pool.config();
+                config.set_params(Some(&out_caps), out.size() as u32, 2, 0);
+                pool.set_config(config)
+                    .and_then(|_| pool.set_active(true))
+                    .map_err(|e| format!("{}: scaling pool: {e}", pad.name()))?;
+                state.scaler = Some((Scaler::new(1), pool.upcast()));
+                (out_caps, out)
+            }
+            None => {
+                state.scaler = None;
+                (caps.clone(), info.clone())
+            }
+        };
+        let changed = state
+            .info
+            .as_ref()
+            .is_none_or(|old| old.fps() != info.fps() || old.format() != info.format());
+        state.caps = Some(stream_caps);
+        state.info = Some(stream_info);
+        state.source_info = Some(info);
+        rebuild_stream(pad.imp().source_id(), &mut state);
+        drop(state);
+        if changed {
+            self.state.lock().unwrap().caps_changed = true;
+        }
+        Ok(())
+    }
+
+    /// Builds the frame and surface of `buffer` from source `pad`.
+    fn take_frame(
+        &self,
+        pad: &super::StreamMuxPad,
+        buffer: gst::Buffer,
+        index: u32,
+    ) -> Result<(Frame, Surface, Option<gst::ClockTime>), gst::FlowError> {
+        let mut state = pad.imp().state.lock().unwrap();
+        let (Some(stream), Some(info), Some(source)) = (
+            state.stream.clone(),
+            state.info.clone(),
+            state.source_info.clone(),
+        ) else {
+            drop(state);
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Negotiation,
+                ("{} sent a buffer before its caps", pad.name())
+            );
+            return Err(gst::FlowError::NotNegotiated);
+        };
+        let running_time = buffer
+            .pts()
+            .and_then(|pts| state.segment.to_running_time(pts));
+        let frame_num = state.frames;
+        state.frames += 1;
+        let (source_width, source_height) = (source.width(), source.height());
+        let pixels = match &mut state.scaler {
+            None => buffer.clone(),
+            Some((scaler, pool)) => scale(scaler, pool, &buffer, &source, &info).map_err(|m| {
+                gst::element_imp_error!(self, gst::StreamError::Failed, ("{m}"));
+                gst::FlowError::Error
+            })?,
+        };
+        drop(state);
+
+        let mut frame = Frame::new(stream.source_id, frame_num, info.width(), info.height());
+        frame.source_width = source_width;
+        frame.source_height = source_height;
+        frame.pts = buffer.pts();
+        frame.surface_index = index;
+        // Objects found before the muxer (a detector on a single stream) stay with the frame.
+        if let Some(meta) = BatchMeta::of(&buffer)
+            && let [single] = &meta.batch().frames[..]
+        {
+            frame.objects = single.objects.clone();
+            frame.components_run = single.components_run.clone();
+            if (single.width, single.height) != (frame.width, frame.height) {
+                let mut copy = single.clone();
+                copy.rescale(frame.width, frame.height);
+                frame.objects = copy.objects;
+            }
+        }
+        Ok((
+            frame,
+            Surface {
+                buffer: pixels,
+                stream,
+            },
+            running_time,
+        ))
+    }
+
+    /// Pushes the stream-eos events owed, once downstream has seen the first batch.
+    fn announce_ended_sources(&self) {
+        let ended = {
+            let mut state = self.state.lock().unwrap();
+            if !state.pushed_any {
+                return;
+            }
+            std::mem::take(&mut state.ended_sources)
+        };
+        for source_id in ended {
+            gst::debug!(CAT, imp = self, "source {source_id} ended");
+            self.obj()
+                .src_pad()
+                .push_event(events::stream_eos(source_id));
+        }
+    }
+
+    /// Frames that may go into the next batches: the head buffer of every source, or with
+    /// `sync-inputs` only those within one frame period of the earliest.
+    fn candidates(&self, sync_inputs: bool) -> Vec<(SourcePad, gst::Buffer)> {
+        let mut ready = Vec::new();
+        for p in self.source_pads() {
+            let Some(buffer) = p.pad.peek_buffer() else {
+                continue;
+            };
+            if buffer.flags().contains(gst::BufferFlags::GAP) && buffer.size() == 0 {
+                p.pad.drop_buffer();
+                continue;
+            }
+            ready.push((p, buffer));
+        }
+        if !sync_inputs {
+            return ready;
+        }
+        let timing: Vec<_> = ready
+            .iter()
+            .map(|(p, b)| {
+                let state = p.pad.imp().state.lock().unwrap();
+                let rt = b.pts().and_then(|pts| state.segment.to_running_time(pts));
+                let period = b.duration().or_else(|| {
+                    state.info.as_ref().and_then(|i| {
+                        let fps = i.fps();
+                        (fps.numer() > 0).then(|| {
+                            gst::ClockTime::SECOND
+                                .mul_div_floor(fps.denom() as u64, fps.numer() as u64)
+                                .unwrap_or(gst::ClockTime::ZERO)
+                        })
+                    })
+                });
+                (rt, period)
+            })
+            .collect();
+        let Some((earliest, period)) = timing
+            .iter()
+            .filter_map(|&(rt, period)| rt.map(|rt| (rt, period)))
+            .min_by_key(|&(rt, _)| rt)
+        else {
+            return ready;
+        };
+        let horizon = earliest
+            + period
+                .unwrap_or(gst::ClockTime::ZERO)
+                .max(gst::ClockTime::NSECOND);
+        ready
+            .into_iter()
+            .zip(timing)
+            .filter(|(_, (rt, _))| rt.is_none_or(|rt| rt < horizon))
+            .map(|(c, _)| c)
+            .collect()
+    }
+}
+
+/// Every raw format, the ones decoders and inference use most first (a source that can produce
+/// several picks the first).
+fn preferred_formats() -> Vec<gst_video::VideoFormat> {
+    use gst_video::VideoFormat as F;
+    let first = [
+        F::Nv12,
+        F::I420,
+        F::Rgba,
+        F::Bgrx,
+        F::Bgra,
+        F::Rgbx,
+        F::Rgb,
+        F::Bgr,
+    ];
+    first
+        .into_iter()
+        .chain(gst_video::VideoFormat::iter_raw().filter(|f| !first.contains(f)))
+        .collect()
+}
+
+fn rebuild_stream(source_id: u32, state: &mut SourceState) {
+    state.stream = state
+        .caps
+        .clone()
+        .zip(state.info.clone())
+        .map(|(caps, info)| {
+            Arc::new(SourceStream {
+                source_id,
+                caps,
+                info,
+                segment: state.segment.clone(),
+                stream_id: state.stream_id.clone(),
+            })
+        });
+}
+
+/// Scales one source frame into a buffer of the muxer's output size.
+fn scale(
+    scaler: &mut Scaler,
+    pool: &gst::BufferPool,
+    buffer: &gst::Buffer,
+    in_info: &gst_video::VideoInfo,
+    out_info: &gst_video::VideoInfo,
+) -> Result<gst::Buffer, String> {
+    let mut out = pool
+        .acquire_buffer(None)
+        .map_err(|e| format!("no buffer from the scaling pool: {e:?}"))?;
+    {
+        let out_ref = out.get_mut().ok_or("pool buffer not writable")?;
+        let src = gst_video::VideoFrameRef::from_buffer_ref_readable(buffer.as_ref(), in_info)
+            .map_err(|_| "cannot map the source frame")?;
+        let mut dest = gst_video::VideoFrameRef::from_buffer_ref_writable(out_ref, out_info)
+            .map_err(|_| "cannot map the scaled frame")?;
+        let rect = Rect {
+            x: 0,
+            y: 0,
+            width: out_info.width() as i32,
+            height: out_info.height() as i32,
+        };
+        scaler.convert(&src, &mut dest, rect)?;
+    }
+    {
+        let out_ref = out.get_mut().expect("checked above");
+        out_ref.set_pts(buffer.pts());
+        out_ref.set_dts(buffer.dts());
+        out_ref.set_duration(buffer.duration());
+    }
+    Ok(out)
+}
+
+#[glib::object_subclass]
+impl ObjectSubclass for StreamMux {
+    const NAME: &'static str = "GstRsStreamMux";
+    type Type = super::StreamMux;
+    type ParentType = gst_base::Aggregator;
+}
+
+impl ObjectImpl for StreamMux {
+    fn properties() -> &'static [glib::ParamSpec] {
+        static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
+            vec![
+                glib::ParamSpecUInt::builder("batch-size")
+                    .nick("Batch size")
+                    .blurb("Maximum frames per batch (0: one per source)")
+                    .maximum(1024)
+                    .default_value(DEFAULT_BATCH_SIZE)
+                    .mutable_playing()
+                    .build(),
+                glib::ParamSpecInt64::builder("batched-push-timeout")
+                    .nick("Push timeout")
+                    .blurb(
+                        "Microseconds after the first frame of a batch arrived before the batch \
+                         leaves without the sources that have no frame yet (-1: wait for every \
+                         source)",
+                    )
+                    .minimum(-1)
+                    .default_value(DEFAULT_PUSH_TIMEOUT_US)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt64::builder("max-latency")
+                    .nick("Maximum latency")
+                    .blurb(
+                        "Extra latency (ns) allowed for live sources to deliver a frame, added to \
+                         the latency this element reports",
+                    )
+                    .default_value(0)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecBoolean::builder("sync-inputs")
+                    .nick("Synchronise inputs")
+                    .blurb(
+                        "Batch only frames whose running times lie within one frame period of \
+                         the earliest queued frame, so a batch shows every source at the same \
+                         moment",
+                    )
+                    .default_value(false)
+                    .mutable_playing()
+                    .build(),
+                glib::ParamSpecUInt::builder("width")
+                    .nick("Width")
+                    .blurb("Scale every frame to this width (0: keep native sizes)")
+                    .maximum(16384)
+                    .default_value(0)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("height")
+                    .nick("Height")
+                    .blurb("Scale every frame to this height (0: keep native sizes)")
+                    .maximum(16384)
+                    .default_value(0)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt64::builder("batches")
+                    .nick("Batches")
+                    .blurb("Batches pushed since start")
+                    .read_only()
+                    .build(),
+            ]
+        });
+        PROPERTIES.as_ref()
+    }
+
+    fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        let mut s = self.settings.lock().unwrap();
+        match pspec.name() {
+            "batch-size" => s.batch_size = value.get().expect("type checked upstream"),
+            "batched-push-timeout" => {
+                s.batched_push_timeout = value.get().expect("type checked upstream")
+            }
+            "max-latency" => {
+                s.max_latency =
+                    gst::ClockTime::from_nseconds(value.get().expect("type checked upstream"))
+            }
+            "sync-inputs" => s.sync_inputs = value.get().expect("type checked upstream"),
+            "width" => s.width = value.get().expect("type checked upstream"),
+            "height" => s.height = value.get().expect("type checked upstream"),
+            other => unreachable!("unknown property {other}"),
+        }
+    }
+
+    fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
+        let s = self.settings.lock().unwrap();
+        match pspec.name() {
+            "batch-size" => s.batch_size.to_value(),
+            "batched-push-timeout" => s.batched_push_timeout.to_value(),
+            "max-latency" => s.max_latency.nseconds().to_value(),
+            "sync-inputs" => s.sync_inputs.to_value(),
+            "width" => s.width.to_value(),
+            "height" => s.height.to_value(),
+            "batches" => self.state.lock().unwrap().batches.to_value(),
+            other => unreachable!("unknown property {other}"),
+        }
+    }
+}
+
+impl GstObjectImpl for StreamMux {}
+
+impl ElementImpl for StreamMux {
+    fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
+        static METADATA: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
+            gst::subclass::ElementMetadata::new(
+                "Ferrostream stream muxer",
+                "Muxer/Video/Analytics",
+                "Batches frames of several sources into one buffer without copying pixels",
+                "Ferrostream developers",
+            )
+        });
+        Some(&*METADATA)
+    }
+
+    fn pad_templates() -> &'static [gst::PadTemplate] {
+        static PAD_TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
+            let formats: Vec<&str> = preferred_formats()
+                .into_iter()
+                .map(|f| f.to_str().as_str())
+                .collect();
+            vec![
+                gst::PadTemplate::with_gtype(
+                    "src",
+                    gst::PadDirection::Src,
+                    gst::PadPresence::Always,
+                    &batch::batch_caps(formats),
+                    gst_base::AggregatorPad::static_type(),
+                )
+                .expect("valid pad template"),
+                gst::PadTemplate::with_gtype(
+                    "sink_%u",
+                    gst::PadDirection::Sink,
+                    gst::PadPresence::Request,
+                    &gst_video::VideoCapsBuilder::new()
+                        .format_list(preferred_formats())
+                        .build(),
+                    super::StreamMuxPad::static_type(),
+                )
+                .expect("valid pad template"),
+            ]
+        });
+        PAD_TEMPLATES.as_ref()
+    }
+
+    fn release_pad(&self, pad: &gst::Pad) {
+        if let Some(p) = pad.downcast_ref::<super::StreamMuxPad>() {
+            let mut source = p.imp().state.lock().unwrap();
+            if !source.ended && source.frames > 0 {
+                source.ended = true;
+                self.state
+                    .lock()
+                    .unwrap()
+                    .ended_sources
+                    .push(p.imp().source_id());
+            }
+            gst::info!(
+                CAT,
+                imp = self,
+                "releasing {} after {} frames",
+                pad.name(),
+                source.frames
+            );
+        }
+        self.parent_release_pad(pad);
+    }
+}
+
+impl AggregatorImpl for StreamMux {
+    fn start(&self) -> Result<(), gst::ErrorMessage> {
+        let settings = *self.settings.lock().unwrap();
+        *self.state.lock().unwrap() = State::default();
+        for p in self.source_pads() {
+            let mut source = p.pad.imp().state.lock().unwrap();
+            source.frames = 0;
+            source.ended = false;
+        }
+        let obj = self.obj();
+        let timeout = settings.push_timeout();
+        // A batch may wait `batched-push-timeout` for a slow source: that is latency.
+        let own = timeout.unwrap_or(gst::ClockTime::ZERO);
+        obj.set_latency(own, Some(own));
+        obj.set_property("latency", settings.max_latency);
+        // The timeout must also work for sources that are not live. GStreamer 1.22+ lets the
+        // aggregator run on the clock for those; 1.20 only times out with live sources.
+        if obj.find_property("force-live").is_some() {
+            obj.set_property("force-live", timeout.is_some());
+        } else if timeout.is_some() {
+            gst::info!(
+                CAT,
+                imp = self,
+                "this GStreamer applies batched-push-timeout to live sources only"
+            );
+        }
+        Ok(())
+    }
+
+    fn stop(&self) -> Result<(), gst::ErrorMessage> {
+        for p in self.source_pads() {
+            p.pad.imp().state.lock().unwrap().scaler = None;
+        }
+        Ok(())
+    }
+
+    fn next_time(&self) -> Option<gst::ClockTime> {
+        let settings = *self.settings.lock().unwrap();
+        let timeout = settings.push_timeout()?;
+        let pending = self.state.lock().unwrap().first_pending;
+        let first = match pending {
+            Some(t) => t,
+            None => {
+                if !self.source_pads().iter().any(|p| p.pad.has_buffer()) {
+                    return None;
+                }
+                let now = self.obj().current_running_time()?;
+                self.state.lock().unwrap().first_pending = Some(now);
+                now
+            }
+        };
+        // The aggregator wakes at next_time + its latency; aim at first + timeout.
+        let latency = self
+            .state
+            .lock()
+            .unwrap()
+            .reported_latency
+            .unwrap_or(settings.max_latency + timeout);
+        Some((first + timeout).saturating_sub(latency))
+    }
+
+    fn src_query(&self, query: &mut gst::QueryRef) -> bool {
+        let handled = self.parent_src_query(query);
+        if handled && let gst::QueryView::Latency(q) = query.view() {
+            let (live, min, _) = q.result();
+            gst::debug!(CAT, imp = self, "reporting latency {min} (live: {live})");
+            self.state.lock().unwrap().reported_latency = Some(min);
+        }
+        handled
+    }
+
+    fn sink_query(&self, pad: &gst_base::AggregatorPad, query: &mut gst::QueryRef) -> bool {
+        match query.view_mut() {
+            gst::QueryViewMut::Caps(q) => {
+                let caps = self.sink_caps(pad);
+                let caps = match q.filter() {
+                    Some(filter) => {
+                        filter.intersect_with_mode(&caps, gst::CapsIntersectMode::First)
+                    }
+                    None => caps,
+                };
+                q.set_result(&caps);
+                true
+            }
+            gst::QueryViewMut::AcceptCaps(q) => {
+                let ok = q.caps().can_intersect(&self.sink_caps(pad));
+                q.set_result(ok);
+                true
+            }
+            _ => self.parent_sink_query(pad, query),
+        }
+    }
+
+    fn sink_event(&self, pad: &gst_base::AggregatorPad, event: gst::Event) -> bool {
+        let Some(mux_pad) = pad.downcast_ref::<super::StreamMuxPad>() else {
+            return self.parent_sink_event(pad, event);
+        };
+        match event.view() {
+            gst::EventView::Caps(c) => {
+                if let Err(message) = self.handle_caps(mux_pad, &c.caps_owned()) {
+                    gst::element_imp_error!(self, gst::CoreError::Negotiation, ("{message}"));
+                    return false;
+                }
+            }
+            gst::EventView::Segment(s) => {
+                let Ok(segment) = s.segment().clone().downcast::<gst::ClockTime>() else {
+                    gst::element_imp_error!(
+                        self,
+                        gst::StreamError::Format,
+                        ("{}: only time segments can be batched", pad.name())
+                    );
+                    return false;
+                };
+                let mut state = mux_pad.imp().state.lock().unwrap();
+                state.segment = segment;
+                rebuild_stream(mux_pad.imp().source_id(), &mut state);
+            }
+            gst::EventView::StreamStart(s) => {
+                let mut state = mux_pad.imp().state.lock().unwrap();
+                state.stream_id = Some(s.stream_id().into());
+                state.ended = false;
+                rebuild_stream(mux_pad.imp().source_id(), &mut state);
+            }
+            gst::EventView::Eos(_) => {
+                let mut state = mux_pad.imp().state.lock().unwrap();
+                if !state.ended {
+                    state.ended = true;
+                    gst::info!(
+                        CAT,
+                        imp = self,
+                        "{} reached EOS after {} frames",
+                        pad.name(),
+                        state.frames
+                    );
+                    self.state
+                        .lock()
+                        .unwrap()
+                        .ended_sources
+                        .push(mux_pad.imp().source_id());
+                }
+            }
+            _ => (),
+        }
+        self.parent_sink_event(pad, event)
+    }
+
+    fn update_src_caps(&self, caps: &gst::Caps) -> Result<gst::Caps, gst::FlowError> {
+        let Some(ours) = self.batch_caps() else {
+            return Err(gst_base::AGGREGATOR_FLOW_NEED_DATA);
+        };
+        let result = caps.intersect(&ours);
+        if result.is_empty() {
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Negotiation,
+                ("Downstream does not take batches {ours}"),
+                ["downstream takes {caps}"]
+            );
+            return Err(gst::FlowError::NotNegotiated);
+        }
+        Ok(result)
+    }
+
+    fn aggregate(&self, timeout: bool) -> Result<gst::FlowSuccess, gst::FlowError> {
+        self.announce_ended_sources();
+        let settings = *self.settings.lock().unwrap();
+        let mut ready = self.candidates(settings.sync_inputs);
+        if ready.is_empty() {
+            let pads = self.source_pads();
+            if pads.iter().all(|p| p.pad.is_eos()) {
+                gst::debug!(CAT, imp = self, "every source is done");
+                return Err(gst::FlowError::Eos);
+            }
+            return Ok(gst::FlowSuccess::Ok);
+        }
+        {
+            let mut state = self.state.lock().unwrap();
+            // Serve sources in turn, starting after the last one served.
+            let start = state.next_source;
+            ready.sort_by_key(|(p, _)| (p.id < start, p.id));
+            state.first_pending = None;
+            if std::mem::take(&mut state.caps_changed) || !state.pushed_any {
+                drop(state);
+                if !self.obj().negotiate() {
+                    gst::element_imp_error!(
+                        self,
+                        gst::CoreError::Negotiation,
+                        ("Cannot negotiate batch caps with downstream")
+                    );
+                    return Err(gst::FlowError::NotNegotiated);
+                }
+            }
+        }
+        let chunk = match settings.batch_size {
+            0 => ready.len(),
+            n => n as usize,
+        };
+        gst::log!(
+            CAT,
+            imp = self,
+            "{} frames ready{}",
+            ready.len(),
+            if timeout { " (timeout)" } else { "" }
+        );
+        let mut ready = ready.into_iter().peekable();
+        while ready.peek().is_some() {
+            let mut frames = Vec::with_capacity(chunk);
+            let mut surfaces = Vec::with_capacity(chunk);
+            let mut pts: Option<gst::ClockTime> = None;
+            for (p, _) in ready.by_ref().take(chunk) {
+                let Some(buffer) = p.pad.pop_buffer() else {
+                    continue;
+                };
+                let (frame, surface, running_time) =
+                    self.take_frame(&p.pad, buffer, surfaces.len() as u32)?;
+                pts = match (pts, running_time) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                self.state.lock().unwrap().next_source = p.id + 1;
+                frames.push(frame);
+                surfaces.push(surface);
+            }
+            if frames.is_empty() {
+                continue;
+            }
+            let mut out = gst::Buffer::new();
+            {
+                let out = out.get_mut().expect("new buffer");
+                let mut state = self.state.lock().unwrap();
+                let pts = match (pts, state.last_pts) {
+                    (Some(p), Some(last)) => Some(p.max(last)),
+                    (p, last) => p.or(last),
+                };
+                state.last_pts = pts;
+                state.pushed_any = true;
+                state.batches += 1;
+                out.set_pts(pts);
+                BatchMeta::add_with_surfaces(out, Batch { frames }, surfaces);
+            }
+            self.finish_buffer(out)?;
+        }
+        Ok(gst::FlowSuccess::Ok)
+    }
+}

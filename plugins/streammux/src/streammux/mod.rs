@@ -1,0 +1,51 @@
+//! `rsstreammux`: batches frames of several sources into one buffer.
+//!
+//! Request pads `sink_%u` take plain raw video (one format for all sources; a `videoconvert`
+//! before a pad adapts a source that differs). Each output buffer is a batch (caps
+//! `video/x-raw(ferrostream:batch)`) holding at most one frame per source and at most
+//! `batch-size` frames. At native size (`width`/`height` 0) the batch references the source
+//! buffers, pixels are never copied; otherwise each frame is scaled once to `width` x `height`.
+//! The batch's `BatchMeta` records for every frame its source id (the pad index), per-source frame
+//! number, PTS and size, and the output timestamps are running times.
+//!
+//! A batch leaves when every source has contributed a frame (or reached EOS), or when
+//! `batched-push-timeout` has passed since the first frame of the batch arrived, so a stalled
+//! source does not stall the others. Sources may be added and released while playing; after a
+//! source's last frame a `ferrostream-stream-eos` custom event (see
+//! [`ferrostream_core::batch::events`]) tells downstream elements (`rstracker`,
+//! `rsstreamdemux`) that it ended. EOS goes downstream when every source is done.
+//!
+//! ```text
+//! gst-launch-1.0 rsstreammux name=mux batch-size=2 batched-push-timeout=40000 \
+//!     ! rstrtinfer config-file-path=pipelines/coco_ssd.txt ! rstiler rows=1 columns=2 \
+//!     ! videoconvert ! autovideosink \
+//!   filesrc location=vtest.avi ! decodebin ! videoconvert ! video/x-raw,format=I420 ! mux.sink_0 \
+//!   videotestsrc num-buffers=100 ! video/x-raw,format=I420 ! mux.sink_1
+//! ```
+
+use gst::glib;
+use gst::prelude::*;
+
+mod imp;
+mod pad;
+
+glib::wrapper! {
+    pub struct StreamMux(ObjectSubclass<imp::StreamMux>)
+        @extends gst_base::Aggregator, gst::Element, gst::Object;
+}
+
+glib::wrapper! {
+    /// A sink pad of `rsstreammux`; its `source-id` is the pad index.
+    pub struct StreamMuxPad(ObjectSubclass<pad::StreamMuxPad>)
+        @extends gst_base::AggregatorPad, gst::Pad, gst::Object;
+}
+
+pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
+    StreamMuxPad::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    gst::Element::register(
+        Some(plugin),
+        "rsstreammux",
+        gst::Rank::NONE,
+        StreamMux::static_type(),
+    )
+}
