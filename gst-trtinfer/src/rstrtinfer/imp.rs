@@ -60,6 +60,9 @@ struct Stats {
     postprocess: Duration,
 }
 
+/// Why a frame could not be inferred: the error kind to post, and the message.
+type FrameError = (gst::StreamError, String);
+
 /// What inference on one buffer did and how long each stage took.
 #[derive(Default)]
 struct Work {
@@ -144,7 +147,7 @@ impl TrtInfer {
         source: &FrameSource,
         buf: &gst::BufferRef,
         frames: usize,
-    ) -> Result<(Vec<Vec<Object>>, Work), (gst::StreamError, String)> {
+    ) -> Result<(Vec<Vec<Object>>, Work), FrameError> {
         let mut objects = Vec::with_capacity(frames);
         let mut work = Work::default();
         let mut sizes = Vec::with_capacity(inference.capacity());
