@@ -414,6 +414,22 @@ impl BaseTransformImpl for RsTracker {
     }
 
     fn sink_event(&self, event: gst::Event) -> bool {
+        // One source of a batched stream ended: its targets end with it.
+        if let Some(source_id) = ferrostream_core::batch::events::parse_stream_eos(&event)
+            && let Some(state) = self.state.lock().unwrap().as_mut()
+            && let Some(mut tracker) = state.trackers.remove(&source_id)
+        {
+            let ended = tracker.reset();
+            gst::debug!(
+                CAT,
+                imp = self,
+                "source {source_id} ended with {} targets",
+                ended.len()
+            );
+            for id in ended {
+                state.targets.remove(&id);
+            }
+        }
         // A new or restarted stream starts with no targets (ids stay unique).
         if matches!(
             event.view(),
