@@ -47,7 +47,11 @@ impl Output {
         if previous.as_ref().is_none_or(|p| p.caps != stream.caps) || id_changed {
             self.pad.push_event(gst::event::Caps::new(&stream.caps));
         }
-        if previous.as_ref().is_none_or(|p| p.segment != stream.segment) || id_changed {
+        if previous
+            .as_ref()
+            .is_none_or(|p| p.segment != stream.segment)
+            || id_changed
+        {
             self.pad
                 .push_event(gst::event::Segment::new(stream.segment.upcast_ref()));
         }
@@ -85,7 +89,11 @@ impl StreamDemux {
             )
         };
         let mut surfaces: Vec<Option<batch::Surface>> = surfaces.into_iter().map(Some).collect();
-        let upstream_id = self.sinkpad.stream_id().map(|s| s.to_string()).unwrap_or_default();
+        let upstream_id = self
+            .sinkpad
+            .stream_id()
+            .map(|s| s.to_string())
+            .unwrap_or_default();
         let mut result = Ok(gst::FlowSuccess::Ok);
         for mut frame in batch.frames {
             let Some(surface) = surfaces
@@ -174,7 +182,11 @@ impl StreamDemux {
                 for (p, started) in pads {
                     // A pad that never carried a frame still needs a stream before its EOS.
                     if !started {
-                        let id = format!("{}/{}", self.sinkpad.stream_id().unwrap_or_default(), p.name());
+                        let id = format!(
+                            "{}/{}",
+                            self.sinkpad.stream_id().unwrap_or_default(),
+                            p.name()
+                        );
                         p.push_event(gst::event::StreamStart::builder(&id).build());
                     }
                     p.push_event(event.clone());

@@ -58,7 +58,12 @@ impl State {
         let pixels: Vec<u8> = [255u8, 0, 0, 0].repeat(black_info.size() / 4);
         let sub = {
             let fi = out_info.format_info();
-            fi.w_sub().iter().chain(fi.h_sub()).copied().max().unwrap_or(0)
+            fi.w_sub()
+                .iter()
+                .chain(fi.h_sub())
+                .copied()
+                .max()
+                .unwrap_or(0)
         };
         let mut state = Self {
             source,
@@ -66,7 +71,11 @@ impl State {
             out_info,
             grid,
             tiles: HashMap::new(),
-            black: (black_info, gst::Buffer::from_mut_slice(pixels), Scaler::new(1)),
+            black: (
+                black_info,
+                gst::Buffer::from_mut_slice(pixels),
+                Scaler::new(1),
+            ),
             align: 1 << sub,
             frames: 0,
             warned_sources: Vec::new(),
@@ -106,7 +115,10 @@ impl State {
         let source = self.source.clone();
         let (pixels, info) = frame_pixels(&source, input, index).map_err(|e| e.to_string())?;
         let dest = letterbox(tile_rect, info.width(), info.height(), self.align);
-        let moved = self.tiles.get(&frame.source_id).is_none_or(|t| t.dest != dest);
+        let moved = self
+            .tiles
+            .get(&frame.source_id)
+            .is_none_or(|t| t.dest != dest);
         if moved {
             self.paint_black(tile_rect)?;
         }
@@ -132,7 +144,12 @@ impl State {
                 o.tracker_bbox = o.tracker_bbox.map(|b| map_box(b, w, h, dest));
                 if let Some(AttributeValue::Floats(points)) = o.attributes.get_mut("landmarks") {
                     for p in points.chunks_exact_mut(2) {
-                        let m = map_box(ferrostream_core::BBox::new(p[0], p[1], 0.0, 0.0), w, h, dest);
+                        let m = map_box(
+                            ferrostream_core::BBox::new(p[0], p[1], 0.0, 0.0),
+                            w,
+                            h,
+                            dest,
+                        );
                         (p[0], p[1]) = (m.left, m.top);
                     }
                 }
@@ -181,9 +198,21 @@ impl ObjectImpl for Tiler {
             };
             vec![
                 uint("rows", "Rows", "Rows of tiles", DEFAULT_GRID.rows, 64),
-                uint("columns", "Columns", "Columns of tiles", DEFAULT_GRID.columns, 64),
+                uint(
+                    "columns",
+                    "Columns",
+                    "Columns of tiles",
+                    DEFAULT_GRID.columns,
+                    64,
+                ),
                 uint("width", "Width", "Output width", DEFAULT_GRID.width, 16384),
-                uint("height", "Height", "Output height", DEFAULT_GRID.height, 16384),
+                uint(
+                    "height",
+                    "Height",
+                    "Output height",
+                    DEFAULT_GRID.height,
+                    16384,
+                ),
             ]
         });
         PROPERTIES.as_ref()
@@ -244,8 +273,13 @@ impl ElementImpl for Tiler {
                     &sink,
                 )
                 .expect("valid pad template"),
-                gst::PadTemplate::new("src", gst::PadDirection::Src, gst::PadPresence::Always, &plain)
-                    .expect("valid pad template"),
+                gst::PadTemplate::new(
+                    "src",
+                    gst::PadDirection::Src,
+                    gst::PadPresence::Always,
+                    &plain,
+                )
+                .expect("valid pad template"),
             ]
         });
         PAD_TEMPLATES.as_ref()
@@ -350,7 +384,9 @@ impl BaseTransformImpl for Tiler {
         };
         let frames: Vec<Frame> = match (&state.source, BatchMeta::of(inbuf)) {
             (_, Some(meta)) if !meta.batch().frames.is_empty() => meta.batch().frames.clone(),
-            (FrameSource::Single(info), _) => vec![Frame::new(0, state.frames, info.width(), info.height())],
+            (FrameSource::Single(info), _) => {
+                vec![Frame::new(0, state.frames, info.width(), info.height())]
+            }
             (FrameSource::Batched, _) => Vec::new(),
         };
         let mut warnings = Vec::new();

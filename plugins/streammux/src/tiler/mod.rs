@@ -26,5 +26,10 @@ glib::wrapper! {
 }
 
 pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
-    gst::Element::register(Some(plugin), "rstiler", gst::Rank::NONE, Tiler::static_type())
+    gst::Element::register(
+        Some(plugin),
+        "rstiler",
+        gst::Rank::NONE,
+        Tiler::static_type(),
+    )
 }
