@@ -3,6 +3,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use ferrostream_core::batch::{self, SourceStream, Surface, events};
 use ferrostream_core::{Batch, BatchMeta, Frame};
 use gst::glib;
+use gst::glib::translate::{IntoGlib, ToGlibPtr};
 use gst::prelude::*;
 use gst::subclass::prelude::*;
 use gst_base::prelude::*;
@@ -157,6 +158,42 @@ impl StreamMux {
             .field("format", gst::List::new(formats))
             .build();
         template.intersect(&restriction)
+    }
+
+    /// Warns (once per pad) when a source can only produce formats other than the batch's:
+    /// upstream then fails with a bare "not-negotiated".
+    fn explain_format_mismatch(&self, pad: &gst_base::AggregatorPad, offered: &gst::CapsRef) {
+        let Some(format) = self.format_of_others(pad) else {
+            return;
+        };
+        if !offered.can_intersect(&pad.pad_template_caps()) {
+            return;
+        }
+        let Some(mux_pad) = pad.downcast_ref::<super::StreamMuxPad>() else {
+            return;
+        };
+        if std::mem::replace(&mut mux_pad.imp().state.lock().unwrap().warned_format, true) {
+            return;
+        }
+        let offered: Vec<String> = offered
+            .iter()
+            .filter_map(|s| {
+                s.value("format")
+                    .ok()
+                    .map(|v| v.serialize().map(|v| v.to_string()).unwrap_or_default())
+            })
+            .collect();
+        gst::element_imp_warning!(
+            self,
+            gst::CoreError::Negotiation,
+            (
+                "{} offers format {} but the batch is {}; all frames of a batch share one \
+                 format (put videoconvert before this pad)",
+                pad.name(),
+                offered.join(", "),
+                format.to_str()
+            )
+        );
     }
 
     /// The batch caps: the sources' format, the highest frame rate, and the output size when
@@ -374,6 +411,38 @@ impl StreamMux {
             .map(|(c, _)| c)
             .collect()
     }
+}
+
+/// `gst_aggregator_set_force_live` (GStreamer 1.22+), looked up at run time so that one build
+/// also runs on 1.20. Returns whether it exists.
+fn set_force_live(aggregator: &super::StreamMux, live: bool) -> bool {
+    type SetForceLive =
+        unsafe extern "C" fn(*mut gst_base::ffi::GstAggregator, glib::ffi::gboolean);
+    static SYMBOL: LazyLock<Option<SetForceLive>> = LazyLock::new(|| {
+        // SAFETY: looking up a symbol of the already loaded GStreamer base library; when found it
+        // has the documented signature `void (GstAggregator *, gboolean)`.
+        unsafe {
+            let f = libc::dlsym(
+                libc::RTLD_DEFAULT,
+                c"gst_aggregator_set_force_live".as_ptr(),
+            );
+            (!f.is_null()).then(|| std::mem::transmute::<*mut libc::c_void, SetForceLive>(f))
+        }
+    });
+    let Some(set) = *SYMBOL else {
+        return false;
+    };
+    // SAFETY: `aggregator` is a live GstAggregator.
+    unsafe {
+        set(
+            aggregator
+                .upcast_ref::<gst_base::Aggregator>()
+                .to_glib_none()
+                .0,
+            live.into_glib(),
+        )
+    };
+    true
 }
 
 /// Every raw format, the ones decoders and inference use most first (a source that can produce
@@ -636,9 +705,7 @@ impl AggregatorImpl for StreamMux {
         obj.set_property("latency", settings.max_latency);
         // The timeout must also work for sources that are not live. GStreamer 1.22+ lets the
         // aggregator run on the clock for those; 1.20 only times out with live sources.
-        if obj.find_property("force-live").is_some() {
-            obj.set_property("force-live", timeout.is_some());
-        } else if timeout.is_some() {
+        if !set_force_live(&obj, timeout.is_some()) && timeout.is_some() {
             gst::info!(
                 CAT,
                 imp = self,
@@ -696,7 +763,12 @@ impl AggregatorImpl for StreamMux {
                 let caps = self.sink_caps(pad);
                 let caps = match q.filter() {
                     Some(filter) => {
-                        filter.intersect_with_mode(&caps, gst::CapsIntersectMode::First)
+                        let result =
+                            filter.intersect_with_mode(&caps, gst::CapsIntersectMode::First);
+                        if result.is_empty() {
+                            self.explain_format_mismatch(pad, filter);
+                        }
+                        result
                     }
                     None => caps,
                 };

@@ -25,6 +25,8 @@ pub struct SourceState {
     pub stream: Option<Arc<SourceStream>>,
     /// Frames batched so far.
     pub frames: u64,
+    /// Whether the "other format" warning was posted for this pad.
+    pub warned_format: bool,
     /// Set when the source's EOS was handled (a stream-eos event is owed or was sent).
     pub ended: bool,
     /// Scales frames when the muxer has an output size, with the output pool.
