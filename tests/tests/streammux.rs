@@ -32,10 +32,10 @@ fn collect_batches(
     let deadline = Instant::now() + timeout;
     let mut batches = Vec::new();
     let result = loop {
-        if let Some(msg) = bus.pop_filtered(&[gst::MessageType::Error]) {
-            if let gst::MessageView::Error(e) = msg.view() {
-                break Err(format!("{} ({:?})", e.error(), e.debug()));
-            }
+        if let Some(msg) = bus.pop_filtered(&[gst::MessageType::Error])
+            && let gst::MessageView::Error(e) = msg.view()
+        {
+            break Err(format!("{} ({:?})", e.error(), e.debug()));
         }
         if let Some(sample) = sink.try_pull_sample(gst::ClockTime::from_mseconds(50)) {
             let buffer = sample.buffer().unwrap();
