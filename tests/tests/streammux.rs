@@ -506,6 +506,9 @@ fn fixed_batch_models_run_frame_by_frame_with_one_warning() {
     assert_eq!(fixed.len(), 1, "{:?}", run.warnings);
 }
 
+/// A frame that left the demuxer: its metadata, the pad's caps and the buffer size.
+type Received = (Frame, gst::Caps, usize);
+
 #[test]
 fn demux_gives_each_source_its_own_frames_and_objects() {
     let _ = model("coco_ssdlite_mobilenet_v2.onnx");
@@ -523,8 +526,7 @@ fn demux_gives_each_source_its_own_frames_and_objects() {
     let outs: Vec<gst_app::AppSink> = (0..3)
         .map(|i| element(&pipeline, &format!("out{i}")))
         .collect();
-    let received: Arc<std::sync::Mutex<BTreeMap<u32, Vec<(Frame, gst::Caps, usize)>>>> =
-        Default::default();
+    let received: Arc<std::sync::Mutex<BTreeMap<u32, Vec<Received>>>> = Default::default();
     for (i, sink) in outs.iter().enumerate() {
         let received = received.clone();
         sink.set_property("sync", false);
