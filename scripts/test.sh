@@ -12,7 +12,9 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test"
-cargo test --workspace --locked --no-fail-fast 2>&1 | tee target/test-output.txt
-passed=$(grep -Eo '^test result: .* ([0-9]+) passed' target/test-output.txt | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
-failed=$(grep -E '^test result:' target/test-output.txt | grep -Eo '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
+log="${CARGO_TARGET_DIR:-target}/test-output.txt"
+mkdir -p "$(dirname "$log")"
+cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log"
+passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
+failed=$(grep -E '^test result:' "$log" | grep -Eo '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
 echo "$passed passed, $failed failed"
