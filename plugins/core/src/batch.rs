@@ -31,6 +31,11 @@ pub fn batch_caps<'a>(formats: impl IntoIterator<Item = &'a str>) -> gst::Caps {
         .build()
 }
 
+/// Caps of batches in any raw video format.
+pub fn any_batch_caps() -> gst::Caps {
+    batch_caps(gst_video::VideoFormat::iter_raw().map(|f| f.to_str().as_str()))
+}
+
 /// Whether `caps` (fixed or not) describe batches.
 pub fn is_batch(caps: &gst::CapsRef) -> bool {
     caps.features(0)

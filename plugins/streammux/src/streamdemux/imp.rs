@@ -285,15 +285,12 @@ impl ElementImpl for StreamDemux {
 
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static PAD_TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
-            let formats: Vec<&str> = gst_video::VideoFormat::iter_raw()
-                .map(|f| f.to_str().as_str())
-                .collect();
             vec![
                 gst::PadTemplate::new(
                     "sink",
                     gst::PadDirection::Sink,
                     gst::PadPresence::Always,
-                    &batch::batch_caps(formats),
+                    &batch::any_batch_caps(),
                 )
                 .expect("valid pad template"),
                 gst::PadTemplate::new(

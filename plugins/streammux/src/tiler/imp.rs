@@ -259,11 +259,8 @@ impl ElementImpl for Tiler {
 
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static PAD_TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
-            let formats: Vec<&str> = gst_video::VideoFormat::iter_raw()
-                .map(|f| f.to_str().as_str())
-                .collect();
             let plain = gst_video::VideoCapsBuilder::new().build();
-            let mut sink = batch::batch_caps(formats);
+            let mut sink = batch::any_batch_caps();
             sink.merge(plain.clone());
             vec![
                 gst::PadTemplate::new(
