@@ -514,9 +514,7 @@ fn demux_gives_each_source_its_own_frames_and_objects() {
     let _ = model("coco_ssdlite_mobilenet_v2.onnx");
     let sources = image_sources(3);
     let mut description = format!(
-        "rsstreammux name=mux ! rstrtinfer {} batch-size=4 ! tee name=t \
-         t. ! queue ! appsink name=sink \
-         t. ! queue ! rsstreamdemux name=demux",
+        "rsstreammux name=mux ! rstrtinfer {} batch-size=4 ! rsstreamdemux name=demux",
         coco()
     );
     for (i, s) in sources.iter().take(3).enumerate() {
@@ -547,7 +545,36 @@ fn demux_gives_each_source_its_own_frames_and_objects() {
                 .build(),
         );
     }
-    let batches = collect_batches(&pipeline, Duration::from_secs(60), |_| ()).unwrap();
+    // The batches as the demuxer gets them.
+    let batches: Arc<std::sync::Mutex<Vec<Frame>>> = Default::default();
+    let seen = batches.clone();
+    element::<gst::Element>(&pipeline, "demux")
+        .static_pad("sink")
+        .unwrap()
+        .add_probe(gst::PadProbeType::BUFFER, move |_, info| {
+            if let Some(buffer) = info.buffer() {
+                let meta = BatchMeta::of(buffer).unwrap();
+                seen.lock()
+                    .unwrap()
+                    .extend(meta.batch().frames.iter().cloned());
+            }
+            gst::PadProbeReturn::Ok
+        });
+    let bus = pipeline.bus().unwrap();
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let msg = bus.timed_pop_filtered(
+        gst::ClockTime::from_seconds(60),
+        &[gst::MessageType::Eos, gst::MessageType::Error],
+    );
+    pipeline.set_state(gst::State::Null).unwrap();
+    assert!(
+        matches!(
+            msg.as_ref().map(|m| m.view()),
+            Some(gst::MessageView::Eos(_))
+        ),
+        "{msg:?}"
+    );
+    let batches = batches.lock().unwrap();
     let received = received.lock().unwrap();
     for id in 0..3u32 {
         let got = &received[&id];
@@ -560,7 +587,6 @@ fn demux_gives_each_source_its_own_frames_and_objects() {
             assert_eq!(*size, info.size(), "the source's own pixels");
             let in_batch = batches
                 .iter()
-                .flat_map(|b| &b.frames)
                 .find(|f| f.source_id == id && f.frame_num == n as u64)
                 .unwrap();
             assert_eq!(frame.objects, in_batch.objects);
