@@ -79,9 +79,11 @@ if [ "$display" = 1 ] && { [ -n "${DISPLAY:-}" ] || [ -n "${WAYLAND_DISPLAY:-}" 
     target="a window"
 else
     [ "$display" = 1 ] && echo "no display found; writing $output instead"
+    # H.264 when x264 is installed (gstreamer1.0-plugins-ugly), else MPEG-4 part 2 from libav.
+    # (openh264enc is not used: it fails to initialise on some frame rates and then emits
+    # buffers without timestamps.)
     if have x264enc; then enc="x264enc speed-preset=ultrafast ! h264parse"
-    elif have openh264enc; then enc="openh264enc ! h264parse"
-    else enc="avenc_mpeg4"; fi
+    else enc="avenc_mpeg4 bitrate=4000000"; fi
     sink="videoconvert ! $enc ! mp4mux ! filesink location=\"$output\""
     target="$output"
 fi

@@ -14,39 +14,33 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Instant;
 
+use ferrostream_core::BBox;
 use gst_tracker::synthetic::{Frame, scene};
 use gst_tracker::tracker::{Algorithm, IdAllocator, Tracker, TrackerConfig};
+
+/// One MOT Challenge row: frame (from 1), id, box, confidence.
+fn mot_line(out: &mut String, frame: usize, id: i64, b: BBox, confidence: f32) {
+    writeln!(
+        out,
+        "{},{id},{},{},{},{},{confidence},-1,-1,-1",
+        frame + 1,
+        b.left,
+        b.top,
+        b.width,
+        b.height
+    )
+    .expect("writing to a String");
+}
 
 fn write_sequence(dir: &Path, frames: &[Frame]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let (mut gt, mut det) = (String::new(), String::new());
     for (f, frame) in frames.iter().enumerate() {
         for (id, b) in &frame.truth {
-            writeln!(
-                gt,
-                "{},{},{},{},{},{},1,-1,-1,-1",
-                f + 1,
-                id + 1,
-                b.left,
-                b.top,
-                b.width,
-                b.height
-            )
-            .unwrap();
+            mot_line(&mut gt, f, *id as i64 + 1, *b, 1.0);
         }
         for d in &frame.detections {
-            let b = d.bbox;
-            writeln!(
-                det,
-                "{},-1,{},{},{},{},{},-1,-1,-1",
-                f + 1,
-                b.left,
-                b.top,
-                b.width,
-                b.height,
-                d.confidence
-            )
-            .unwrap();
+            mot_line(&mut det, f, -1, d.bbox, d.confidence);
         }
     }
     std::fs::write(dir.join("gt.txt"), gt)?;
@@ -68,19 +62,7 @@ fn write_sequence(dir: &Path, frames: &[Frame]) -> std::io::Result<()> {
             let result = tracker.update(&frame.detections, &mut ids);
             spent += start.elapsed().as_secs_f64();
             for t in &result.tracks {
-                let b = t.bbox;
-                writeln!(
-                    out,
-                    "{},{},{},{},{},{},{},-1,-1,-1",
-                    f + 1,
-                    t.id,
-                    b.left,
-                    b.top,
-                    b.width,
-                    b.height,
-                    t.confidence
-                )
-                .unwrap();
+                mot_line(&mut out, f, t.id as i64, t.bbox, t.confidence);
             }
         }
         std::fs::write(dir.join(format!("{name}.txt")), out)?;

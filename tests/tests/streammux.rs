@@ -27,6 +27,8 @@ fn collect_batches(
 ) -> Result<Vec<BatchRecord>, String> {
     let sink: gst_app::AppSink = element(pipeline, "sink");
     sink.set_property("sync", false);
+    // The pipeline advances as batches are pulled, so `during` acts mid-stream.
+    sink.set_property("max-buffers", 1u32);
     let bus = pipeline.bus().unwrap();
     pipeline.set_state(gst::State::Playing).unwrap();
     let deadline = Instant::now() + timeout;

@@ -696,7 +696,13 @@ impl BaseTransformImpl for TrtInfer {
         let Some(state) = guard.as_mut() else {
             return Err(gst::FlowError::Flushing);
         };
-        let Some(source) = state.source.clone() else {
+        let State {
+            inference,
+            source,
+            buffers,
+            warned_fixed_batch,
+        } = state;
+        let Some(source) = source.as_ref() else {
             drop(guard);
             gst::element_imp_error!(
                 self,
@@ -705,20 +711,24 @@ impl BaseTransformImpl for TrtInfer {
             );
             return Err(gst::FlowError::NotNegotiated);
         };
-        let frames = match &source {
-            FrameSource::Single(_) => 1,
-            FrameSource::Batched => BatchMeta::of(buf).map_or(0, |m| m.batch().frames.len()),
+        // A plain frame: its size, for the frame metadata added below.
+        let (frames, single_size) = match source {
+            FrameSource::Single(info) => (1, Some((info.width(), info.height()))),
+            FrameSource::Batched => (
+                BatchMeta::of(buf).map_or(0, |m| m.batch().frames.len()),
+                None,
+            ),
         };
-        let buffer_num = state.buffers;
-        state.buffers += 1;
-        let run_inference = frames > 0 && state.inference.should_infer(buffer_num);
+        let buffer_num = *buffers;
+        *buffers += 1;
+        let run_inference = frames > 0 && inference.should_infer(buffer_num);
         let warn_fixed_batch = run_inference
             && frames > 1
-            && state.inference.fixed_batch() == Some(1)
-            && !std::mem::replace(&mut state.warned_fixed_batch, true);
-        let component = state.inference.config().gie_unique_id;
+            && inference.fixed_batch() == Some(1)
+            && !std::mem::replace(warned_fixed_batch, true);
+        let component = inference.config().gie_unique_id;
         let inferred = if run_inference {
-            Self::infer_frames(&mut state.inference, &source, buf, frames).map(Some)
+            Self::infer_frames(inference, source, buf, frames).map(Some)
         } else {
             Ok(None)
         };
@@ -745,10 +755,10 @@ impl BaseTransformImpl for TrtInfer {
         let pts = buf.pts();
         let mut meta = BatchMeta::get_or_add(buf);
         let batch = meta.batch_mut();
-        if let FrameSource::Single(info) = &source
+        if let Some((width, height)) = single_size
             && batch.frames.is_empty()
         {
-            let mut frame = Frame::new(0, buffer_num, info.width(), info.height());
+            let mut frame = Frame::new(0, buffer_num, width, height);
             frame.pts = pts;
             batch.frames.push(frame);
         }

@@ -15,9 +15,9 @@ pub struct Rect {
 /// Scales (and converts) whole frames into a rectangle of a destination frame. Keeps the
 /// converter of the last geometry, so a steady stream builds it once.
 ///
-/// The frame is converted into a buffer of the rectangle's size and then copied into place:
-/// GStreamer's converter also writes outside its destination rectangle for some formats.
-#[derive(Default)]
+/// A rectangle smaller than the destination is filled through a buffer of the rectangle's size that
+/// is then copied into place: GStreamer's converter also writes outside its destination rectangle
+/// for some formats. A rectangle covering the whole destination is converted into it directly.
 pub struct Scaler {
     cached: Option<Cached>,
     threads: u32,
@@ -25,9 +25,12 @@ pub struct Scaler {
 
 struct Cached {
     in_info: VideoInfo,
+    /// Size of the destination frame.
+    out_size: (u32, u32),
     /// The rectangle's size in the destination format.
     tile_info: VideoInfo,
-    tile: gst::Buffer,
+    /// Where a partial rectangle is converted before the copy; `None` for whole frames.
+    tile: Option<gst::Buffer>,
     converter: VideoConverter,
 }
 
@@ -48,25 +51,30 @@ impl Scaler {
         dest: &mut VideoFrameRef<&mut gst::BufferRef>,
         rect: Rect,
     ) -> Result<(), String> {
-        let in_info = src.info();
-        let out_info = dest.info().clone();
+        let (in_info, out_info) = (src.info(), dest.info());
+        let out_size = (out_info.width(), out_info.height());
         let reuse = self.cached.as_ref().is_some_and(|c| {
             &c.in_info == in_info
+                && c.out_size == out_size
                 && c.tile_info.format() == out_info.format()
                 && (c.tile_info.width(), c.tile_info.height())
                     == (rect.width as u32, rect.height as u32)
         });
         if !reuse {
-            self.cached = Some(self.build(in_info, &out_info, rect)?);
+            self.cached = Some(self.build(in_info, out_info, rect)?);
         }
         let c = self.cached.as_mut().expect("set above");
+        let Some(tile) = &mut c.tile else {
+            c.converter.frame_ref(src, dest);
+            return Ok(());
+        };
         {
-            let tile = c.tile.get_mut().ok_or("tile buffer shared")?;
+            let tile = tile.get_mut().ok_or("tile buffer shared")?;
             let mut tile = VideoFrameRef::from_buffer_ref_writable(tile, &c.tile_info)
                 .map_err(|_| "cannot map the tile buffer")?;
             c.converter.frame_ref(src, &mut tile);
         }
-        let tile = VideoFrameRef::from_buffer_ref_readable(c.tile.as_ref(), &c.tile_info)
+        let tile = VideoFrameRef::from_buffer_ref_readable(tile.as_ref(), &c.tile_info)
             .map_err(|_| "cannot map the tile buffer")?;
         copy_into(&tile, dest, rect.x as u32, rect.y as u32)
     }
@@ -99,11 +107,19 @@ impl Scaler {
                 .map_err(|e| failed(&e))?;
         let mut config = VideoConverterConfig::new();
         config.set_threads(self.threads);
+        let whole = rect.x == 0
+            && rect.y == 0
+            && (rect.width as u32, rect.height as u32) == (out_info.width(), out_info.height());
+        let tile = if whole {
+            None
+        } else {
+            Some(gst::Buffer::with_size(tile_info.size()).map_err(|e| failed(&e))?)
+        };
         let converter =
             VideoConverter::new(in_info, &tile_info, Some(config)).map_err(|e| failed(&e))?;
-        let tile = gst::Buffer::with_size(tile_info.size()).map_err(|e| failed(&e))?;
         Ok(Cached {
             in_info: in_info.clone(),
+            out_size: (out_info.width(), out_info.height()),
             tile_info,
             tile,
             converter,
@@ -196,5 +212,23 @@ mod tests {
         assert_eq!(map[10], 200, "outside {:?}", &map[..64]);
         // Chroma of black is neutral.
         assert_eq!(map[64 * 48 + 20], 128);
+        drop(map);
+        // A rectangle covering the whole frame is converted in place.
+        {
+            let s = VideoFrameRef::from_buffer_ref_readable(src.as_ref(), &src_info).unwrap();
+            let mut d =
+                VideoFrameRef::from_buffer_ref_writable(dst.get_mut().unwrap(), &dst_info).unwrap();
+            let whole = Rect {
+                x: 0,
+                y: 0,
+                width: 64,
+                height: 48,
+            };
+            scaler.convert(&s, &mut d, whole).unwrap();
+        }
+        let map = dst.map_readable().unwrap();
+        assert!(map[..64 * 48].iter().all(|&y| y == 16));
+        // (The converter's chroma rounding alternates 128 and 129 between rows.)
+        assert!(map[64 * 48..].iter().all(|&c| c.abs_diff(128) <= 1));
     }
 }

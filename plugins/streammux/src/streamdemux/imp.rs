@@ -25,7 +25,7 @@ struct Output {
 
 impl Output {
     /// Sends the sticky events that describe `stream` where they differ from what was sent.
-    fn announce(&mut self, stream: &Arc<SourceStream>, upstream_id: &str) {
+    fn announce(&mut self, stream: &Arc<SourceStream>, sinkpad: &gst::Pad) {
         if let Some(sent) = &self.sent
             && Arc::ptr_eq(sent, stream)
         {
@@ -39,7 +39,7 @@ impl Output {
             self.eos = false;
             let id = match &stream.stream_id {
                 Some(id) => id.to_string(),
-                None => format!("{upstream_id}/{}", stream.source_id),
+                None => fallback_stream_id(sinkpad, stream.source_id),
             };
             self.pad
                 .push_event(gst::event::StreamStart::builder(&id).build());
@@ -56,6 +56,14 @@ impl Output {
                 .push_event(gst::event::Segment::new(stream.segment.upcast_ref()));
         }
     }
+}
+
+/// A stream id for a source whose own is unknown: the batch stream's, plus the source id.
+fn fallback_stream_id(sinkpad: &gst::Pad, source_id: u32) -> String {
+    format!(
+        "{}/{source_id}",
+        sinkpad.stream_id().as_deref().unwrap_or_default()
+    )
 }
 
 #[derive(Default)]
@@ -89,11 +97,6 @@ impl StreamDemux {
             )
         };
         let mut surfaces: Vec<Option<batch::Surface>> = surfaces.into_iter().map(Some).collect();
-        let upstream_id = self
-            .sinkpad
-            .stream_id()
-            .map(|s| s.to_string())
-            .unwrap_or_default();
         let mut result = Ok(gst::FlowSuccess::Ok);
         for mut frame in batch.frames {
             let Some(surface) = surfaces
@@ -115,7 +118,7 @@ impl StreamDemux {
                 let mut state = self.state.lock().unwrap();
                 match state.outputs.get_mut(&frame.source_id) {
                     Some(output) => {
-                        output.announce(&surface.stream, &upstream_id);
+                        output.announce(&surface.stream, &self.sinkpad);
                         output.pad.clone()
                     }
                     None => {
@@ -160,7 +163,7 @@ impl StreamDemux {
             | gst::EventView::Caps(_)
             | gst::EventView::Segment(_) => true,
             gst::EventView::Eos(_) => {
-                let pads: Vec<(gst::Pad, bool)> = {
+                let pads: Vec<(u32, gst::Pad, bool)> = {
                     let mut state = self.state.lock().unwrap();
                     if state.dropped > 0 {
                         gst::info!(
@@ -172,21 +175,17 @@ impl StreamDemux {
                     }
                     state
                         .outputs
-                        .values_mut()
-                        .filter_map(|o| {
+                        .iter_mut()
+                        .filter_map(|(&id, o)| {
                             (!std::mem::replace(&mut o.eos, true))
-                                .then(|| (o.pad.clone(), o.sent.is_some()))
+                                .then(|| (id, o.pad.clone(), o.sent.is_some()))
                         })
                         .collect()
                 };
-                for (p, started) in pads {
+                for (source_id, p, started) in pads {
                     // A pad that never carried a frame still needs a stream before its EOS.
                     if !started {
-                        let id = format!(
-                            "{}/{}",
-                            self.sinkpad.stream_id().unwrap_or_default(),
-                            p.name()
-                        );
+                        let id = fallback_stream_id(&self.sinkpad, source_id);
                         p.push_event(gst::event::StreamStart::builder(&id).build());
                     }
                     p.push_event(event.clone());

@@ -9,7 +9,6 @@ use gst::subclass::prelude::*;
 use gst_base::prelude::*;
 use gst_base::subclass::prelude::*;
 
-use super::pad::SourceState;
 use crate::convert::{Rect, Scaler};
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
@@ -110,63 +109,60 @@ impl StreamMux {
         self.source_pads()
             .into_iter()
             .filter(|p| p.pad.upcast_ref::<gst_base::AggregatorPad>() != except)
-            .find_map(|p| {
-                p.pad
-                    .imp()
-                    .state
-                    .lock()
-                    .unwrap()
-                    .info
-                    .as_ref()
-                    .map(|i| i.format())
-            })
+            .find_map(|p| p.pad.imp().state.lock().unwrap().info().map(|i| i.format()))
     }
 
     /// Caps a sink pad can take: raw video, in the format of the other sources when there are
     /// some, else in the formats downstream takes.
     fn sink_caps(&self, pad: &gst_base::AggregatorPad) -> gst::Caps {
         let template = pad.pad_template_caps();
-        let formats: Vec<String> = match self.format_of_others(pad) {
-            Some(format) => vec![format.to_str().to_string()],
+        let restriction = match self.format_of_others(pad) {
+            Some(format) => gst::Caps::builder("video/x-raw")
+                .field("format", format.to_str())
+                .build(),
             None => {
-                let downstream = self.obj().src_pad().peer_query_caps(None);
+                // The formats of the batches downstream takes, as plain video.
+                let mut downstream = self.obj().src_pad().peer_query_caps(None);
                 if downstream.is_any() {
-                    Vec::new()
-                } else {
-                    downstream
-                        .iter()
-                        .flat_map(|s| match s.value("format") {
-                            Ok(v) => match v.get::<String>() {
-                                Ok(f) => vec![f],
-                                Err(_) => v
-                                    .get::<gst::List>()
-                                    .map(|l| {
-                                        l.iter().filter_map(|f| f.get::<String>().ok()).collect()
-                                    })
-                                    .unwrap_or_default(),
-                            },
-                            Err(_) => Vec::new(),
-                        })
-                        .collect()
+                    return template;
                 }
+                let plain = downstream.make_mut();
+                plain.set_features_simple(None);
+                for s in plain.iter_mut() {
+                    s.remove_fields(["width", "height", "framerate"]);
+                }
+                downstream
             }
         };
-        if formats.is_empty() {
-            return template;
-        }
-        let restriction = gst::Caps::builder("video/x-raw")
-            .field("format", gst::List::new(formats))
-            .build();
         template.intersect(&restriction)
     }
 
     /// Warns (once per pad) when a source can only produce formats other than the batch's:
     /// upstream then fails with a bare "not-negotiated".
-    fn explain_format_mismatch(&self, pad: &gst_base::AggregatorPad, offered: &gst::CapsRef) {
+    /// `offered`: what upstream proposes; asked from upstream when `None`.
+    fn explain_format_mismatch(
+        &self,
+        pad: &gst_base::AggregatorPad,
+        offered: Option<&gst::CapsRef>,
+    ) {
         let Some(format) = self.format_of_others(pad) else {
             return;
         };
-        if !offered.can_intersect(&pad.pad_template_caps()) {
+        let queried;
+        let offered = match offered {
+            Some(caps) => caps,
+            None => {
+                queried = pad.peer_query_caps(None);
+                &queried
+            }
+        };
+        let takes = gst::Caps::builder("video/x-raw")
+            .field("format", format.to_str())
+            .build();
+        if offered.is_any()
+            || !offered.can_intersect(&pad.pad_template_caps())
+            || offered.can_intersect(&takes)
+        {
             return;
         }
         let Some(mux_pad) = pad.downcast_ref::<super::StreamMuxPad>() else {
@@ -204,7 +200,7 @@ impl StreamMux {
         let mut fps = gst::Fraction::new(0, 1);
         for p in self.source_pads() {
             let state = p.pad.imp().state.lock().unwrap();
-            if let Some(info) = &state.info {
+            if let Some(info) = state.info() {
                 format.get_or_insert(info.format());
                 if info.fps() > fps {
                     fps = info.fps();
@@ -264,13 +260,21 @@ impl StreamMux {
             }
         };
         let changed = state
-            .info
-            .as_ref()
+            .info()
             .is_none_or(|old| old.fps() != info.fps() || old.format() != info.format());
-        state.caps = Some(stream_caps);
-        state.info = Some(stream_info);
+        let segment = state
+            .stream
+            .as_ref()
+            .map(|s| s.segment.clone())
+            .unwrap_or_default();
+        state.stream = Some(Arc::new(SourceStream {
+            source_id: pad.imp().source_id(),
+            caps: stream_caps,
+            info: stream_info,
+            segment,
+            stream_id: state.stream_id.clone(),
+        }));
         state.source_info = Some(info);
-        rebuild_stream(pad.imp().source_id(), &mut state);
         drop(state);
         if changed {
             self.state.lock().unwrap().caps_changed = true;
@@ -285,13 +289,11 @@ impl StreamMux {
         buffer: gst::Buffer,
         index: u32,
     ) -> Result<(Frame, Surface, Option<gst::ClockTime>), gst::FlowError> {
-        let mut state = pad.imp().state.lock().unwrap();
-        let (Some(stream), Some(info), Some(source)) = (
-            state.stream.clone(),
-            state.info.clone(),
-            state.source_info.clone(),
-        ) else {
-            drop(state);
+        let mut guard = pad.imp().state.lock().unwrap();
+        let state = &mut *guard;
+        let (Some(stream), Some(source)) = (state.stream.clone(), state.source_info.as_ref())
+        else {
+            drop(guard);
             gst::element_imp_error!(
                 self,
                 gst::CoreError::Negotiation,
@@ -299,38 +301,33 @@ impl StreamMux {
             );
             return Err(gst::FlowError::NotNegotiated);
         };
-        let running_time = buffer
-            .pts()
-            .and_then(|pts| state.segment.to_running_time(pts));
-        let frame_num = state.frames;
+        let info = &stream.info;
+        let mut frame = Frame::new(stream.source_id, state.frames, info.width(), info.height());
         state.frames += 1;
-        let (source_width, source_height) = (source.width(), source.height());
-        let pixels = match &mut state.scaler {
-            None => buffer.clone(),
-            Some((scaler, pool)) => scale(scaler, pool, &buffer, &source, &info).map_err(|m| {
-                gst::element_imp_error!(self, gst::StreamError::Failed, ("{m}"));
-                gst::FlowError::Error
-            })?,
-        };
-        drop(state);
-
-        let mut frame = Frame::new(stream.source_id, frame_num, info.width(), info.height());
-        frame.source_width = source_width;
-        frame.source_height = source_height;
+        frame.source_width = source.width();
+        frame.source_height = source.height();
         frame.pts = buffer.pts();
         frame.surface_index = index;
+        let running_time = buffer
+            .pts()
+            .and_then(|pts| stream.segment.to_running_time(pts));
         // Objects found before the muxer (a detector on a single stream) stay with the frame.
         if let Some(meta) = BatchMeta::of(&buffer)
             && let [single] = &meta.batch().frames[..]
         {
-            frame.objects = single.objects.clone();
-            frame.components_run = single.components_run.clone();
-            if (single.width, single.height) != (frame.width, frame.height) {
-                let mut copy = single.clone();
-                copy.rescale(frame.width, frame.height);
-                frame.objects = copy.objects;
-            }
+            let mut single = single.clone();
+            single.rescale(frame.width, frame.height);
+            frame.objects = single.objects;
+            frame.components_run = single.components_run;
         }
+        let pixels = match &mut state.scaler {
+            None => buffer,
+            Some((scaler, pool)) => scale(scaler, pool, &buffer, source, info).map_err(|m| {
+                gst::element_imp_error!(self, gst::StreamError::Failed, ("{m}"));
+                gst::FlowError::Error
+            })?,
+        };
+        drop(guard);
         Ok((
             frame,
             Surface {
@@ -379,9 +376,13 @@ impl StreamMux {
             .iter()
             .map(|(p, b)| {
                 let state = p.pad.imp().state.lock().unwrap();
-                let rt = b.pts().and_then(|pts| state.segment.to_running_time(pts));
+                let stream = state.stream.as_deref();
+                let rt = b
+                    .pts()
+                    .zip(stream)
+                    .and_then(|(pts, s)| s.segment.to_running_time(pts));
                 let period = b.duration().or_else(|| {
-                    state.info.as_ref().and_then(|i| {
+                    stream.map(|s| &s.info).and_then(|i| {
                         let fps = i.fps();
                         (fps.numer() > 0).then(|| {
                             gst::ClockTime::SECOND
@@ -465,22 +466,6 @@ fn preferred_formats() -> Vec<gst_video::VideoFormat> {
         .collect()
 }
 
-fn rebuild_stream(source_id: u32, state: &mut SourceState) {
-    state.stream = state
-        .caps
-        .clone()
-        .zip(state.info.clone())
-        .map(|(caps, info)| {
-            Arc::new(SourceStream {
-                source_id,
-                caps,
-                info,
-                segment: state.segment.clone(),
-                stream_id: state.stream_id.clone(),
-            })
-        });
-}
-
 /// Scales one source frame into a buffer of the muxer's output size.
 fn scale(
     scaler: &mut Scaler,
@@ -525,6 +510,17 @@ impl ObjectSubclass for StreamMux {
 impl ObjectImpl for StreamMux {
     fn properties() -> &'static [glib::ParamSpec] {
         static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
+            let size = |name: &str, nick: &str| {
+                glib::ParamSpecUInt::builder(name)
+                    .nick(nick)
+                    .blurb(&format!(
+                        "Scale every frame to this {name} (0: keep native sizes)"
+                    ))
+                    .maximum(16384)
+                    .default_value(0)
+                    .mutable_ready()
+                    .build()
+            };
             vec![
                 glib::ParamSpecUInt::builder("batch-size")
                     .nick("Batch size")
@@ -563,20 +559,8 @@ impl ObjectImpl for StreamMux {
                     .default_value(false)
                     .mutable_playing()
                     .build(),
-                glib::ParamSpecUInt::builder("width")
-                    .nick("Width")
-                    .blurb("Scale every frame to this width (0: keep native sizes)")
-                    .maximum(16384)
-                    .default_value(0)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("height")
-                    .nick("Height")
-                    .blurb("Scale every frame to this height (0: keep native sizes)")
-                    .maximum(16384)
-                    .default_value(0)
-                    .mutable_ready()
-                    .build(),
+                size("width", "Width"),
+                size("height", "Height"),
                 glib::ParamSpecUInt64::builder("batches")
                     .nick("Batches")
                     .blurb("Batches pushed since start")
@@ -725,11 +709,20 @@ impl AggregatorImpl for StreamMux {
     fn next_time(&self) -> Option<gst::ClockTime> {
         let settings = *self.settings.lock().unwrap();
         let timeout = settings.push_timeout()?;
-        let pending = self.state.lock().unwrap().first_pending;
+        let (pending, reported_latency) = {
+            let state = self.state.lock().unwrap();
+            (state.first_pending, state.reported_latency)
+        };
         let first = match pending {
             Some(t) => t,
             None => {
-                if !self.source_pads().iter().any(|p| p.pad.has_buffer()) {
+                let any_queued = self
+                    .obj()
+                    .sink_pads()
+                    .iter()
+                    .filter_map(|p| p.downcast_ref::<gst_base::AggregatorPad>())
+                    .any(|p| p.has_buffer());
+                if !any_queued {
                     return None;
                 }
                 let now = self.obj().current_running_time()?;
@@ -738,12 +731,7 @@ impl AggregatorImpl for StreamMux {
             }
         };
         // The aggregator wakes at next_time + its latency; aim at first + timeout.
-        let latency = self
-            .state
-            .lock()
-            .unwrap()
-            .reported_latency
-            .unwrap_or(settings.max_latency + timeout);
+        let latency = reported_latency.unwrap_or(settings.max_latency + timeout);
         Some((first + timeout).saturating_sub(latency))
     }
 
@@ -761,14 +749,10 @@ impl AggregatorImpl for StreamMux {
         match query.view_mut() {
             gst::QueryViewMut::Caps(q) => {
                 let caps = self.sink_caps(pad);
+                self.explain_format_mismatch(pad, q.filter());
                 let caps = match q.filter() {
                     Some(filter) => {
-                        let result =
-                            filter.intersect_with_mode(&caps, gst::CapsIntersectMode::First);
-                        if result.is_empty() {
-                            self.explain_format_mismatch(pad, filter);
-                        }
-                        result
+                        filter.intersect_with_mode(&caps, gst::CapsIntersectMode::First)
                     }
                     None => caps,
                 };
@@ -777,6 +761,9 @@ impl AggregatorImpl for StreamMux {
             }
             gst::QueryViewMut::AcceptCaps(q) => {
                 let ok = q.caps().can_intersect(&self.sink_caps(pad));
+                if !ok {
+                    self.explain_format_mismatch(pad, Some(q.caps()));
+                }
                 q.set_result(ok);
                 true
             }
@@ -804,15 +791,19 @@ impl AggregatorImpl for StreamMux {
                     );
                     return false;
                 };
-                let mut state = mux_pad.imp().state.lock().unwrap();
-                state.segment = segment;
-                rebuild_stream(mux_pad.imp().source_id(), &mut state);
+                mux_pad
+                    .imp()
+                    .state
+                    .lock()
+                    .unwrap()
+                    .update_stream(|s| s.segment = segment);
             }
             gst::EventView::StreamStart(s) => {
                 let mut state = mux_pad.imp().state.lock().unwrap();
-                state.stream_id = Some(s.stream_id().into());
+                let id: glib::GString = s.stream_id().into();
+                state.stream_id = Some(id.clone());
                 state.ended = false;
-                rebuild_stream(mux_pad.imp().source_id(), &mut state);
+                state.update_stream(|s| s.stream_id = Some(id));
             }
             gst::EventView::Eos(_) => {
                 let mut state = mux_pad.imp().state.lock().unwrap();
@@ -900,6 +891,7 @@ impl AggregatorImpl for StreamMux {
             let mut frames = Vec::with_capacity(chunk);
             let mut surfaces = Vec::with_capacity(chunk);
             let mut pts: Option<gst::ClockTime> = None;
+            let mut last_source = None;
             for (p, _) in ready.by_ref().take(chunk) {
                 let Some(buffer) = p.pad.pop_buffer() else {
                     continue;
@@ -910,7 +902,7 @@ impl AggregatorImpl for StreamMux {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 };
-                self.state.lock().unwrap().next_source = p.id + 1;
+                last_source = Some(p.id);
                 frames.push(frame);
                 surfaces.push(surface);
             }
@@ -926,6 +918,9 @@ impl AggregatorImpl for StreamMux {
                     (p, last) => p.or(last),
                 };
                 state.last_pts = pts;
+                if let Some(id) = last_source {
+                    state.next_source = id + 1;
+                }
                 state.pushed_any = true;
                 state.batches += 1;
                 out.set_pts(pts);

@@ -14,23 +14,36 @@ use crate::convert::Scaler;
 /// aggregator hands over in order with the buffers.
 #[derive(Default)]
 pub struct SourceState {
-    /// Caps and layout of the frames as batched (scaled when the muxer has an output size).
-    pub caps: Option<gst::Caps>,
-    pub info: Option<gst_video::VideoInfo>,
+    /// The stream as batched (caps and layout, scaled when the muxer has an output size; segment;
+    /// stream id), shared by this source's surfaces and replaced when a part of it changes.
+    /// Built at the first caps: raw video always sends caps before its segment.
+    pub stream: Option<Arc<SourceStream>>,
     /// Layout of the frames as the source sends them.
     pub source_info: Option<gst_video::VideoInfo>,
-    pub segment: gst::FormattedSegment<gst::ClockTime>,
+    /// The id of the last stream-start, for the stream built at the next caps.
     pub stream_id: Option<glib::GString>,
-    /// The stream description shared by this source's surfaces; rebuilt when a part changes.
-    pub stream: Option<Arc<SourceStream>>,
     /// Frames batched so far.
     pub frames: u64,
-    /// Whether the "other format" warning was posted for this pad.
-    pub warned_format: bool,
     /// Set when the source's EOS was handled (a stream-eos event is owed or was sent).
     pub ended: bool,
+    /// Whether the "other format" warning was posted for this pad.
+    pub warned_format: bool,
     /// Scales frames when the muxer has an output size, with the output pool.
     pub scaler: Option<(Scaler, gst::BufferPool)>,
+}
+
+impl SourceState {
+    /// Layout of the frames as batched.
+    pub fn info(&self) -> Option<&gst_video::VideoInfo> {
+        self.stream.as_deref().map(|s| &s.info)
+    }
+
+    /// Changes one part of the stream description; frames already batched keep the old one.
+    pub fn update_stream(&mut self, change: impl FnOnce(&mut SourceStream)) {
+        if let Some(stream) = &mut self.stream {
+            change(Arc::make_mut(stream));
+        }
+    }
 }
 
 #[derive(Default)]

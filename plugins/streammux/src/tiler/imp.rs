@@ -1,4 +1,4 @@
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::{LazyLock, Mutex};
 
 use ferrostream_core::batch::{self, FrameSource, frame_pixels};
@@ -36,21 +36,27 @@ struct Tile {
 
 struct State {
     source: FrameSource,
+    canvas: Canvas,
+    frames: u64,
+}
+
+/// The composed frame and what each tile shows.
+struct Canvas {
     out_info: VideoInfo,
     grid: Grid,
     /// The composed frame; tiles of sources absent from a batch keep their last picture.
-    canvas: gst::Buffer,
-    tiles: HashMap<u32, Tile>,
+    buffer: gst::Buffer,
+    /// By source id, so that the output's objects come in source order.
+    tiles: BTreeMap<u32, Tile>,
     /// Paints black into a rectangle of the canvas.
     black: (VideoInfo, gst::Buffer, Scaler),
     /// Position alignment for subsampled chroma.
     align: i32,
-    frames: u64,
     warned_sources: Vec<u32>,
 }
 
-impl State {
-    fn new(source: FrameSource, out_info: VideoInfo, grid: Grid) -> Result<Self, String> {
+impl Canvas {
+    fn new(out_info: VideoInfo, grid: Grid) -> Result<Self, String> {
         let black_info = VideoInfo::builder(gst_video::VideoFormat::Argb, 16, 16)
             .fps(out_info.fps())
             .build()
@@ -65,19 +71,17 @@ impl State {
                 .max()
                 .unwrap_or(0)
         };
-        let mut state = Self {
-            source,
-            canvas: gst::Buffer::with_size(out_info.size()).map_err(|e| e.to_string())?,
+        let mut canvas = Self {
+            buffer: gst::Buffer::with_size(out_info.size()).map_err(|e| e.to_string())?,
             out_info,
             grid,
-            tiles: HashMap::new(),
+            tiles: BTreeMap::new(),
             black: (
                 black_info,
                 gst::Buffer::from_mut_slice(pixels),
                 Scaler::new(1),
             ),
             align: 1 << sub,
-            frames: 0,
             warned_sources: Vec::new(),
         };
         let whole = Rect {
@@ -86,22 +90,27 @@ impl State {
             width: grid.width as i32,
             height: grid.height as i32,
         };
-        state.paint_black(whole)?;
-        Ok(state)
+        canvas.paint_black(whole)?;
+        Ok(canvas)
     }
 
     fn paint_black(&mut self, rect: Rect) -> Result<(), String> {
         let (info, buffer, scaler) = &mut self.black;
         let src = gst_video::VideoFrameRef::from_buffer_ref_readable(buffer.as_ref(), info)
             .map_err(|_| "cannot map the black frame")?;
-        let canvas = self.canvas.get_mut().ok_or("canvas shared")?;
+        let canvas = self.buffer.get_mut().ok_or("canvas shared")?;
         let mut dest = gst_video::VideoFrameRef::from_buffer_ref_writable(canvas, &self.out_info)
             .map_err(|_| "cannot map the canvas")?;
         scaler.convert(&src, &mut dest, rect)
     }
 
-    /// Draws frame `index` of `input` into its source's tile.
-    fn draw(&mut self, input: &gst::BufferRef, index: usize, frame: &Frame) -> Result<(), String> {
+    /// Draws `frame`, whose pixels are `pixels` laid out as `info`, into its source's tile.
+    fn draw(
+        &mut self,
+        pixels: &gst::BufferRef,
+        info: &VideoInfo,
+        frame: &Frame,
+    ) -> Result<(), String> {
         let Some(tile_rect) = self.grid.tile(frame.source_id) else {
             if !self.warned_sources.contains(&frame.source_id) {
                 self.warned_sources.push(frame.source_id);
@@ -112,8 +121,6 @@ impl State {
             }
             return Ok(());
         };
-        let source = self.source.clone();
-        let (pixels, info) = frame_pixels(&source, input, index).map_err(|e| e.to_string())?;
         let dest = letterbox(tile_rect, info.width(), info.height(), self.align);
         let moved = self
             .tiles
@@ -129,8 +136,8 @@ impl State {
         });
         tile.dest = dest;
         let src = gst_video::VideoFrameRef::from_buffer_ref_readable(pixels, info)
-            .map_err(|_| format!("cannot map frame {index}"))?;
-        let canvas = self.canvas.get_mut().ok_or("canvas shared")?;
+            .map_err(|_| format!("cannot map the frame of source {}", frame.source_id))?;
+        let canvas = self.buffer.get_mut().ok_or("canvas shared")?;
         let mut out = gst_video::VideoFrameRef::from_buffer_ref_writable(canvas, &self.out_info)
             .map_err(|_| "cannot map the canvas")?;
         tile.scaler.convert(&src, &mut out, dest)?;
@@ -358,8 +365,13 @@ impl BaseTransformImpl for Tiler {
         let out_info = VideoInfo::from_caps(outcaps)
             .map_err(|_| gst::loggable_error!(CAT, "invalid output caps {outcaps}"))?;
         let grid = *self.settings.lock().unwrap();
-        let state = State::new(source, out_info, grid)
+        let canvas = Canvas::new(out_info, grid)
             .map_err(|m| gst::loggable_error!(CAT, "setting up the tiler: {m}"))?;
+        let state = State {
+            source,
+            canvas,
+            frames: 0,
+        };
         gst::debug!(CAT, imp = self, "{incaps} -> {outcaps}");
         *self.state.lock().unwrap() = Some(state);
         Ok(())
@@ -379,35 +391,43 @@ impl BaseTransformImpl for Tiler {
         let Some(state) = guard.as_mut() else {
             return Err(gst::FlowError::NotNegotiated);
         };
-        let frames: Vec<Frame> = match (&state.source, BatchMeta::of(inbuf)) {
-            (_, Some(meta)) if !meta.batch().frames.is_empty() => meta.batch().frames.clone(),
-            (FrameSource::Single(info), _) => {
-                vec![Frame::new(0, state.frames, info.width(), info.height())]
+        let meta = BatchMeta::of(inbuf).filter(|m| !m.batch().frames.is_empty());
+        let single;
+        let frames: &[Frame] = match (&state.source, meta) {
+            (_, Some(meta)) => &meta.batch().frames,
+            (FrameSource::Single(info), None) => {
+                single = [Frame::new(0, state.frames, info.width(), info.height())];
+                &single
             }
-            (FrameSource::Batched, _) => Vec::new(),
+            (FrameSource::Batched, None) => &[],
         };
         let mut warnings = Vec::new();
         for (index, frame) in frames.iter().enumerate() {
-            if let Err(m) = state.draw(inbuf, index, frame) {
+            let drawn = frame_pixels(&state.source, inbuf, index)
+                .map_err(|e| e.to_string())
+                .and_then(|(pixels, info)| state.canvas.draw(pixels, info, frame));
+            if let Err(m) = drawn {
                 warnings.push(m);
             }
         }
         let canvas = state
             .canvas
+            .buffer
             .map_readable()
             .map_err(|_| gst::FlowError::Error)?;
         outbuf
             .copy_from_slice(0, &canvas)
             .map_err(|_| gst::FlowError::Error)?;
         drop(canvas);
-        let mut frame = Frame::new(0, state.frames, state.grid.width, state.grid.height);
+        let grid = state.canvas.grid;
+        let mut frame = Frame::new(0, state.frames, grid.width, grid.height);
         state.frames += 1;
         frame.pts = inbuf.pts();
-        let mut sources: Vec<_> = state.tiles.iter().collect();
-        sources.sort_by_key(|(id, _)| **id);
-        frame.objects = sources
-            .into_iter()
-            .flat_map(|(_, t)| t.objects.iter().cloned())
+        frame.objects = state
+            .canvas
+            .tiles
+            .values()
+            .flat_map(|t| t.objects.iter().cloned())
             .collect();
         drop(guard);
         for m in warnings {
