@@ -1,0 +1,624 @@
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{LazyLock, Mutex};
+
+use ferrostream_core::batch::{FrameSource, batch_caps};
+use ferrostream_core::ini::parse_list;
+use ferrostream_core::{BatchMeta, Frame};
+use gst::glib;
+use gst::prelude::*;
+use gst::subclass::prelude::*;
+use gst_base::subclass::prelude::*;
+
+use super::OsdBlurMode;
+use crate::color::{FORMATS, Rgba};
+use crate::font::{FontRequest, GlyphAtlas, Typeface};
+use crate::paint::paint_frame;
+use crate::plan::{DrawList, Planner};
+use crate::style::{Style, parse_class_colors, parse_source_text};
+
+static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
+    gst::DebugCategory::new(
+        "rsosd",
+        gst::DebugColorFlags::empty(),
+        Some("Ferrostream on-screen display"),
+    )
+});
+
+#[derive(Debug, Clone, Default)]
+struct Settings {
+    config_file: Option<PathBuf>,
+    /// Property values; those named in `set` override the configuration file.
+    style: Style,
+    class_colors: BTreeMap<i32, Rgba>,
+    set: BTreeSet<&'static str>,
+}
+
+impl Settings {
+    /// The configuration file (if any) with the explicitly set properties applied over it.
+    fn resolve(&self) -> Result<(Style, Vec<String>), String> {
+        let (mut style, warnings) = match &self.config_file {
+            Some(path) => crate::config::load(path).map_err(|e| e.to_string())?,
+            None => (Style::default(), Vec::new()),
+        };
+        for name in &self.set {
+            if *name == "class-colors" {
+                for (id, c) in &self.class_colors {
+                    style.classes.entry(*id).or_default().border_color = Some(*c);
+                }
+            } else {
+                copy_property(name, &self.style, &mut style);
+            }
+        }
+        glib::DateTime::now_local()
+            .and_then(|now| now.format(&style.clock_format))
+            .map_err(|_| {
+                format!(
+                    "clock-format `{}` is not a valid date format (see g_date_time_format)",
+                    style.clock_format
+                )
+            })?;
+        Ok((style, warnings))
+    }
+}
+
+impl Settings {
+    /// Stores the value of property `name`; text values that do not parse are refused.
+    fn apply(&mut self, name: &str, value: &glib::Value) -> Result<(), String> {
+        let text = || -> String {
+            value
+                .get::<Option<String>>()
+                .expect("type checked upstream")
+                .unwrap_or_default()
+        };
+        let uint = || value.get::<u32>().expect("type checked upstream");
+        let boolean = || value.get::<bool>().expect("type checked upstream");
+        let s = &mut self.style;
+        match name {
+            "config-file-path" => {
+                let path = text();
+                self.config_file = (!path.is_empty()).then(|| PathBuf::from(path));
+            }
+            "display-bbox" => s.display_bbox = boolean(),
+            "display-text" => s.display_text = boolean(),
+            "display-clock" => s.display_clock = boolean(),
+            "border-width" => s.border_width = uint(),
+            "border-color" => s.border_color = optional_color(uint()),
+            "class-colors" => self.class_colors = parse_class_colors(&text())?,
+            "bbox-bg-color" => s.bbox_bg_color = Rgba::from_u32(uint()),
+            "text-size" => s.text_size = uint(),
+            "text-color" => s.text_color = Rgba::from_u32(uint()),
+            "text-bg-color" => s.text_bg_color = optional_color(uint()),
+            "label-format" => s.label_format = text().parse()?,
+            "font" => s.font = FontRequest::parse(&text()),
+            "clock-font-size" => s.clock_font_size = uint(),
+            "clock-color" => s.clock_color = Rgba::from_u32(uint()),
+            "x-clock-offset" => s.clock_x = uint(),
+            "y-clock-offset" => s.clock_y = uint(),
+            "clock-format" => s.clock_format = text(),
+            "source-text" => s.source_text = parse_source_text(&text())?,
+            "blur-class-ids" => s.blur_class_ids = parse_list::<i32>(&text())?,
+            "blur-mode" => {
+                s.blur_mode = value
+                    .get::<OsdBlurMode>()
+                    .expect("type checked upstream")
+                    .into()
+            }
+            "blur-strength" => s.blur_strength = uint(),
+            other => unreachable!("unknown property {other}"),
+        }
+        Ok(())
+    }
+}
+
+/// Copies the style field that property `name` sets.
+fn copy_property(name: &str, from: &Style, to: &mut Style) {
+    match name {
+        "display-bbox" => to.display_bbox = from.display_bbox,
+        "display-text" => to.display_text = from.display_text,
+        "display-clock" => to.display_clock = from.display_clock,
+        "border-width" => to.border_width = from.border_width,
+        "border-color" => to.border_color = from.border_color,
+        "bbox-bg-color" => to.bbox_bg_color = from.bbox_bg_color,
+        "text-size" => to.text_size = from.text_size,
+        "text-color" => to.text_color = from.text_color,
+        "text-bg-color" => to.text_bg_color = from.text_bg_color,
+        "label-format" => to.label_format = from.label_format.clone(),
+        "font" => to.font = from.font.clone(),
+        "clock-font-size" => to.clock_font_size = from.clock_font_size,
+        "clock-color" => to.clock_color = from.clock_color,
+        "x-clock-offset" => to.clock_x = from.clock_x,
+        "y-clock-offset" => to.clock_y = from.clock_y,
+        "clock-format" => to.clock_format = from.clock_format.clone(),
+        "source-text" => to.source_text = from.source_text.clone(),
+        "blur-class-ids" => to.blur_class_ids = from.blur_class_ids.clone(),
+        "blur-mode" => to.blur_mode = from.blur_mode,
+        "blur-strength" => to.blur_strength = from.blur_strength,
+        other => unreachable!("property {other} has no style field"),
+    }
+}
+
+/// `0` (the property default) means "not set" for the colours that have a fallback.
+fn optional_color(v: u32) -> Option<Rgba> {
+    (v != 0).then(|| Rgba::from_u32(v))
+}
+
+struct State {
+    style: Style,
+    typeface: Typeface,
+    atlas: GlyphAtlas,
+    planner: Planner,
+    /// One draw list per frame of the current buffer, kept to reuse their allocations.
+    lists: Vec<DrawList>,
+    source: Option<FrameSource>,
+}
+
+#[derive(Default)]
+pub struct RsOsd {
+    settings: Mutex<Settings>,
+    state: Mutex<Option<State>>,
+    /// A property changed while running: resolve the style again before the next frame.
+    restyle: AtomicBool,
+}
+
+impl RsOsd {
+    /// Plans and paints every frame of `buf`.
+    fn draw(&self, state: &mut State, buf: &mut gst::BufferRef) -> Result<(), String> {
+        let clock = if state.style.display_clock {
+            let now = glib::DateTime::now_local().map_err(|e| format!("no local time: {e}"))?;
+            Some(
+                now.format(&state.style.clock_format)
+                    .map_err(|e| format!("clock-format: {e}"))?,
+            )
+        } else {
+            None
+        };
+        let clock = clock.as_deref();
+        state.atlas.trim();
+        match state.source.clone() {
+            None => Err("no caps received before the first buffer".into()),
+            Some(FrameSource::Single(info)) => {
+                if state.lists.is_empty() {
+                    state.lists.push(DrawList::default());
+                }
+                let list = &mut state.lists[0];
+                list.reset(info.width(), info.height());
+                let frames = BatchMeta::of(buf).map_or(&[][..], |m| &m.batch().frames[..]);
+                for frame in frames {
+                    state.planner.objects(
+                        &state.style,
+                        &state.typeface,
+                        &mut state.atlas,
+                        frame,
+                        list,
+                    );
+                }
+                let source_id = frames.first().map_or(0, |f| f.source_id);
+                state.planner.overlays(
+                    &state.style,
+                    &state.typeface,
+                    &mut state.atlas,
+                    clock,
+                    source_id,
+                    list,
+                );
+                if list.is_empty() {
+                    return Ok(());
+                }
+                let mut frame = gst_video::VideoFrameRef::from_buffer_ref_writable(buf, &info)
+                    .map_err(|e| format!("cannot map the frame for writing: {e}"))?;
+                paint_frame(list, state.atlas.pixels(), &mut frame).map_err(|e| e.to_string())
+            }
+            Some(FrameSource::Batched) => {
+                let Some(mut meta) = buf.meta_mut::<BatchMeta>() else {
+                    return Err("a batch without its metadata (was it made by rsstreammux?)".into());
+                };
+                let frames: &[Frame] = &meta.batch().frames;
+                while state.lists.len() < frames.len() {
+                    state.lists.push(DrawList::default());
+                }
+                let count = meta.surfaces().len();
+                for (frame, list) in frames.iter().zip(&mut state.lists) {
+                    let surface = meta
+                        .surfaces()
+                        .get(frame.surface_index as usize)
+                        .ok_or_else(|| {
+                            format!(
+                                "frame of source {} names surface {}, but the batch has {count}",
+                                frame.source_id, frame.surface_index
+                            )
+                        })?;
+                    let info = surface.info();
+                    list.reset(info.width(), info.height());
+                    state.planner.objects(
+                        &state.style,
+                        &state.typeface,
+                        &mut state.atlas,
+                        frame,
+                        list,
+                    );
+                    state.planner.overlays(
+                        &state.style,
+                        &state.typeface,
+                        &mut state.atlas,
+                        clock,
+                        frame.source_id,
+                        list,
+                    );
+                }
+                let targets: Vec<usize> = frames.iter().map(|f| f.surface_index as usize).collect();
+                for (surface_index, list) in targets.into_iter().zip(&state.lists) {
+                    if list.is_empty() {
+                        continue;
+                    }
+                    let surface = &mut meta.surfaces_mut()[surface_index];
+                    let stream = surface.stream.clone();
+                    if !surface.buffer.is_writable() {
+                        gst::trace!(CAT, imp = self, "copying a shared surface before drawing");
+                    }
+                    let pixels = surface.buffer.make_mut();
+                    let mut frame =
+                        gst_video::VideoFrameRef::from_buffer_ref_writable(pixels, &stream.info)
+                            .map_err(|e| {
+                                format!(
+                                    "cannot map the frame of source {} for writing: {e}",
+                                    stream.source_id
+                                )
+                            })?;
+                    paint_frame(list, state.atlas.pixels(), &mut frame)
+                        .map_err(|e| format!("source {}: {e}", stream.source_id))?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Applies property changes made while running (the font stays as it was at start).
+    fn restyle(&self, state: &mut State) {
+        if !self.restyle.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        match self.settings.lock().unwrap().resolve() {
+            Ok((style, _)) => {
+                gst::debug!(CAT, imp = self, "style changed: {style:?}");
+                state.style = Style {
+                    font: state.style.font.clone(),
+                    ..style
+                };
+            }
+            Err(e) => gst::warning!(CAT, imp = self, "keeping the previous style: {e}"),
+        }
+    }
+}
+
+#[glib::object_subclass]
+impl ObjectSubclass for RsOsd {
+    const NAME: &'static str = "GstRsOsd";
+    type Type = super::RsOsd;
+    type ParentType = gst_base::BaseTransform;
+}
+
+impl ObjectImpl for RsOsd {
+    fn properties() -> &'static [glib::ParamSpec] {
+        static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> =
+            LazyLock::new(|| {
+                let d = Style::default();
+                let boolean = |name: &'static str, blurb: &'static str, default: bool| {
+                    glib::ParamSpecBoolean::builder(name)
+                        .blurb(blurb)
+                        .default_value(default)
+                        .mutable_playing()
+                        .build()
+                };
+                let uint = |name: &'static str, blurb: &'static str, min, max, default| {
+                    glib::ParamSpecUInt::builder(name)
+                        .blurb(blurb)
+                        .minimum(min)
+                        .maximum(max)
+                        .default_value(default)
+                        .mutable_playing()
+                        .build()
+                };
+                let color = |name: &'static str, blurb: &'static str, default: u32| {
+                    glib::ParamSpecUInt::builder(name)
+                        .blurb(blurb)
+                        .default_value(default)
+                        .mutable_playing()
+                        .build()
+                };
+                let text = |name: &'static str, blurb: &'static str, default: Option<&str>| {
+                    glib::ParamSpecString::builder(name)
+                        .blurb(blurb)
+                        .default_value(default)
+                        .mutable_playing()
+                        .build()
+                };
+                vec![
+                glib::ParamSpecString::builder("config-file-path")
+                    .nick("Config file")
+                    .blurb(
+                        "INI file with an [osd] section (keys named like the properties) and \
+                         [class-attrs-N] sections; properties set on the element override it",
+                    )
+                    .mutable_ready()
+                    .build(),
+                boolean("display-bbox", "Draw the objects' boxes", d.display_bbox),
+                boolean("display-text", "Draw the objects' labels", d.display_text),
+                boolean("display-clock", "Draw the local time", d.display_clock),
+                uint(
+                    "border-width",
+                    "Box border width in pixels",
+                    0,
+                    100,
+                    d.border_width,
+                ),
+                color(
+                    "border-color",
+                    "Box colour as 0xRRGGBBAA for every class; 0: a palette colour per class",
+                    0,
+                ),
+                text(
+                    "class-colors",
+                    "Box colours per class: id=colour pairs separated by commas, colours as \
+                     #RRGGBB, #RRGGBBAA or 0xRRGGBBAA (e.g. \"0=#ff0000,2=#00ff00\")",
+                    None,
+                ),
+                color(
+                    "bbox-bg-color",
+                    "Fill inside every box as 0xRRGGBBAA (0: none)",
+                    d.bbox_bg_color.to_u32(),
+                ),
+                uint("text-size", "Label text height in pixels", 4, 512, d.text_size),
+                color(
+                    "text-color",
+                    "Label text colour as 0xRRGGBBAA",
+                    d.text_color.to_u32(),
+                ),
+                color(
+                    "text-bg-color",
+                    "Label background as 0xRRGGBBAA; 0: the box colour",
+                    0,
+                ),
+                text(
+                    "label-format",
+                    "Label text from {label}, {id} (tracker id), {confidence}, {classes} \
+                     (classifier results) and {source}; empty fields vanish",
+                    Some(crate::style::DEFAULT_LABEL_FORMAT),
+                ),
+                glib::ParamSpecString::builder("font")
+                    .nick("Font")
+                    .blurb(
+                        "TrueType/OpenType font file for all text; empty: the first system font \
+                         found (DejaVu Sans, Liberation Sans, Noto Sans...), else the built-in \
+                         bitmap font; \"builtin\": the built-in 8x8 bitmap font",
+                    )
+                    .mutable_ready()
+                    .build(),
+                uint(
+                    "clock-font-size",
+                    "Clock text height in pixels",
+                    4,
+                    512,
+                    d.clock_font_size,
+                ),
+                color(
+                    "clock-color",
+                    "Clock colour as 0xRRGGBBAA",
+                    d.clock_color.to_u32(),
+                ),
+                uint(
+                    "x-clock-offset",
+                    "Clock distance from the left edge in pixels",
+                    0,
+                    u32::MAX,
+                    d.clock_x,
+                ),
+                uint(
+                    "y-clock-offset",
+                    "Clock distance from the top edge in pixels",
+                    0,
+                    u32::MAX,
+                    d.clock_y,
+                ),
+                text(
+                    "clock-format",
+                    "Clock format (g_date_time_format, like strftime)",
+                    Some(&d.clock_format),
+                ),
+                text(
+                    "source-text",
+                    "Text in the bottom-left corner of each source's frames: id=text pairs \
+                     separated by ';' (e.g. \"0=Front door;1=Yard\")",
+                    None,
+                ),
+                text(
+                    "blur-class-ids",
+                    "Classes whose boxes are blurred (privacy), ';'-separated",
+                    None,
+                ),
+                glib::ParamSpecEnum::builder_with_default("blur-mode", OsdBlurMode::default())
+                    .blurb("How blurred boxes are hidden")
+                    .mutable_playing()
+                    .build(),
+                uint(
+                    "blur-strength",
+                    "Pixelation block size or blur radius in pixels",
+                    1,
+                    256,
+                    d.blur_strength,
+                ),
+            ]
+            });
+        PROPERTIES.as_ref()
+    }
+
+    fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        let name: &'static str = Self::properties()
+            .iter()
+            .find(|p| p.name() == pspec.name())
+            .map(|p| p.name())
+            .expect("a property of this element");
+        let mut settings = self.settings.lock().unwrap();
+        match settings.apply(name, value) {
+            Ok(()) => {
+                if name != "config-file-path" {
+                    settings.set.insert(name);
+                }
+                self.restyle.store(true, Ordering::Release);
+            }
+            Err(e) => gst::error!(CAT, imp = self, "{name}: {e}; keeping the previous value"),
+        }
+    }
+
+    fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
+        let settings = self.settings.lock().unwrap();
+        let s = &settings.style;
+        let colors = |c: Option<Rgba>| c.map_or(0, Rgba::to_u32).to_value();
+        match pspec.name() {
+            "config-file-path" => settings
+                .config_file
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .to_value(),
+            "display-bbox" => s.display_bbox.to_value(),
+            "display-text" => s.display_text.to_value(),
+            "display-clock" => s.display_clock.to_value(),
+            "border-width" => s.border_width.to_value(),
+            "border-color" => colors(s.border_color),
+            "class-colors" => settings
+                .class_colors
+                .iter()
+                .map(|(id, c)| format!("{id}=0x{:08x}", c.to_u32()))
+                .collect::<Vec<_>>()
+                .join(",")
+                .to_value(),
+            "bbox-bg-color" => s.bbox_bg_color.to_u32().to_value(),
+            "text-size" => s.text_size.to_value(),
+            "text-color" => s.text_color.to_u32().to_value(),
+            "text-bg-color" => colors(s.text_bg_color),
+            "label-format" => s.label_format.to_string().to_value(),
+            "font" => s.font.to_string().to_value(),
+            "clock-font-size" => s.clock_font_size.to_value(),
+            "clock-color" => s.clock_color.to_u32().to_value(),
+            "x-clock-offset" => s.clock_x.to_value(),
+            "y-clock-offset" => s.clock_y.to_value(),
+            "clock-format" => s.clock_format.to_value(),
+            "source-text" => s
+                .source_text
+                .iter()
+                .map(|(id, t)| format!("{id}={t}"))
+                .collect::<Vec<_>>()
+                .join(";")
+                .to_value(),
+            "blur-class-ids" => s
+                .blur_class_ids
+                .iter()
+                .map(i32::to_string)
+                .collect::<Vec<_>>()
+                .join(";")
+                .to_value(),
+            "blur-mode" => OsdBlurMode::from(s.blur_mode).to_value(),
+            "blur-strength" => s.blur_strength.to_value(),
+            other => unreachable!("unknown property {other}"),
+        }
+    }
+}
+
+impl GstObjectImpl for RsOsd {}
+
+impl ElementImpl for RsOsd {
+    fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
+        static METADATA: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
+            gst::subclass::ElementMetadata::new(
+                "Ferrostream on-screen display",
+                "Filter/Effect/Video/Analytics",
+                "Draws object boxes, labels, a clock and source text, and blurs chosen classes",
+                "Ferrostream developers",
+            )
+        });
+        Some(&*METADATA)
+    }
+
+    fn pad_templates() -> &'static [gst::PadTemplate] {
+        static PAD_TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
+            let mut caps = gst_video::VideoCapsBuilder::new()
+                .format_list(FORMATS)
+                .build();
+            caps.merge(batch_caps(FORMATS.iter().map(|f| f.to_str().as_str())));
+            ferrostream_core::element::filter_pad_templates(&caps)
+        });
+        PAD_TEMPLATES.as_ref()
+    }
+}
+
+impl BaseTransformImpl for RsOsd {
+    const MODE: gst_base::subclass::BaseTransformMode =
+        gst_base::subclass::BaseTransformMode::AlwaysInPlace;
+    const PASSTHROUGH_ON_SAME_CAPS: bool = false;
+    const TRANSFORM_IP_ON_PASSTHROUGH: bool = false;
+
+    fn start(&self) -> Result<(), gst::ErrorMessage> {
+        let resolved = self.settings.lock().unwrap().resolve();
+        self.restyle.store(false, Ordering::Release);
+        let (style, warnings) =
+            resolved.map_err(|m| gst::error_msg!(gst::LibraryError::Settings, ("{m}")))?;
+        for warning in warnings {
+            gst::element_imp_warning!(self, gst::LibraryError::Settings, ("{warning}"));
+        }
+        let loaded = crate::font::Typeface::load(&style.font)
+            .map_err(|m| gst::error_msg!(gst::ResourceError::NotFound, ("{m}")))?;
+        if let Some(warning) = &loaded.warning {
+            gst::element_imp_warning!(self, gst::ResourceError::NotFound, ("{warning}"));
+        }
+        gst::info!(
+            CAT,
+            imp = self,
+            "drawing text with {}; style {style:?}",
+            loaded.typeface.describe()
+        );
+        *self.state.lock().unwrap() = Some(State {
+            style,
+            typeface: loaded.typeface,
+            atlas: GlyphAtlas::default(),
+            planner: Planner::default(),
+            lists: Vec::new(),
+            source: None,
+        });
+        Ok(())
+    }
+
+    fn stop(&self) -> Result<(), gst::ErrorMessage> {
+        self.state.lock().unwrap().take();
+        Ok(())
+    }
+
+    fn set_caps(&self, incaps: &gst::Caps, _outcaps: &gst::Caps) -> Result<(), gst::LoggableError> {
+        let source =
+            FrameSource::from_caps(incaps).map_err(|e| gst::loggable_error!(CAT, "{e}"))?;
+        let mut guard = self.state.lock().unwrap();
+        let Some(state) = guard.as_mut() else {
+            return Err(gst::loggable_error!(CAT, "caps before start"));
+        };
+        gst::debug!(CAT, imp = self, "drawing on {incaps}");
+        state.source = Some(source);
+        Ok(())
+    }
+
+    fn transform_ip(&self, buf: &mut gst::BufferRef) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let mut guard = self.state.lock().unwrap();
+        let Some(state) = guard.as_mut() else {
+            return Err(gst::FlowError::Flushing);
+        };
+        self.restyle(state);
+        let result = self.draw(state, buf);
+        drop(guard);
+        match result {
+            Ok(()) => Ok(gst::FlowSuccess::Ok),
+            Err(message) => {
+                gst::element_imp_error!(self, gst::StreamError::Failed, ("{message}"));
+                Err(gst::FlowError::Error)
+            }
+        }
+    }
+}

@@ -1,0 +1,540 @@
+//! The CPU painter: applies a [`DrawList`] to a frame in system memory, plane by plane.
+//!
+//! Each plane is described by its channels and chroma subsampling, so one set of loops serves
+//! packed RGB (4 bytes per pixel), NV12 (Y + interleaved UV) and I420 (Y, U, V). On subsampled
+//! planes fills and glyphs cover every chroma sample they touch (a one-pixel border on an odd
+//! column still shows its colour), glyph coverage is averaged over the chroma block, and blurs
+//! take only the chroma samples entirely inside their rectangle, so nothing outside it changes.
+
+use gst_video::{VideoFormat, VideoFrameExt, VideoInfo};
+
+use crate::color::{Rgba, YuvMatrix};
+use crate::font::ATLAS_WIDTH;
+use crate::plan::{BlurOp, DrawList, FillOp, GlyphOp, PixelRect};
+use crate::style::BlurMode;
+
+/// What one byte of a pixel in a plane holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Channel {
+    R,
+    G,
+    B,
+    /// Alpha, or the padding byte of RGBx/BGRx (drawn opaque).
+    A,
+    Y,
+    U,
+    V,
+}
+
+/// One plane of a format: its channels in byte order and its subsampling (log2).
+#[derive(Debug, Clone, Copy)]
+struct PlaneLayout {
+    channels: &'static [Channel],
+    sub_x: u32,
+    sub_y: u32,
+}
+
+const fn plane(channels: &'static [Channel], sub: u32) -> PlaneLayout {
+    PlaneLayout {
+        channels,
+        sub_x: sub,
+        sub_y: sub,
+    }
+}
+
+use Channel::*;
+
+/// The planes of a format `rsosd` draws on, or `None`.
+fn layout(format: VideoFormat) -> Option<&'static [PlaneLayout]> {
+    const RGBA: &[PlaneLayout] = &[plane(&[R, G, B, A], 0)];
+    const BGRA: &[PlaneLayout] = &[plane(&[B, G, R, A], 0)];
+    const NV12: &[PlaneLayout] = &[plane(&[Y], 0), plane(&[U, V], 1)];
+    const I420: &[PlaneLayout] = &[plane(&[Y], 0), plane(&[U], 1), plane(&[V], 1)];
+    match format {
+        VideoFormat::Rgba | VideoFormat::Rgbx => Some(RGBA),
+        VideoFormat::Bgra | VideoFormat::Bgrx => Some(BGRA),
+        VideoFormat::Nv12 => Some(NV12),
+        VideoFormat::I420 => Some(I420),
+        _ => None,
+    }
+}
+
+/// Why a frame could not be painted.
+#[derive(Debug, thiserror::Error)]
+pub enum PaintError {
+    #[error("rsosd cannot draw on {0:?} frames")]
+    Format(VideoFormat),
+    #[error(
+        "the frame is {frame_width}x{frame_height} but the draw list was made for {list_width}x{list_height}"
+    )]
+    Size {
+        frame_width: u32,
+        frame_height: u32,
+        list_width: i32,
+        list_height: i32,
+    },
+    #[error("cannot write plane {plane}: {cause}")]
+    Plane { plane: u32, cause: String },
+}
+
+/// Whether `rsosd` can draw on `format`.
+pub fn supports(format: VideoFormat) -> bool {
+    layout(format).is_some()
+}
+
+/// Draws `list` on a mapped, writable frame; `atlas` is the glyph atlas the list refers to.
+pub fn paint_frame(
+    list: &DrawList,
+    atlas: &[u8],
+    frame: &mut gst_video::VideoFrameRef<&mut gst::BufferRef>,
+) -> Result<(), PaintError> {
+    let info: &VideoInfo = frame.info();
+    let format = info.format();
+    let planes = layout(format).ok_or(PaintError::Format(format))?;
+    if info.width() as i32 != list.width || info.height() as i32 != list.height {
+        return Err(PaintError::Size {
+            frame_width: info.width(),
+            frame_height: info.height(),
+            list_width: list.width,
+            list_height: list.height,
+        });
+    }
+    if list.is_empty() {
+        return Ok(());
+    }
+    let matrix = YuvMatrix::for_info(info);
+    for (index, layout) in planes.iter().enumerate() {
+        let stride = frame.plane_stride()[index] as usize;
+        let data = frame
+            .plane_data_mut(index as u32)
+            .map_err(|e| PaintError::Plane {
+                plane: index as u32,
+                cause: e.to_string(),
+            })?;
+        paint_plane(list, atlas, *layout, matrix, data, stride).map_err(|cause| {
+            PaintError::Plane {
+                plane: index as u32,
+                cause,
+            }
+        })?;
+    }
+    Ok(())
+}
+
+/// Draws `list` on a frame given as planes of bytes with their strides, e.g. memory the caller
+/// owns (benchmarks, painters outside GStreamer buffers).
+pub fn paint_planes(
+    list: &DrawList,
+    atlas: &[u8],
+    format: VideoFormat,
+    matrix: YuvMatrix,
+    planes: &mut [(&mut [u8], usize)],
+) -> Result<(), PaintError> {
+    let layouts = layout(format).ok_or(PaintError::Format(format))?;
+    if planes.len() < layouts.len() {
+        return Err(PaintError::Plane {
+            plane: planes.len() as u32,
+            cause: format!("{format:?} has {} planes", layouts.len()),
+        });
+    }
+    for (index, (layout, (data, stride))) in layouts.iter().zip(planes.iter_mut()).enumerate() {
+        paint_plane(list, atlas, *layout, matrix, data, *stride).map_err(|cause| {
+            PaintError::Plane {
+                plane: index as u32,
+                cause,
+            }
+        })?;
+    }
+    Ok(())
+}
+
+fn paint_plane(
+    list: &DrawList,
+    atlas: &[u8],
+    layout: PlaneLayout,
+    matrix: YuvMatrix,
+    data: &mut [u8],
+    stride: usize,
+) -> Result<(), String> {
+    let width = (list.width + (1 << layout.sub_x) - 1) >> layout.sub_x;
+    let height = (list.height + (1 << layout.sub_y) - 1) >> layout.sub_y;
+    let row = width as usize * layout.channels.len();
+    let needed = if height > 0 {
+        (height as usize - 1) * stride + row
+    } else {
+        0
+    };
+    if stride < row || data.len() < needed {
+        return Err(format!(
+            "{} bytes with stride {stride} cannot hold {height} rows of {row} bytes",
+            data.len()
+        ));
+    }
+    Plane {
+        data,
+        stride,
+        layout,
+        width,
+        height,
+        matrix,
+    }
+    .paint(list, atlas);
+    Ok(())
+}
+
+struct Plane<'a> {
+    data: &'a mut [u8],
+    stride: usize,
+    layout: PlaneLayout,
+    /// Size in samples.
+    width: i32,
+    height: i32,
+    matrix: YuvMatrix,
+}
+
+/// `d` blended towards `s` by `a`/255, rounded.
+#[inline(always)]
+fn blend(d: u8, s: u8, a: u32) -> u8 {
+    let v = s as u32 * a + d as u32 * (255 - a) + 128;
+    ((v + (v >> 8)) >> 8) as u8
+}
+
+impl Plane<'_> {
+    fn step(&self) -> usize {
+        self.layout.channels.len()
+    }
+
+    /// The plane's bytes for colour `c`, in channel order.
+    fn values(&self, c: Rgba) -> [u8; 4] {
+        let yuv = match self.layout.channels[0] {
+            Y | U | V => self.matrix.yuv(c),
+            _ => [0; 3],
+        };
+        let mut v = [0u8; 4];
+        for (slot, channel) in v.iter_mut().zip(self.layout.channels) {
+            *slot = match channel {
+                R => c.r,
+                G => c.g,
+                B => c.b,
+                A => 255,
+                Y => yuv[0],
+                U => yuv[1],
+                V => yuv[2],
+            };
+        }
+        v
+    }
+
+    /// The samples of this plane that `r` (frame pixels) touches.
+    fn covering(&self, r: &PixelRect) -> PixelRect {
+        let (sx, sy) = (self.layout.sub_x, self.layout.sub_y);
+        PixelRect::new(
+            r.x0 >> sx,
+            r.y0 >> sy,
+            (r.x1 + (1 << sx) - 1) >> sx,
+            (r.y1 + (1 << sy) - 1) >> sy,
+        )
+        .intersect(&PixelRect::new(0, 0, self.width, self.height))
+    }
+
+    /// The samples of this plane that lie entirely inside `r`.
+    fn inside(&self, r: &PixelRect) -> PixelRect {
+        let (sx, sy) = (self.layout.sub_x, self.layout.sub_y);
+        PixelRect::new(
+            (r.x0 + (1 << sx) - 1) >> sx,
+            (r.y0 + (1 << sy) - 1) >> sy,
+            r.x1 >> sx,
+            r.y1 >> sy,
+        )
+        .intersect(&PixelRect::new(0, 0, self.width, self.height))
+    }
+
+    fn paint(&mut self, list: &DrawList, atlas: &[u8]) {
+        for op in &list.blurs {
+            self.blur(op);
+        }
+        for op in &list.fills {
+            self.fill(op);
+        }
+        for op in &list.glyphs {
+            self.glyph(op, atlas);
+        }
+    }
+
+    fn row(&mut self, y: i32, x0: i32, x1: i32) -> &mut [u8] {
+        let step = self.step();
+        let start = y as usize * self.stride;
+        &mut self.data[start + x0 as usize * step..start + x1 as usize * step]
+    }
+
+    fn fill(&mut self, op: &FillOp) {
+        let r = self.covering(&op.rect);
+        if r.is_empty() {
+            return;
+        }
+        let step = self.step();
+        let values = self.values(op.color);
+        let v = &values[..step];
+        let a = op.color.a as u32;
+        for y in r.y0..r.y1 {
+            let row = self.row(y, r.x0, r.x1);
+            match (a, step) {
+                (255, 1) => row.fill(v[0]),
+                (255, _) => row
+                    .chunks_exact_mut(step)
+                    .for_each(|p| p.copy_from_slice(v)),
+                _ => {
+                    for p in row.chunks_exact_mut(step) {
+                        for (d, s) in p.iter_mut().zip(v) {
+                            *d = blend(*d, *s, a);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn glyph(&mut self, op: &GlyphOp, atlas: &[u8]) {
+        let r = self.covering(&op.rect);
+        if r.is_empty() {
+            return;
+        }
+        let step = self.step();
+        let values = self.values(op.color);
+        let v = &values[..step];
+        let alpha = op.color.a as u32;
+        let (sx, sy) = (self.layout.sub_x, self.layout.sub_y);
+        let coverage_at = |x: i32, y: i32| -> u32 {
+            let ax = op.atlas_x + x - op.rect.x0;
+            let ay = op.atlas_y + y - op.rect.y0;
+            // Lists made by the planner always point into the atlas; a foreign list that
+            // does not draws nothing there instead of reading out of bounds.
+            atlas
+                .get(ay as usize * ATLAS_WIDTH + ax as usize)
+                .map_or(0, |&c| c as u32)
+        };
+        for y in r.y0..r.y1 {
+            let row = self.row(y, r.x0, r.x1);
+            for (i, p) in row.chunks_exact_mut(step).enumerate() {
+                let x = r.x0 + i as i32;
+                let coverage = if sx == 0 && sy == 0 {
+                    coverage_at(x, y)
+                } else {
+                    // Mean coverage of the frame pixels this sample stands for.
+                    let mut sum = 0;
+                    for fy in (y << sy)..((y + 1) << sy) {
+                        for fx in (x << sx)..((x + 1) << sx) {
+                            if fx >= op.rect.x0
+                                && fx < op.rect.x1
+                                && fy >= op.rect.y0
+                                && fy < op.rect.y1
+                            {
+                                sum += coverage_at(fx, fy);
+                            }
+                        }
+                    }
+                    sum >> (sx + sy)
+                };
+                if coverage == 0 {
+                    continue;
+                }
+                let a = (coverage * alpha + 127) / 255;
+                for (d, s) in p.iter_mut().zip(v) {
+                    *d = blend(*d, *s, a);
+                }
+            }
+        }
+    }
+
+    fn blur(&mut self, op: &BlurOp) {
+        let r = self.inside(&op.rect);
+        if r.is_empty() {
+            return;
+        }
+        let strength = (op.strength >> self.layout.sub_x).max(1);
+        match op.mode {
+            BlurMode::Pixelate => self.pixelate(r, strength),
+            BlurMode::Blur => {
+                for _ in 0..3 {
+                    self.box_blur(r, strength);
+                }
+            }
+        }
+    }
+
+    /// Replaces blocks of `block` x `block` samples (anchored at the rectangle's corner) by
+    /// their mean.
+    fn pixelate(&mut self, r: PixelRect, block: i32) {
+        let step = self.step();
+        let mut by = r.y0;
+        while by < r.y1 {
+            let ey = (by + block).min(r.y1);
+            let mut bx = r.x0;
+            while bx < r.x1 {
+                let ex = (bx + block).min(r.x1);
+                let mut sum = [0u32; 4];
+                for y in by..ey {
+                    for p in self.row(y, bx, ex).chunks_exact(step) {
+                        for (s, v) in sum.iter_mut().zip(p) {
+                            *s += *v as u32;
+                        }
+                    }
+                }
+                let n = ((ex - bx) * (ey - by)) as u32;
+                let mean = sum.map(|s| ((s + n / 2) / n) as u8);
+                for y in by..ey {
+                    for p in self.row(y, bx, ex).chunks_exact_mut(step) {
+                        p.copy_from_slice(&mean[..step]);
+                    }
+                }
+                bx = ex;
+            }
+            by = ey;
+        }
+    }
+
+    /// One horizontal and one vertical box blur of radius `radius`, edges repeated inside `r`.
+    fn box_blur(&mut self, r: PixelRect, radius: i32) {
+        let step = self.step();
+        let (w, h) = (r.width() as usize, r.height() as usize);
+        let mut line = vec![0u8; w.max(h)];
+        let mut out = vec![0u8; w.max(h)];
+        for c in 0..step {
+            for y in r.y0..r.y1 {
+                let row = self.row(y, r.x0, r.x1);
+                for (l, p) in line.iter_mut().zip(row.chunks_exact(step)) {
+                    *l = p[c];
+                }
+                blur_line(&line[..w], &mut out[..w], radius as usize);
+                for (o, p) in out.iter().zip(row.chunks_exact_mut(step)) {
+                    p[c] = *o;
+                }
+            }
+            for x in r.x0..r.x1 {
+                let offset = x as usize * step + c;
+                for (i, y) in (r.y0..r.y1).enumerate() {
+                    line[i] = self.data[y as usize * self.stride + offset];
+                }
+                blur_line(&line[..h], &mut out[..h], radius as usize);
+                for (i, y) in (r.y0..r.y1).enumerate() {
+                    self.data[y as usize * self.stride + offset] = out[i];
+                }
+            }
+        }
+    }
+}
+
+/// Box filter of radius `r` over `src` (edge samples repeated), into `dst`.
+fn blur_line(src: &[u8], dst: &mut [u8], r: usize) {
+    let n = src.len();
+    let at = |i: isize| src[i.clamp(0, n as isize - 1) as usize] as u32;
+    let window = 2 * r as u32 + 1;
+    let mut sum: u32 = (-(r as isize)..=r as isize).map(at).sum();
+    for (i, d) in dst.iter_mut().enumerate() {
+        *d = ((sum + window / 2) / window) as u8;
+        let i = i as isize;
+        sum = sum + at(i + r as isize + 1) - at(i - r as isize);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gst_video::VideoColorMatrix;
+
+    fn rgba_list(ops: Vec<FillOp>) -> DrawList {
+        DrawList {
+            width: 8,
+            height: 4,
+            fills: ops,
+            ..DrawList::default()
+        }
+    }
+
+    #[test]
+    fn blend_is_exact_at_the_ends_and_rounds() {
+        for d in [0u8, 17, 200, 255] {
+            assert_eq!(blend(d, 99, 255), 99);
+            assert_eq!(blend(d, 99, 0), d);
+        }
+        assert_eq!(blend(0, 255, 128), 128);
+        assert_eq!(blend(100, 200, 51), 120);
+    }
+
+    #[test]
+    fn opaque_and_translucent_fills_on_bgrx() {
+        let list = rgba_list(vec![
+            FillOp {
+                rect: PixelRect::new(1, 1, 3, 2),
+                color: Rgba::new(10, 20, 30, 255),
+            },
+            FillOp {
+                rect: PixelRect::new(5, 0, 6, 1),
+                color: Rgba::new(255, 255, 255, 128),
+            },
+        ]);
+        let mut data = vec![0u8; 8 * 4 * 4];
+        let matrix = YuvMatrix::new(VideoColorMatrix::Bt601, false);
+        paint_planes(
+            &list,
+            &[],
+            VideoFormat::Bgrx,
+            matrix,
+            &mut [(&mut data, 32)],
+        )
+        .unwrap();
+        assert_eq!(&data[32 + 4..32 + 8], &[30, 20, 10, 255]);
+        assert_eq!(&data[32 + 8..32 + 12], &[30, 20, 10, 255]);
+        assert_eq!(&data[20..24], &[128, 128, 128, 128]);
+        let painted = [9usize, 10, 5];
+        for (i, px) in data.chunks_exact(4).enumerate() {
+            if !painted.contains(&i) {
+                assert_eq!(px, &[0, 0, 0, 0], "pixel {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn odd_border_on_nv12_colours_its_chroma_sample() {
+        let list = rgba_list(vec![FillOp {
+            rect: PixelRect::new(3, 1, 4, 2),
+            color: Rgba::new(255, 0, 0, 255),
+        }]);
+        let matrix = YuvMatrix::new(VideoColorMatrix::Bt601, false);
+        let mut y = vec![16u8; 8 * 4];
+        let mut uv = vec![128u8; 8 * 2];
+        paint_planes(
+            &list,
+            &[],
+            VideoFormat::Nv12,
+            matrix,
+            &mut [(&mut y, 8), (&mut uv, 8)],
+        )
+        .unwrap();
+        assert_eq!(y[8 + 3], 81);
+        assert_eq!(y.iter().filter(|&&v| v != 16).count(), 1);
+        // Chroma sample (1, 0) covers pixels x 2..4, y 0..2.
+        assert_eq!(&uv[2..4], &[90, 240]);
+        assert_eq!(uv.iter().filter(|&&v| v != 128).count(), 2);
+    }
+
+    #[test]
+    fn blur_line_is_a_box_filter() {
+        let src = [0u8, 0, 90, 0, 0];
+        let mut dst = [0u8; 5];
+        blur_line(&src, &mut dst, 1);
+        assert_eq!(dst, [0, 30, 30, 30, 0]);
+        let flat = [7u8; 6];
+        let mut dst = [0u8; 6];
+        blur_line(&flat, &mut dst, 4);
+        assert_eq!(dst, flat);
+    }
+
+    #[test]
+    fn every_supported_format_has_a_layout() {
+        for f in crate::color::FORMATS {
+            assert!(supports(f), "{f:?}");
+        }
+        assert!(!supports(VideoFormat::Yuy2));
+    }
+}

@@ -1,0 +1,407 @@
+//! What `rsosd` draws and how it looks: the resolved settings, shared by the properties and the
+//! configuration file, with the parsers both use.
+
+use std::collections::BTreeMap;
+
+use ferrostream_core::Object;
+
+use crate::color::Rgba;
+use crate::font::FontRequest;
+
+/// How the inside of a privacy box is hidden.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BlurMode {
+    /// Blocks of `blur-strength` pixels, each filled with its mean.
+    #[default]
+    Pixelate,
+    /// Three box blurs of radius `blur-strength` (close to a Gaussian).
+    Blur,
+}
+
+impl std::str::FromStr for BlurMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "pixelate" => Ok(Self::Pixelate),
+            "blur" => Ok(Self::Blur),
+            other => Err(format!("unknown blur mode `{other}` (pixelate or blur)")),
+        }
+    }
+}
+
+/// What a `[class-attrs-N]` section or `class-colors` sets for one class; unset fields use the
+/// element-wide values.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClassOverride {
+    pub border_color: Option<Rgba>,
+    pub border_width: Option<u32>,
+    pub bg_color: Option<Rgba>,
+    pub blur: Option<bool>,
+}
+
+/// The resolved look of one class.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClassStyle {
+    pub border_color: Rgba,
+    pub border_width: u32,
+    /// Fill inside the box (transparent: none).
+    pub bg_color: Rgba,
+    pub blur: bool,
+}
+
+/// Distinct, saturated colours for classes without a configured colour (class id modulo 12).
+const PALETTE: [Rgba; 12] = [
+    Rgba::new(255, 56, 56, 255),
+    Rgba::new(72, 249, 10, 255),
+    Rgba::new(0, 148, 255, 255),
+    Rgba::new(255, 210, 0, 255),
+    Rgba::new(255, 55, 199, 255),
+    Rgba::new(0, 255, 221, 255),
+    Rgba::new(255, 128, 0, 255),
+    Rgba::new(146, 80, 255, 255),
+    Rgba::new(180, 255, 90, 255),
+    Rgba::new(0, 194, 120, 255),
+    Rgba::new(255, 157, 151, 255),
+    Rgba::new(120, 160, 255, 255),
+];
+
+/// Everything that decides what is drawn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Style {
+    pub display_bbox: bool,
+    pub display_text: bool,
+    pub display_clock: bool,
+    pub border_width: u32,
+    /// One border colour for every class; `None` picks from the palette by class id.
+    pub border_color: Option<Rgba>,
+    /// Fill inside every box (transparent: none).
+    pub bbox_bg_color: Rgba,
+    pub classes: BTreeMap<i32, ClassOverride>,
+    pub text_size: u32,
+    pub text_color: Rgba,
+    /// Label background; `None` uses the box's border colour.
+    pub text_bg_color: Option<Rgba>,
+    pub label_format: LabelFormat,
+    pub font: FontRequest,
+    pub clock_font_size: u32,
+    pub clock_color: Rgba,
+    pub clock_x: u32,
+    pub clock_y: u32,
+    /// `strftime`-style format of the clock (GLib's `g_date_time_format`).
+    pub clock_format: String,
+    /// Text drawn in the bottom-left corner of the frames of each source.
+    pub source_text: BTreeMap<u32, String>,
+    pub blur_class_ids: Vec<i32>,
+    /// Blur every class (`[class-attrs-all] blur=1`).
+    pub blur_all: bool,
+    pub blur_mode: BlurMode,
+    pub blur_strength: u32,
+}
+
+impl Default for Style {
+    fn default() -> Self {
+        Self {
+            display_bbox: true,
+            display_text: true,
+            display_clock: false,
+            border_width: 3,
+            border_color: None,
+            bbox_bg_color: Rgba::default(),
+            classes: BTreeMap::new(),
+            text_size: 16,
+            text_color: Rgba::WHITE,
+            text_bg_color: None,
+            label_format: LabelFormat::default(),
+            font: FontRequest::Auto,
+            clock_font_size: 18,
+            clock_color: Rgba::WHITE,
+            clock_x: 10,
+            clock_y: 10,
+            clock_format: "%Y-%m-%d %H:%M:%S".into(),
+            source_text: BTreeMap::new(),
+            blur_class_ids: Vec::new(),
+            blur_all: false,
+            blur_mode: BlurMode::default(),
+            blur_strength: 16,
+        }
+    }
+}
+
+impl Style {
+    /// The look of class `class_id`.
+    pub fn class(&self, class_id: i32) -> ClassStyle {
+        let o = self.classes.get(&class_id);
+        let palette = PALETTE[class_id.rem_euclid(PALETTE.len() as i32) as usize];
+        ClassStyle {
+            border_color: o
+                .and_then(|o| o.border_color)
+                .or(self.border_color)
+                .unwrap_or(palette),
+            border_width: o.and_then(|o| o.border_width).unwrap_or(self.border_width),
+            bg_color: o.and_then(|o| o.bg_color).unwrap_or(self.bbox_bg_color),
+            blur: o
+                .and_then(|o| o.blur)
+                .unwrap_or_else(|| self.blur_all || self.blur_class_ids.contains(&class_id)),
+        }
+    }
+}
+
+/// A label template: literal text and `{label}`, `{id}`, `{confidence}`, `{classes}`,
+/// `{source}` fields. Fields without a value (an untracked object's id) vanish with the space
+/// around them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabelFormat {
+    pieces: Vec<Piece>,
+    text: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Field {
+    Label,
+    Id,
+    Confidence,
+    Classes,
+    Source,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Piece {
+    Text(String),
+    Field(Field),
+}
+
+/// The label format used when none is configured.
+pub const DEFAULT_LABEL_FORMAT: &str = "{label} {id} {confidence} {classes}";
+
+impl Default for LabelFormat {
+    fn default() -> Self {
+        DEFAULT_LABEL_FORMAT.parse().expect("the default parses")
+    }
+}
+
+impl std::fmt::Display for LabelFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::str::FromStr for LabelFormat {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let mut pieces = Vec::new();
+        let mut rest = text;
+        while let Some(open) = rest.find('{') {
+            if open > 0 {
+                pieces.push(Piece::Text(rest[..open].to_owned()));
+            }
+            let Some(close) = rest[open..].find('}') else {
+                return Err(format!("label format `{text}`: `{{` without `}}`"));
+            };
+            let name = &rest[open + 1..open + close];
+            let field = match name {
+                "label" => Field::Label,
+                "id" => Field::Id,
+                "confidence" => Field::Confidence,
+                "classes" => Field::Classes,
+                "source" => Field::Source,
+                other => {
+                    return Err(format!(
+                        "label format `{text}`: unknown field `{{{other}}}` (use {{label}}, \
+                         {{id}}, {{confidence}}, {{classes}} or {{source}})"
+                    ));
+                }
+            };
+            pieces.push(Piece::Field(field));
+            rest = &rest[open + close + 1..];
+        }
+        if !rest.is_empty() {
+            pieces.push(Piece::Text(rest.to_owned()));
+        }
+        Ok(Self {
+            pieces,
+            text: text.to_owned(),
+        })
+    }
+}
+
+impl LabelFormat {
+    /// Writes the label of `object` (from source `source_id`) into `out`.
+    pub fn render(&self, object: &Object, source_id: u32, out: &mut String) {
+        use std::fmt::Write;
+        out.clear();
+        for piece in &self.pieces {
+            match piece {
+                Piece::Text(t) => out.push_str(t),
+                Piece::Field(Field::Label) if object.label.is_empty() => {
+                    let _ = write!(out, "class {}", object.class_id);
+                }
+                Piece::Field(Field::Label) => out.push_str(&object.label),
+                Piece::Field(Field::Id) => {
+                    if let Some(id) = object.object_id {
+                        let _ = write!(out, "{id}");
+                    }
+                }
+                // Objects the tracker predicts without a detection have no confidence.
+                Piece::Field(Field::Confidence) if object.confidence > 0.0 => {
+                    let _ = write!(out, "{:.2}", object.confidence);
+                }
+                Piece::Field(Field::Confidence) => {}
+                Piece::Field(Field::Classes) => {
+                    for (i, c) in object.classifications.iter().enumerate() {
+                        if i > 0 {
+                            out.push(' ');
+                        }
+                        out.push_str(&c.label);
+                    }
+                }
+                Piece::Field(Field::Source) => {
+                    let _ = write!(out, "{source_id}");
+                }
+            }
+        }
+        collapse_spaces(out);
+    }
+}
+
+/// Trims and squeezes runs of spaces left by empty fields.
+fn collapse_spaces(text: &mut String) {
+    let mut previous_space = true;
+    text.retain(|c| {
+        let keep = !(c == ' ' && previous_space);
+        previous_space = c == ' ';
+        keep
+    });
+    while text.ends_with(' ') {
+        text.pop();
+    }
+}
+
+/// Reads `class-colors`: `id=colour` pairs separated by `,` or whitespace, e.g.
+/// `0=#ff0000,2=0x00ff00ff`.
+pub fn parse_class_colors(text: &str) -> Result<BTreeMap<i32, Rgba>, String> {
+    let mut map = BTreeMap::new();
+    for item in text.split([',', ' ']).filter(|s| !s.trim().is_empty()) {
+        let Some((id, color)) = item.split_once('=') else {
+            return Err(format!("class-colors: `{item}` is not `class-id=colour`"));
+        };
+        let id: i32 = id
+            .trim()
+            .parse()
+            .map_err(|_| format!("class-colors: `{id}` is not a class id"))?;
+        let color = color.parse().map_err(|e| format!("class-colors: {e}"))?;
+        map.insert(id, color);
+    }
+    Ok(map)
+}
+
+/// Reads `source-text`: `id=text` pairs separated by `;`, e.g. `0=Front door;1=Yard`.
+pub fn parse_source_text(text: &str) -> Result<BTreeMap<u32, String>, String> {
+    let mut map = BTreeMap::new();
+    for item in text.split(';').filter(|s| !s.trim().is_empty()) {
+        let Some((id, label)) = item.split_once('=') else {
+            return Err(format!("source-text: `{item}` is not `source-id=text`"));
+        };
+        let id: u32 = id
+            .trim()
+            .parse()
+            .map_err(|_| format!("source-text: `{id}` is not a source id"))?;
+        map.insert(id, label.trim().to_owned());
+    }
+    Ok(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrostream_core::{BBox, Classification};
+
+    fn object() -> Object {
+        Object::new(0, "person".into(), 0.876, BBox::new(0.0, 0.0, 1.0, 1.0), 1)
+    }
+
+    fn render(format: &str, o: &Object) -> String {
+        let mut out = String::new();
+        format
+            .parse::<LabelFormat>()
+            .unwrap()
+            .render(o, 3, &mut out);
+        out
+    }
+
+    #[test]
+    fn label_fields() {
+        let mut o = object();
+        assert_eq!(render(DEFAULT_LABEL_FORMAT, &o), "person 0.88");
+        o.object_id = Some(12);
+        o.classifications.push(Classification {
+            component_id: 2,
+            class_id: 805,
+            label: "soccer ball".into(),
+            prob: 0.9,
+        });
+        assert_eq!(
+            render(DEFAULT_LABEL_FORMAT, &o),
+            "person 12 0.88 soccer ball"
+        );
+        assert_eq!(
+            render("#{id}: {label} (cam {source})", &o),
+            "#12: person (cam 3)"
+        );
+        o.label = "".into();
+        assert_eq!(render("{label}", &o), "class 0");
+        o.confidence = 0.0;
+        assert_eq!(render("{confidence} {id}", &o), "12");
+    }
+
+    #[test]
+    fn bad_label_formats() {
+        assert!(
+            "{label} {score}"
+                .parse::<LabelFormat>()
+                .unwrap_err()
+                .contains("unknown field `{score}`")
+        );
+        assert!("{label".parse::<LabelFormat>().is_err());
+    }
+
+    #[test]
+    fn class_styles() {
+        let mut style = Style {
+            blur_class_ids: vec![1],
+            ..Style::default()
+        };
+        style.classes.insert(
+            2,
+            ClassOverride {
+                border_color: Some(Rgba::new(1, 2, 3, 255)),
+                border_width: Some(7),
+                ..ClassOverride::default()
+            },
+        );
+        assert_eq!(style.class(0).border_color, PALETTE[0]);
+        assert_eq!(style.class(13).border_color, PALETTE[1]);
+        assert!(style.class(1).blur && !style.class(0).blur);
+        assert_eq!(style.class(2).border_color, Rgba::new(1, 2, 3, 255));
+        assert_eq!(style.class(2).border_width, 7);
+        assert_eq!(style.class(3).border_width, 3);
+        style.border_color = Some(Rgba::BLACK);
+        assert_eq!(style.class(0).border_color, Rgba::BLACK);
+        assert_eq!(style.class(2).border_color, Rgba::new(1, 2, 3, 255));
+    }
+
+    #[test]
+    fn list_properties() {
+        let colors = parse_class_colors("0=#ff0000, 2=0x00ff0080").unwrap();
+        assert_eq!(colors[&0], Rgba::new(255, 0, 0, 255));
+        assert_eq!(colors[&2], Rgba::new(0, 255, 0, 128));
+        assert!(parse_class_colors("0:#ff0000").is_err());
+        assert!(parse_class_colors("x=#ff0000").is_err());
+        let text = parse_source_text("0=Front door; 1=Yard").unwrap();
+        assert_eq!(text[&0], "Front door");
+        assert_eq!(text[&1], "Yard");
+        assert!(parse_source_text("Front door").is_err());
+    }
+}
