@@ -139,7 +139,7 @@ fn osd_key(file: &IniFile, entry: &Entry, s: &mut Style) -> Result<bool, ConfigE
         }
         "bbox-bg-color" => s.bbox_bg_color = color(file, entry)?,
         "text-size" => s.text_size = file.value(entry)?,
-        "text-color" => s.text_color = color(file, entry)?,
+        "text-color" => s.text_color = Some(color(file, entry)?),
         "text-bg-color" => s.text_bg_color = Some(color(file, entry)?),
         "label-format" => s.label_format = parsed(file, entry, |v| v.parse())?,
         "font" => {

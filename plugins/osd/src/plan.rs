@@ -264,7 +264,7 @@ impl Planner {
                     margin,
                     list.height - margin - line.height - 2 * padding(size),
                 ),
-                style.text_color,
+                style.text_color.unwrap_or(Rgba::WHITE),
                 list,
             );
         }
@@ -318,7 +318,10 @@ impl Planner {
         let y = if above >= 0 { above } else { boxed.y0 };
         let y = y.min(list.height - h).max(0);
         list.fill(PixelRect::new(x, y, x + w, y + h), background);
-        list.text(&self.glyphs, x + pad, y + pad, style.text_color);
+        let color = style
+            .text_color
+            .unwrap_or_else(|| crate::style::contrasting_text(background));
+        list.text(&self.glyphs, x + pad, y + pad, color);
     }
 }
 

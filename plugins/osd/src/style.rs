@@ -51,21 +51,40 @@ pub struct ClassStyle {
     pub blur: bool,
 }
 
-/// Distinct, saturated colours for classes without a configured colour (class id modulo 12).
-const PALETTE: [Rgba; 12] = [
-    Rgba::new(255, 56, 56, 255),
-    Rgba::new(72, 249, 10, 255),
-    Rgba::new(0, 148, 255, 255),
-    Rgba::new(255, 210, 0, 255),
-    Rgba::new(255, 55, 199, 255),
-    Rgba::new(0, 255, 221, 255),
-    Rgba::new(255, 128, 0, 255),
-    Rgba::new(146, 80, 255, 255),
-    Rgba::new(180, 255, 90, 255),
-    Rgba::new(0, 194, 120, 255),
-    Rgba::new(255, 157, 151, 255),
-    Rgba::new(120, 160, 255, 255),
-];
+/// The colour of a class without a configured colour: hues spaced by the golden ratio, so that
+/// neighbouring and distant class ids alike get clearly different, bright colours (class 0 red).
+pub fn palette_color(class_id: i32) -> Rgba {
+    const GOLDEN: f64 = 0.618_033_988_749_895;
+    let hue = (class_id as f64 * GOLDEN).rem_euclid(1.0) * 6.0;
+    let (saturation, value) = (0.8, 1.0);
+    let sector = hue.floor();
+    let f = hue - sector;
+    let (p, q, t) = (
+        value * (1.0 - saturation),
+        value * (1.0 - saturation * f),
+        value * (1.0 - saturation * (1.0 - f)),
+    );
+    let (r, g, b) = match sector as u32 {
+        0 => (value, t, p),
+        1 => (q, value, p),
+        2 => (p, value, t),
+        3 => (p, q, value),
+        4 => (t, p, value),
+        _ => (value, p, q),
+    };
+    let c = |v: f64| (v * 255.0).round() as u8;
+    Rgba::new(c(r), c(g), c(b), 255)
+}
+
+/// Black or white, whichever contrasts more with `background`.
+pub fn contrasting_text(background: Rgba) -> Rgba {
+    let luma = 299 * background.r as u32 + 587 * background.g as u32 + 114 * background.b as u32;
+    if luma > 150_000 {
+        Rgba::BLACK
+    } else {
+        Rgba::WHITE
+    }
+}
 
 /// Everything that decides what is drawn.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,7 +99,9 @@ pub struct Style {
     pub bbox_bg_color: Rgba,
     pub classes: BTreeMap<i32, ClassOverride>,
     pub text_size: u32,
-    pub text_color: Rgba,
+    /// Label text colour; `None` picks black or white, whichever stands out on the label's
+    /// background.
+    pub text_color: Option<Rgba>,
     /// Label background; `None` uses the box's border colour.
     pub text_bg_color: Option<Rgba>,
     pub label_format: LabelFormat,
@@ -111,7 +132,7 @@ impl Default for Style {
             bbox_bg_color: Rgba::default(),
             classes: BTreeMap::new(),
             text_size: 16,
-            text_color: Rgba::WHITE,
+            text_color: None,
             text_bg_color: None,
             label_format: LabelFormat::default(),
             font: FontRequest::Auto,
@@ -133,12 +154,11 @@ impl Style {
     /// The look of class `class_id`.
     pub fn class(&self, class_id: i32) -> ClassStyle {
         let o = self.classes.get(&class_id);
-        let palette = PALETTE[class_id.rem_euclid(PALETTE.len() as i32) as usize];
         ClassStyle {
             border_color: o
                 .and_then(|o| o.border_color)
                 .or(self.border_color)
-                .unwrap_or(palette),
+                .unwrap_or_else(|| palette_color(class_id)),
             border_width: o.and_then(|o| o.border_width).unwrap_or(self.border_width),
             bg_color: o.and_then(|o| o.bg_color).unwrap_or(self.bbox_bg_color),
             blur: o
@@ -381,8 +401,8 @@ mod tests {
                 ..ClassOverride::default()
             },
         );
-        assert_eq!(style.class(0).border_color, PALETTE[0]);
-        assert_eq!(style.class(13).border_color, PALETTE[1]);
+        assert_eq!(style.class(0).border_color, Rgba::new(255, 51, 51, 255));
+        assert_eq!(style.class(13).border_color, palette_color(13));
         assert!(style.class(1).blur && !style.class(0).blur);
         assert_eq!(style.class(2).border_color, Rgba::new(1, 2, 3, 255));
         assert_eq!(style.class(2).border_width, 7);
@@ -390,6 +410,34 @@ mod tests {
         style.border_color = Some(Rgba::BLACK);
         assert_eq!(style.class(0).border_color, Rgba::BLACK);
         assert_eq!(style.class(2).border_color, Rgba::new(1, 2, 3, 255));
+    }
+
+    #[test]
+    fn palette_colours_are_bright_and_distinct() {
+        let colors: Vec<Rgba> = (0..91).map(palette_color).collect();
+        for (i, a) in colors.iter().enumerate() {
+            assert_eq!(a.r.max(a.g).max(a.b), 255, "class {i}: {a:?}");
+            for (j, b) in colors.iter().enumerate().skip(i + 1) {
+                let distance = (a.r.abs_diff(b.r) as u32)
+                    + (a.g.abs_diff(b.g) as u32)
+                    + (a.b.abs_diff(b.b) as u32);
+                // Within any 12 consecutive ids, colours are far apart.
+                if j - i < 12 {
+                    assert!(distance > 60, "classes {i} and {j}: {a:?} {b:?}");
+                }
+            }
+        }
+        // COCO's person (0), car (2) and sports ball (36) are told apart.
+        assert_ne!(palette_color(0), palette_color(36));
+        assert_ne!(palette_color(2), palette_color(36));
+    }
+
+    #[test]
+    fn automatic_text_colour_contrasts_with_the_background() {
+        assert_eq!(contrasting_text(Rgba::new(255, 255, 51, 255)), Rgba::BLACK);
+        assert_eq!(contrasting_text(Rgba::new(51, 255, 255, 255)), Rgba::BLACK);
+        assert_eq!(contrasting_text(Rgba::new(255, 51, 51, 255)), Rgba::WHITE);
+        assert_eq!(contrasting_text(Rgba::new(40, 40, 200, 255)), Rgba::WHITE);
     }
 
     #[test]

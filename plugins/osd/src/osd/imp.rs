@@ -88,7 +88,7 @@ impl Settings {
             "class-colors" => self.class_colors = parse_class_colors(&text())?,
             "bbox-bg-color" => s.bbox_bg_color = Rgba::from_u32(uint()),
             "text-size" => s.text_size = uint(),
-            "text-color" => s.text_color = Rgba::from_u32(uint()),
+            "text-color" => s.text_color = optional_color(uint()),
             "text-bg-color" => s.text_bg_color = optional_color(uint()),
             "label-format" => s.label_format = text().parse()?,
             "font" => s.font = FontRequest::parse(&text()),
@@ -372,8 +372,9 @@ impl ObjectImpl for RsOsd {
                 uint("text-size", "Label text height in pixels", 4, 512, d.text_size),
                 color(
                     "text-color",
-                    "Label text colour as 0xRRGGBBAA",
-                    d.text_color.to_u32(),
+                    "Label text colour as 0xRRGGBBAA; 0: black or white, whichever stands out \
+                     on the label background",
+                    0,
                 ),
                 color(
                     "text-bg-color",
@@ -495,7 +496,7 @@ impl ObjectImpl for RsOsd {
                 .to_value(),
             "bbox-bg-color" => s.bbox_bg_color.to_u32().to_value(),
             "text-size" => s.text_size.to_value(),
-            "text-color" => s.text_color.to_u32().to_value(),
+            "text-color" => colors(s.text_color),
             "text-bg-color" => colors(s.text_bg_color),
             "label-format" => s.label_format.to_string().to_value(),
             "font" => s.font.to_string().to_value(),
