@@ -3,6 +3,7 @@
 //! built-in 8x8 bitmap font for machines without any TrueType font.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
 
 /// Fonts tried in order when the user names none: the DejaVu, Liberation, Noto and Droid sans
@@ -309,7 +310,7 @@ const ATLAS_MAX_ROWS: usize = 8192;
 pub struct GlyphAtlas {
     pixels: Vec<u8>,
     rows: usize,
-    glyphs: HashMap<(char, u32), Glyph>,
+    glyphs: HashMap<(char, u32), Glyph, BuildHasherDefault<GlyphKeyHasher>>,
     shelf_x: usize,
     shelf_y: usize,
     shelf_height: usize,
@@ -386,6 +387,31 @@ impl GlyphAtlas {
         };
         self.glyphs.insert((c, key_size), glyph);
         glyph
+    }
+}
+
+/// A multiplicative hasher for the atlas's small integer keys: every label looks up each of its
+/// characters, and SipHash's resistance to crafted keys buys nothing here.
+#[derive(Default)]
+struct GlyphKeyHasher(u64);
+
+impl Hasher for GlyphKeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64);
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 

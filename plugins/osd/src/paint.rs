@@ -177,6 +177,8 @@ fn paint_plane(
         width,
         height,
         matrix,
+        last_color: (None, [0; 4]),
+        scratch: Vec::new(),
     }
     .paint(list, atlas);
     Ok(())
@@ -190,6 +192,9 @@ struct Plane<'a> {
     width: i32,
     height: i32,
     matrix: YuvMatrix,
+    last_color: (Option<Rgba>, [u8; 4]),
+    /// Reused between glyphs.
+    scratch: Vec<u16>,
 }
 
 /// `d` blended towards `s` by `a`/255, rounded.
@@ -250,113 +255,184 @@ impl Plane<'_> {
     }
 
     fn paint(&mut self, list: &DrawList, atlas: &[u8]) {
+        // Samples of 1, 2 or 4 bytes: a constant size lets every pixel loop store whole samples.
+        match self.step() {
+            1 => self.paint_samples::<1>(list, atlas),
+            2 => self.paint_samples::<2>(list, atlas),
+            4 => self.paint_samples::<4>(list, atlas),
+            n => unreachable!("no format has {n}-byte samples"),
+        }
+    }
+
+    fn paint_samples<const N: usize>(&mut self, list: &DrawList, atlas: &[u8]) {
         for op in &list.blurs {
-            self.blur(op);
+            self.blur::<N>(op);
         }
         for op in &list.fills {
-            self.fill(op);
+            self.fill::<N>(op);
         }
         for op in &list.glyphs {
-            self.glyph(op, atlas);
+            self.glyph::<N>(op, atlas);
         }
     }
 
-    fn row(&mut self, y: i32, x0: i32, x1: i32) -> &mut [u8] {
-        let step = self.step();
+    /// Row `y`, samples `x0..x1`, as whole samples.
+    fn samples<const N: usize>(&mut self, y: i32, x0: i32, x1: i32) -> &mut [[u8; N]] {
         let start = y as usize * self.stride;
-        &mut self.data[start + x0 as usize * step..start + x1 as usize * step]
+        let row = &mut self.data[start + x0 as usize * N..start + x1 as usize * N];
+        row.as_chunks_mut::<N>().0
     }
 
-    fn fill(&mut self, op: &FillOp) {
+    /// The plane's bytes for colour `c`; consecutive ops mostly share a colour (the glyphs of
+    /// a label), so the last conversion is kept.
+    fn sample_values<const N: usize>(&mut self, c: Rgba) -> [u8; N] {
+        if self.last_color.0 != Some(c) {
+            self.last_color = (Some(c), self.values(c));
+        }
+        let v = self.last_color.1;
+        std::array::from_fn(|i| v[i])
+    }
+
+    fn fill<const N: usize>(&mut self, op: &FillOp) {
         let r = self.covering(&op.rect);
         if r.is_empty() {
             return;
         }
-        let step = self.step();
-        let values = self.values(op.color);
-        let v = &values[..step];
+        let v = self.sample_values::<N>(op.color);
         let a = op.color.a as u32;
         for y in r.y0..r.y1 {
-            let row = self.row(y, r.x0, r.x1);
-            match (a, step) {
-                (255, 1) => row.fill(v[0]),
-                (255, _) => row
-                    .chunks_exact_mut(step)
-                    .for_each(|p| p.copy_from_slice(v)),
-                _ => {
-                    for p in row.chunks_exact_mut(step) {
-                        for (d, s) in p.iter_mut().zip(v) {
-                            *d = blend(*d, *s, a);
-                        }
+            let row = self.samples::<N>(y, r.x0, r.x1);
+            if a == 255 {
+                row.fill(v);
+            } else {
+                for p in row {
+                    for c in 0..N {
+                        p[c] = blend(p[c], v[c], a);
                     }
                 }
             }
         }
     }
 
-    fn glyph(&mut self, op: &GlyphOp, atlas: &[u8]) {
+    fn glyph<const N: usize>(&mut self, op: &GlyphOp, atlas: &[u8]) {
         let r = self.covering(&op.rect);
-        if r.is_empty() {
+        let (w, h) = (op.rect.width() as usize, op.rect.height() as usize);
+        // Lists made by the planner always point into the atlas; a foreign list that does not
+        // draws nothing instead of reading out of bounds.
+        let in_atlas = op.atlas_x >= 0
+            && op.atlas_y >= 0
+            && op.atlas_x as usize + w <= ATLAS_WIDTH
+            && (op.atlas_y as usize + h) * ATLAS_WIDTH <= atlas.len();
+        if r.is_empty() || !in_atlas {
             return;
         }
-        let step = self.step();
-        let values = self.values(op.color);
-        let v = &values[..step];
+        let v = self.sample_values::<N>(op.color);
         let alpha = op.color.a as u32;
         let (sx, sy) = (self.layout.sub_x, self.layout.sub_y);
-        let coverage_at = |x: i32, y: i32| -> u32 {
-            let ax = op.atlas_x + x - op.rect.x0;
-            let ay = op.atlas_y + y - op.rect.y0;
-            // Lists made by the planner always point into the atlas; a foreign list that
-            // does not draws nothing there instead of reading out of bounds.
-            atlas
-                .get(ay as usize * ATLAS_WIDTH + ax as usize)
-                .map_or(0, |&c| c as u32)
-        };
-        for y in r.y0..r.y1 {
-            let row = self.row(y, r.x0, r.x1);
-            for (i, p) in row.chunks_exact_mut(step).enumerate() {
-                let x = r.x0 + i as i32;
-                let coverage = if sx == 0 && sy == 0 {
-                    coverage_at(x, y)
-                } else {
-                    // Mean coverage of the frame pixels this sample stands for.
-                    let mut sum = 0;
-                    for fy in (y << sy)..((y + 1) << sy) {
-                        for fx in (x << sx)..((x + 1) << sx) {
-                            if fx >= op.rect.x0
-                                && fx < op.rect.x1
-                                && fy >= op.rect.y0
-                                && fy < op.rect.y1
-                            {
-                                sum += coverage_at(fx, fy);
-                            }
+        // The atlas pixel under the rectangle's top-left corner.
+        let origin = op.atlas_y as usize * ATLAS_WIDTH + op.atlas_x as usize;
+        if sx == 0 && sy == 0 {
+            for y in r.y0..r.y1 {
+                let start = origin + (y - op.rect.y0) as usize * ATLAS_WIDTH;
+                let coverage = &atlas[start..start + w];
+                let row = self.samples::<N>(y, r.x0, r.x1);
+                // Branch-free: zero coverage blends to the unchanged value.
+                if alpha == 255 {
+                    for (p, &c) in row.iter_mut().zip(coverage) {
+                        for i in 0..N {
+                            p[i] = blend(p[i], v[i], c as u32);
                         }
                     }
-                    sum >> (sx + sy)
-                };
-                if coverage == 0 {
-                    continue;
+                } else {
+                    for (p, &c) in row.iter_mut().zip(coverage) {
+                        let a = (c as u32 * alpha + 127) / 255;
+                        for i in 0..N {
+                            p[i] = blend(p[i], v[i], a);
+                        }
+                    }
                 }
-                let a = (coverage * alpha + 127) / 255;
-                for (d, s) in p.iter_mut().zip(v) {
-                    *d = blend(*d, *s, a);
+            }
+            return;
+        }
+        if (sx, sy) == (1, 1) {
+            self.glyph_2x2(op, atlas, origin, r, v, alpha);
+            return;
+        }
+        for y in r.y0..r.y1 {
+            // The frame rows this sample row stands for, inside the rectangle.
+            let fy0 = (y << sy).max(op.rect.y0);
+            let fy1 = ((y + 1) << sy).min(op.rect.y1);
+            let row = self.samples::<N>(y, r.x0, r.x1);
+            for (x, p) in (r.x0..).zip(row) {
+                // Mean coverage of the frame pixels this sample stands for.
+                let fx0 = (x << sx).max(op.rect.x0);
+                let fx1 = ((x + 1) << sx).min(op.rect.x1);
+                let mut sum = 0;
+                for fy in fy0..fy1 {
+                    let start = origin + (fy - op.rect.y0) as usize * ATLAS_WIDTH;
+                    let line = &atlas
+                        [start + (fx0 - op.rect.x0) as usize..start + (fx1 - op.rect.x0) as usize];
+                    sum += line.iter().map(|&c| c as u32).sum::<u32>();
+                }
+                let a = ((sum >> (sx + sy)) * alpha + 127) / 255;
+                for i in 0..N {
+                    p[i] = blend(p[i], v[i], a);
                 }
             }
         }
     }
 
-    fn blur(&mut self, op: &BlurOp) {
+    /// A glyph on a plane subsampled 2x2 (NV12/I420 chroma): each sample takes the mean
+    /// coverage of its four pixels, those outside the glyph's rectangle counting as zero.
+    fn glyph_2x2<const N: usize>(
+        &mut self,
+        op: &GlyphOp,
+        atlas: &[u8],
+        origin: usize,
+        r: PixelRect,
+        v: [u8; N],
+        alpha: u32,
+    ) {
+        let rect = op.rect;
+        let w = rect.width() as usize;
+        // Per glyph column, the coverage of the two frame rows of a sample row, with a zero
+        // column on each side for samples that straddle the rectangle's edges.
+        let mut columns = std::mem::take(&mut self.scratch);
+        columns.clear();
+        columns.resize(w + 2, 0);
+        for y in r.y0..r.y1 {
+            columns.fill(0);
+            for fy in (2 * y).max(rect.y0)..(2 * y + 2).min(rect.y1) {
+                let start = origin + (fy - rect.y0) as usize * ATLAS_WIDTH;
+                for (sum, &c) in columns[1..=w].iter_mut().zip(&atlas[start..start + w]) {
+                    *sum += c as u16;
+                }
+            }
+            // Sample x covers frame columns 2x and 2x + 1, i.e. `columns[2x - x0 + 1 ..][..2]`.
+            let first = (2 * r.x0 - rect.x0 + 1) as usize;
+            let row = self.samples::<N>(y, r.x0, r.x1);
+            for (p, pair) in row.iter_mut().zip(columns[first..].chunks(2)) {
+                let sum = pair.iter().map(|&c| c as u32).sum::<u32>();
+                let a = ((sum >> 2) * alpha + 127) / 255;
+                for c in 0..N {
+                    p[c] = blend(p[c], v[c], a);
+                }
+            }
+        }
+        self.scratch = columns;
+    }
+
+    fn blur<const N: usize>(&mut self, op: &BlurOp) {
         let r = self.inside(&op.rect);
         if r.is_empty() {
             return;
         }
         let strength = (op.strength >> self.layout.sub_x).max(1);
         match op.mode {
-            BlurMode::Pixelate => self.pixelate(r, strength),
+            BlurMode::Pixelate => self.pixelate::<N>(r, strength),
             BlurMode::Blur => {
                 for _ in 0..3 {
-                    self.box_blur(r, strength);
+                    self.box_blur::<N>(r, strength);
                 }
             }
         }
@@ -364,28 +440,25 @@ impl Plane<'_> {
 
     /// Replaces blocks of `block` x `block` samples (anchored at the rectangle's corner) by
     /// their mean.
-    fn pixelate(&mut self, r: PixelRect, block: i32) {
-        let step = self.step();
+    fn pixelate<const N: usize>(&mut self, r: PixelRect, block: i32) {
         let mut by = r.y0;
         while by < r.y1 {
             let ey = (by + block).min(r.y1);
             let mut bx = r.x0;
             while bx < r.x1 {
                 let ex = (bx + block).min(r.x1);
-                let mut sum = [0u32; 4];
+                let mut sum = [0u32; N];
                 for y in by..ey {
-                    for p in self.row(y, bx, ex).chunks_exact(step) {
-                        for (s, v) in sum.iter_mut().zip(p) {
-                            *s += *v as u32;
+                    for p in self.samples::<N>(y, bx, ex) {
+                        for c in 0..N {
+                            sum[c] += p[c] as u32;
                         }
                     }
                 }
                 let n = ((ex - bx) * (ey - by)) as u32;
                 let mean = sum.map(|s| ((s + n / 2) / n) as u8);
                 for y in by..ey {
-                    for p in self.row(y, bx, ex).chunks_exact_mut(step) {
-                        p.copy_from_slice(&mean[..step]);
-                    }
+                    self.samples::<N>(y, bx, ex).fill(mean);
                 }
                 bx = ex;
             }
@@ -394,24 +467,23 @@ impl Plane<'_> {
     }
 
     /// One horizontal and one vertical box blur of radius `radius`, edges repeated inside `r`.
-    fn box_blur(&mut self, r: PixelRect, radius: i32) {
-        let step = self.step();
+    fn box_blur<const N: usize>(&mut self, r: PixelRect, radius: i32) {
         let (w, h) = (r.width() as usize, r.height() as usize);
         let mut line = vec![0u8; w.max(h)];
         let mut out = vec![0u8; w.max(h)];
-        for c in 0..step {
+        for c in 0..N {
             for y in r.y0..r.y1 {
-                let row = self.row(y, r.x0, r.x1);
-                for (l, p) in line.iter_mut().zip(row.chunks_exact(step)) {
+                let row = self.samples::<N>(y, r.x0, r.x1);
+                for (l, p) in line.iter_mut().zip(row.iter()) {
                     *l = p[c];
                 }
                 blur_line(&line[..w], &mut out[..w], radius as usize);
-                for (o, p) in out.iter().zip(row.chunks_exact_mut(step)) {
+                for (o, p) in out.iter().zip(row.iter_mut()) {
                     p[c] = *o;
                 }
             }
             for x in r.x0..r.x1 {
-                let offset = x as usize * step + c;
+                let offset = x as usize * N + c;
                 for (i, y) in (r.y0..r.y1).enumerate() {
                     line[i] = self.data[y as usize * self.stride + offset];
                 }
