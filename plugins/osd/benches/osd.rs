@@ -118,11 +118,7 @@ fn main() {
                 blur_every,
             };
             let (plan, paint, total) = run(&case, &loaded.typeface, 200);
-            let blurred = if blur_every > 0 {
-                boxes / blur_every
-            } else {
-                0
-            };
+            let blurred = boxes.checked_div(blur_every).unwrap_or(0);
             println!(
                 "{:<6} {:>6} {:>8} {:>10.3} {:>10.3} {:>10.3}",
                 format!("{format:?}"),
