@@ -87,15 +87,14 @@ else
     sink="videoconvert ! $enc ! mp4mux ! filesink location=\"$output\""
     target="$output"
 fi
-osd=""
-have rsosd && osd="! rsosd"
 jsonl="${jsonl:-$(mktemp --suffix=.jsonl)}"
 
 description="rsstreammux name=mux batch-size=4 batched-push-timeout=200000 \
     ! rstrtinfer config-file-path=\"$config\" batch-size=4 \
     ! rstracker config-file-path=\"$here/tracker.toml\" \
     ! rsmetaexport location=\"$jsonl\" \
-    ! rstiler rows=2 columns=2 width=1280 height=720 $osd ! $sink"
+    ! rstiler rows=2 columns=2 width=1280 height=720 \
+    ! rsosd display-clock=true text-size=14 border-width=2 ! $sink"
 for i in 0 1 2 3; do
     description="$description ${cams[$i]} ! queue ! mux.sink_$i"
 done

@@ -1034,3 +1034,92 @@ fn mp4_after_the_detector_shows_boxes_and_labels() {
         std::fs::remove_dir_all(&dir).ok();
     }
 }
+
+#[test]
+fn centerface_faces_are_blurred_in_real_footage() {
+    let pipeline = launch(&format!(
+        "filesrc location={} ! qtdemux ! decodebin ! videoconvert ! video/x-raw,format=I420 \
+         ! identity eos-after=5 \
+         ! rstrtinfer config-file-path={} onnx-file={} infer-dims=3;192;224 \
+         ! rsosd name=osd blur-class-ids=0 blur-mode=pixelate blur-strength=12 \
+           display-bbox=false display-text=false ! fakesink",
+        quoted(&media("carphone_pristine.mp4")),
+        quoted(&repo_root().join("pipelines/centerface.txt")),
+        quoted(&model("centerface.onnx"))
+    ));
+    type Seen = std::sync::Arc<std::sync::Mutex<Vec<(Picture, Vec<BBox>)>>>;
+    let before: Seen = Default::default();
+    let after: Seen = Default::default();
+    let osd: gst::Element = element(&pipeline, "osd");
+    for (pad, seen) in [("sink", before.clone()), ("src", after.clone())] {
+        osd.static_pad(pad)
+            .unwrap()
+            .add_probe(gst::PadProbeType::BUFFER, move |pad, info| {
+                let caps = pad.current_caps().unwrap();
+                let video = VideoInfo::from_caps(&caps).unwrap();
+                if let Some(buffer) = info.buffer() {
+                    let faces = BatchMeta::of(buffer)
+                        .map(|m| {
+                            m.batch().frames[0]
+                                .objects
+                                .iter()
+                                .map(|o| o.bbox())
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    seen.lock()
+                        .unwrap()
+                        .push((Picture::from_buffer(buffer, &video), faces));
+                }
+                gst::PadProbeReturn::Ok
+            });
+    }
+    let bus = pipeline.bus().unwrap();
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let msg = bus
+        .timed_pop_filtered(
+            gst::ClockTime::from_seconds(120),
+            &[gst::MessageType::Error, gst::MessageType::Eos],
+        )
+        .expect("the pipeline ends");
+    pipeline.set_state(gst::State::Null).unwrap();
+    if let gst::MessageView::Error(e) = msg.view() {
+        panic!("{} {:?}", e.error(), e.debug());
+    }
+    let (before, after) = (before.lock().unwrap(), after.lock().unwrap());
+    assert!(before.len() >= 5 && before.len() == after.len());
+    let mut faces = 0;
+    for ((original, boxes), (drawn, _)) in before.iter().zip(after.iter()) {
+        for b in boxes {
+            let (w, h) = (original.info.width(), original.info.height());
+            let r = b.clipped(w as f32, h as f32);
+            let (x0, y0) = (r.left.ceil() as u32, r.top.ceil() as u32);
+            let (x1, y1) = (r.right().floor() as u32, r.bottom().floor() as u32);
+            let (d_before, d_after) = (
+                original.detail(x0, y0, x1, y1),
+                drawn.detail(x0, y0, x1, y1),
+            );
+            assert!(
+                d_after * 3 < d_before,
+                "face {b:?}: detail {d_before} -> {d_after}"
+            );
+            faces += 1;
+        }
+        // Away from the faces, the picture is untouched.
+        let w = original.info.width();
+        for y in 0..original.info.height() {
+            for x in 0..w {
+                let near_face = boxes.iter().any(|b| {
+                    x as f32 >= b.left - 1.0
+                        && (x as f32) < b.right() + 1.0
+                        && y as f32 >= b.top - 1.0
+                        && (y as f32) < b.bottom() + 1.0
+                });
+                if !near_face {
+                    assert_eq!(drawn.px(x, y), original.px(x, y), "({x}, {y})");
+                }
+            }
+        }
+    }
+    assert!(faces >= 5, "{faces} faces blurred");
+}
