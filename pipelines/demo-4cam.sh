@@ -94,7 +94,7 @@ description="rsstreammux name=mux batch-size=4 batched-push-timeout=200000 \
     ! rstracker config-file-path=\"$here/tracker.toml\" \
     ! rsmetaexport location=\"$jsonl\" \
     ! rstiler rows=2 columns=2 width=1280 height=720 \
-    ! rsosd display-clock=true text-size=14 border-width=2 ! $sink"
+    ! rsosd config-file-path=\"$here/osd.ini\" ! $sink"
 for i in 0 1 2 3; do
     description="$description ${cams[$i]} ! queue ! mux.sink_$i"
 done

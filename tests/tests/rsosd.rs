@@ -1123,3 +1123,21 @@ fn centerface_faces_are_blurred_in_real_footage() {
     }
     assert!(faces >= 5, "{faces} faces blurred");
 }
+
+#[test]
+fn shipped_osd_config_loads_without_warnings() {
+    let config = repo_root().join("pipelines/osd.ini");
+    let desc = format!(
+        "videotestsrc num-buffers=2 ! video/x-raw,format=NV12,width=320,height=240 \
+         ! rsosd config-file-path={} ! appsink name=sink",
+        quoted(&config)
+    );
+    let out = ferrostream_tests::run_pipeline(&desc, std::time::Duration::from_secs(30)).unwrap();
+    assert_eq!(out.frames.len(), 2);
+    assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+    let (style, warnings) = ferrostream_osd::config::load(&config).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(style.display_clock);
+    assert_eq!(style.border_width, 2);
+    assert_eq!(style.class(2).bg_color.a, 38);
+}
