@@ -79,7 +79,7 @@ fn run(case: &Case, typeface: &Typeface, iterations: usize) -> (Duration, Durati
             .iter_mut()
             .map(|(data, stride)| (data.as_mut_slice(), *stride))
             .collect();
-        paint_planes(&list, atlas.pixels(), case.format, matrix, &mut views).unwrap();
+        paint_planes(&list, case.format, matrix, &mut views).unwrap();
         let t2 = Instant::now();
         // The first iterations fill the glyph atlas and warm the caches.
         if i >= 10 {

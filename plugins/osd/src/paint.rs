@@ -2,15 +2,14 @@
 //!
 //! Each plane is described by its channels and chroma subsampling, so one set of loops serves
 //! packed RGB (4 bytes per pixel), NV12 (Y + interleaved UV) and I420 (Y, U, V). On subsampled
-//! planes fills and glyphs cover every chroma sample they touch (a one-pixel border on an odd
-//! column still shows its colour), glyph coverage is averaged over the chroma block, and blurs
+//! planes fills and text cover every chroma sample they touch (a one-pixel border on an odd
+//! column still shows its colour), text coverage is averaged over the chroma block, and blurs
 //! take only the chroma samples entirely inside their rectangle, so nothing outside it changes.
 
 use gst_video::{VideoFormat, VideoFrameExt, VideoInfo};
 
 use crate::color::{Rgba, YuvMatrix};
-use crate::font::ATLAS_WIDTH;
-use crate::plan::{BlurOp, DrawList, FillOp, GlyphOp, PixelRect};
+use crate::plan::{BlurOp, DrawList, FillOp, PixelRect, TextOp};
 use crate::style::BlurMode;
 
 /// What one byte of a pixel in a plane holds.
@@ -82,10 +81,9 @@ pub fn supports(format: VideoFormat) -> bool {
     layout(format).is_some()
 }
 
-/// Draws `list` on a mapped, writable frame; `atlas` is the glyph atlas the list refers to.
+/// Draws `list` on a mapped, writable frame.
 pub fn paint_frame(
     list: &DrawList,
-    atlas: &[u8],
     frame: &mut gst_video::VideoFrameRef<&mut gst::BufferRef>,
 ) -> Result<(), PaintError> {
     let info: &VideoInfo = frame.info();
@@ -111,11 +109,9 @@ pub fn paint_frame(
                 plane: index as u32,
                 cause: e.to_string(),
             })?;
-        paint_plane(list, atlas, *layout, matrix, data, stride).map_err(|cause| {
-            PaintError::Plane {
-                plane: index as u32,
-                cause,
-            }
+        paint_plane(list, *layout, matrix, data, stride).map_err(|cause| PaintError::Plane {
+            plane: index as u32,
+            cause,
         })?;
     }
     Ok(())
@@ -125,7 +121,6 @@ pub fn paint_frame(
 /// owns (benchmarks, painters outside GStreamer buffers).
 pub fn paint_planes(
     list: &DrawList,
-    atlas: &[u8],
     format: VideoFormat,
     matrix: YuvMatrix,
     planes: &mut [(&mut [u8], usize)],
@@ -138,11 +133,9 @@ pub fn paint_planes(
         });
     }
     for (index, (layout, (data, stride))) in layouts.iter().zip(planes.iter_mut()).enumerate() {
-        paint_plane(list, atlas, *layout, matrix, data, *stride).map_err(|cause| {
-            PaintError::Plane {
-                plane: index as u32,
-                cause,
-            }
+        paint_plane(list, *layout, matrix, data, *stride).map_err(|cause| PaintError::Plane {
+            plane: index as u32,
+            cause,
         })?;
     }
     Ok(())
@@ -150,7 +143,6 @@ pub fn paint_planes(
 
 fn paint_plane(
     list: &DrawList,
-    atlas: &[u8],
     layout: PlaneLayout,
     matrix: YuvMatrix,
     data: &mut [u8],
@@ -179,8 +171,9 @@ fn paint_plane(
         matrix,
         last_color: (None, [0; 4]),
         scratch: Vec::new(),
+        means: Vec::new(),
     }
-    .paint(list, atlas);
+    .paint(list);
     Ok(())
 }
 
@@ -193,14 +186,18 @@ struct Plane<'a> {
     height: i32,
     matrix: YuvMatrix,
     last_color: (Option<Rgba>, [u8; 4]),
-    /// Reused between glyphs.
+    /// Reused between text runs.
     scratch: Vec<u16>,
+    means: Vec<u8>,
 }
 
 /// `d` blended towards `s` by `a`/255, rounded.
 #[inline(always)]
 fn blend(d: u8, s: u8, a: u32) -> u8 {
-    let v = s as u32 * a + d as u32 * (255 - a) + 128;
+    // 16-bit arithmetic is exact here (at most 255 * 255 + 128 + 255 < 65536) and lets the
+    // compiler blend eight samples per vector instruction.
+    let a = a as u16;
+    let v = s as u16 * a + d as u16 * (255 - a) + 128;
     ((v + (v >> 8)) >> 8) as u8
 }
 
@@ -254,25 +251,25 @@ impl Plane<'_> {
         .intersect(&PixelRect::new(0, 0, self.width, self.height))
     }
 
-    fn paint(&mut self, list: &DrawList, atlas: &[u8]) {
+    fn paint(&mut self, list: &DrawList) {
         // Samples of 1, 2 or 4 bytes: a constant size lets every pixel loop store whole samples.
         match self.step() {
-            1 => self.paint_samples::<1>(list, atlas),
-            2 => self.paint_samples::<2>(list, atlas),
-            4 => self.paint_samples::<4>(list, atlas),
+            1 => self.paint_samples::<1>(list),
+            2 => self.paint_samples::<2>(list),
+            4 => self.paint_samples::<4>(list),
             n => unreachable!("no format has {n}-byte samples"),
         }
     }
 
-    fn paint_samples<const N: usize>(&mut self, list: &DrawList, atlas: &[u8]) {
+    fn paint_samples<const N: usize>(&mut self, list: &DrawList) {
         for op in &list.blurs {
             self.blur::<N>(op);
         }
         for op in &list.fills {
             self.fill::<N>(op);
         }
-        for op in &list.glyphs {
-            self.glyph::<N>(op, atlas);
+        for op in &list.texts {
+            self.text::<N>(op, &list.coverage);
         }
     }
 
@@ -284,7 +281,7 @@ impl Plane<'_> {
     }
 
     /// The plane's bytes for colour `c`; consecutive ops mostly share a colour (the glyphs of
-    /// a label), so the last conversion is kept.
+    /// a list), so the last conversion is kept.
     fn sample_values<const N: usize>(&mut self, c: Rgba) -> [u8; N] {
         if self.last_color.0 != Some(c) {
             self.last_color = (Some(c), self.values(c));
@@ -314,112 +311,73 @@ impl Plane<'_> {
         }
     }
 
-    fn glyph<const N: usize>(&mut self, op: &GlyphOp, atlas: &[u8]) {
+    fn text<const N: usize>(&mut self, op: &TextOp, coverage: &[u8]) {
         let r = self.covering(&op.rect);
         let (w, h) = (op.rect.width() as usize, op.rect.height() as usize);
-        // Lists made by the planner always point into the atlas; a foreign list that does not
-        // draws nothing instead of reading out of bounds.
-        let in_atlas = op.atlas_x >= 0
-            && op.atlas_y >= 0
-            && op.atlas_x as usize + w <= ATLAS_WIDTH
-            && (op.atlas_y as usize + h) * ATLAS_WIDTH <= atlas.len();
-        if r.is_empty() || !in_atlas {
+        let (offset, stride) = (op.offset as usize, op.stride as usize);
+        // Lists made by the planner always hold their runs' coverage; a foreign list that does
+        // not draws nothing instead of reading out of bounds.
+        let covered = h == 0 || (stride >= w && offset + (h - 1) * stride + w <= coverage.len());
+        if r.is_empty() || !covered {
             return;
         }
         let v = self.sample_values::<N>(op.color);
         let alpha = op.color.a as u32;
-        let (sx, sy) = (self.layout.sub_x, self.layout.sub_y);
-        // The atlas pixel under the rectangle's top-left corner.
-        let origin = op.atlas_y as usize * ATLAS_WIDTH + op.atlas_x as usize;
-        if sx == 0 && sy == 0 {
-            for y in r.y0..r.y1 {
-                let start = origin + (y - op.rect.y0) as usize * ATLAS_WIDTH;
-                let coverage = &atlas[start..start + w];
-                let row = self.samples::<N>(y, r.x0, r.x1);
-                // Branch-free: zero coverage blends to the unchanged value.
-                if alpha == 255 {
-                    for (p, &c) in row.iter_mut().zip(coverage) {
-                        for i in 0..N {
-                            p[i] = blend(p[i], v[i], c as u32);
-                        }
-                    }
-                } else {
-                    for (p, &c) in row.iter_mut().zip(coverage) {
-                        let a = (c as u32 * alpha + 127) / 255;
-                        for i in 0..N {
-                            p[i] = blend(p[i], v[i], a);
-                        }
-                    }
+        match (self.layout.sub_x, self.layout.sub_y) {
+            (0, 0) => {
+                for y in r.y0..r.y1 {
+                    let start = offset + (y - op.rect.y0) as usize * stride;
+                    let line = &coverage[start..start + w];
+                    let row = self.samples::<N>(y, r.x0, r.x1);
+                    blend_line(row, line, v, alpha);
                 }
             }
-            return;
-        }
-        if (sx, sy) == (1, 1) {
-            self.glyph_2x2(op, atlas, origin, r, v, alpha);
-            return;
-        }
-        for y in r.y0..r.y1 {
-            // The frame rows this sample row stands for, inside the rectangle.
-            let fy0 = (y << sy).max(op.rect.y0);
-            let fy1 = ((y + 1) << sy).min(op.rect.y1);
-            let row = self.samples::<N>(y, r.x0, r.x1);
-            for (x, p) in (r.x0..).zip(row) {
-                // Mean coverage of the frame pixels this sample stands for.
-                let fx0 = (x << sx).max(op.rect.x0);
-                let fx1 = ((x + 1) << sx).min(op.rect.x1);
-                let mut sum = 0;
-                for fy in fy0..fy1 {
-                    let start = origin + (fy - op.rect.y0) as usize * ATLAS_WIDTH;
-                    let line = &atlas
-                        [start + (fx0 - op.rect.x0) as usize..start + (fx1 - op.rect.x0) as usize];
-                    sum += line.iter().map(|&c| c as u32).sum::<u32>();
-                }
-                let a = ((sum >> (sx + sy)) * alpha + 127) / 255;
-                for i in 0..N {
-                    p[i] = blend(p[i], v[i], a);
-                }
-            }
+            (1, 1) => self.text_2x2(op, coverage, r, v, alpha),
+            (sx, sy) => unreachable!("no format is subsampled {sx}x{sy}"),
         }
     }
 
-    /// A glyph on a plane subsampled 2x2 (NV12/I420 chroma): each sample takes the mean
-    /// coverage of its four pixels, those outside the glyph's rectangle counting as zero.
-    fn glyph_2x2<const N: usize>(
+    /// Text on a plane subsampled 2x2 (NV12/I420 chroma): each sample takes the mean coverage
+    /// of its four pixels, those outside the run's rectangle counting as zero.
+    fn text_2x2<const N: usize>(
         &mut self,
-        op: &GlyphOp,
-        atlas: &[u8],
-        origin: usize,
+        op: &TextOp,
+        coverage: &[u8],
         r: PixelRect,
         v: [u8; N],
         alpha: u32,
     ) {
         let rect = op.rect;
         let w = rect.width() as usize;
-        // Per glyph column, the coverage of the two frame rows of a sample row, with a zero
-        // column on each side for samples that straddle the rectangle's edges.
+        let (offset, stride) = (op.offset as usize, op.stride as usize);
+        // Per column of the run, the coverage of the two frame rows of a sample row, with a
+        // zero column on each side for samples that straddle the rectangle's edges; then the
+        // mean over each sample's 2x2 pixels.
         let mut columns = std::mem::take(&mut self.scratch);
         columns.clear();
         columns.resize(w + 2, 0);
+        let mut means = std::mem::take(&mut self.means);
         for y in r.y0..r.y1 {
             columns.fill(0);
             for fy in (2 * y).max(rect.y0)..(2 * y + 2).min(rect.y1) {
-                let start = origin + (fy - rect.y0) as usize * ATLAS_WIDTH;
-                for (sum, &c) in columns[1..=w].iter_mut().zip(&atlas[start..start + w]) {
+                let start = offset + (fy - rect.y0) as usize * stride;
+                for (sum, &c) in columns[1..=w].iter_mut().zip(&coverage[start..start + w]) {
                     *sum += c as u16;
                 }
             }
-            // Sample x covers frame columns 2x and 2x + 1, i.e. `columns[2x - x0 + 1 ..][..2]`.
+            // Sample x covers frame columns 2x and 2x + 1, i.e. `columns[2x - x0 + 1..][..2]`.
             let first = (2 * r.x0 - rect.x0 + 1) as usize;
+            means.clear();
+            means.extend(
+                columns[first..]
+                    .chunks(2)
+                    .map(|pair| (pair.iter().sum::<u16>() / 4) as u8),
+            );
             let row = self.samples::<N>(y, r.x0, r.x1);
-            for (p, pair) in row.iter_mut().zip(columns[first..].chunks(2)) {
-                let sum = pair.iter().map(|&c| c as u32).sum::<u32>();
-                let a = ((sum >> 2) * alpha + 127) / 255;
-                for c in 0..N {
-                    p[c] = blend(p[c], v[c], a);
-                }
-            }
+            blend_line(row, &means, v, alpha);
         }
         self.scratch = columns;
+        self.means = means;
     }
 
     fn blur<const N: usize>(&mut self, op: &BlurOp) {
@@ -496,6 +454,27 @@ impl Plane<'_> {
     }
 }
 
+/// Blends `v` over each sample of `row`, weighted by `coverage` (one byte per sample) times
+/// `alpha`. Written for whole rows so that it vectorises; zero coverage leaves a sample as it
+/// was.
+#[inline(always)]
+fn blend_line<const N: usize>(row: &mut [[u8; N]], coverage: &[u8], v: [u8; N], alpha: u32) {
+    if alpha == 255 {
+        for (p, &c) in row.iter_mut().zip(coverage) {
+            for i in 0..N {
+                p[i] = blend(p[i], v[i], c as u32);
+            }
+        }
+    } else {
+        for (p, &c) in row.iter_mut().zip(coverage) {
+            let a = (c as u32 * alpha + 127) / 255;
+            for i in 0..N {
+                p[i] = blend(p[i], v[i], a);
+            }
+        }
+    }
+}
+
 /// Box filter of radius `r` over `src` (edge samples repeated), into `dst`.
 fn blur_line(src: &[u8], dst: &mut [u8], r: usize) {
     let n = src.len();
@@ -547,14 +526,7 @@ mod tests {
         ]);
         let mut data = vec![0u8; 8 * 4 * 4];
         let matrix = YuvMatrix::new(VideoColorMatrix::Bt601, false);
-        paint_planes(
-            &list,
-            &[],
-            VideoFormat::Bgrx,
-            matrix,
-            &mut [(&mut data, 32)],
-        )
-        .unwrap();
+        paint_planes(&list, VideoFormat::Bgrx, matrix, &mut [(&mut data, 32)]).unwrap();
         assert_eq!(&data[32 + 4..32 + 8], &[30, 20, 10, 255]);
         assert_eq!(&data[32 + 8..32 + 12], &[30, 20, 10, 255]);
         assert_eq!(&data[20..24], &[128, 128, 128, 128]);
@@ -577,7 +549,6 @@ mod tests {
         let mut uv = vec![128u8; 8 * 2];
         paint_planes(
             &list,
-            &[],
             VideoFormat::Nv12,
             matrix,
             &mut [(&mut y, 8), (&mut uv, 8)],
@@ -588,6 +559,62 @@ mod tests {
         // Chroma sample (1, 0) covers pixels x 2..4, y 0..2.
         assert_eq!(&uv[2..4], &[90, 240]);
         assert_eq!(uv.iter().filter(|&&v| v != 128).count(), 2);
+    }
+
+    #[test]
+    fn text_chroma_takes_the_mean_coverage_of_its_pixels() {
+        // Full coverage on pixels (3..5, 1..3): chroma sample (1, 0) sees one of its four pixels
+        // covered, (2, 0) two, (1, 1) one, (2, 1) two... with rows 1..3 split over chroma rows
+        // 0 and 1.
+        let list = DrawList {
+            width: 8,
+            height: 4,
+            texts: vec![TextOp {
+                rect: PixelRect::new(3, 1, 5, 3),
+                offset: 0,
+                stride: 2,
+                color: Rgba::new(255, 255, 255, 255),
+            }],
+            coverage: vec![255; 4],
+            ..DrawList::default()
+        };
+        let matrix = YuvMatrix::new(VideoColorMatrix::Bt601, true);
+        let mut y = vec![0u8; 8 * 4];
+        let mut u = vec![0u8; 4 * 2];
+        let mut v = vec![0u8; 4 * 2];
+        paint_planes(
+            &list,
+            VideoFormat::I420,
+            matrix,
+            &mut [(&mut y, 8), (&mut u, 4), (&mut v, 4)],
+        )
+        .unwrap();
+        let covered: Vec<usize> = (0..32).filter(|&i| y[i] == 255).collect();
+        assert_eq!(covered, vec![8 + 3, 8 + 4, 16 + 3, 16 + 4]);
+        assert_eq!(y.iter().filter(|&&v| v != 0).count(), 4);
+        // White's chroma is 128: blended by a quarter (one pixel of four) it gives 32.
+        assert_eq!(u, vec![0, 32, 32, 0, 0, 32, 32, 0]);
+        assert_eq!(v, u);
+    }
+
+    #[test]
+    fn text_outside_its_coverage_is_not_drawn() {
+        let list = DrawList {
+            width: 8,
+            height: 4,
+            texts: vec![TextOp {
+                rect: PixelRect::new(0, 0, 4, 4),
+                offset: 10,
+                stride: 4,
+                color: Rgba::WHITE,
+            }],
+            coverage: vec![255; 12],
+            ..DrawList::default()
+        };
+        let mut data = vec![0u8; 8 * 4 * 4];
+        let matrix = YuvMatrix::new(VideoColorMatrix::Bt601, false);
+        paint_planes(&list, VideoFormat::Rgba, matrix, &mut [(&mut data, 32)]).unwrap();
+        assert!(data.iter().all(|&b| b == 0));
     }
 
     #[test]

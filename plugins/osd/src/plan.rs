@@ -3,14 +3,16 @@
 //!
 //! A [`DrawList`] holds three flat arrays of `#[repr(C)]` operations in frame pixels, already
 //! clipped to the frame: privacy blurs, alpha-blended rectangle fills (box borders, box and label
-//! backgrounds), and glyphs (a rectangle of the [`GlyphAtlas`](crate::font::GlyphAtlas) tinted
-//! with a colour). Painters apply them in that order, so text is always on top. The CPU painter is
-//! [`crate::paint`]; a GPU painter takes the same arrays and the atlas image.
+//! backgrounds), and text runs (a rectangle of the list's own 8-bit coverage image, tinted with a
+//! colour). Painters apply them in that order, so text is always on top. The planner composes each
+//! run's coverage from the glyphs of the [`GlyphAtlas`](crate::font::GlyphAtlas), once per frame
+//! for every plane; the CPU painter is [`crate::paint`], and a GPU painter takes the same arrays
+//! and the coverage image (a few hundred kilobytes for a hundred labels).
 
 use ferrostream_core::{Frame, Object};
 
 use crate::color::Rgba;
-use crate::font::{GlyphAtlas, PlacedGlyph, Typeface};
+use crate::font::{ATLAS_WIDTH, GlyphAtlas, PlacedGlyph, Typeface};
 use crate::style::{BlurMode, Style};
 
 /// A half-open pixel rectangle: columns `x0..x1`, rows `y0..y1`.
@@ -73,14 +75,14 @@ pub struct FillOp {
     pub color: Rgba,
 }
 
-/// Blend `color` over `rect`, weighted by the atlas coverage whose pixel (`atlas_x`, `atlas_y`)
-/// lies under the rectangle's top-left corner.
+/// Blend `color` over `rect`, weighted by the list's coverage image: pixel (x, y) of the rectangle
+/// takes `coverage[offset + (y - rect.y0) * stride + (x - rect.x0)]`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GlyphOp {
+pub struct TextOp {
     pub rect: PixelRect,
-    pub atlas_x: i32,
-    pub atlas_y: i32,
+    pub offset: u32,
+    pub stride: u32,
     pub color: Rgba,
 }
 
@@ -101,7 +103,9 @@ pub struct DrawList {
     pub height: i32,
     pub blurs: Vec<BlurOp>,
     pub fills: Vec<FillOp>,
-    pub glyphs: Vec<GlyphOp>,
+    pub texts: Vec<TextOp>,
+    /// The coverage (0: none, 255: full) that text runs refer to.
+    pub coverage: Vec<u8>,
 }
 
 impl DrawList {
@@ -111,11 +115,12 @@ impl DrawList {
         self.height = height as i32;
         self.blurs.clear();
         self.fills.clear();
-        self.glyphs.clear();
+        self.texts.clear();
+        self.coverage.clear();
     }
 
     pub fn is_empty(&self) -> bool {
-        self.blurs.is_empty() && self.fills.is_empty() && self.glyphs.is_empty()
+        self.blurs.is_empty() && self.fills.is_empty() && self.texts.is_empty()
     }
 
     fn frame(&self) -> PixelRect {
@@ -155,23 +160,63 @@ impl DrawList {
         self.fill(PixelRect::new(x1 - w, y0 + w, x1, y1 - w), color);
     }
 
-    /// Glyphs laid out by [`Typeface::layout`], with the line's top-left corner at (`x`, `y`).
-    fn text(&mut self, glyphs: &[PlacedGlyph], x: i32, y: i32, color: Rgba) {
-        let frame = self.frame();
+    /// Glyphs laid out by [`Typeface::layout`], with the line's top-left corner at (`x`, `y`), as
+    /// one text run whose coverage is composed from `atlas` (overlapping glyphs take the larger
+    /// coverage).
+    fn text(&mut self, glyphs: &[PlacedGlyph], x: i32, y: i32, color: Rgba, atlas: &[u8]) {
+        let placed = |p: &PlacedGlyph| {
+            PixelRect::new(
+                x + p.x,
+                y + p.y,
+                x + p.x + p.glyph.width,
+                y + p.y + p.glyph.height,
+            )
+        };
+        let Some(bounds) = glyphs.iter().map(placed).reduce(|a, b| {
+            PixelRect::new(
+                a.x0.min(b.x0),
+                a.y0.min(b.y0),
+                a.x1.max(b.x1),
+                a.y1.max(b.y1),
+            )
+        }) else {
+            return;
+        };
+        let rect = bounds.intersect(&self.frame());
+        if rect.is_empty() {
+            return;
+        }
+        let stride = rect.width() as usize;
+        let offset = self.coverage.len();
+        self.coverage
+            .resize(offset + stride * rect.height() as usize, 0);
         for p in glyphs {
             let g = &p.glyph;
-            let full = PixelRect::new(x + p.x, y + p.y, x + p.x + g.width, y + p.y + g.height);
-            let rect = full.intersect(&frame);
-            if rect.is_empty() {
+            let full = placed(p);
+            let visible = full.intersect(&rect);
+            if visible.is_empty() {
                 continue;
             }
-            self.glyphs.push(GlyphOp {
-                rect,
-                atlas_x: g.atlas_x + (rect.x0 - full.x0),
-                atlas_y: g.atlas_y + (rect.y0 - full.y0),
-                color,
-            });
+            let width = visible.width() as usize;
+            for row in visible.y0..visible.y1 {
+                let src = (g.atlas_y + row - full.y0) as usize * ATLAS_WIDTH
+                    + (g.atlas_x + visible.x0 - full.x0) as usize;
+                let dst =
+                    offset + (row - rect.y0) as usize * stride + (visible.x0 - rect.x0) as usize;
+                for (d, &c) in self.coverage[dst..dst + width]
+                    .iter_mut()
+                    .zip(&atlas[src..src + width])
+                {
+                    *d = (*d).max(c);
+                }
+            }
         }
+        self.texts.push(TextOp {
+            rect,
+            offset: offset as u32,
+            stride: stride as u32,
+            color,
+        });
     }
 }
 
@@ -291,7 +336,7 @@ impl Planner {
             PixelRect::new(x, y, x + width + 2 * pad, y + line.height + 2 * pad),
             OVERLAY_BACKGROUND,
         );
-        list.text(&self.glyphs, x + pad, y + pad, color);
+        list.text(&self.glyphs, x + pad, y + pad, color, atlas.pixels());
     }
 
     /// The label in `self.text` on a filled background above the box (inside it when there is
@@ -321,7 +366,7 @@ impl Planner {
         let color = style
             .text_color
             .unwrap_or_else(|| crate::style::contrasting_text(background));
-        list.text(&self.glyphs, x + pad, y + pad, color);
+        list.text(&self.glyphs, x + pad, y + pad, color, atlas.pixels());
     }
 }
 
@@ -434,39 +479,66 @@ mod tests {
         assert_eq!(list.fills[0].rect, PixelRect::new(20, 50 - h, 20 + w, 50));
         // No room above: inside at the top, shifted left to stay in the frame.
         assert_eq!(list.fills[1].rect, PixelRect::new(200 - w, 0, 200, h));
-        // Glyphs lie on their label and are drawn in the text colour.
+        // One text run per label, on the label, in the text colour: ten characters of 16
+        // pixels, the space taking no coverage.
+        assert_eq!(list.texts.len(), 2);
         let first = list.fills[0].rect;
-        let on_first: Vec<&GlyphOp> = list
-            .glyphs
-            .iter()
-            .filter(|g| g.rect.intersect(&first) == g.rect)
-            .collect();
-        assert_eq!(on_first.len(), 10, "ten visible characters");
-        assert!(list.glyphs.iter().all(|g| g.color == Rgba::WHITE));
+        let run = list.texts[0];
+        assert_eq!(run.rect.intersect(&first), run.rect);
+        assert_eq!(
+            run.rect,
+            PixelRect::new(22, 50 - h + 2, 22 + 11 * 16, 50 - 2)
+        );
+        assert!(list.texts.iter().all(|t| t.color == Rgba::WHITE));
+        // The space (the seventh cell) has no coverage; the letters have some.
+        let cell = |i: u32| -> u32 {
+            (0..16)
+                .flat_map(|y| (0..16).map(move |x| (x, y)))
+                .map(|(x, y)| {
+                    list.coverage[(run.offset + y * run.stride + i * 16 + x) as usize] as u32
+                })
+                .sum()
+        };
+        assert_eq!(cell(6), 0);
+        assert!((0..11).filter(|&i| i != 6).all(|i| cell(i) > 0));
     }
 
     #[test]
-    fn glyphs_clipped_at_the_frame_keep_their_atlas_offset() {
+    fn text_runs_clip_at_the_frame_and_compose_their_glyphs() {
         let mut list = DrawList::default();
         list.reset(20, 20);
+        // A 4x4 atlas glyph at (2, 1) whose coverage is 10 * row + column + 1.
+        let mut atlas = vec![0u8; ATLAS_WIDTH * 8];
+        for r in 0..4 {
+            for c in 0..4 {
+                atlas[(1 + r) * ATLAS_WIDTH + 2 + c] = (10 * r + c + 1) as u8;
+            }
+        }
         let glyph = crate::font::Glyph {
-            atlas_x: 100,
-            atlas_y: 50,
-            width: 8,
-            height: 8,
+            atlas_x: 2,
+            atlas_y: 1,
+            width: 4,
+            height: 4,
             left: 0,
-            top: 8,
-            advance: 8.0,
+            top: 4,
+            advance: 4.0,
         };
-        list.text(&[PlacedGlyph { x: 0, y: 0, glyph }], -3, 15, Rgba::WHITE);
+        let glyphs = [
+            PlacedGlyph { x: 0, y: 0, glyph },
+            // Overlaps the first by two columns: the larger coverage wins.
+            PlacedGlyph { x: 2, y: 0, glyph },
+        ];
+        // Two columns off the left edge, one row off the bottom.
+        list.text(&glyphs, -2, 17, Rgba::WHITE, &atlas);
+        assert_eq!(list.texts.len(), 1);
+        let t = list.texts[0];
+        assert_eq!(t.rect, PixelRect::new(0, 17, 4, 20));
+        assert_eq!(t.stride, 4);
+        let rows: Vec<&[u8]> = list.coverage.chunks(4).collect();
+        // Columns 0-1: first glyph's columns 2-3, overlapped by the second's 0-1 (smaller).
         assert_eq!(
-            list.glyphs,
-            vec![GlyphOp {
-                rect: PixelRect::new(0, 15, 5, 20),
-                atlas_x: 103,
-                atlas_y: 50,
-                color: Rgba::WHITE
-            }]
+            rows,
+            vec![&[3, 4, 3, 4][..], &[13, 14, 13, 14], &[23, 24, 23, 24]]
         );
     }
 
@@ -497,7 +569,7 @@ mod tests {
         assert_eq!((clock_bg.x0, clock_bg.y0), (10, 10));
         let text_bg = list.fills[5].rect;
         assert_eq!(text_bg.y1, 100 - 10);
-        // "12:00" has 5 glyphs, "Gate" 4.
-        assert_eq!(list.glyphs.len(), 9);
+        // One run for the clock, one for the source text.
+        assert_eq!(list.texts.len(), 2);
     }
 }

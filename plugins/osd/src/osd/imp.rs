@@ -208,7 +208,7 @@ impl RsOsd {
                 }
                 let mut frame = gst_video::VideoFrameRef::from_buffer_ref_writable(buf, &info)
                     .map_err(|e| format!("cannot map the frame for writing: {e}"))?;
-                paint_frame(list, state.atlas.pixels(), &mut frame).map_err(|e| e.to_string())
+                paint_frame(list, &mut frame).map_err(|e| e.to_string())
             }
             Some(FrameSource::Batched) => {
                 let Some(mut meta) = buf.meta_mut::<BatchMeta>() else {
@@ -266,7 +266,7 @@ impl RsOsd {
                                     stream.source_id
                                 )
                             })?;
-                    paint_frame(list, state.atlas.pixels(), &mut frame)
+                    paint_frame(list, &mut frame)
                         .map_err(|e| format!("source {}: {e}", stream.source_id))?;
                 }
                 Ok(())
