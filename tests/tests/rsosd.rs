@@ -895,6 +895,22 @@ fn unparsable_property_values_keep_the_previous_value() {
     assert_eq!(osd.property::<String>("source-text"), "0=Gate;2=Yard");
 }
 
+/// Plays `pipeline` until EOS; an error message, or no EOS within `seconds`, fails the test.
+fn play_to_eos(pipeline: &gst::Pipeline, seconds: u64) {
+    let bus = pipeline.bus().unwrap();
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let msg = bus
+        .timed_pop_filtered(
+            gst::ClockTime::from_seconds(seconds),
+            &[gst::MessageType::Error, gst::MessageType::Eos],
+        )
+        .expect("the pipeline ends");
+    pipeline.set_state(gst::State::Null).unwrap();
+    if let gst::MessageView::Error(e) = msg.view() {
+        panic!("{} {:?}", e.error(), e.debug());
+    }
+}
+
 /// Frames decoded from `location` (any container GStreamer reads) as RGBA.
 fn decode_rgba(location: &str, frames: usize) -> Vec<Picture> {
     let pipeline = launch(&format!(
@@ -953,18 +969,7 @@ fn mp4_after_the_detector_shows_boxes_and_labels() {
             }
             gst::PadProbeReturn::Ok
         });
-    let bus = pipeline.bus().unwrap();
-    pipeline.set_state(gst::State::Playing).unwrap();
-    let msg = bus
-        .timed_pop_filtered(
-            gst::ClockTime::from_seconds(600),
-            &[gst::MessageType::Error, gst::MessageType::Eos],
-        )
-        .expect("the pipeline ends");
-    pipeline.set_state(gst::State::Null).unwrap();
-    if let gst::MessageView::Error(e) = msg.view() {
-        panic!("{} {:?}", e.error(), e.debug());
-    }
+    play_to_eos(&pipeline, 600);
     let drawn = drawn.lock().unwrap().clone();
     let index = 20;
     let original = &decode_rgba(&quoted(&media("vtest.avi")), index + 1)[index];
@@ -1074,18 +1079,7 @@ fn centerface_faces_are_blurred_in_real_footage() {
                 gst::PadProbeReturn::Ok
             });
     }
-    let bus = pipeline.bus().unwrap();
-    pipeline.set_state(gst::State::Playing).unwrap();
-    let msg = bus
-        .timed_pop_filtered(
-            gst::ClockTime::from_seconds(120),
-            &[gst::MessageType::Error, gst::MessageType::Eos],
-        )
-        .expect("the pipeline ends");
-    pipeline.set_state(gst::State::Null).unwrap();
-    if let gst::MessageView::Error(e) = msg.view() {
-        panic!("{} {:?}", e.error(), e.debug());
-    }
+    play_to_eos(&pipeline, 120);
     let (before, after) = (before.lock().unwrap(), after.lock().unwrap());
     assert!(before.len() >= 5 && before.len() == after.len());
     let mut faces = 0;
