@@ -1135,3 +1135,36 @@ fn shipped_osd_config_loads_without_warnings() {
     assert_eq!(style.border_width, 2);
     assert_eq!(style.class(2).bg_color.a, 38);
 }
+
+#[test]
+fn appearance_changes_while_playing() {
+    init();
+    let target = Target::rgb(VideoFormat::Rgba);
+    let info = target.info(W, H);
+    let osd = gst::ElementFactory::make("rsosd")
+        .property("display-bbox", false)
+        .property("display-text", false)
+        .build()
+        .unwrap();
+    let mut h = gst_check::Harness::with_element(&osd, Some("sink"), Some("src"));
+    h.set_src_caps(info.to_caps().unwrap());
+    let push = |h: &mut gst_check::Harness, pts: u64| {
+        let mut buffer = Picture::noise(&info, 21);
+        let b = buffer.get_mut().unwrap();
+        b.set_pts(gst::ClockTime::from_mseconds(pts));
+        let mut frame = Frame::new(0, 0, W, H);
+        frame
+            .objects
+            .push(object(0, "x", BBox::from_corners(40.0, 40.0, 120.0, 120.0)));
+        BatchMeta::add(b, Batch::single(frame));
+        h.push(buffer).unwrap();
+        Picture::from_buffer(&h.pull().unwrap(), &info)
+    };
+    let before = Picture::from_buffer(&Picture::noise(&info, 21), &info);
+    assert_eq!(push(&mut h, 0).color(41, 80), before.color(41, 80));
+    osd.set_property("display-bbox", true);
+    osd.set_property("border-color", 0x00ff00ffu32);
+    assert_eq!(push(&mut h, 40).color(41, 80), [0, 255, 0]);
+    osd.set_property("border-color", 0xff0000ffu32);
+    assert_eq!(push(&mut h, 80).color(41, 80), [255, 0, 0]);
+}
