@@ -405,6 +405,25 @@ mod tests {
         }
     }
 
+    /// A GPU painter mirrors these structs; their layout is part of the contract.
+    #[test]
+    fn op_layouts_are_plain_c() {
+        use std::mem::{offset_of, size_of};
+        assert_eq!(size_of::<Rgba>(), 4);
+        assert_eq!(size_of::<PixelRect>(), 16);
+        assert_eq!(size_of::<FillOp>(), 20);
+        assert_eq!(offset_of!(FillOp, color), 16);
+        assert_eq!(size_of::<TextOp>(), 28);
+        assert_eq!(offset_of!(TextOp, offset), 16);
+        assert_eq!(offset_of!(TextOp, stride), 20);
+        assert_eq!(offset_of!(TextOp, color), 24);
+        assert_eq!(size_of::<BlurOp>(), 24);
+        assert_eq!(offset_of!(BlurOp, mode), 16);
+        assert_eq!(offset_of!(BlurOp, strength), 20);
+        assert_eq!(BlurMode::Pixelate as u32, 0);
+        assert_eq!(BlurMode::Blur as u32, 1);
+    }
+
     #[test]
     fn border_is_four_rects_inside_the_box() {
         let list = plan(
