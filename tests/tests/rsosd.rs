@@ -895,6 +895,19 @@ fn unparsable_property_values_keep_the_previous_value() {
     assert_eq!(osd.property::<String>("source-text"), "0=Gate;2=Yard");
 }
 
+/// The boxes of the first frame of `buffer`'s metadata.
+fn boxes_of(buffer: &gst::BufferRef) -> Vec<BBox> {
+    BatchMeta::of(buffer)
+        .map(|m| {
+            m.batch().frames[0]
+                .objects
+                .iter()
+                .map(|o| o.bbox())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Plays `pipeline` until EOS; an error message, or no EOS within `seconds`, fails the test.
 fn play_to_eos(pipeline: &gst::Pipeline, seconds: u64) {
     let bus = pipeline.bus().unwrap();
@@ -956,16 +969,7 @@ fn mp4_after_the_detector_shows_boxes_and_labels() {
         .unwrap()
         .add_probe(gst::PadProbeType::BUFFER, move |_, info| {
             if let Some(buffer) = info.buffer() {
-                let boxes = BatchMeta::of(buffer)
-                    .map(|m| {
-                        m.batch().frames[0]
-                            .objects
-                            .iter()
-                            .map(|o| o.bbox())
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                record.lock().unwrap().push(boxes);
+                record.lock().unwrap().push(boxes_of(buffer));
             }
             gst::PadProbeReturn::Ok
         });
@@ -1063,15 +1067,7 @@ fn centerface_faces_are_blurred_in_real_footage() {
                 let caps = pad.current_caps().unwrap();
                 let video = VideoInfo::from_caps(&caps).unwrap();
                 if let Some(buffer) = info.buffer() {
-                    let faces = BatchMeta::of(buffer)
-                        .map(|m| {
-                            m.batch().frames[0]
-                                .objects
-                                .iter()
-                                .map(|o| o.bbox())
-                                .collect()
-                        })
-                        .unwrap_or_default();
+                    let faces = boxes_of(buffer);
                     seen.lock()
                         .unwrap()
                         .push((Picture::from_buffer(buffer, &video), faces));
