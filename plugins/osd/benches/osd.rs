@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use ferrostream_core::{BBox, Frame, Object};
 use ferrostream_osd::color::YuvMatrix;
-use ferrostream_osd::font::{FontRequest, GlyphAtlas, Typeface};
-use ferrostream_osd::paint::paint_planes;
+use ferrostream_osd::font::{FontRequest, Typeface};
+use ferrostream_osd::paint::Painter;
 use ferrostream_osd::plan::{DrawList, Planner};
 use ferrostream_osd::style::Style;
 use gst_video::{VideoColorMatrix, VideoFormat};
@@ -53,7 +53,7 @@ struct Case {
     blur_every: usize,
 }
 
-fn run(case: &Case, typeface: &Typeface, iterations: usize) -> (Duration, Duration, Duration) {
+fn run(case: &Case, planner: &mut Planner, iterations: usize) -> (Duration, Duration, Duration) {
     let style = Style {
         blur_class_ids: vec![9],
         ..Style::default()
@@ -65,21 +65,22 @@ fn run(case: &Case, typeface: &Typeface, iterations: usize) -> (Duration, Durati
         _ => vec![(vec![90; w * h * 4], w * 4)],
     };
     let matrix = YuvMatrix::new(VideoColorMatrix::Bt709, false);
-    let mut atlas = GlyphAtlas::default();
-    let mut planner = Planner::default();
+    let mut painter = Painter::default();
     let mut list = DrawList::default();
     let mut plan_times = Vec::with_capacity(iterations);
     let mut paint_times = Vec::with_capacity(iterations);
     for i in 0..iterations + 10 {
         let t0 = Instant::now();
         list.reset(WIDTH, HEIGHT);
-        planner.objects(&style, typeface, &mut atlas, &frame, &mut list);
+        planner.plan(&style, std::slice::from_ref(&frame), 0, None, &mut list);
         let t1 = Instant::now();
         let mut views: Vec<(&mut [u8], usize)> = planes
             .iter_mut()
             .map(|(data, stride)| (data.as_mut_slice(), *stride))
             .collect();
-        paint_planes(&list, case.format, matrix, &mut views).unwrap();
+        painter
+            .paint_planes(&list, case.format, matrix, &mut views)
+            .unwrap();
         let t2 = Instant::now();
         // The first iterations fill the glyph atlas and warm the caches.
         if i >= 10 {
@@ -102,9 +103,10 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn main() {
     let loaded = Typeface::load(&FontRequest::Auto).expect("a font");
+    let mut planner = Planner::new(loaded.typeface);
     println!(
         "rsosd, {WIDTH}x{HEIGHT}, one core, font {}; median of 200 frames",
-        loaded.typeface.describe()
+        planner.typeface().describe()
     );
     println!(
         "{:<6} {:>6} {:>8} {:>10} {:>10} {:>10}",
@@ -117,7 +119,7 @@ fn main() {
                 boxes,
                 blur_every,
             };
-            let (plan, paint, total) = run(&case, &loaded.typeface, 200);
+            let (plan, paint, total) = run(&case, &mut planner, 200);
             let blurred = boxes.checked_div(blur_every).unwrap_or(0);
             println!(
                 "{:<6} {:>6} {:>8} {:>10.3} {:>10.3} {:>10.3}",

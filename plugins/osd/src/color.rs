@@ -2,7 +2,7 @@
 //! colour becomes component values of a frame's format (BT.601/709/2020, full or limited range,
 //! as the caps' colorimetry says).
 
-use gst_video::{VideoColorMatrix, VideoColorRange, VideoFormat, VideoInfo};
+use gst_video::{VideoColorMatrix, VideoColorRange, VideoInfo};
 
 /// A straight (not premultiplied) 8-bit RGBA colour.
 #[repr(C)]
@@ -142,16 +142,6 @@ impl YuvMatrix {
         [q(y), q(cb), q(cr)]
     }
 }
-
-/// The pixel formats `rsosd` draws on.
-pub const FORMATS: [VideoFormat; 6] = [
-    VideoFormat::Rgba,
-    VideoFormat::Bgra,
-    VideoFormat::Rgbx,
-    VideoFormat::Bgrx,
-    VideoFormat::Nv12,
-    VideoFormat::I420,
-];
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,6 @@
 //! Text: a TrueType font found on the machine (or named by the user), rasterised glyph by glyph
-//! into one coverage atlas that painters read (and that a GPU painter can upload once), with a
-//! built-in 8x8 bitmap font for machines without any TrueType font.
+//! into one coverage atlas that the planner composes text runs from, with a built-in 8x8 bitmap
+//! font for machines without any TrueType font.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -314,29 +314,20 @@ pub struct GlyphAtlas {
     shelf_x: usize,
     shelf_y: usize,
     shelf_height: usize,
-    generation: u64,
 }
 
 impl GlyphAtlas {
-    /// Starts over when the atlas has grown too large; call before laying out a frame's text,
-    /// never in the middle of it (laid-out glyphs point into the atlas).
+    /// Starts over when the atlas has grown too large; never call it between laying text out
+    /// and composing it (laid-out glyphs point into the atlas).
     pub fn trim(&mut self) {
         if self.rows > ATLAS_MAX_ROWS {
-            *self = Self {
-                generation: self.generation + 1,
-                ..Self::default()
-            };
+            *self = Self::default();
         }
     }
 
     /// The atlas image: `ATLAS_WIDTH` coverage bytes per row.
     pub fn pixels(&self) -> &[u8] {
         &self.pixels
-    }
-
-    /// Changes whenever glyphs are added (for painters that keep a copy, e.g. on a GPU).
-    pub fn generation(&self) -> u64 {
-        self.generation
     }
 
     pub fn len(&self) -> usize {
@@ -375,7 +366,6 @@ impl GlyphAtlas {
         }
         self.shelf_x += width + 1;
         self.shelf_height = self.shelf_height.max(r.height);
-        self.generation += 1;
         let glyph = Glyph {
             atlas_x: x as i32,
             atlas_y: y as i32,

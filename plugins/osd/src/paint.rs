@@ -43,6 +43,16 @@ const fn plane(channels: &'static [Channel], sub: u32) -> PlaneLayout {
 
 use Channel::*;
 
+/// The pixel formats `rsosd` draws on (each has a [`layout`]).
+pub const FORMATS: [VideoFormat; 6] = [
+    VideoFormat::Rgba,
+    VideoFormat::Bgra,
+    VideoFormat::Rgbx,
+    VideoFormat::Bgrx,
+    VideoFormat::Nv12,
+    VideoFormat::I420,
+];
+
 /// The planes of a format `rsosd` draws on, or `None`.
 fn layout(format: VideoFormat) -> Option<&'static [PlaneLayout]> {
     const RGBA: &[PlaneLayout] = &[plane(&[R, G, B, A], 0)];
@@ -76,105 +86,116 @@ pub enum PaintError {
     Plane { plane: u32, cause: String },
 }
 
-/// Whether `rsosd` can draw on `format`.
-pub fn supports(format: VideoFormat) -> bool {
-    layout(format).is_some()
+/// Paints draw lists on frames in system memory, keeping its scratch space between frames.
+#[derive(Debug, Default)]
+pub struct Painter {
+    /// Per-column coverage sums of text on subsampled planes.
+    columns: Vec<u16>,
+    /// Mean coverage per chroma sample of a row of text.
+    means: Vec<u8>,
 }
 
-/// Draws `list` on a mapped, writable frame.
-pub fn paint_frame(
-    list: &DrawList,
-    frame: &mut gst_video::VideoFrameRef<&mut gst::BufferRef>,
-) -> Result<(), PaintError> {
-    let info: &VideoInfo = frame.info();
-    let format = info.format();
-    let planes = layout(format).ok_or(PaintError::Format(format))?;
-    if info.width() as i32 != list.width || info.height() as i32 != list.height {
-        return Err(PaintError::Size {
-            frame_width: info.width(),
-            frame_height: info.height(),
-            list_width: list.width,
-            list_height: list.height,
-        });
+impl Painter {
+    /// Draws `list` on a mapped, writable frame.
+    pub fn paint_frame(
+        &mut self,
+        list: &DrawList,
+        frame: &mut gst_video::VideoFrameRef<&mut gst::BufferRef>,
+    ) -> Result<(), PaintError> {
+        let info: &VideoInfo = frame.info();
+        let format = info.format();
+        let planes = layout(format).ok_or(PaintError::Format(format))?;
+        if info.width() as i32 != list.width || info.height() as i32 != list.height {
+            return Err(PaintError::Size {
+                frame_width: info.width(),
+                frame_height: info.height(),
+                list_width: list.width,
+                list_height: list.height,
+            });
+        }
+        if list.is_empty() {
+            return Ok(());
+        }
+        let matrix = YuvMatrix::for_info(info);
+        for (index, layout) in planes.iter().enumerate() {
+            let stride = frame.plane_stride()[index] as usize;
+            let data = frame
+                .plane_data_mut(index as u32)
+                .map_err(|e| PaintError::Plane {
+                    plane: index as u32,
+                    cause: e.to_string(),
+                })?;
+            self.paint_plane(list, *layout, matrix, data, stride)
+                .map_err(|cause| PaintError::Plane {
+                    plane: index as u32,
+                    cause,
+                })?;
+        }
+        Ok(())
     }
-    if list.is_empty() {
-        return Ok(());
-    }
-    let matrix = YuvMatrix::for_info(info);
-    for (index, layout) in planes.iter().enumerate() {
-        let stride = frame.plane_stride()[index] as usize;
-        let data = frame
-            .plane_data_mut(index as u32)
-            .map_err(|e| PaintError::Plane {
-                plane: index as u32,
-                cause: e.to_string(),
-            })?;
-        paint_plane(list, *layout, matrix, data, stride).map_err(|cause| PaintError::Plane {
-            plane: index as u32,
-            cause,
-        })?;
-    }
-    Ok(())
-}
 
-/// Draws `list` on a frame given as planes of bytes with their strides, e.g. memory the caller
-/// owns (benchmarks, painters outside GStreamer buffers).
-pub fn paint_planes(
-    list: &DrawList,
-    format: VideoFormat,
-    matrix: YuvMatrix,
-    planes: &mut [(&mut [u8], usize)],
-) -> Result<(), PaintError> {
-    let layouts = layout(format).ok_or(PaintError::Format(format))?;
-    if planes.len() < layouts.len() {
-        return Err(PaintError::Plane {
-            plane: planes.len() as u32,
-            cause: format!("{format:?} has {} planes", layouts.len()),
-        });
+    /// Draws `list` on a frame given as planes of bytes with their strides, e.g. memory the
+    /// caller owns (benchmarks, painters outside GStreamer buffers).
+    pub fn paint_planes(
+        &mut self,
+        list: &DrawList,
+        format: VideoFormat,
+        matrix: YuvMatrix,
+        planes: &mut [(&mut [u8], usize)],
+    ) -> Result<(), PaintError> {
+        let layouts = layout(format).ok_or(PaintError::Format(format))?;
+        if planes.len() < layouts.len() {
+            return Err(PaintError::Plane {
+                plane: planes.len() as u32,
+                cause: format!("{format:?} has {} planes", layouts.len()),
+            });
+        }
+        for (index, (layout, (data, stride))) in layouts.iter().zip(planes.iter_mut()).enumerate() {
+            self.paint_plane(list, *layout, matrix, data, *stride)
+                .map_err(|cause| PaintError::Plane {
+                    plane: index as u32,
+                    cause,
+                })?;
+        }
+        Ok(())
     }
-    for (index, (layout, (data, stride))) in layouts.iter().zip(planes.iter_mut()).enumerate() {
-        paint_plane(list, *layout, matrix, data, *stride).map_err(|cause| PaintError::Plane {
-            plane: index as u32,
-            cause,
-        })?;
-    }
-    Ok(())
-}
 
-fn paint_plane(
-    list: &DrawList,
-    layout: PlaneLayout,
-    matrix: YuvMatrix,
-    data: &mut [u8],
-    stride: usize,
-) -> Result<(), String> {
-    let width = (list.width + (1 << layout.sub_x) - 1) >> layout.sub_x;
-    let height = (list.height + (1 << layout.sub_y) - 1) >> layout.sub_y;
-    let row = width as usize * layout.channels.len();
-    let needed = if height > 0 {
-        (height as usize - 1) * stride + row
-    } else {
-        0
-    };
-    if stride < row || data.len() < needed {
-        return Err(format!(
-            "{} bytes with stride {stride} cannot hold {height} rows of {row} bytes",
-            data.len()
-        ));
+    fn paint_plane(
+        &mut self,
+        list: &DrawList,
+        layout: PlaneLayout,
+        matrix: YuvMatrix,
+        data: &mut [u8],
+        stride: usize,
+    ) -> Result<(), String> {
+        let width = (list.width + (1 << layout.sub_x) - 1) >> layout.sub_x;
+        let height = (list.height + (1 << layout.sub_y) - 1) >> layout.sub_y;
+        let row = width as usize * layout.channels.len();
+        let needed = if height > 0 {
+            (height as usize - 1) * stride + row
+        } else {
+            0
+        };
+        if stride < row || data.len() < needed {
+            return Err(format!(
+                "{} bytes with stride {stride} cannot hold {height} rows of {row} bytes",
+                data.len()
+            ));
+        }
+        Plane {
+            data,
+            stride,
+            layout,
+            width,
+            height,
+            matrix,
+            last_color: (None, [0; 4]),
+            columns: &mut self.columns,
+            means: &mut self.means,
+        }
+        .paint(list);
+        Ok(())
     }
-    Plane {
-        data,
-        stride,
-        layout,
-        width,
-        height,
-        matrix,
-        last_color: (None, [0; 4]),
-        scratch: Vec::new(),
-        means: Vec::new(),
-    }
-    .paint(list);
-    Ok(())
 }
 
 struct Plane<'a> {
@@ -186,9 +207,8 @@ struct Plane<'a> {
     height: i32,
     matrix: YuvMatrix,
     last_color: (Option<Rgba>, [u8; 4]),
-    /// Reused between text runs.
-    scratch: Vec<u16>,
-    means: Vec<u8>,
+    columns: &'a mut Vec<u16>,
+    means: &'a mut Vec<u8>,
 }
 
 /// `d` blended towards `s` by `a`/255, rounded.
@@ -353,10 +373,10 @@ impl Plane<'_> {
         // Per column of the run, the coverage of the two frame rows of a sample row, with a
         // zero column on each side for samples that straddle the rectangle's edges; then the
         // mean over each sample's 2x2 pixels.
-        let mut columns = std::mem::take(&mut self.scratch);
+        let mut columns = std::mem::take(self.columns);
         columns.clear();
         columns.resize(w + 2, 0);
-        let mut means = std::mem::take(&mut self.means);
+        let mut means = std::mem::take(self.means);
         for y in r.y0..r.y1 {
             columns.fill(0);
             for fy in (2 * y).max(rect.y0)..(2 * y + 2).min(rect.y1) {
@@ -376,8 +396,8 @@ impl Plane<'_> {
             let row = self.samples::<N>(y, r.x0, r.x1);
             blend_line(row, &means, v, alpha);
         }
-        self.scratch = columns;
-        self.means = means;
+        *self.columns = columns;
+        *self.means = means;
     }
 
     fn blur<const N: usize>(&mut self, op: &BlurOp) {
@@ -526,7 +546,9 @@ mod tests {
         ]);
         let mut data = vec![0u8; 8 * 4 * 4];
         let matrix = YuvMatrix::new(VideoColorMatrix::Bt601, false);
-        paint_planes(&list, VideoFormat::Bgrx, matrix, &mut [(&mut data, 32)]).unwrap();
+        Painter::default()
+            .paint_planes(&list, VideoFormat::Bgrx, matrix, &mut [(&mut data, 32)])
+            .unwrap();
         assert_eq!(&data[32 + 4..32 + 8], &[30, 20, 10, 255]);
         assert_eq!(&data[32 + 8..32 + 12], &[30, 20, 10, 255]);
         assert_eq!(&data[20..24], &[128, 128, 128, 128]);
@@ -547,13 +569,14 @@ mod tests {
         let matrix = YuvMatrix::new(VideoColorMatrix::Bt601, false);
         let mut y = vec![16u8; 8 * 4];
         let mut uv = vec![128u8; 8 * 2];
-        paint_planes(
-            &list,
-            VideoFormat::Nv12,
-            matrix,
-            &mut [(&mut y, 8), (&mut uv, 8)],
-        )
-        .unwrap();
+        Painter::default()
+            .paint_planes(
+                &list,
+                VideoFormat::Nv12,
+                matrix,
+                &mut [(&mut y, 8), (&mut uv, 8)],
+            )
+            .unwrap();
         assert_eq!(y[8 + 3], 81);
         assert_eq!(y.iter().filter(|&&v| v != 16).count(), 1);
         // Chroma sample (1, 0) covers pixels x 2..4, y 0..2.
@@ -582,13 +605,14 @@ mod tests {
         let mut y = vec![0u8; 8 * 4];
         let mut u = vec![0u8; 4 * 2];
         let mut v = vec![0u8; 4 * 2];
-        paint_planes(
-            &list,
-            VideoFormat::I420,
-            matrix,
-            &mut [(&mut y, 8), (&mut u, 4), (&mut v, 4)],
-        )
-        .unwrap();
+        Painter::default()
+            .paint_planes(
+                &list,
+                VideoFormat::I420,
+                matrix,
+                &mut [(&mut y, 8), (&mut u, 4), (&mut v, 4)],
+            )
+            .unwrap();
         let covered: Vec<usize> = (0..32).filter(|&i| y[i] == 255).collect();
         assert_eq!(covered, vec![8 + 3, 8 + 4, 16 + 3, 16 + 4]);
         assert_eq!(y.iter().filter(|&&v| v != 0).count(), 4);
@@ -613,7 +637,9 @@ mod tests {
         };
         let mut data = vec![0u8; 8 * 4 * 4];
         let matrix = YuvMatrix::new(VideoColorMatrix::Bt601, false);
-        paint_planes(&list, VideoFormat::Rgba, matrix, &mut [(&mut data, 32)]).unwrap();
+        Painter::default()
+            .paint_planes(&list, VideoFormat::Rgba, matrix, &mut [(&mut data, 32)])
+            .unwrap();
         assert!(data.iter().all(|&b| b == 0));
     }
 
@@ -631,9 +657,9 @@ mod tests {
 
     #[test]
     fn every_supported_format_has_a_layout() {
-        for f in crate::color::FORMATS {
-            assert!(supports(f), "{f:?}");
+        for f in FORMATS {
+            assert!(layout(f).is_some(), "{f:?}");
         }
-        assert!(!supports(VideoFormat::Yuy2));
+        assert!(layout(VideoFormat::Yuy2).is_none());
     }
 }

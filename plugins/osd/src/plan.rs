@@ -223,24 +223,50 @@ impl DrawList {
 /// Background behind the clock and the source text, so that they stay readable on any picture.
 const OVERLAY_BACKGROUND: Rgba = Rgba::new(0, 0, 0, 128);
 
-/// Builds draw lists; keeps its scratch space between frames.
-#[derive(Debug, Default)]
+/// Builds draw lists: lays text out in its typeface, with the glyphs rasterised so far, and keeps
+/// its scratch space between frames.
+#[derive(Debug)]
 pub struct Planner {
+    typeface: Typeface,
+    atlas: GlyphAtlas,
     glyphs: Vec<PlacedGlyph>,
     text: String,
 }
 
 impl Planner {
-    /// Adds the objects of `frame`, whose boxes are in `frame.width` x `frame.height` pixels,
-    /// scaled to the list's size.
-    pub fn objects(
+    pub fn new(typeface: Typeface) -> Self {
+        Self {
+            typeface,
+            atlas: GlyphAtlas::default(),
+            glyphs: Vec::new(),
+            text: String::new(),
+        }
+    }
+
+    pub fn typeface(&self) -> &Typeface {
+        &self.typeface
+    }
+
+    /// Adds to `list` (already reset to the size of the pixels it will be painted on) the objects
+    /// of `frames`, whose boxes are in each frame's own `width` x `height`, then the clock and the
+    /// text of source `source_id`.
+    pub fn plan(
         &mut self,
         style: &Style,
-        typeface: &Typeface,
-        atlas: &mut GlyphAtlas,
-        frame: &Frame,
+        frames: &[Frame],
+        source_id: u32,
+        clock: Option<&str>,
         list: &mut DrawList,
     ) {
+        // Text runs copy their coverage out of the atlas, so it may start over between lists.
+        self.atlas.trim();
+        for frame in frames {
+            self.objects(style, frame, list);
+        }
+        self.overlays(style, clock, source_id, list);
+    }
+
+    fn objects(&mut self, style: &Style, frame: &Frame, list: &mut DrawList) {
         let scale = |out: i32, described: u32| {
             if described == 0 {
                 1.0
@@ -254,6 +280,11 @@ impl Planner {
         );
         for object in &frame.objects {
             let rect = PixelRect::of_box(object, sx, sy);
+            // Nothing of a box outside the frame (or empty, or not a number) is shown, not even
+            // its label pulled in from beyond the edge.
+            if rect.intersect(&list.frame()).is_empty() {
+                continue;
+            }
             let class = style.class(object.class_id);
             if class.blur {
                 list.blur(rect, style.blur_mode, style.blur_strength);
@@ -267,107 +298,93 @@ impl Planner {
                     .label_format
                     .render(object, frame.source_id, &mut self.text);
                 let background = style.text_bg_color.unwrap_or(class.border_color);
-                self.label(style, typeface, atlas, rect, background, list);
+                self.label(style, rect, background, list);
             }
         }
     }
 
     /// Adds the frame-wide text: the clock and the source's text.
-    pub fn overlays(
+    fn overlays(
         &mut self,
         style: &Style,
-        typeface: &Typeface,
-        atlas: &mut GlyphAtlas,
         clock: Option<&str>,
         source_id: u32,
         list: &mut DrawList,
     ) {
         if let Some(clock) = clock {
-            let size = style.clock_font_size as f32;
-            self.text.clear();
-            self.text.push_str(clock);
-            self.boxed_text(
-                typeface,
-                atlas,
-                size,
-                (style.clock_x as i32, style.clock_y as i32),
-                style.clock_color,
-                list,
-            );
+            let extent = self.lay_out(clock, style.clock_font_size);
+            let at = (style.clock_x as i32, style.clock_y as i32);
+            self.place(at, extent, OVERLAY_BACKGROUND, style.clock_color, list);
         }
         if let Some(text) = style.source_text.get(&source_id) {
-            let size = style.text_size as f32;
-            let line = typeface.line(size);
+            let extent = self.lay_out(text, style.text_size);
             let margin = 10;
-            self.text.clear();
-            self.text.push_str(text);
-            self.boxed_text(
-                typeface,
-                atlas,
-                size,
-                (
-                    margin,
-                    list.height - margin - line.height - 2 * padding(size),
-                ),
-                style.text_color.unwrap_or(Rgba::WHITE),
-                list,
-            );
+            let at = (margin, list.height - margin - extent.height);
+            let color = style.text_color.unwrap_or(Rgba::WHITE);
+            self.place(at, extent, OVERLAY_BACKGROUND, color, list);
         }
-    }
-
-    /// `self.text` on a translucent background whose top-left corner is `at`.
-    fn boxed_text(
-        &mut self,
-        typeface: &Typeface,
-        atlas: &mut GlyphAtlas,
-        size: f32,
-        at: (i32, i32),
-        color: Rgba,
-        list: &mut DrawList,
-    ) {
-        if self.text.is_empty() {
-            return;
-        }
-        let width = typeface.layout(atlas, &self.text, size, &mut self.glyphs);
-        let line = typeface.line(size);
-        let pad = padding(size);
-        let (x, y) = at;
-        list.fill(
-            PixelRect::new(x, y, x + width + 2 * pad, y + line.height + 2 * pad),
-            OVERLAY_BACKGROUND,
-        );
-        list.text(&self.glyphs, x + pad, y + pad, color, atlas.pixels());
     }
 
     /// The label in `self.text` on a filled background above the box (inside it when there is
     /// no room above), kept inside the frame.
-    fn label(
-        &mut self,
-        style: &Style,
-        typeface: &Typeface,
-        atlas: &mut GlyphAtlas,
-        boxed: PixelRect,
-        background: Rgba,
-        list: &mut DrawList,
-    ) {
-        if self.text.is_empty() {
-            return;
-        }
-        let size = style.text_size as f32;
-        let width = typeface.layout(atlas, &self.text, size, &mut self.glyphs);
-        let line = typeface.line(size);
-        let pad = padding(size);
-        let (w, h) = (width + 2 * pad, line.height + 2 * pad);
-        let x = boxed.x0.min(list.width - w).max(0);
-        let above = boxed.y0 - h;
+    fn label(&mut self, style: &Style, boxed: PixelRect, background: Rgba, list: &mut DrawList) {
+        let text = std::mem::take(&mut self.text);
+        let extent = self.lay_out(&text, style.text_size);
+        self.text = text;
+        let x = boxed.x0.min(list.width - extent.width).max(0);
+        let above = boxed.y0 - extent.height;
         let y = if above >= 0 { above } else { boxed.y0 };
-        let y = y.min(list.height - h).max(0);
-        list.fill(PixelRect::new(x, y, x + w, y + h), background);
+        let y = y.min(list.height - extent.height).max(0);
         let color = style
             .text_color
             .unwrap_or_else(|| crate::style::contrasting_text(background));
-        list.text(&self.glyphs, x + pad, y + pad, color, atlas.pixels());
+        self.place((x, y), extent, background, color, list);
     }
+
+    /// Lays `text` out at `size` pixels into `self.glyphs`; returns the size of its box.
+    fn lay_out(&mut self, text: &str, size: u32) -> Extent {
+        let size = size as f32;
+        let width = self
+            .typeface
+            .layout(&mut self.atlas, text, size, &mut self.glyphs);
+        let padding = padding(size);
+        Extent {
+            width: width + 2 * padding,
+            height: self.typeface.line(size).height + 2 * padding,
+            padding,
+            empty: text.is_empty(),
+        }
+    }
+
+    /// The text last laid out, on `background`, its box's top-left corner at `at`.
+    fn place(
+        &self,
+        at: (i32, i32),
+        extent: Extent,
+        background: Rgba,
+        color: Rgba,
+        list: &mut DrawList,
+    ) {
+        if extent.empty {
+            return;
+        }
+        let (x, y) = at;
+        list.fill(
+            PixelRect::new(x, y, x + extent.width, y + extent.height),
+            background,
+        );
+        let p = extent.padding;
+        list.text(&self.glyphs, x + p, y + p, color, self.atlas.pixels());
+    }
+}
+
+/// The box of a line of text.
+#[derive(Debug, Clone, Copy)]
+struct Extent {
+    width: i32,
+    height: i32,
+    padding: i32,
+    empty: bool,
 }
 
 /// Space between text and the edge of its background.
@@ -393,8 +410,13 @@ mod tests {
     fn plan(style: &Style, frame: &Frame, width: u32, height: u32) -> DrawList {
         let mut list = DrawList::default();
         list.reset(width, height);
-        let mut atlas = GlyphAtlas::default();
-        Planner::default().objects(style, &Typeface::Builtin, &mut atlas, frame, &mut list);
+        Planner::new(Typeface::Builtin).plan(
+            style,
+            std::slice::from_ref(frame),
+            0,
+            None,
+            &mut list,
+        );
         list
     }
 
@@ -468,7 +490,17 @@ mod tests {
         assert_eq!(list.fills.len(), 2);
         assert_eq!(list.fills[0].rect, PixelRect::new(0, 160, 60, 163));
         assert_eq!(list.fills[1].rect, PixelRect::new(57, 163, 60, 200));
-        // Entirely outside: nothing.
+        // Entirely outside, or empty: nothing, not even a label.
+        let list = plan(
+            &Style::default(),
+            &frame_with(&[
+                BBox::new(300.0, 10.0, 20.0, 20.0),
+                BBox::new(50.0, 50.0, 0.0, 0.0),
+            ]),
+            200,
+            100,
+        );
+        assert!(list.is_empty(), "{list:?}");
         let list = plan(
             &boxes_only(),
             &frame_with(&[BBox::new(300.0, 10.0, 20.0, 20.0)]),
@@ -569,17 +601,7 @@ mod tests {
         let frame = frame_with(&[BBox::new(10.0, 10.0, 30.0, 30.0)]);
         let mut list = DrawList::default();
         list.reset(200, 100);
-        let mut atlas = GlyphAtlas::default();
-        let mut planner = Planner::default();
-        planner.objects(&style, &Typeface::Builtin, &mut atlas, &frame, &mut list);
-        planner.overlays(
-            &style,
-            &Typeface::Builtin,
-            &mut atlas,
-            Some("12:00"),
-            0,
-            &mut list,
-        );
+        Planner::new(Typeface::Builtin).plan(&style, &[frame], 0, Some("12:00"), &mut list);
         assert_eq!(list.blurs.len(), 1);
         assert_eq!(list.blurs[0].rect, PixelRect::new(10, 10, 40, 40));
         // Border (4) + clock background + source text background.

@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{LazyLock, Mutex};
 
-use ferrostream_core::batch::{FrameSource, batch_caps};
+use ferrostream_core::batch::{FrameSource, Surface, batch_caps};
 use ferrostream_core::ini::parse_list;
 use ferrostream_core::{BatchMeta, Frame};
 use gst::glib;
@@ -12,9 +12,9 @@ use gst::subclass::prelude::*;
 use gst_base::subclass::prelude::*;
 
 use super::OsdBlurMode;
-use crate::color::{FORMATS, Rgba};
-use crate::font::{FontRequest, GlyphAtlas, Typeface};
-use crate::paint::paint_frame;
+use crate::color::Rgba;
+use crate::font::FontRequest;
+use crate::paint::{FORMATS, Painter};
 use crate::plan::{DrawList, Planner};
 use crate::style::{Style, parse_class_colors, parse_source_text};
 
@@ -146,11 +146,11 @@ fn optional_color(v: u32) -> Option<Rgba> {
 
 struct State {
     style: Style,
-    typeface: Typeface,
-    atlas: GlyphAtlas,
     planner: Planner,
-    /// One draw list per frame of the current buffer, kept to reuse their allocations.
-    lists: Vec<DrawList>,
+    painter: Painter,
+    /// One draw list per frame of the current buffer, with the index of the surface it is
+    /// painted on; kept to reuse their allocations.
+    lists: Vec<(usize, DrawList)>,
     source: Option<FrameSource>,
 }
 
@@ -175,98 +175,79 @@ impl RsOsd {
             None
         };
         let clock = clock.as_deref();
-        state.atlas.trim();
-        match state.source.clone() {
+        let State {
+            style,
+            planner,
+            painter,
+            lists,
+            source,
+        } = state;
+        match source {
             None => Err("no caps received before the first buffer".into()),
             Some(FrameSource::Single(info)) => {
-                if state.lists.is_empty() {
-                    state.lists.push(DrawList::default());
+                if lists.is_empty() {
+                    lists.push((0, DrawList::default()));
                 }
-                let list = &mut state.lists[0];
+                let list = &mut lists[0].1;
                 list.reset(info.width(), info.height());
                 let frames = BatchMeta::of(buf).map_or(&[][..], |m| &m.batch().frames[..]);
-                for frame in frames {
-                    state.planner.objects(
-                        &state.style,
-                        &state.typeface,
-                        &mut state.atlas,
-                        frame,
-                        list,
-                    );
-                }
                 let source_id = frames.first().map_or(0, |f| f.source_id);
-                state.planner.overlays(
-                    &state.style,
-                    &state.typeface,
-                    &mut state.atlas,
-                    clock,
-                    source_id,
-                    list,
-                );
+                planner.plan(style, frames, source_id, clock, list);
                 if list.is_empty() {
                     return Ok(());
                 }
-                let mut frame = gst_video::VideoFrameRef::from_buffer_ref_writable(buf, &info)
+                let mut frame = gst_video::VideoFrameRef::from_buffer_ref_writable(buf, info)
                     .map_err(|e| format!("cannot map the frame for writing: {e}"))?;
-                paint_frame(list, &mut frame).map_err(|e| e.to_string())
+                painter
+                    .paint_frame(list, &mut frame)
+                    .map_err(|e| e.to_string())
             }
             Some(FrameSource::Batched) => {
                 let Some(mut meta) = buf.meta_mut::<BatchMeta>() else {
                     return Err("a batch without its metadata (was it made by rsstreammux?)".into());
                 };
                 let frames: &[Frame] = &meta.batch().frames;
-                while state.lists.len() < frames.len() {
-                    state.lists.push(DrawList::default());
-                }
+                lists.resize_with(lists.len().max(frames.len()), Default::default);
                 let count = meta.surfaces().len();
-                for (frame, list) in frames.iter().zip(&mut state.lists) {
-                    let surface = meta
-                        .surfaces()
-                        .get(frame.surface_index as usize)
-                        .ok_or_else(|| {
-                            format!(
-                                "frame of source {} names surface {}, but the batch has {count}",
-                                frame.source_id, frame.surface_index
-                            )
-                        })?;
+                for (frame, (surface_index, list)) in frames.iter().zip(lists.iter_mut()) {
+                    *surface_index = frame.surface_index as usize;
+                    let surface = meta.surfaces().get(*surface_index).ok_or_else(|| {
+                        format!(
+                            "frame of source {} names surface {}, but the batch has {count}",
+                            frame.source_id, frame.surface_index
+                        )
+                    })?;
                     let info = surface.info();
                     list.reset(info.width(), info.height());
-                    state.planner.objects(
-                        &state.style,
-                        &state.typeface,
-                        &mut state.atlas,
-                        frame,
-                        list,
-                    );
-                    state.planner.overlays(
-                        &state.style,
-                        &state.typeface,
-                        &mut state.atlas,
-                        clock,
+                    planner.plan(
+                        style,
+                        std::slice::from_ref(frame),
                         frame.source_id,
+                        clock,
                         list,
                     );
                 }
-                let targets: Vec<usize> = frames.iter().map(|f| f.surface_index as usize).collect();
-                for (surface_index, list) in targets.into_iter().zip(&state.lists) {
+                let planned = frames.len();
+                for (surface_index, list) in &lists[..planned] {
                     if list.is_empty() {
                         continue;
                     }
-                    let surface = &mut meta.surfaces_mut()[surface_index];
-                    let stream = surface.stream.clone();
-                    if !surface.buffer.is_writable() {
+                    let Surface { buffer, stream } = &mut meta.surfaces_mut()[*surface_index];
+                    if !buffer.is_writable() {
                         gst::trace!(CAT, imp = self, "copying a shared surface before drawing");
                     }
-                    let pixels = surface.buffer.make_mut();
-                    let mut frame =
-                        gst_video::VideoFrameRef::from_buffer_ref_writable(pixels, &stream.info)
-                            .map_err(|e| {
-                                format!(
-                                    "cannot map the frame of source {} for writing: {e}",
-                                    stream.source_id
-                                )
-                            })?;
-                    paint_frame(list, &mut frame)
+                    let mut frame = gst_video::VideoFrameRef::from_buffer_ref_writable(
+                        buffer.make_mut(),
+                        &stream.info,
+                    )
+                    .map_err(|e| {
+                        format!(
+                            "cannot map the frame of source {} for writing: {e}",
+                            stream.source_id
+                        )
+                    })?;
+                    painter
+                        .paint_frame(list, &mut frame)
                         .map_err(|e| format!("source {}: {e}", stream.source_id))?;
                 }
                 Ok(())
@@ -580,9 +561,8 @@ impl BaseTransformImpl for RsOsd {
         );
         *self.state.lock().unwrap() = Some(State {
             style,
-            typeface: loaded.typeface,
-            atlas: GlyphAtlas::default(),
-            planner: Planner::default(),
+            planner: Planner::new(loaded.typeface),
+            painter: Painter::default(),
             lists: Vec::new(),
             source: None,
         });
