@@ -3,6 +3,9 @@
 
 pub mod analytics;
 pub mod batch;
+#[cfg(feature = "cuda")]
+pub mod cuda;
+pub mod device;
 pub mod element;
 pub mod ini;
 pub mod json;

@@ -1,0 +1,177 @@
+//! CUDA contexts: a device's primary context (what the CUDA runtime, DeepStream and ONNX Runtime
+//! use), or a context borrowed from the GStreamer element that produced the frames, since device
+//! memory is only addressable from the context that allocated it.
+
+use std::any::Any;
+use std::ffi::c_int;
+use std::sync::Arc;
+
+use cudarc::driver::sys;
+
+use super::error::{CudaError, Result, check};
+
+/// A CUDA context and the device it belongs to.
+pub struct Context {
+    raw: sys::CUcontext,
+    device: sys::CUdevice,
+    ordinal: u32,
+    owner: Owner,
+}
+
+enum Owner {
+    /// Retained with `cuDevicePrimaryCtxRetain`; released on drop.
+    Primary,
+    /// Owned elsewhere; the box keeps its owner (e.g. a `GstCudaContext`) alive.
+    Borrowed(#[allow(dead_code)] Box<dyn Any + Send + Sync>),
+}
+
+// SAFETY: a CUcontext handle may be used from any thread (the driver API is thread safe; each
+// use binds it to the calling thread first through `bind`), and the owner box is Send + Sync.
+unsafe impl Send for Context {}
+// SAFETY: see above; the struct holds no interior mutability.
+unsafe impl Sync for Context {}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("raw", &self.raw)
+            .field("gpu_id", &self.ordinal)
+            .field("primary", &matches!(self.owner, Owner::Primary))
+            .finish()
+    }
+}
+
+impl Context {
+    /// The primary context of GPU `gpu_id`.
+    pub fn primary(gpu_id: u32) -> Result<Arc<Self>> {
+        let count = super::device_count()?;
+        if gpu_id >= count {
+            return Err(CudaError::NoSuchDevice { gpu_id, count });
+        }
+        let device = cudarc::driver::result::device::get(gpu_id as c_int)
+            .map_err(|e| CudaError::driver("cuDeviceGet", e))?;
+        // SAFETY: `device` is a valid device handle from cuDeviceGet; the context is released in Drop.
+        let raw = unsafe { cudarc::driver::result::primary_ctx::retain(device) }
+            .map_err(|e| CudaError::driver("cuDevicePrimaryCtxRetain", e))?;
+        Ok(Arc::new(Self {
+            raw,
+            device,
+            ordinal: gpu_id,
+            owner: Owner::Primary,
+        }))
+    }
+
+    /// Wraps a context owned by someone else; `keep_alive` is held until the wrapper is dropped.
+    ///
+    /// # Safety
+    /// `raw` must be a valid CUDA context that stays valid while `keep_alive` lives.
+    pub unsafe fn borrowed(
+        raw: sys::CUcontext,
+        keep_alive: Box<dyn Any + Send + Sync>,
+    ) -> Result<Arc<Self>> {
+        super::init()?;
+        let mut ctx = Self {
+            raw,
+            device: 0,
+            ordinal: 0,
+            owner: Owner::Borrowed(keep_alive),
+        };
+        let mut device: sys::CUdevice = 0;
+        {
+            let _bound = ctx.bind()?;
+            // SAFETY: a context is current (bound above); `device` is a valid out pointer.
+            check("cuCtxGetDevice", unsafe { sys::cuCtxGetDevice(&mut device) })?;
+        }
+        ctx.device = device;
+        ctx.ordinal = (0..super::device_count()?)
+            .find(|&i| cudarc::driver::result::device::get(i as c_int).ok() == Some(device))
+            .unwrap_or(0);
+        Ok(Arc::new(ctx))
+    }
+
+    /// Makes the context current on this thread until the guard is dropped.
+    pub fn bind(&self) -> Result<Bound<'_>> {
+        // SAFETY: `raw` is a valid context for the lifetime of `self`; the guard pops it again.
+        check("cuCtxPushCurrent", unsafe {
+            sys::cuCtxPushCurrent_v2(self.raw)
+        })?;
+        Ok(Bound {
+            _ctx: self,
+            _not_send: std::marker::PhantomData,
+        })
+    }
+
+    /// The raw handle, for interop with other libraries.
+    pub fn raw(&self) -> sys::CUcontext {
+        self.raw
+    }
+
+    /// The device ordinal (`gpu-id`).
+    pub fn gpu_id(&self) -> u32 {
+        self.ordinal
+    }
+
+    /// The device's name, e.g. "NVIDIA H100 80GB HBM3".
+    pub fn device_name(&self) -> Result<String> {
+        cudarc::driver::result::device::get_name(self.device)
+            .map_err(|e| CudaError::driver("cuDeviceGetName", e))
+    }
+
+    /// The device's compute capability (major, minor).
+    pub fn compute_capability(&self) -> Result<(u32, u32)> {
+        use sys::CUdevice_attribute as A;
+        let get = |a| {
+            // SAFETY: `device` is a valid device handle.
+            unsafe { cudarc::driver::result::device::get_attribute(self.device, a) }
+                .map_err(|e| CudaError::driver("cuDeviceGetAttribute", e))
+        };
+        Ok((
+            get(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? as u32,
+            get(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)? as u32,
+        ))
+    }
+
+    /// Whether the device is an integrated GPU sharing memory with the CPU (Jetson).
+    pub fn is_integrated(&self) -> Result<bool> {
+        // SAFETY: `device` is a valid device handle.
+        let v = unsafe {
+            cudarc::driver::result::device::get_attribute(
+                self.device,
+                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_INTEGRATED,
+            )
+        }
+        .map_err(|e| CudaError::driver("cuDeviceGetAttribute", e))?;
+        Ok(v != 0)
+    }
+
+    /// Waits until all work in the context has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        let _bound = self.bind()?;
+        cudarc::driver::result::ctx::synchronize().map_err(|e| CudaError::driver("cuCtxSynchronize", e))
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        if let Owner::Primary = self.owner {
+            // SAFETY: retained in `primary`, released exactly once here. An error cannot be
+            // reported from Drop; the driver keeps the context until the process ends then.
+            let _ = unsafe { cudarc::driver::result::primary_ctx::release(self.device) };
+        }
+    }
+}
+
+/// A context made current on this thread; popped when dropped.
+pub struct Bound<'a> {
+    _ctx: &'a Context,
+    /// The binding belongs to the thread that made it.
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl Drop for Bound<'_> {
+    fn drop(&mut self) {
+        let mut popped: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: pops the context pushed by `Context::bind` on this thread.
+        let _ = unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
+    }
+}

@@ -1,0 +1,265 @@
+//! Device buffers, a pool that recycles them (no allocation per frame), and pinned host buffers
+//! for the one copy a CPU engine needs.
+
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::sys;
+
+use super::context::Context;
+use super::error::{CudaError, Result, check};
+use super::stream::Stream;
+
+/// Device memory owned by this process, freed on drop.
+#[derive(Debug)]
+pub struct DeviceBuffer {
+    ptr: u64,
+    len: usize,
+    ctx: Arc<Context>,
+}
+
+impl DeviceBuffer {
+    /// Allocates `len` bytes (at least 1) of device memory in `ctx`.
+    pub fn new(ctx: &Arc<Context>, len: usize) -> Result<Self> {
+        let _bound = ctx.bind()?;
+        let mut ptr: sys::CUdeviceptr = 0;
+        // SAFETY: a context is current; `ptr` is a valid out pointer.
+        check("cuMemAlloc", unsafe {
+            sys::cuMemAlloc_v2(&mut ptr, len.max(1))
+        })?;
+        Ok(Self {
+            ptr,
+            len,
+            ctx: ctx.clone(),
+        })
+    }
+
+    /// The device address of the first byte.
+    pub fn ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn context(&self) -> &Arc<Context> {
+        &self.ctx
+    }
+
+    /// Copies `src` to the start of the buffer, queued on `stream`. `src` must stay untouched
+    /// until the stream has passed the copy, hence the synchronisation unless it is pinned.
+    pub fn upload(&self, stream: &Stream, src: &[u8]) -> Result<()> {
+        if src.len() > self.len {
+            return Err(CudaError::Invalid(format!(
+                "upload of {} bytes into a {}-byte device buffer",
+                src.len(),
+                self.len
+            )));
+        }
+        let _bound = self.ctx.bind()?;
+        // SAFETY: the destination holds `src.len()` bytes; the stream is synchronised before
+        // returning, so `src` outlives the copy.
+        unsafe {
+            check(
+                "cuMemcpyHtoDAsync",
+                sys::cuMemcpyHtoDAsync_v2(self.ptr, src.as_ptr().cast(), src.len(), stream.raw()),
+            )?;
+        }
+        stream.synchronize()
+    }
+
+    /// Copies the start of the buffer into `dst` and waits for it.
+    pub fn download(&self, stream: &Stream, dst: &mut [u8]) -> Result<()> {
+        if dst.len() > self.len {
+            return Err(CudaError::Invalid(format!(
+                "download of {} bytes from a {}-byte device buffer",
+                dst.len(),
+                self.len
+            )));
+        }
+        let _bound = self.ctx.bind()?;
+        // SAFETY: the source holds `dst.len()` bytes; synchronised before `dst` is released.
+        unsafe {
+            check(
+                "cuMemcpyDtoHAsync",
+                sys::cuMemcpyDtoHAsync_v2(dst.as_mut_ptr().cast(), self.ptr, dst.len(), stream.raw()),
+            )?;
+        }
+        stream.synchronize()
+    }
+
+    /// Fills the buffer with `byte`, queued on `stream`.
+    pub fn fill(&self, stream: &Stream, byte: u8) -> Result<()> {
+        let _bound = self.ctx.bind()?;
+        // SAFETY: the range is this buffer's.
+        check("cuMemsetD8Async", unsafe {
+            sys::cuMemsetD8Async(self.ptr, byte, self.len, stream.raw())
+        })
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        if let Ok(_bound) = self.ctx.bind() {
+            // SAFETY: allocated in `new`, freed once. Work still using it must have been
+            // synchronised by its owner (pooled buffers return only after their stream synced).
+            let _ = unsafe { sys::cuMemFree_v2(self.ptr) };
+        }
+    }
+}
+
+/// Recycles device buffers so that steady-state streaming allocates nothing: a buffer given back
+/// (by dropping its [`PooledBuffer`]) serves the next request of a size it can hold.
+#[derive(Debug)]
+pub struct BufferPool {
+    ctx: Arc<Context>,
+    free: Arc<Mutex<Vec<DeviceBuffer>>>,
+    /// Buffers kept when given back; more are freed.
+    max_free: usize,
+}
+
+impl BufferPool {
+    pub fn new(ctx: &Arc<Context>, max_free: usize) -> Self {
+        Self {
+            ctx: ctx.clone(),
+            free: Arc::default(),
+            max_free,
+        }
+    }
+
+    pub fn context(&self) -> &Arc<Context> {
+        &self.ctx
+    }
+
+    /// A buffer of at least `len` bytes: a recycled one when one fits, else a new one.
+    pub fn get(&self, len: usize) -> Result<PooledBuffer> {
+        let recycled = {
+            let mut free = self.free.lock().unwrap();
+            free.iter()
+                .position(|b| b.len >= len)
+                .map(|i| free.swap_remove(i))
+        };
+        let buffer = match recycled {
+            Some(b) => b,
+            None => DeviceBuffer::new(&self.ctx, len)?,
+        };
+        Ok(PooledBuffer {
+            buffer: Some(buffer),
+            home: self.free.clone(),
+            max_free: self.max_free,
+        })
+    }
+
+    /// Buffers waiting to be reused.
+    pub fn free_count(&self) -> usize {
+        self.free.lock().unwrap().len()
+    }
+}
+
+/// A device buffer from a [`BufferPool`], returned to it on drop.
+#[derive(Debug)]
+pub struct PooledBuffer {
+    buffer: Option<DeviceBuffer>,
+    home: Arc<Mutex<Vec<DeviceBuffer>>>,
+    max_free: usize,
+}
+
+impl std::ops::Deref for PooledBuffer {
+    type Target = DeviceBuffer;
+    fn deref(&self) -> &DeviceBuffer {
+        self.buffer.as_ref().expect("present until dropped")
+    }
+}
+
+impl Drop for PooledBuffer {
+    fn drop(&mut self) {
+        if let Some(b) = self.buffer.take() {
+            let mut free = self.home.lock().unwrap();
+            if free.len() < self.max_free {
+                free.push(b);
+            }
+        }
+    }
+}
+
+/// Page-locked host memory: the destination of the one tensor copy a host engine needs, fast
+/// and asynchronous.
+#[derive(Debug)]
+pub struct HostBuffer {
+    ptr: *mut u8,
+    len: usize,
+    ctx: Arc<Context>,
+}
+
+// SAFETY: the buffer is plain memory owned by this value; access goes through &/&mut self.
+unsafe impl Send for HostBuffer {}
+// SAFETY: shared access only reads.
+unsafe impl Sync for HostBuffer {}
+
+impl HostBuffer {
+    pub fn new(ctx: &Arc<Context>, len: usize) -> Result<Self> {
+        let _bound = ctx.bind()?;
+        // SAFETY: a context is current; the memory is freed in Drop.
+        let ptr = unsafe { cudarc::driver::result::malloc_host(len.max(1), 0) }
+            .map_err(|e| CudaError::driver("cuMemHostAlloc", e))?;
+        // SAFETY: freshly allocated, `len` bytes; zeroed so that it is never read uninitialised.
+        unsafe { std::ptr::write_bytes(ptr.cast::<u8>(), 0, len.max(1)) };
+        Ok(Self {
+            ptr: ptr.cast(),
+            len,
+            ctx: ctx.clone(),
+        })
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `len` initialised bytes owned by self.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, exclusively borrowed.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copies `len` bytes from device address `src` into the start of this buffer and waits.
+    pub fn download_from(&mut self, stream: &Stream, src: u64, len: usize) -> Result<()> {
+        if len > self.len {
+            return Err(CudaError::Invalid(format!(
+                "download of {len} bytes into a {}-byte host buffer",
+                self.len
+            )));
+        }
+        let _bound = self.ctx.bind()?;
+        // SAFETY: `len` bytes fit; the caller's `src` range is device memory of this context
+        // (checked by the driver: an invalid address is an error, not undefined behaviour on
+        // the host); synchronised before returning.
+        unsafe {
+            check(
+                "cuMemcpyDtoHAsync",
+                sys::cuMemcpyDtoHAsync_v2(self.ptr.cast(), src, len, stream.raw()),
+            )?;
+        }
+        stream.synchronize()
+    }
+}
+
+impl Drop for HostBuffer {
+    fn drop(&mut self) {
+        if let Ok(_bound) = self.ctx.bind() {
+            // SAFETY: allocated in `new`, freed once.
+            let _ = unsafe { cudarc::driver::result::free_host(self.ptr.cast()) };
+        }
+    }
+}
