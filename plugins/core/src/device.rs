@@ -36,9 +36,13 @@ pub const DEVICE_FORMATS: &[VideoFormat] = &[
 /// Why a frame cannot be described as a [`DeviceImage`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DeviceImageError {
-    #[error("{0:?} frames are not supported in GPU memory (supported: NV12, I420, RGBA, BGRA, RGBx, BGRx)")]
+    #[error(
+        "{0:?} frames are not supported in GPU memory (supported: NV12, I420, RGBA, BGRA, RGBx, BGRx)"
+    )]
     Format(VideoFormat),
-    #[error("plane {plane} of a {width}x{height} {format:?} frame has pitch {pitch}, less than its {row} bytes per row")]
+    #[error(
+        "plane {plane} of a {width}x{height} {format:?} frame has pitch {pitch}, less than its {row} bytes per row"
+    )]
     Pitch {
         format: VideoFormat,
         width: u32,

@@ -80,7 +80,9 @@ impl Context {
         {
             let _bound = ctx.bind()?;
             // SAFETY: a context is current (bound above); `device` is a valid out pointer.
-            check("cuCtxGetDevice", unsafe { sys::cuCtxGetDevice(&mut device) })?;
+            check("cuCtxGetDevice", unsafe {
+                sys::cuCtxGetDevice(&mut device)
+            })?;
         }
         ctx.device = device;
         ctx.ordinal = (0..super::device_count()?)
@@ -147,7 +149,8 @@ impl Context {
     /// Waits until all work in the context has finished.
     pub fn synchronize(&self) -> Result<()> {
         let _bound = self.bind()?;
-        cudarc::driver::result::ctx::synchronize().map_err(|e| CudaError::driver("cuCtxSynchronize", e))
+        cudarc::driver::result::ctx::synchronize()
+            .map_err(|e| CudaError::driver("cuCtxSynchronize", e))
     }
 }
 

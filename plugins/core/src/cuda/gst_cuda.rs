@@ -201,7 +201,10 @@ pub fn map<'a>(
     write: bool,
 ) -> Result<CudaFrame<'a>> {
     let lib = lib()?;
-    if let (Some(sync), Some(mem)) = (lib.memory_sync, (buffer.n_memory() > 0).then(|| buffer.peek_memory(0))) {
+    if let (Some(sync), Some(mem)) = (
+        lib.memory_sync,
+        (buffer.n_memory() > 0).then(|| buffer.peek_memory(0)),
+    ) {
         // SAFETY: `mem` is CUDA memory (the caller's caps say so; gst_cuda_memory_sync returns
         // early for other memory).
         unsafe { sync(mem.as_ptr() as *mut _) };

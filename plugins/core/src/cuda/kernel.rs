@@ -52,7 +52,7 @@ fn compile_uncached(source: &KernelSource, (major, minor): (u32, u32)) -> Result
     let mut options: Vec<String> = OPTIONS.iter().map(|s| s.to_string()).collect();
     options.push(format!("--gpu-architecture=compute_{major}{minor}"));
     // SAFETY: `prog` was created above and is destroyed once, below.
-    let result = unsafe {
+    unsafe {
         let compiled = nvrtc::compile_program(prog, &options);
         let out = match compiled {
             Ok(()) => nvrtc::get_ptx(prog)
@@ -79,8 +79,7 @@ fn compile_uncached(source: &KernelSource, (major, minor): (u32, u32)) -> Result
         };
         let _ = nvrtc::destroy_program(prog);
         out
-    };
-    result
+    }
 }
 
 /// Kernels loaded into one context.
@@ -117,9 +116,7 @@ impl Module {
         let _bound = self.ctx.bind()?;
         // SAFETY: the module is loaded; `cname` is a NUL-terminated name.
         let raw = unsafe { cudarc::driver::result::module::get_function(self.raw, cname) }
-            .map_err(|_| {
-                CudaError::Invalid(format!("kernel {name} is not in {}", self.source))
-            })?;
+            .map_err(|_| CudaError::Invalid(format!("kernel {name} is not in {}", self.source)))?;
         Ok(Function {
             raw,
             module: self.clone(),

@@ -86,7 +86,12 @@ impl DeviceBuffer {
         unsafe {
             check(
                 "cuMemcpyDtoHAsync",
-                sys::cuMemcpyDtoHAsync_v2(dst.as_mut_ptr().cast(), self.ptr, dst.len(), stream.raw()),
+                sys::cuMemcpyDtoHAsync_v2(
+                    dst.as_mut_ptr().cast(),
+                    self.ptr,
+                    dst.len(),
+                    stream.raw(),
+                ),
             )?;
         }
         stream.synchronize()
