@@ -3,6 +3,8 @@
 pub mod cluster;
 pub mod config;
 pub mod engine;
+#[cfg(feature = "cuda")]
+pub mod gpu;
 pub mod inference;
 pub mod labels;
 pub mod parse;

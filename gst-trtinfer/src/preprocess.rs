@@ -182,6 +182,19 @@ impl YuvToRgb {
         ]
     }
 
+    /// The fixed-point coefficients `[y_offset, y_gain, r_v, g_u, g_v, b_u]` (12 fractional
+    /// bits), for GPU kernels that must convert exactly as [`YuvToRgb::convert`] does.
+    pub fn coefficients(&self) -> [i32; 6] {
+        [
+            self.y_offset,
+            self.y_gain,
+            self.r_v,
+            self.g_u,
+            self.g_v,
+            self.b_u,
+        ]
+    }
+
     /// Luma in full range, for grayscale networks.
     #[inline(always)]
     pub fn luma(&self, y: u8) -> u8 {

@@ -1,0 +1,325 @@
+//! Pre-processing of frames in device memory: one kernel launch per batch turns every frame
+//! (NV12, I420, RGBA, BGRA, RGBx, BGRx, any pitch) into its slot of the network's input tensor,
+//! with the exact arithmetic of the CPU [`Preprocessor`](crate::preprocess::Preprocessor).
+//!
+//! [`GpuStage`] is what `rstrtinfer` keeps per CUDA context: the stream, the kernel, the device
+//! tensor, and, for engines that only take host memory, the one copy of the tensor (never the
+//! frames) to the host.
+
+use std::sync::Arc;
+
+use ferrostream_core::BBox;
+use ferrostream_core::cuda::{
+    Context, CudaError, DeviceBuffer, Function, KernelParams, KernelSource, Module, Stream,
+};
+use ferrostream_core::device::DeviceImage;
+use gst_video::VideoFormat;
+
+use crate::config::ColorFormat;
+use crate::engine::ElementType;
+use crate::preprocess::{Letterbox, NetworkInput, YuvToRgb};
+
+/// The kernel source.
+pub const PREPROCESS_CU: KernelSource = KernelSource {
+    name: "preprocess.cu",
+    code: include_str!("preprocess.cu"),
+};
+
+/// Mirrors `struct Frame` of preprocess.cu.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+struct FrameDesc {
+    plane: [u64; 3],
+    pitch: [u32; 3],
+    format: u32,
+    width: u32,
+    height: u32,
+    rgb: [u32; 3],
+    pixel_stride: u32,
+    roi_left: f32,
+    roi_top: f32,
+    step_x: f32,
+    step_y: f32,
+    pad_x: u32,
+    pad_y: u32,
+    content_w: u32,
+    content_h: u32,
+    yuv: [i32; 6],
+    out: u64,
+}
+
+/// Mirrors `struct Params` of preprocess.cu.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+struct Params {
+    frames: u64,
+    n_frames: u32,
+    net_w: u32,
+    net_h: u32,
+    planar: u32,
+    gray: u32,
+    out_type: u32,
+    order: [u32; 3],
+    scale: f32,
+    offsets: [f32; 3],
+}
+
+// SAFETY: `Params` is #[repr(C)] plain data mirroring the kernel's parameter struct (layout test
+// below); it holds device addresses, not references.
+unsafe impl KernelParams for Params {}
+
+const FMT_NV12: u32 = 0;
+const FMT_I420: u32 = 1;
+const FMT_PACKED: u32 = 2;
+
+/// One frame (or region of a frame) to pre-process.
+#[derive(Debug, Clone, Copy)]
+pub struct GpuJob {
+    pub image: DeviceImage,
+    /// The region to scale to the network size, in frame pixels.
+    pub roi: BBox,
+    /// YUV to RGB conversion of the frame's colorimetry (ignored for RGB formats).
+    pub matrix: YuvToRgb,
+}
+
+/// The batched pre-processing kernel loaded into one context.
+#[derive(Debug)]
+pub struct GpuPreprocessor {
+    function: Function,
+    /// Frame descriptors, uploaded per batch (a few hundred bytes; never pixels).
+    descs: Vec<FrameDesc>,
+    descs_device: Option<DeviceBuffer>,
+}
+
+/// Bytes per element of a tensor type the kernel writes.
+pub fn element_size(element: ElementType) -> Option<usize> {
+    match element {
+        ElementType::F32 => Some(4),
+        ElementType::F16 => Some(2),
+        ElementType::U8 => Some(1),
+        _ => None,
+    }
+}
+
+impl GpuPreprocessor {
+    /// Loads the kernel (compiled once per process) into `ctx`.
+    pub fn new(ctx: &Arc<Context>) -> Result<Self, CudaError> {
+        let module = Module::load(ctx, &PREPROCESS_CU)?;
+        Ok(Self {
+            function: module.function("preprocess")?,
+            descs: Vec::new(),
+            descs_device: None,
+        })
+    }
+
+    /// Queues the pre-processing of `jobs` into consecutive slots of the tensor at device address
+    /// `out` (`out_len` bytes, `element` typed) on `stream`, and returns each slot's geometry.
+    pub fn run(
+        &mut self,
+        stream: &Stream,
+        jobs: &[GpuJob],
+        net: &NetworkInput,
+        element: ElementType,
+        out: u64,
+        out_len: usize,
+    ) -> Result<Vec<Letterbox>, CudaError> {
+        let size = element_size(element).ok_or_else(|| {
+            CudaError::Invalid(format!(
+                "input element type {element} is not supported (f32, f16 or u8)"
+            ))
+        })?;
+        let slot_bytes = net.frame_len() * size;
+        if jobs.len() * slot_bytes > out_len {
+            return Err(CudaError::Invalid(format!(
+                "{} frames of {slot_bytes} bytes do not fit the {out_len}-byte device tensor",
+                jobs.len()
+            )));
+        }
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.descs.clear();
+        let mut letterboxes = Vec::with_capacity(jobs.len());
+        for (slot, job) in jobs.iter().enumerate() {
+            let lb = Letterbox::new(
+                job.roi,
+                net.width,
+                net.height,
+                net.maintain_aspect_ratio,
+                net.symmetric_padding,
+            );
+            self.descs
+                .push(frame_desc(job, &lb, out + (slot * slot_bytes) as u64)?);
+            letterboxes.push(lb);
+        }
+        let bytes = as_bytes(&self.descs);
+        if self
+            .descs_device
+            .as_ref()
+            .is_none_or(|b| b.len() < bytes.len())
+        {
+            self.descs_device = Some(DeviceBuffer::new(
+                stream.context(),
+                bytes.len().max(64 * 128),
+            )?);
+        }
+        let descs = self.descs_device.as_ref().expect("allocated above");
+        descs.upload(stream, bytes)?;
+        let params = Params {
+            frames: descs.ptr(),
+            n_frames: jobs.len() as u32,
+            net_w: net.width,
+            net_h: net.height,
+            planar: net.planar as u32,
+            gray: (net.channels == 1) as u32,
+            out_type: match size {
+                4 => 0,
+                2 => 1,
+                _ => 2,
+            },
+            order: if net.color == ColorFormat::Bgr {
+                [2, 1, 0]
+            } else {
+                [0, 1, 2]
+            },
+            scale: net.scale,
+            offsets: net.offsets,
+        };
+        let block = (32, 8, 1);
+        let grid = (
+            net.width.div_ceil(32),
+            net.height.div_ceil(8),
+            jobs.len() as u32,
+        );
+        // SAFETY: every plane address comes from a mapped frame whose pitches and sizes were
+        // checked by `DeviceImage::new`; the kernel reads only rows < height (and chroma rows <
+        // height/2 rounded up) and bytes < row bytes of each plane (taps are clamped to the plane
+        // size); it writes `jobs.len()` slots of `slot_bytes` at `out`, checked against
+        // `out_len` above; the descriptors live in `descs`, which outlives the launch because
+        // callers synchronise the stream before the next `run`.
+        unsafe { self.function.launch(stream, grid, block, &params) }?;
+        Ok(letterboxes)
+    }
+}
+
+fn frame_desc(job: &GpuJob, lb: &Letterbox, out: u64) -> Result<FrameDesc, CudaError> {
+    let img = &job.image;
+    let (format, rgb, pixel_stride) = match img.format {
+        VideoFormat::Nv12 => (FMT_NV12, [0, 0, 0], 1),
+        VideoFormat::I420 => (FMT_I420, [0, 0, 0], 1),
+        VideoFormat::Rgba | VideoFormat::Rgbx => (FMT_PACKED, [0, 1, 2], 4),
+        VideoFormat::Bgra | VideoFormat::Bgrx => (FMT_PACKED, [2, 1, 0], 4),
+        other => {
+            return Err(CudaError::Invalid(format!(
+                "{other:?} frames cannot be pre-processed on the GPU (NV12, I420, RGBA, BGRA, RGBx, BGRx)"
+            )));
+        }
+    };
+    Ok(FrameDesc {
+        plane: img.planes.map(|p| p.ptr),
+        pitch: img.planes.map(|p| p.pitch),
+        format,
+        width: img.width,
+        height: img.height,
+        rgb,
+        pixel_stride,
+        roi_left: job.roi.left,
+        roi_top: job.roi.top,
+        step_x: 1.0 / lb.scale_x,
+        step_y: 1.0 / lb.scale_y,
+        pad_x: lb.pad_x,
+        pad_y: lb.pad_y,
+        content_w: lb.content_w,
+        content_h: lb.content_h,
+        yuv: job.matrix.coefficients(),
+        out,
+    })
+}
+
+fn as_bytes(descs: &[FrameDesc]) -> &[u8] {
+    // SAFETY: FrameDesc is #[repr(C)] plain data of u32/i32/f32/u64 fields with no padding (the
+    // layout test pins 128 bytes with every field at its natural offset).
+    unsafe { std::slice::from_raw_parts(descs.as_ptr().cast(), std::mem::size_of_val(descs)) }
+}
+
+/// The pre-processing of one CUDA context: stream, kernel and the batch's device tensor.
+#[derive(Debug)]
+pub struct GpuStage {
+    stream: Stream,
+    preprocessor: GpuPreprocessor,
+    tensor: DeviceBuffer,
+}
+
+impl GpuStage {
+    /// A stage in `ctx` for tensors of up to `tensor_bytes` bytes; `priority` is the stream
+    /// priority (CUDA convention: 0 default, lower is more urgent).
+    pub fn new(ctx: &Arc<Context>, priority: i32, tensor_bytes: usize) -> Result<Self, CudaError> {
+        Ok(Self {
+            stream: Stream::new(ctx, priority)?,
+            preprocessor: GpuPreprocessor::new(ctx)?,
+            tensor: DeviceBuffer::new(ctx, tensor_bytes)?,
+        })
+    }
+
+    pub fn context(&self) -> &Arc<Context> {
+        self.stream.context()
+    }
+
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// The device tensor (all slots).
+    pub fn tensor(&self) -> &DeviceBuffer {
+        &self.tensor
+    }
+
+    /// Queues the pre-processing of `jobs` into the first slots of the device tensor.
+    pub fn preprocess(
+        &mut self,
+        jobs: &[GpuJob],
+        net: &NetworkInput,
+        element: ElementType,
+    ) -> Result<Vec<Letterbox>, CudaError> {
+        let (ptr, len) = (self.tensor.ptr(), self.tensor.len());
+        self.preprocessor
+            .run(&self.stream, jobs, net, element, ptr, len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    #[test]
+    fn descriptor_layout_matches_the_kernel() {
+        assert_eq!(size_of::<FrameDesc>(), 128);
+        assert_eq!(offset_of!(FrameDesc, pitch), 24);
+        assert_eq!(offset_of!(FrameDesc, format), 36);
+        assert_eq!(offset_of!(FrameDesc, rgb), 48);
+        assert_eq!(offset_of!(FrameDesc, pixel_stride), 60);
+        assert_eq!(offset_of!(FrameDesc, roi_left), 64);
+        assert_eq!(offset_of!(FrameDesc, pad_x), 80);
+        assert_eq!(offset_of!(FrameDesc, yuv), 96);
+        assert_eq!(offset_of!(FrameDesc, out), 120);
+        assert_eq!(size_of::<Params>(), 64);
+        assert_eq!(offset_of!(Params, n_frames), 8);
+        assert_eq!(offset_of!(Params, order), 32);
+        assert_eq!(offset_of!(Params, scale), 44);
+        assert_eq!(offset_of!(Params, offsets), 48);
+    }
+
+    #[test]
+    fn kernel_compiles_with_nvrtc() {
+        if !ferrostream_core::cuda::nvrtc_present() {
+            println!("skipped: NVRTC is not installed (scripts/install-nvrtc.sh)");
+            return;
+        }
+        for cc in [(8, 7), (9, 0)] {
+            let ptx = ferrostream_core::cuda::compile_ptx(&PREPROCESS_CU, cc)
+                .unwrap_or_else(|e| panic!("compute {cc:?}: {e}"));
+            assert!(ptx.to_bytes().windows(10).any(|w| w == b"preprocess"));
+        }
+    }
+}
