@@ -212,3 +212,83 @@ pub fn run_in_child(test_name: &str, env: &[(&str, &str)]) -> (bool, String) {
 pub fn is_child() -> bool {
     std::env::var_os("FERROSTREAM_TEST_CHILD").is_some()
 }
+
+/// The GPU for GPU tests: the primary context of GPU 0, or `None` (after printing why) on a
+/// machine without one. With `FERROSTREAM_REQUIRE_GPU=1` (the GPU check script sets it) a missing
+/// GPU fails the test instead, so a GPU run can never pass by skipping.
+pub fn gpu(test: &str) -> Option<std::sync::Arc<ferrostream_core::cuda::Context>> {
+    let required = std::env::var("FERROSTREAM_REQUIRE_GPU").is_ok_and(|v| v == "1");
+    let context = ferrostream_core::cuda::Context::primary(0);
+    match context {
+        Ok(ctx) => Some(ctx),
+        Err(e) if required => panic!("{test}: a GPU is required (FERROSTREAM_REQUIRE_GPU=1): {e}"),
+        Err(e) => {
+            println!("{test}: skipped, no CUDA GPU: {e}");
+            None
+        }
+    }
+}
+
+/// A small deterministic random generator (xorshift64*) for test inputs.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Self(seed.max(1))
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    pub fn fill(&mut self, bytes: &mut [u8]) {
+        for chunk in bytes.chunks_mut(8) {
+            let v = self.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&v[..chunk.len()]);
+        }
+    }
+
+    /// A value in `lo..hi`.
+    pub fn range(&mut self, lo: u32, hi: u32) -> u32 {
+        lo + (self.next_u64() % u64::from(hi - lo)) as u32
+    }
+}
+
+/// Decodes the first `count` frames of an H.264 MP4 into system-memory frames of `format`:
+/// through NVDEC (`nvh264dec ! cudadownload`) where it exists, else any decoder.
+pub fn decode_frames(
+    path: &Path,
+    format: &str,
+    count: usize,
+) -> Vec<(gst_video::VideoInfo, gst::Buffer)> {
+    init();
+    let nvdec = gst::ElementFactory::find("nvh264dec").is_some()
+        && gst::ElementFactory::find("cudadownload").is_some();
+    let decoder = if nvdec {
+        "h264parse ! nvh264dec ! cudadownload"
+    } else {
+        "h264parse ! avdec_h264"
+    };
+    let pipeline = launch(&format!(
+        "filesrc location={} ! qtdemux ! {decoder} ! videoconvert ! video/x-raw,format={format} ! appsink name=sink sync=false",
+        quoted(path)
+    ));
+    let sink: gst_app::AppSink = element(&pipeline, "sink");
+    pipeline.set_state(gst::State::Playing).expect("playing");
+    let mut frames = Vec::new();
+    while frames.len() < count {
+        let Ok(sample) = sink.pull_sample() else {
+            break;
+        };
+        let info =
+            gst_video::VideoInfo::from_caps(sample.caps().expect("caps")).expect("video caps");
+        frames.push((info, sample.buffer_owned().expect("buffer")));
+    }
+    pipeline.set_state(gst::State::Null).expect("stopping");
+    assert_eq!(frames.len(), count, "decoding {}", path.display());
+    frames
+}

@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use ferrostream_core::BBox;
 use ferrostream_core::cuda::{
-    Context, CudaError, DeviceBuffer, Function, KernelParams, KernelSource, Module, Stream,
+    Context, CudaError, DeviceBuffer, Event, Function, HostBuffer, KernelParams, KernelSource,
+    Module, Stream,
 };
 use ferrostream_core::device::DeviceImage;
 use gst_video::VideoFormat;
@@ -86,9 +87,11 @@ pub struct GpuJob {
 #[derive(Debug)]
 pub struct GpuPreprocessor {
     function: Function,
-    /// Frame descriptors, uploaded per batch (a few hundred bytes; never pixels).
+    /// Frame descriptors, uploaded per batch (128 bytes a frame; never pixels) from pinned
+    /// memory without waiting; `uploaded` marks when the kernel that read them has finished.
     descs: Vec<FrameDesc>,
-    descs_device: Option<DeviceBuffer>,
+    staging: Option<(HostBuffer, DeviceBuffer)>,
+    uploaded: Event,
 }
 
 /// Bytes per element of a tensor type the kernel writes.
@@ -108,7 +111,8 @@ impl GpuPreprocessor {
         Ok(Self {
             function: module.function("preprocess")?,
             descs: Vec::new(),
-            descs_device: None,
+            staging: None,
+            uploaded: Event::new(ctx)?,
         })
     }
 
@@ -153,20 +157,26 @@ impl GpuPreprocessor {
             letterboxes.push(lb);
         }
         let bytes = as_bytes(&self.descs);
+        let ctx = stream.context();
         if self
-            .descs_device
+            .staging
             .as_ref()
-            .is_none_or(|b| b.len() < bytes.len())
+            .is_none_or(|(h, _)| h.len() < bytes.len())
         {
-            self.descs_device = Some(DeviceBuffer::new(
-                stream.context(),
-                bytes.len().max(64 * 128),
-            )?);
+            let len = bytes.len().max(64 * std::mem::size_of::<FrameDesc>());
+            self.staging = Some((HostBuffer::new(ctx, len)?, DeviceBuffer::new(ctx, len)?));
+        } else {
+            // The previous batch's descriptors must have been read before they are overwritten.
+            self.uploaded.synchronize()?;
         }
-        let descs = self.descs_device.as_ref().expect("allocated above");
-        descs.upload(stream, bytes)?;
+        let (host, device) = self.staging.as_mut().expect("allocated above");
+        host.as_mut_slice()[..bytes.len()].copy_from_slice(bytes);
+        // SAFETY: `device` holds at least `bytes.len()` bytes (allocated with the host buffer)
+        // and lives in `self` until the next upload, which waits for `uploaded` first.
+        unsafe { host.upload_async(stream, device.ptr(), bytes.len()) }?;
+        let descs_ptr = device.ptr();
         let params = Params {
-            frames: descs.ptr(),
+            frames: descs_ptr,
             n_frames: jobs.len() as u32,
             net_w: net.width,
             net_h: net.height,
@@ -195,9 +205,13 @@ impl GpuPreprocessor {
         // checked by `DeviceImage::new`; the kernel reads only rows < height (and chroma rows <
         // height/2 rounded up) and bytes < row bytes of each plane (taps are clamped to the plane
         // size); it writes `jobs.len()` slots of `slot_bytes` at `out`, checked against
-        // `out_len` above; the descriptors live in `descs`, which outlives the launch because
-        // callers synchronise the stream before the next `run`.
+        // `out_len` above; the descriptors stay in `staging` until the next `run`. The frames
+        // must stay mapped until the stream has passed the kernel: callers synchronise the
+        // stream before releasing them.
         unsafe { self.function.launch(stream, grid, block, &params) }?;
+        // Recorded after the kernel, so that the next batch (on any stream) rewrites neither copy
+        // of the descriptors while this one still reads them.
+        self.uploaded.record(stream)?;
         Ok(letterboxes)
     }
 }

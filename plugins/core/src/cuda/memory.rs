@@ -238,6 +238,30 @@ impl HostBuffer {
         self.len == 0
     }
 
+    /// Queues a copy of the first `len` bytes to device address `dst` on `stream` and returns
+    /// without waiting: the caller must not write the buffer again before the stream has passed
+    /// the copy (record an event after it and wait for that event first).
+    ///
+    /// # Safety
+    /// `dst..dst + len` must be device memory of this context that stays valid until the copy
+    /// has run.
+    pub unsafe fn upload_async(&self, stream: &Stream, dst: u64, len: usize) -> Result<()> {
+        if len > self.len {
+            return Err(CudaError::Invalid(format!(
+                "upload of {len} bytes from a {}-byte host buffer",
+                self.len
+            )));
+        }
+        let _bound = self.ctx.bind()?;
+        // SAFETY: pinned memory of `len` bytes; the caller guarantees the destination.
+        unsafe {
+            check(
+                "cuMemcpyHtoDAsync",
+                sys::cuMemcpyHtoDAsync_v2(dst, self.ptr.cast(), len, stream.raw()),
+            )
+        }
+    }
+
     /// Copies `len` bytes from device address `src` into the start of this buffer and waits.
     pub fn download_from(&mut self, stream: &Stream, src: u64, len: usize) -> Result<()> {
         if len > self.len {

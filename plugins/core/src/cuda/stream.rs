@@ -114,6 +114,14 @@ impl Event {
             .map_err(|e| CudaError::driver("cuEventRecord", e))
     }
 
+    /// Waits until the work recorded before the event has completed.
+    pub fn synchronize(&self) -> Result<()> {
+        let _bound = self.ctx.bind()?;
+        // SAFETY: the event is live.
+        unsafe { cudarc::driver::result::event::synchronize(self.raw) }
+            .map_err(|e| CudaError::driver("cuEventSynchronize", e))
+    }
+
     /// Milliseconds from `self` to `end`, once both have completed.
     pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
         let _bound = self.ctx.bind()?;
