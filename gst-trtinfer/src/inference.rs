@@ -285,6 +285,51 @@ impl Inference {
         });
     }
 
+    /// The element type of the input tensor.
+    pub fn tensor_element_type(&self) -> ElementType {
+        match self.tensor {
+            InputTensor::F32(_) => ElementType::F32,
+            InputTensor::F16(_) => ElementType::F16,
+            InputTensor::U8(_) => ElementType::U8,
+        }
+    }
+
+    /// Bytes of the whole input tensor (every slot).
+    pub fn tensor_bytes(&self) -> usize {
+        let elements = self.capacity * self.network.frame_len();
+        elements * self.tensor_element_type().size().unwrap_or(4)
+    }
+
+    /// Takes the first `letterboxes.len()` slots of the input tensor from the device tensor of
+    /// `stage`, pre-processed there: exactly one copy of the tensor (not of the frames) to the
+    /// host, for engines that take host memory. Waits for the stage's stream.
+    #[cfg(feature = "cuda")]
+    pub fn load_device_tensor(
+        &mut self,
+        stage: &crate::gpu::GpuStage,
+        letterboxes: &[Letterbox],
+    ) -> Result<usize, ferrostream_core::cuda::CudaError> {
+        let slots = letterboxes.len().min(self.capacity);
+        let len = slots * self.network.frame_len();
+        let bytes: &mut [u8] = match &mut self.tensor {
+            // SAFETY: f32, f16 and u8 have no invalid bit patterns and no padding, so viewing the
+            // initialised elements as bytes and writing any bytes into them is sound.
+            InputTensor::F32(v) => unsafe {
+                std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), len * 4)
+            },
+            // SAFETY: as above.
+            InputTensor::F16(v) => unsafe {
+                std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), len * 2)
+            },
+            InputTensor::U8(v) => &mut v[..len],
+        };
+        stage.tensor().download(stage.stream(), bytes)?;
+        for (slot, lb) in letterboxes.iter().take(slots).enumerate() {
+            self.letterboxes[slot] = Some(*lb);
+        }
+        Ok(bytes.len())
+    }
+
     /// Runs the engine on the first `frames` slots of the input tensor (all slots of a model with
     /// a fixed batch size; the unused ones are ignored).
     pub fn infer(&mut self, frames: usize) -> Result<(), EngineError> {

@@ -21,6 +21,19 @@ pub enum ElementType {
     Other(&'static str),
 }
 
+impl ElementType {
+    /// Bytes per element, for the types an input tensor can have.
+    pub fn size(self) -> Option<usize> {
+        match self {
+            ElementType::F32 | ElementType::I32 => Some(4),
+            ElementType::F16 => Some(2),
+            ElementType::U8 | ElementType::I8 => Some(1),
+            ElementType::I64 => Some(8),
+            ElementType::Other(_) => None,
+        }
+    }
+}
+
 impl fmt::Display for ElementType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

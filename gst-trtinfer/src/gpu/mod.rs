@@ -94,14 +94,14 @@ pub struct GpuPreprocessor {
     uploaded: Event,
 }
 
-/// Bytes per element of a tensor type the kernel writes.
-pub fn element_size(element: ElementType) -> Option<usize> {
-    match element {
-        ElementType::F32 => Some(4),
-        ElementType::F16 => Some(2),
-        ElementType::U8 => Some(1),
-        _ => None,
-    }
+/// Bytes per element of a tensor type the kernel writes (f32, f16, u8).
+fn element_size(element: ElementType) -> Option<usize> {
+    matches!(
+        element,
+        ElementType::F32 | ElementType::F16 | ElementType::U8
+    )
+    .then(|| element.size())
+    .flatten()
 }
 
 impl GpuPreprocessor {

@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
-use ferrostream_core::batch::{self, FrameSource, frame_pixels};
+use ferrostream_core::batch::{self, FrameSource, MemoryKind, frame_pixels};
 use ferrostream_core::ini::parse_list;
 use ferrostream_core::{BBox, BatchMeta, Frame, Object};
 use gst::glib;
@@ -27,6 +27,7 @@ static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
 });
 
 const DEFAULT_THREADS: u32 = 0;
+const DEFAULT_STREAM_PRIORITY: i32 = 0;
 
 #[derive(Debug, Clone, Default)]
 struct Settings {
@@ -38,15 +39,31 @@ struct Settings {
     offsets_text: String,
     infer_dims_text: String,
     threads: u32,
+    /// CUDA stream priority of the GPU pre-processing (0 default, lower is more urgent).
+    stream_priority: i32,
 }
 
 struct State {
     inference: Inference,
     source: Option<FrameSource>,
+    memory: MemoryKind,
+    #[cfg(feature = "cuda")]
+    gpu: GpuFrames,
     /// Buffers (frames or batches) seen, for `interval`.
     buffers: u64,
     /// Whether the "model has a fixed batch size" warning was given.
     warned_fixed_batch: bool,
+}
+
+/// The GPU side of the element: the context frames arrive in, and the pre-processing stage
+/// loaded into it.
+#[cfg(feature = "cuda")]
+#[derive(Default)]
+struct GpuFrames {
+    tracker: ferrostream_core::cuda::gst_cuda::ContextTracker,
+    stage: Option<crate::gpu::GpuStage>,
+    stream_priority: i32,
+    logged_tensor_copy: bool,
 }
 
 /// Time spent per stage, for the `stats` property.
@@ -58,6 +75,12 @@ struct Stats {
     preprocess: Duration,
     inference: Duration,
     postprocess: Duration,
+    /// Frames pre-processed in device memory.
+    gpu_frames: u64,
+    /// Frames whose pixels were copied between host and device (the GPU path copies none).
+    pixel_copies: u64,
+    /// Copies of a pre-processed tensor from the device to a host-memory engine.
+    tensor_copies: u64,
 }
 
 /// Why a frame could not be inferred: the error kind to post, and the message.
@@ -69,6 +92,8 @@ struct Work {
     frames: u64,
     engine_calls: u64,
     times: [Duration; 3],
+    gpu_frames: u64,
+    tensor_copies: u64,
 }
 
 impl Stats {
@@ -80,6 +105,8 @@ impl Stats {
             self.preprocess += w.times[0];
             self.inference += w.times[1];
             self.postprocess += w.times[2];
+            self.gpu_frames += w.gpu_frames;
+            self.tensor_copies += w.tensor_copies;
         }
     }
 }
@@ -195,12 +222,131 @@ impl TrtInfer {
         Ok((objects, work))
     }
 
+    /// Pre-processes the frames of `buf` in device memory into the device tensor, then
+    /// infers and parses as [`Self::infer_frames`] does. Engines that take host memory get one
+    /// copy of the tensor per engine call; the frames never leave the GPU.
+    #[cfg(feature = "cuda")]
+    fn infer_frames_gpu(
+        &self,
+        inference: &mut Inference,
+        gpu: &mut GpuFrames,
+        source: &FrameSource,
+        buf: &gst::BufferRef,
+        frames: usize,
+    ) -> Result<(Vec<Vec<Object>>, Work), FrameError> {
+        use crate::gpu::{GpuJob, GpuStage};
+        use crate::preprocess::YuvToRgb;
+        use ferrostream_core::cuda::gst_cuda;
+
+        let cuda_error =
+            |e: ferrostream_core::cuda::CudaError| (gst::StreamError::Failed, e.to_string());
+        let mut objects = Vec::with_capacity(frames);
+        let mut work = Work::default();
+        let per_call = inference.capacity();
+        for first in (0..frames).step_by(per_call) {
+            let count = per_call.min(frames - first);
+            let t0 = Instant::now();
+            let mut mapped = Vec::with_capacity(count);
+            let mut jobs = Vec::with_capacity(count);
+            let mut sizes = Vec::with_capacity(count);
+            let mut context = None;
+            for slot in 0..count {
+                let (pixels, info) = frame_pixels(source, buf, first + slot)
+                    .map_err(|e| (gst::StreamError::Format, e.to_string()))?;
+                let ctx = gpu.tracker.context_of(pixels).map_err(cuda_error)?;
+                if context.get_or_insert_with(|| ctx.clone()).raw() != ctx.raw() {
+                    return Err((
+                        gst::StreamError::Format,
+                        "the frames of one batch live in different CUDA contexts".into(),
+                    ));
+                }
+                let frame = gst_cuda::map(pixels, info, false).map_err(cuda_error)?;
+                let colorimetry = info.colorimetry();
+                jobs.push(GpuJob {
+                    image: *frame.image(),
+                    roi: BBox::new(0.0, 0.0, info.width() as f32, info.height() as f32),
+                    matrix: YuvToRgb::new(colorimetry.matrix(), colorimetry.range()),
+                });
+                sizes.push((info.width(), info.height()));
+                mapped.push(frame);
+            }
+            let Some(ctx) = context else { continue };
+            let stage = match &mut gpu.stage {
+                Some(stage) if stage.context().raw() == ctx.raw() => stage,
+                stage => {
+                    let new = GpuStage::new(&ctx, gpu.stream_priority, inference.tensor_bytes())
+                        .map_err(cuda_error)?;
+                    gst::info!(
+                        CAT,
+                        imp = self,
+                        "pre-processing on GPU {} ({}) in the producer's CUDA context, stream \
+                         priority {}",
+                        ctx.gpu_id(),
+                        ctx.device_name().unwrap_or_default(),
+                        new.stream().priority()
+                    );
+                    stage.insert(new)
+                }
+            };
+            let letterboxes = stage
+                .preprocess(&jobs, inference.network(), inference.tensor_element_type())
+                .map_err(cuda_error)?;
+            // The engine takes host memory: one copy of the tensor (this waits for the stream,
+            // after which the frames may be unmapped).
+            let copied = inference
+                .load_device_tensor(stage, &letterboxes)
+                .map_err(cuda_error)?;
+            drop(mapped);
+            if !std::mem::replace(&mut gpu.logged_tensor_copy, true) {
+                let d = inference.description();
+                gst::info!(
+                    CAT,
+                    imp = self,
+                    "{} on [{}] takes host memory: the pre-processed tensor ({copied} bytes for \
+                     {count} frames) is copied to the host once per engine call; the frames stay \
+                     on the GPU",
+                    d.backend,
+                    d.providers.join(", ")
+                );
+            }
+            work.tensor_copies += 1;
+            work.gpu_frames += count as u64;
+            let t1 = Instant::now();
+            inference
+                .infer(count)
+                .map_err(|e| (gst::StreamError::Failed, e.to_string()))?;
+            let t2 = Instant::now();
+            for (slot, &(w, h)) in sizes.iter().enumerate() {
+                objects.push(inference.objects(slot, w, h).map_err(|m| {
+                    (
+                        gst::StreamError::Decode,
+                        format!("Parsing the model outputs: {m}"),
+                    )
+                })?);
+            }
+            let t3 = Instant::now();
+            work.frames += count as u64;
+            work.engine_calls += 1;
+            for (total, d) in work.times.iter_mut().zip([t1 - t0, t2 - t1, t3 - t2]) {
+                *total += d;
+            }
+        }
+        Ok((objects, work))
+    }
+
     fn sink_caps() -> gst::Caps {
         let mut caps = gst_video::VideoCapsBuilder::new()
             .format_list(SUPPORTED_FORMATS.iter().copied())
             .build();
         caps.merge(batch::batch_caps(
             SUPPORTED_FORMATS.iter().map(|f| f.to_str().as_str()),
+        ));
+        #[cfg(feature = "cuda")]
+        caps.merge(batch::device_caps(
+            MemoryKind::Cuda,
+            ferrostream_core::device::DEVICE_FORMATS
+                .iter()
+                .map(|f| f.to_str().as_str()),
         ));
         caps
     }
@@ -233,10 +379,11 @@ fn string_prop(name: &'static str, nick: &'static str, blurb: &'static str) -> g
 
 impl ObjectImpl for TrtInfer {
     fn properties() -> &'static [glib::ParamSpec] {
-        static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
-            let d = InferConfig::default();
-            let a = d.class_attrs.all;
-            vec![
+        static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> =
+            LazyLock::new(|| {
+                let d = InferConfig::default();
+                let a = d.class_attrs.all;
+                vec![
                 string_prop(
                     "config-file-path",
                     "Config file",
@@ -409,13 +556,32 @@ impl ObjectImpl for TrtInfer {
                     .default_value(DEFAULT_THREADS)
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecInt::builder("stream-priority")
+                    .nick("CUDA stream priority")
+                    .blurb("Priority of the CUDA stream that pre-processes frames in GPU memory \
+                            (CUDA convention: 0 default, lower values are more urgent; clamped to \
+                            the device's range). Give latency-critical models a negative value")
+                    .default_value(DEFAULT_STREAM_PRIORITY)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt64::builder("gpu-frames")
+                    .nick("GPU frames")
+                    .blurb("Frames pre-processed in GPU memory")
+                    .read_only()
+                    .build(),
+                glib::ParamSpecUInt64::builder("pixel-copies")
+                    .nick("Pixel copies")
+                    .blurb("Frames whose pixels were copied between host and GPU memory (0 on the \
+                            GPU path: frames are read where they are)")
+                    .read_only()
+                    .build(),
                 glib::ParamSpecBoxed::builder::<gst::Structure>("stats")
                     .nick("Statistics")
                     .blurb("Frames seen and inferred, and time spent per stage (ns)")
                     .read_only()
                     .build(),
             ]
-        });
+            });
         PROPERTIES.as_ref()
     }
 
@@ -439,6 +605,10 @@ impl ObjectImpl for TrtInfer {
         match name {
             "config-file-path" => {
                 s.config_file = path();
+                return;
+            }
+            "stream-priority" => {
+                s.stream_priority = value.get().expect("type checked upstream");
                 return;
             }
             "threads" => {
@@ -526,6 +696,9 @@ impl ObjectImpl for TrtInfer {
         match pspec.name() {
             "config-file-path" => path(&s.config_file),
             "threads" => s.threads.to_value(),
+            "stream-priority" => s.stream_priority.to_value(),
+            "gpu-frames" => self.stats.lock().unwrap().gpu_frames.to_value(),
+            "pixel-copies" => self.stats.lock().unwrap().pixel_copies.to_value(),
             "onnx-file" => path(&p.onnx_file),
             "model-engine-file" => path(&p.model_engine_file),
             "labelfile-path" => path(&p.labelfile_path),
@@ -562,6 +735,9 @@ impl ObjectImpl for TrtInfer {
                     .field("preprocess-ns", st.preprocess.as_nanos() as u64)
                     .field("inference-ns", st.inference.as_nanos() as u64)
                     .field("postprocess-ns", st.postprocess.as_nanos() as u64)
+                    .field("gpu-frames", st.gpu_frames)
+                    .field("pixel-copies", st.pixel_copies)
+                    .field("tensor-copies", st.tensor_copies)
                     .build()
                     .to_value()
             }
@@ -621,6 +797,12 @@ impl BaseTransformImpl for TrtInfer {
         *self.state.lock().unwrap() = Some(State {
             inference,
             source: None,
+            memory: MemoryKind::System,
+            #[cfg(feature = "cuda")]
+            gpu: GpuFrames {
+                stream_priority: settings.stream_priority,
+                ..GpuFrames::default()
+            },
             buffers: 0,
             warned_fixed_batch: false,
         });
@@ -688,6 +870,7 @@ impl BaseTransformImpl for TrtInfer {
             .ok_or_else(|| gst::loggable_error!(CAT, "caps before start"))?;
         gst::debug!(CAT, imp = self, "input {incaps}");
         state.source = Some(source);
+        state.memory = MemoryKind::from_caps(incaps);
         Ok(())
     }
 
@@ -699,6 +882,9 @@ impl BaseTransformImpl for TrtInfer {
         let State {
             inference,
             source,
+            memory,
+            #[cfg(feature = "cuda")]
+            gpu,
             buffers,
             warned_fixed_batch,
         } = state;
@@ -727,10 +913,19 @@ impl BaseTransformImpl for TrtInfer {
             && inference.fixed_batch() == Some(1)
             && !std::mem::replace(warned_fixed_batch, true);
         let component = inference.config().gie_unique_id;
-        let inferred = if run_inference {
-            Self::infer_frames(inference, source, buf, frames).map(Some)
-        } else {
-            Ok(None)
+        let inferred = match (run_inference, *memory) {
+            (false, _) => Ok(None),
+            (true, MemoryKind::System) => {
+                Self::infer_frames(inference, source, buf, frames).map(Some)
+            }
+            #[cfg(feature = "cuda")]
+            (true, MemoryKind::Cuda) => self
+                .infer_frames_gpu(inference, gpu, source, buf, frames)
+                .map(Some),
+            (true, other) => Err((
+                gst::StreamError::Format,
+                format!("frames in {other:?} memory are not supported by this build"),
+            )),
         };
         // Errors are posted without holding the state lock: a bus handler may stop the element.
         drop(guard);

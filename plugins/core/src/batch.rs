@@ -18,11 +18,86 @@ use crate::meta::BatchMeta;
 /// The caps feature of a batch.
 pub const BATCH_FEATURE: &str = "ferrostream:batch";
 
+/// The caps feature of GStreamer CUDA memory (`nvh264dec`, `cudaupload`).
+pub const CUDA_MEMORY_FEATURE: &str = "memory:CUDAMemory";
+/// The caps feature of NVIDIA's NvBufSurface memory (DeepStream, Jetson).
+pub const NVMM_FEATURE: &str = "memory:NVMM";
+
+/// Where the pixels of a stream are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MemoryKind {
+    /// System memory, mapped on the CPU.
+    #[default]
+    System,
+    /// GStreamer CUDA memory: device pointers through the CUDA map flag.
+    Cuda,
+    /// NvBufSurface memory: mapping yields an `NvBufSurface*`.
+    Nvmm,
+}
+
+impl MemoryKind {
+    /// The memory of (fixed or not) caps, from their first structure's features.
+    pub fn from_caps(caps: &gst::CapsRef) -> Self {
+        match caps.features(0) {
+            Some(f) if f.contains(CUDA_MEMORY_FEATURE) => Self::Cuda,
+            Some(f) if f.contains(NVMM_FEATURE) => Self::Nvmm,
+            _ => Self::System,
+        }
+    }
+
+    /// The caps feature naming this memory (none for system memory).
+    pub fn feature(self) -> Option<&'static str> {
+        match self {
+            Self::System => None,
+            Self::Cuda => Some(CUDA_MEMORY_FEATURE),
+            Self::Nvmm => Some(NVMM_FEATURE),
+        }
+    }
+
+    /// Whether the pixels are in GPU memory.
+    pub fn is_device(self) -> bool {
+        self != Self::System
+    }
+}
+
+/// Plain frames and batches of frames in device memory `memory`, in `formats`: what an element
+/// that works on the GPU adds to its pad templates.
+pub fn device_caps<'a>(
+    memory: MemoryKind,
+    formats: impl IntoIterator<Item = &'a str> + Clone,
+) -> gst::Caps {
+    let feature = memory
+        .feature()
+        .unwrap_or(gst::CAPS_FEATURE_MEMORY_SYSTEM_MEMORY);
+    let mut caps = gst_video::VideoCapsBuilder::new()
+        .features([feature])
+        .format_list(
+            formats
+                .clone()
+                .into_iter()
+                .map(gst_video::VideoFormat::from_string),
+        )
+        .build();
+    caps.merge(batch_caps_in(formats, memory));
+    caps
+}
+
 /// Caps of a batch of frames in `formats` (all frames of one batch share one format).
 pub fn batch_caps<'a>(formats: impl IntoIterator<Item = &'a str>) -> gst::Caps {
+    batch_caps_in(formats, MemoryKind::System)
+}
+
+/// Caps of a batch of frames in `formats` whose surfaces are in `memory`.
+pub fn batch_caps_in<'a>(
+    formats: impl IntoIterator<Item = &'a str>,
+    memory: MemoryKind,
+) -> gst::Caps {
     let formats: Vec<&str> = formats.into_iter().collect();
+    let features: Vec<&str> = std::iter::once(BATCH_FEATURE)
+        .chain(memory.feature())
+        .collect();
     gst::Caps::builder("video/x-raw")
-        .features([BATCH_FEATURE])
+        .features(features)
         .field("format", gst::List::new(formats))
         .field(
             "framerate",
