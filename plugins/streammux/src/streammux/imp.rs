@@ -1,6 +1,6 @@
 use std::sync::{Arc, LazyLock, Mutex};
 
-use ferrostream_core::batch::{self, SourceStream, Surface, events};
+use ferrostream_core::batch::{self, MemoryKind, SourceStream, Surface, events};
 use ferrostream_core::{Batch, BatchMeta, Frame};
 use gst::glib;
 use gst::glib::translate::{IntoGlib, ToGlibPtr};
@@ -106,32 +106,61 @@ impl StreamMux {
 
     /// The format other sources already use, which a new source must match.
     fn format_of_others(&self, except: &gst_base::AggregatorPad) -> Option<gst_video::VideoFormat> {
+        self.layout_of_others(except).map(|(format, _)| format)
+    }
+
+    /// The format and memory other sources already use, which a new source must match.
+    fn layout_of_others(
+        &self,
+        except: &gst_base::AggregatorPad,
+    ) -> Option<(gst_video::VideoFormat, MemoryKind)> {
         self.source_pads()
             .into_iter()
             .filter(|p| p.pad.upcast_ref::<gst_base::AggregatorPad>() != except)
-            .find_map(|p| p.pad.imp().state.lock().unwrap().info().map(|i| i.format()))
+            .find_map(|p| {
+                let state = p.pad.imp().state.lock().unwrap();
+                state.info().map(|i| (i.format(), state.memory))
+            })
     }
 
     /// Caps a sink pad can take: raw video, in the format of the other sources when there are
     /// some, else in the formats downstream takes.
     fn sink_caps(&self, pad: &gst_base::AggregatorPad) -> gst::Caps {
         let template = pad.pad_template_caps();
-        let restriction = match self.format_of_others(pad) {
-            Some(format) => gst::Caps::builder("video/x-raw")
-                .field("format", format.to_str())
-                .build(),
+        let restriction = match self.layout_of_others(pad) {
+            Some((format, memory)) => {
+                let features = memory
+                    .feature()
+                    .unwrap_or(gst::CAPS_FEATURE_MEMORY_SYSTEM_MEMORY);
+                gst::Caps::builder("video/x-raw")
+                    .features([features])
+                    .field("format", format.to_str())
+                    .build()
+            }
             None => {
-                // The formats of the batches downstream takes, as plain video.
-                let mut downstream = self.obj().src_pad().peer_query_caps(None);
+                // The formats of the batches downstream takes, as plain video in the same memory.
+                let downstream = self.obj().src_pad().peer_query_caps(None);
                 if downstream.is_any() {
                     return template;
                 }
-                let plain = downstream.make_mut();
-                plain.set_features_simple(None);
-                for s in plain.iter_mut() {
-                    s.remove_fields(["width", "height", "framerate"]);
+                let mut plain = gst::Caps::new_empty();
+                {
+                    let plain = plain.get_mut().expect("new caps");
+                    for (s, f) in downstream.iter_with_features() {
+                        let mut s = s.to_owned();
+                        s.remove_fields(["width", "height", "framerate"]);
+                        let memory = gst::CapsFeatures::new(
+                            f.iter().filter(|name| *name != batch::BATCH_FEATURE),
+                        );
+                        let memory = if memory.is_empty() {
+                            gst::CapsFeatures::new([gst::CAPS_FEATURE_MEMORY_SYSTEM_MEMORY])
+                        } else {
+                            memory
+                        };
+                        plain.append_structure_full(s, Some(memory));
+                    }
                 }
-                downstream
+                plain
             }
         };
         template.intersect(&restriction)
@@ -197,18 +226,25 @@ impl StreamMux {
     fn batch_caps(&self) -> Option<gst::Caps> {
         let settings = *self.settings.lock().unwrap();
         let mut format = None;
+        let mut memory = MemoryKind::System;
         let mut fps = gst::Fraction::new(0, 1);
         for p in self.source_pads() {
             let state = p.pad.imp().state.lock().unwrap();
             if let Some(info) = state.info() {
+                if format.is_none() {
+                    memory = state.memory;
+                }
                 format.get_or_insert(info.format());
                 if info.fps() > fps {
                     fps = info.fps();
                 }
             }
         }
+        let features: Vec<&str> = std::iter::once(batch::BATCH_FEATURE)
+            .chain(memory.feature())
+            .collect();
         let mut builder = gst::Caps::builder("video/x-raw")
-            .features([batch::BATCH_FEATURE])
+            .features(features)
             .field("format", format?.to_str())
             .field("framerate", fps);
         if let Some((w, h)) = settings.output_size() {
@@ -221,6 +257,24 @@ impl StreamMux {
     fn handle_caps(&self, pad: &super::StreamMuxPad, caps: &gst::Caps) -> Result<(), String> {
         let info = gst_video::VideoInfo::from_caps(caps)
             .map_err(|_| format!("{}: invalid video caps {caps}", pad.name()))?;
+        let memory = MemoryKind::from_caps(caps);
+        if let Some((_, other)) = self.layout_of_others(pad.upcast_ref())
+            && other != memory
+        {
+            return Err(format!(
+                "{} sends frames in {memory:?} memory but the other sources' are in {other:?} \
+                 memory; all frames of a batch live in one kind of memory (use cudaupload or \
+                 cudadownload before this pad)",
+                pad.name()
+            ));
+        }
+        if memory.is_device() && self.settings.lock().unwrap().output_size().is_some() {
+            return Err(format!(
+                "{}: scaling frames in GPU memory to width x height is not supported; set \
+                 width=0 height=0 to batch them at their own size (by reference)",
+                pad.name()
+            ));
+        }
         if let Some(other) = self.format_of_others(pad.upcast_ref())
             && other != info.format()
         {
@@ -275,6 +329,7 @@ impl StreamMux {
             stream_id: state.stream_id.clone(),
         }));
         state.source_info = Some(info);
+        state.memory = memory;
         drop(state);
         if changed {
             self.state.lock().unwrap().caps_changed = true;
@@ -448,6 +503,13 @@ fn set_force_live(aggregator: &super::StreamMux, live: bool) -> bool {
 
 /// Every raw format, the ones decoders and inference use most first (a source that can produce
 /// several picks the first).
+/// Formats batched in GPU memory: those the GPU kernels read.
+fn device_formats() -> impl Iterator<Item = &'static str> + Clone {
+    ferrostream_core::device::DEVICE_FORMATS
+        .iter()
+        .map(|f| f.to_str().as_str())
+}
+
 fn preferred_formats() -> Vec<gst_video::VideoFormat> {
     use gst_video::VideoFormat as F;
     let first = [
@@ -630,7 +692,13 @@ impl ElementImpl for StreamMux {
                     "src",
                     gst::PadDirection::Src,
                     gst::PadPresence::Always,
-                    &batch::batch_caps(formats),
+                    &{
+                        let mut caps = batch::batch_caps(formats);
+                        for memory in [MemoryKind::Cuda, MemoryKind::Nvmm] {
+                            caps.merge(batch::batch_caps_in(device_formats(), memory));
+                        }
+                        caps
+                    },
                     gst_base::AggregatorPad::static_type(),
                 )
                 .expect("valid pad template"),
@@ -638,9 +706,22 @@ impl ElementImpl for StreamMux {
                     "sink_%u",
                     gst::PadDirection::Sink,
                     gst::PadPresence::Request,
-                    &gst_video::VideoCapsBuilder::new()
-                        .format_list(preferred_formats())
-                        .build(),
+                    &{
+                        let mut caps = gst_video::VideoCapsBuilder::new()
+                            .format_list(preferred_formats())
+                            .build();
+                        for memory in [MemoryKind::Cuda, MemoryKind::Nvmm] {
+                            caps.merge(
+                                gst_video::VideoCapsBuilder::new()
+                                    .features(memory.feature())
+                                    .format_list(
+                                        device_formats().map(gst_video::VideoFormat::from_string),
+                                    )
+                                    .build(),
+                            );
+                        }
+                        caps
+                    },
                     super::StreamMuxPad::static_type(),
                 )
                 .expect("valid pad template"),

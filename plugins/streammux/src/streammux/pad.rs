@@ -20,6 +20,8 @@ pub struct SourceState {
     pub stream: Option<Arc<SourceStream>>,
     /// Layout of the frames as the source sends them.
     pub source_info: Option<gst_video::VideoInfo>,
+    /// Where the source's pixels are (system, CUDA or NVMM memory).
+    pub memory: ferrostream_core::batch::MemoryKind,
     /// The id of the last stream-start, for the stream built at the next caps.
     pub stream_id: Option<glib::GString>,
     /// Frames batched so far.
