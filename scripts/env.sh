@@ -11,4 +11,14 @@ fi
 if ! command -v cargo >/dev/null 2>&1 && [ -f "$HOME/.cargo/env" ]; then
     . "$HOME/.cargo/env"
 fi
-unset _fs_repo
+# NVRTC installed by scripts/install-nvrtc.sh (for compiling the CUDA kernels where no CUDA
+# toolkit is installed): appended, so a toolkit's own NVRTC on LD_LIBRARY_PATH comes first.
+for _fs_dir in /usr/local/lib/ferrostream-nvrtc "${HOME:-/nonexistent}/.local/lib/ferrostream-nvrtc"; do
+    if [ -d "$_fs_dir" ]; then
+        case ":${LD_LIBRARY_PATH:-}:" in
+            *":$_fs_dir:"*) ;;
+            *) export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$_fs_dir" ;;
+        esac
+    fi
+done
+unset _fs_repo _fs_dir
