@@ -10,7 +10,8 @@
 #   scripts/gpu-check.sh run [ARGS...]   on the GPU machine, from the repository root, with .gpu/
 #                                        beside it: unpacks the bundle, smoke-checks GStreamer's
 #                                        nvcodec and our plugin, runs every test binary
-#                                        (--test-threads=1 --nocapture ARGS...) and bench binary
+#                                        (--include-ignored --test-threads=1 --nocapture ARGS...;
+#                                        GPU tests are #[ignore]d elsewhere) and bench binary
 #                                        (--bench), and prints a summary; exits non-zero when
 #                                        anything failed. FERROSTREAM_REQUIRE_GPU=1 is set, so
 #                                        tests fail instead of skipping without a GPU.
@@ -643,7 +644,7 @@ run_checks() {
     while read -r kind name dir file; do
         case "$kind" in test | bench) ;; *) continue ;; esac
         if [ -n "${GPU_CHECK_ONLY:-}" ] && ! [[ " $GPU_CHECK_ONLY " == *" $name "* ]]; then continue; fi
-        if [ "$kind" = bench ]; then args=(--bench); else args=(--test-threads=1 --nocapture "$@"); fi
+        if [ "$kind" = bench ]; then args=(--bench); else args=(--include-ignored --test-threads=1 --nocapture "$@"); fi
         logname="$kind-${name//[:\/]/-}.log"
         # Like cargo: from the package's folder, with CARGO_MANIFEST_DIR pointing at it.
         label="$name"

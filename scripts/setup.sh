@@ -39,6 +39,8 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 
 "$repo/scripts/install-onnxruntime.sh"
+# NVRTC compiles the CUDA kernels in the tests, so GPU code is checked on machines without a GPU.
+"$repo/scripts/install-nvrtc.sh"
 
 # Models and footage: use a provided directory (FERROSTREAM_MODEL_DIR/FERROSTREAM_MEDIA_DIR, or
 # ../shared beside the checkout) when it has them, else download them into the cache
