@@ -63,11 +63,15 @@ struct Params {
     order: [u32; 3],
     scale: f32,
     offsets: [f32; 3],
+    vector_stores: u32,
 }
 
 // SAFETY: `Params` is #[repr(C)] plain data mirroring the kernel's parameter struct (layout test
 // below); it holds device addresses, not references.
 unsafe impl KernelParams for Params {}
+
+/// Output pixels per thread (`PIXELS` in preprocess.cu).
+const PIXELS_PER_THREAD: u32 = 4;
 
 const FMT_NV12: u32 = 0;
 const FMT_I420: u32 = 1;
@@ -194,10 +198,13 @@ impl GpuPreprocessor {
             },
             scale: net.scale,
             offsets: net.offsets,
+            // Rows start 16-byte aligned in every plane of every slot when the tensor does and
+            // the row length is a multiple of 4 floats (plane and slot sizes then are too).
+            vector_stores: (out % 16 == 0 && net.width % PIXELS_PER_THREAD == 0) as u32,
         };
         let block = (32, 8, 1);
         let grid = (
-            net.width.div_ceil(32),
+            net.width.div_ceil(32 * PIXELS_PER_THREAD),
             net.height.div_ceil(8),
             jobs.len() as u32,
         );
@@ -318,6 +325,7 @@ mod tests {
         assert_eq!(offset_of!(FrameDesc, yuv), 96);
         assert_eq!(offset_of!(FrameDesc, out), 120);
         assert_eq!(size_of::<Params>(), 64);
+        assert_eq!(offset_of!(Params, vector_stores), 60);
         assert_eq!(offset_of!(Params, n_frames), 8);
         assert_eq!(offset_of!(Params, order), 32);
         assert_eq!(offset_of!(Params, scale), 44);

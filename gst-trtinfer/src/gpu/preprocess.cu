@@ -4,7 +4,7 @@
 // fixed-point YUV to RGB, then y = scale * (x - offset[c]) converted to f32, f16 or u8.
 // Compiled with --fmad=false so every float operation rounds exactly like the CPU's.
 //
-// One thread writes one network pixel (all its channels) of one frame: blockIdx.z is the frame.
+// blockIdx.z is the frame; each thread writes PIXELS adjacent network pixels (all channels).
 
 #define FMT_NV12 0
 #define FMT_I420 1
@@ -37,6 +37,8 @@ struct Params {
     unsigned int order[3];
     float scale;
     float offsets[3];
+    // Whether every row of every plane of every slot starts 16-byte aligned (f32 NCHW only).
+    unsigned int vector_stores;
 };
 
 struct Tap {
@@ -95,66 +97,100 @@ __device__ __forceinline__ void store(const Params& p, unsigned long long out, s
     }
 }
 
-extern "C" __global__ void preprocess(const Params p) {
-    unsigned int ox = blockIdx.x * blockDim.x + threadIdx.x;
-    unsigned int oy = blockIdx.y * blockDim.y + threadIdx.y;
-    if (ox >= p.net_w || oy >= p.net_h || blockIdx.z >= p.n_frames) {
+// The network-channel values (before normalisation) of output pixel (ox, oy) of frame f; zero
+// in the padding.
+__device__ __forceinline__ void pixel_values(const Frame& f, const Params& p, unsigned int ox, unsigned int oy,
+                                             unsigned int value[3]) {
+    value[0] = value[1] = value[2] = 0u;
+    bool content = ox >= f.pad_x && ox < f.pad_x + f.content_w && oy >= f.pad_y && oy < f.pad_y + f.content_h;
+    if (!content) {
         return;
     }
-    const Frame f = ((const Frame*)p.frames)[blockIdx.z];
-    size_t plane_len = (size_t)p.net_w * p.net_h;
-    size_t pixel = (size_t)oy * p.net_w + ox;
-    unsigned int channels = p.gray ? 1u : 3u;
-
-    // Values of the network channels before normalisation.
-    unsigned int value[3] = {0u, 0u, 0u};
-    bool content = ox >= f.pad_x && ox < f.pad_x + f.content_w && oy >= f.pad_y && oy < f.pad_y + f.content_h;
-    if (content) {
-        unsigned int cx = ox - f.pad_x, cy = oy - f.pad_y;
-        Tap tx = make_tap(cx, f.roi_left, f.step_x, f.width, 1.0f);
-        Tap ty = make_tap(cy, f.roi_top, f.step_y, f.height, 1.0f);
-        unsigned int rgb[3];
-        if (f.format == FMT_PACKED) {
-            const unsigned char* plane = (const unsigned char*)f.plane[0];
-            for (int c = 0; c < 3; ++c) {
-                rgb[c] = sample(plane, f.pitch[0], tx, ty, f.pixel_stride, f.rgb[c]);
-            }
-            if (p.gray) {
-                value[0] = (77u * rgb[0] + 150u * rgb[1] + 29u * rgb[2] + 128u) >> 8;
-            }
-        } else {
-            unsigned int luma = sample((const unsigned char*)f.plane[0], f.pitch[0], tx, ty, 1u, 0u);
-            int yy = ((int)luma - f.y_offset) * f.y_gain + (1 << 11);
-            if (p.gray) {
-                value[0] = clamp_fx(yy);
-            } else {
-                unsigned int cw = (f.width + 1u) / 2u, ch = (f.height + 1u) / 2u;
-                Tap ctx = make_tap(cx, f.roi_left, f.step_x, cw, 0.5f);
-                Tap cty = make_tap(cy, f.roi_top, f.step_y, ch, 0.5f);
-                unsigned int u, v;
-                if (f.format == FMT_NV12) {
-                    const unsigned char* uv = (const unsigned char*)f.plane[1];
-                    u = sample(uv, f.pitch[1], ctx, cty, 2u, 0u);
-                    v = sample(uv, f.pitch[1], ctx, cty, 2u, 1u);
-                } else {
-                    u = sample((const unsigned char*)f.plane[1], f.pitch[1], ctx, cty, 1u, 0u);
-                    v = sample((const unsigned char*)f.plane[2], f.pitch[2], ctx, cty, 1u, 0u);
-                }
-                int uu = (int)u - 128, vv = (int)v - 128;
-                rgb[0] = clamp_fx(yy + f.r_v * vv);
-                rgb[1] = clamp_fx(yy + f.g_u * uu + f.g_v * vv);
-                rgb[2] = clamp_fx(yy + f.b_u * uu);
-            }
+    unsigned int cx = ox - f.pad_x, cy = oy - f.pad_y;
+    Tap tx = make_tap(cx, f.roi_left, f.step_x, f.width, 1.0f);
+    Tap ty = make_tap(cy, f.roi_top, f.step_y, f.height, 1.0f);
+    unsigned int rgb[3];
+    if (f.format == FMT_PACKED) {
+        const unsigned char* plane = (const unsigned char*)f.plane[0];
+        for (int c = 0; c < 3; ++c) {
+            rgb[c] = sample(plane, f.pitch[0], tx, ty, f.pixel_stride, f.rgb[c]);
         }
-        if (!p.gray) {
-            for (int c = 0; c < 3; ++c) {
-                value[c] = rgb[p.order[c]];
-            }
+        if (p.gray) {
+            value[0] = (77u * rgb[0] + 150u * rgb[1] + 29u * rgb[2] + 128u) >> 8;
+            return;
+        }
+    } else {
+        unsigned int luma = sample((const unsigned char*)f.plane[0], f.pitch[0], tx, ty, 1u, 0u);
+        int yy = ((int)luma - f.y_offset) * f.y_gain + (1 << 11);
+        if (p.gray) {
+            value[0] = clamp_fx(yy);
+            return;
+        }
+        unsigned int cw = (f.width + 1u) / 2u, ch = (f.height + 1u) / 2u;
+        Tap ctx = make_tap(cx, f.roi_left, f.step_x, cw, 0.5f);
+        Tap cty = make_tap(cy, f.roi_top, f.step_y, ch, 0.5f);
+        unsigned int u, v;
+        if (f.format == FMT_NV12) {
+            const unsigned char* uv = (const unsigned char*)f.plane[1];
+            u = sample(uv, f.pitch[1], ctx, cty, 2u, 0u);
+            v = sample(uv, f.pitch[1], ctx, cty, 2u, 1u);
+        } else {
+            u = sample((const unsigned char*)f.plane[1], f.pitch[1], ctx, cty, 1u, 0u);
+            v = sample((const unsigned char*)f.plane[2], f.pitch[2], ctx, cty, 1u, 0u);
+        }
+        int uu = (int)u - 128, vv = (int)v - 128;
+        rgb[0] = clamp_fx(yy + f.r_v * vv);
+        rgb[1] = clamp_fx(yy + f.g_u * uu + f.g_v * vv);
+        rgb[2] = clamp_fx(yy + f.b_u * uu);
+    }
+    for (int c = 0; c < 3; ++c) {
+        value[c] = rgb[p.order[c]];
+    }
+}
+
+// Each thread makes PIXELS horizontally adjacent output pixels, so that an f32 NCHW tensor is
+// written with 16-byte stores when rows and slots are 16-byte aligned (checked per launch by
+// `vector_stores`), and the frame descriptor is read once per PIXELS pixels.
+#define PIXELS 4
+
+extern "C" __global__ void preprocess(const Params p) {
+    unsigned int ox0 = (blockIdx.x * blockDim.x + threadIdx.x) * PIXELS;
+    unsigned int oy = blockIdx.y * blockDim.y + threadIdx.y;
+    if (ox0 >= p.net_w || oy >= p.net_h || blockIdx.z >= p.n_frames) {
+        return;
+    }
+    const Frame& f = ((const Frame*)p.frames)[blockIdx.z];
+    size_t plane_len = (size_t)p.net_w * p.net_h;
+    unsigned int channels = p.gray ? 1u : 3u;
+    unsigned int value[PIXELS][3];
+#pragma unroll
+    for (int i = 0; i < PIXELS; ++i) {
+        if (ox0 + i < p.net_w) {
+            pixel_values(f, p, ox0 + i, oy, value[i]);
         }
     }
-    for (unsigned int c = 0; c < channels; ++c) {
-        float v = __fmul_rn(p.scale, __fsub_rn((float)value[c], p.offsets[c]));
-        size_t index = p.planar ? c * plane_len + pixel : pixel * channels + c;
-        store(p, f.out, index, v);
+    size_t pixel0 = (size_t)oy * p.net_w + ox0;
+    if (p.vector_stores && p.planar && p.out_type == OUT_F32 && ox0 + PIXELS <= p.net_w) {
+        for (unsigned int c = 0; c < channels; ++c) {
+            float4 v;
+            v.x = __fmul_rn(p.scale, __fsub_rn((float)value[0][c], p.offsets[c]));
+            v.y = __fmul_rn(p.scale, __fsub_rn((float)value[1][c], p.offsets[c]));
+            v.z = __fmul_rn(p.scale, __fsub_rn((float)value[2][c], p.offsets[c]));
+            v.w = __fmul_rn(p.scale, __fsub_rn((float)value[3][c], p.offsets[c]));
+            *(float4*)((float*)f.out + c * plane_len + pixel0) = v;
+        }
+        return;
+    }
+#pragma unroll
+    for (int i = 0; i < PIXELS; ++i) {
+        if (ox0 + i >= p.net_w) {
+            break;
+        }
+        size_t pixel = pixel0 + i;
+        for (unsigned int c = 0; c < channels; ++c) {
+            float v = __fmul_rn(p.scale, __fsub_rn((float)value[i][c], p.offsets[c]));
+            size_t index = p.planar ? c * plane_len + pixel : pixel * channels + c;
+            store(p, f.out, index, v);
+        }
     }
 }
