@@ -11,6 +11,9 @@ pub mod ini;
 pub mod json;
 pub mod meta;
 pub mod metaexport;
+pub mod nvmm;
+#[cfg(feature = "cuda")]
+pub mod nvmmtestsrc;
 pub mod paths;
 
 pub use analytics::{AttributeValue, BBox, Batch, Classification, Frame, Object};

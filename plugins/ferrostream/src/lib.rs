@@ -15,6 +15,8 @@ pub use gst_trtinfer as trtinfer;
 fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     ferrostream_core::meta::register();
     ferrostream_core::metaexport::register(plugin)?;
+    #[cfg(feature = "cuda")]
+    ferrostream_core::nvmmtestsrc::register(plugin)?;
     gst_trtinfer::rstrtinfer::register(plugin)?;
     gst_tracker::rstracker::register(plugin)?;
     ferrostream_streammux::register(plugin)?;
