@@ -200,7 +200,8 @@ impl GpuPreprocessor {
             offsets: net.offsets,
             // Rows start 16-byte aligned in every plane of every slot when the tensor does and
             // the row length is a multiple of 4 floats (plane and slot sizes then are too).
-            vector_stores: (out % 16 == 0 && net.width % PIXELS_PER_THREAD == 0) as u32,
+            vector_stores: (out.is_multiple_of(16) && net.width.is_multiple_of(PIXELS_PER_THREAD))
+                as u32,
         };
         let block = (32, 8, 1);
         let grid = (

@@ -60,7 +60,7 @@ struct State {
 #[cfg(feature = "cuda")]
 #[derive(Default)]
 struct GpuFrames {
-    tracker: ferrostream_core::cuda::gst_cuda::ContextTracker,
+    frames: ferrostream_core::cuda::DeviceFrames,
     stage: Option<crate::gpu::GpuStage>,
     stream_priority: i32,
     logged_tensor_copy: bool,
@@ -230,13 +230,13 @@ impl TrtInfer {
         &self,
         inference: &mut Inference,
         gpu: &mut GpuFrames,
+        memory: MemoryKind,
         source: &FrameSource,
         buf: &gst::BufferRef,
         frames: usize,
     ) -> Result<(Vec<Vec<Object>>, Work), FrameError> {
         use crate::gpu::{GpuJob, GpuStage};
         use crate::preprocess::YuvToRgb;
-        use ferrostream_core::cuda::gst_cuda;
 
         let cuda_error =
             |e: ferrostream_core::cuda::CudaError| (gst::StreamError::Failed, e.to_string());
@@ -253,19 +253,21 @@ impl TrtInfer {
             for slot in 0..count {
                 let (pixels, info) = frame_pixels(source, buf, first + slot)
                     .map_err(|e| (gst::StreamError::Format, e.to_string()))?;
-                let ctx = gpu.tracker.context_of(pixels).map_err(cuda_error)?;
+                let frame = gpu
+                    .frames
+                    .map(memory, pixels, info, false)
+                    .map_err(cuda_error)?;
+                let ctx = &frame.context;
                 if context.get_or_insert_with(|| ctx.clone()).raw() != ctx.raw() {
                     return Err((
                         gst::StreamError::Format,
                         "the frames of one batch live in different CUDA contexts".into(),
                     ));
                 }
-                let frame = gst_cuda::map(pixels, info, false).map_err(cuda_error)?;
-                let colorimetry = info.colorimetry();
                 jobs.push(GpuJob {
-                    image: *frame.image(),
+                    image: frame.image,
                     roi: BBox::new(0.0, 0.0, info.width() as f32, info.height() as f32),
-                    matrix: YuvToRgb::new(colorimetry.matrix(), colorimetry.range()),
+                    matrix: YuvToRgb::new(frame.matrix, frame.range),
                 });
                 sizes.push((info.width(), info.height()));
                 mapped.push(frame);
@@ -279,7 +281,7 @@ impl TrtInfer {
                     gst::info!(
                         CAT,
                         imp = self,
-                        "pre-processing on GPU {} ({}) in the producer's CUDA context, stream \
+                        "pre-processing on GPU {} ({}) in the frames' CUDA context, stream \
                          priority {}",
                         ctx.gpu_id(),
                         ctx.device_name().unwrap_or_default(),
@@ -342,12 +344,14 @@ impl TrtInfer {
             SUPPORTED_FORMATS.iter().map(|f| f.to_str().as_str()),
         ));
         #[cfg(feature = "cuda")]
-        caps.merge(batch::device_caps(
-            MemoryKind::Cuda,
-            ferrostream_core::device::DEVICE_FORMATS
-                .iter()
-                .map(|f| f.to_str().as_str()),
-        ));
+        for memory in [MemoryKind::Cuda, MemoryKind::Nvmm] {
+            caps.merge(batch::device_caps(
+                memory,
+                ferrostream_core::device::DEVICE_FORMATS
+                    .iter()
+                    .map(|f| f.to_str().as_str()),
+            ));
+        }
         caps
     }
 }
@@ -919,9 +923,10 @@ impl BaseTransformImpl for TrtInfer {
                 Self::infer_frames(inference, source, buf, frames).map(Some)
             }
             #[cfg(feature = "cuda")]
-            (true, MemoryKind::Cuda) => self
-                .infer_frames_gpu(inference, gpu, source, buf, frames)
+            (true, m @ (MemoryKind::Cuda | MemoryKind::Nvmm)) => self
+                .infer_frames_gpu(inference, gpu, m, source, buf, frames)
                 .map(Some),
+            #[cfg(not(feature = "cuda"))]
             (true, other) => Err((
                 gst::StreamError::Format,
                 format!("frames in {other:?} memory are not supported by this build"),

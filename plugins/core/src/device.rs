@@ -146,6 +146,7 @@ mod tests {
 
     #[test]
     fn nv12_from_info_has_two_planes_at_their_offsets() {
+        gst::init().unwrap();
         let info = gst_video::VideoInfo::builder(VideoFormat::Nv12, 1921, 1081)
             .build()
             .unwrap();

@@ -10,6 +10,7 @@
 
 mod context;
 mod error;
+pub mod frames;
 pub mod gst_cuda;
 mod kernel;
 mod memory;
@@ -17,6 +18,7 @@ mod stream;
 
 pub use context::{Bound, Context};
 pub use error::{CudaError, Result};
+pub use frames::{DeviceFrame, DeviceFrames};
 pub use kernel::{Function, KernelParams, KernelSource, Module, compile_ptx};
 pub use memory::{BufferPool, DeviceBuffer, HostBuffer, PooledBuffer};
 pub use stream::{Event, Stream};

@@ -1,0 +1,249 @@
+//! GPU lane: real NVDEC output (`nvh264dec`), `cudaupload` output and NVMM test frames go
+//! through rsstreammux -> rstrtinfer -> rsosd without a single copy of pixels between host and
+//! device (the elements' `pixel-copies` counters stay 0 while `gpu-frames` counts every frame),
+//! and the detections equal those of the same frames pre-processed on the CPU. Also measures
+//! the end-to-end latency of a batch from the muxer's output to rsosd's output.
+//!
+//! Ignored on machines without a GPU; `scripts/gpu-check.sh` runs them with `--include-ignored`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use ferrostream_core::BatchMeta;
+use ferrostream_tests::{gpu, init, media, model, quoted};
+use gst::prelude::*;
+
+/// What a pipeline run left behind.
+struct Run {
+    /// (source id, frame number, class id, box) of every object, sorted.
+    objects: Vec<(u32, u64, u32, [i32; 4])>,
+    frames: usize,
+    counters: HashMap<String, u64>,
+    /// Milliseconds from the muxer's output to rsosd's output, per batch.
+    latencies: Vec<f64>,
+}
+
+/// Runs `description` to EOS; the elements named `infer` and `osd` (when present) report their
+/// counters, the element named `mux` and `osd` bracket the latency.
+fn run(description: &str) -> Run {
+    init();
+    let pipeline = gst::parse::launch(description)
+        .unwrap_or_else(|e| panic!("{description}: {e}"))
+        .downcast::<gst::Pipeline>()
+        .unwrap();
+    let objects = Arc::new(Mutex::new(Vec::new()));
+    let frames = Arc::new(Mutex::new(0usize));
+    let sent: Arc<Mutex<HashMap<Option<gst::ClockTime>, Instant>>> = Arc::default();
+    let latencies = Arc::new(Mutex::new(Vec::new()));
+    if let Some(mux) = pipeline.by_name("mux") {
+        let sent = sent.clone();
+        mux.static_pad("src")
+            .unwrap()
+            .add_probe(gst::PadProbeType::BUFFER, move |_, info| {
+                if let Some(b) = info.buffer() {
+                    sent.lock().unwrap().insert(b.pts(), Instant::now());
+                }
+                gst::PadProbeReturn::Ok
+            });
+    }
+    let last: gst::Element = pipeline
+        .by_name("osd")
+        .or_else(|| pipeline.by_name("infer"))
+        .unwrap();
+    {
+        let (objects, frames, sent, latencies) = (
+            objects.clone(),
+            frames.clone(),
+            sent.clone(),
+            latencies.clone(),
+        );
+        last.static_pad("src")
+            .unwrap()
+            .add_probe(gst::PadProbeType::BUFFER, move |_, info| {
+                let Some(b) = info.buffer() else {
+                    return gst::PadProbeReturn::Ok;
+                };
+                if let Some(t) = sent.lock().unwrap().remove(&b.pts()) {
+                    latencies
+                        .lock()
+                        .unwrap()
+                        .push(t.elapsed().as_secs_f64() * 1e3);
+                }
+                if let Some(meta) = b.meta::<BatchMeta>() {
+                    for f in &meta.batch().frames {
+                        *frames.lock().unwrap() += 1;
+                        for o in &f.objects {
+                            let r = |v: f32| v.round() as i32;
+                            objects.lock().unwrap().push((
+                                f.source_id,
+                                f.frame_num,
+                                o.class_id,
+                                [
+                                    r(o.bbox.left),
+                                    r(o.bbox.top),
+                                    r(o.bbox.width),
+                                    r(o.bbox.height),
+                                ],
+                            ));
+                        }
+                    }
+                }
+                gst::PadProbeReturn::Ok
+            });
+    }
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let bus = pipeline.bus().unwrap();
+    let msg = bus
+        .timed_pop_filtered(
+            gst::ClockTime::from_seconds(120),
+            &[gst::MessageType::Eos, gst::MessageType::Error],
+        )
+        .expect("EOS within 120 s");
+    if let gst::MessageView::Error(e) = msg.view() {
+        panic!("{description}: {} ({:?})", e.error(), e.debug());
+    }
+    let mut counters = HashMap::new();
+    for name in ["infer", "osd"] {
+        if let Some(e) = pipeline.by_name(name) {
+            for prop in ["gpu-frames", "pixel-copies"] {
+                counters.insert(format!("{name}.{prop}"), e.property::<u64>(prop));
+            }
+        }
+    }
+    pipeline.set_state(gst::State::Null).unwrap();
+    let mut objects = std::mem::take(&mut *objects.lock().unwrap());
+    objects.sort();
+    let frames = *frames.lock().unwrap();
+    let latencies = std::mem::take(&mut *latencies.lock().unwrap());
+    Run {
+        objects,
+        frames,
+        counters,
+        latencies,
+    }
+}
+
+fn infer() -> String {
+    format!(
+        "rstrtinfer name=infer onnx-file={} labelfile-path={} batch-size=4",
+        quoted(&model("coco_ssdlite_mobilenet_v2.onnx")),
+        quoted(&model("object_detection_classes_coco.txt"))
+    )
+}
+
+/// Checks the zero-copy counters of a GPU run of `frames` frames.
+fn assert_zero_copy(run: &Run, frames: usize, what: &str) {
+    assert_eq!(run.frames, frames, "{what}: frames out");
+    for name in ["infer", "osd"] {
+        assert_eq!(
+            run.counters[&format!("{name}.gpu-frames")],
+            frames as u64,
+            "{what}: {name} frames on the GPU"
+        );
+        assert_eq!(
+            run.counters[&format!("{name}.pixel-copies")],
+            0,
+            "{what}: {name} pixel copies"
+        );
+    }
+    println!("GPU-RESULT {what}_frames_on_gpu {frames} frames (pixel copies host<->device: 0)");
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU with NVDEC; run by scripts/gpu-check.sh"]
+fn nvdec_frames_stay_on_the_gpu_and_detect_like_the_cpu() {
+    if gpu("nvdec_frames_stay_on_the_gpu_and_detect_like_the_cpu").is_none() {
+        return;
+    }
+    let video = quoted(&media("carphone_pristine.mp4"));
+    let sources = |download: &str| {
+        (0..4)
+            .map(|i| {
+                format!(
+                    "filesrc location={video} ! qtdemux ! h264parse ! nvh264dec {download} ! mux.sink_{i} "
+                )
+            })
+            .collect::<String>()
+    };
+    let tail = format!(
+        "rsstreammux name=mux batch-size=4 ! {} ! rsosd name=osd ! fakesink sync=false ",
+        infer()
+    );
+    let gpu_run = run(&format!("{tail} {}", sources("")));
+    let frames = gpu_run.frames;
+    assert_eq!(frames, 4 * 120, "carphone has 120 frames");
+    assert_zero_copy(&gpu_run, frames, "nvh264dec");
+    // The same decoded frames, downloaded and pre-processed on the CPU.
+    let cpu_run = run(&format!("{tail} {}", sources("! cudadownload")));
+    assert_eq!(cpu_run.counters["infer.gpu-frames"], 0);
+    assert!(!gpu_run.objects.is_empty(), "no detections on carphone");
+    assert_eq!(
+        gpu_run.objects, cpu_run.objects,
+        "GPU and CPU pre-processing detect differently"
+    );
+    println!(
+        "GPU-RESULT nvh264dec_detections_equal_cpu {} objects in {frames} frames",
+        gpu_run.objects.len()
+    );
+    println!(
+        "GPU-RESULT e2e_batch_latency_4x_nvdec {:.2} ms (median mux->osd of {} batches; CPU engine)",
+        median(gpu_run.latencies.clone()),
+        gpu_run.latencies.len()
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run by scripts/gpu-check.sh"]
+fn cudaupload_frames_stay_on_the_gpu() {
+    if gpu("cudaupload_frames_stay_on_the_gpu").is_none() {
+        return;
+    }
+    for format in ["NV12", "RGBA"] {
+        let src = |i: u32| {
+            format!(
+                "videotestsrc num-buffers=30 pattern={} ! video/x-raw,format={format},width=1280,height=720 ! cudaupload ! mux.sink_{i} ",
+                ["ball", "smpte"][i as usize]
+            )
+        };
+        let run = run(&format!(
+            "rsstreammux name=mux batch-size=2 ! {} ! rsosd name=osd ! cudadownload ! fakesink sync=false {}{}",
+            infer(),
+            src(0),
+            src(1)
+        ));
+        assert_zero_copy(&run, 60, &format!("cudaupload_{format}"));
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run by scripts/gpu-check.sh"]
+fn nvmm_test_frames_stay_on_the_gpu() {
+    if gpu("nvmm_test_frames_stay_on_the_gpu").is_none() {
+        return;
+    }
+    init();
+    assert!(
+        gst::ElementFactory::find("rsnvmmtestsrc").is_some(),
+        "rsnvmmtestsrc is registered in CUDA builds"
+    );
+    for (format, abi) in [("NV12", "ds7"), ("RGBA", "ds8")] {
+        let src = |i: u32| {
+            format!(
+                "rsnvmmtestsrc num-buffers=30 abi={abi} ! video/x-raw(memory:NVMM),format={format},width=1920,height=1080 ! mux.sink_{i} "
+            )
+        };
+        let run = run(&format!(
+            "rsstreammux name=mux batch-size=2 ! {} ! rsosd name=osd ! fakesink sync=false {}{}",
+            infer(),
+            src(0),
+            src(1)
+        ));
+        assert_zero_copy(&run, 60, &format!("nvmm_{format}_{abi}"));
+    }
+}
