@@ -17,7 +17,7 @@ use gst::prelude::*;
 /// What a pipeline run left behind.
 struct Run {
     /// (source id, frame number, class id, box) of every object, sorted.
-    objects: Vec<(u32, u64, u32, [i32; 4])>,
+    objects: Vec<(u32, u64, i32, [i32; 4])>,
     frames: usize,
     counters: HashMap<String, u64>,
     /// Milliseconds from the muxer's output to rsosd's output, per batch.
@@ -80,10 +80,10 @@ fn run(description: &str) -> Run {
                                 f.frame_num,
                                 o.class_id,
                                 [
-                                    r(o.bbox.left),
-                                    r(o.bbox.top),
-                                    r(o.bbox.width),
-                                    r(o.bbox.height),
+                                    r(o.bbox().left),
+                                    r(o.bbox().top),
+                                    r(o.bbox().width),
+                                    r(o.bbox().height),
                                 ],
                             ));
                         }
