@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Fonts tried in order when the user names none: the DejaVu, Liberation, Noto and Droid sans
 /// faces where Debian/Ubuntu/JetPack, Fedora and Arch install them.
@@ -306,14 +307,31 @@ pub const ATLAS_WIDTH: usize = 1024;
 const ATLAS_MAX_ROWS: usize = 8192;
 
 /// Every glyph rasterised so far, as 8-bit coverage in one image (shelf-packed rows).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct GlyphAtlas {
+    /// Unique in the process; a new atlas (or one that started over) gets a new one.
+    id: u64,
     pixels: Vec<u8>,
     rows: usize,
     glyphs: HashMap<(char, u32), Glyph, BuildHasherDefault<GlyphKeyHasher>>,
     shelf_x: usize,
     shelf_y: usize,
     shelf_height: usize,
+}
+
+impl Default for GlyphAtlas {
+    fn default() -> Self {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        Self {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            pixels: Vec::new(),
+            rows: 0,
+            glyphs: HashMap::default(),
+            shelf_x: 0,
+            shelf_y: 0,
+            shelf_height: 0,
+        }
+    }
 }
 
 impl GlyphAtlas {
@@ -328,6 +346,17 @@ impl GlyphAtlas {
     /// The atlas image: `ATLAS_WIDTH` coverage bytes per row.
     pub fn pixels(&self) -> &[u8] {
         &self.pixels
+    }
+
+    /// Rows of the atlas image.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Identifies what the atlas holds: it changes whenever a glyph is added or the atlas
+    /// starts over, and only then, so a copy (on a GPU) is current while it matches.
+    pub fn revision(&self) -> (u64, usize) {
+        (self.id, self.glyphs.len())
     }
 
     pub fn len(&self) -> usize {
@@ -478,5 +507,26 @@ mod tests {
         assert_eq!(placed[15].glyph.atlas_y, 65);
         assert_eq!(placed[15].glyph.atlas_x, 0);
         assert_eq!(atlas.pixels().len(), (65 + 64) * ATLAS_WIDTH);
+        assert_eq!(atlas.rows(), 65 + 64);
+    }
+
+    #[test]
+    fn revision_changes_with_new_glyphs_and_new_atlases() {
+        let face = Typeface::Builtin;
+        let mut atlas = GlyphAtlas::default();
+        let mut placed = Vec::new();
+        let empty = atlas.revision();
+        face.layout(&mut atlas, "AB", 16.0, &mut placed);
+        let two = atlas.revision();
+        assert_ne!(empty, two);
+        // Glyphs already there change nothing.
+        face.layout(&mut atlas, "BA", 16.0, &mut placed);
+        assert_eq!(atlas.revision(), two);
+        face.layout(&mut atlas, "C", 16.0, &mut placed);
+        assert_ne!(atlas.revision(), two);
+        // Another atlas with the same glyphs is told apart.
+        let mut other = GlyphAtlas::default();
+        face.layout(&mut other, "AB", 16.0, &mut placed);
+        assert_ne!(other.revision(), two);
     }
 }

@@ -4,13 +4,17 @@
 //! The work is split so that each part can be reused: [`style`] says what to draw, [`plan`] turns
 //! a frame's objects into format-independent geometry (a [`plan::DrawList`] of clipped fills,
 //! glyphs and blurs), [`font`] rasterises text into a glyph atlas, and [`paint`] applies a draw
-//! list to pixels in system memory. A GPU painter takes the same draw list and atlas.
+//! list to pixels in system memory; [`gpu`] (feature `cuda`, on by default) applies the same draw
+//! list to frames in device memory, byte for byte as [`paint`] does, reading text from the
+//! planner's glyph atlas.
 
 use gst::glib;
 
 pub mod color;
 pub mod config;
 pub mod font;
+#[cfg(feature = "cuda")]
+pub mod gpu;
 pub mod osd;
 pub mod paint;
 pub mod plan;

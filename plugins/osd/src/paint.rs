@@ -68,6 +68,66 @@ fn layout(format: VideoFormat) -> Option<&'static [PlaneLayout]> {
     }
 }
 
+/// The bytes of colour `c` in a plane of `layout`, in channel order.
+fn plane_values(layout: &PlaneLayout, matrix: YuvMatrix, c: Rgba) -> [u8; 4] {
+    let yuv = match layout.channels[0] {
+        Y | U | V => matrix.yuv(c),
+        _ => [0; 3],
+    };
+    let mut v = [0u8; 4];
+    for (slot, channel) in v.iter_mut().zip(layout.channels) {
+        *slot = match channel {
+            R => c.r,
+            G => c.g,
+            B => c.b,
+            A => 255,
+            Y => yuv[0],
+            U => yuv[1],
+            V => yuv[2],
+        };
+    }
+    v
+}
+
+/// The shape of a plane for painters elsewhere (the GPU painter), which follow the same rules.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PlaneShape {
+    /// Bytes per sample.
+    pub channels: u32,
+    /// Subsampling (log2), the same horizontally and vertically.
+    pub sub: u32,
+}
+
+/// The planes of `format`, or `None` when it is not one of [`FORMATS`].
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn plane_shapes(format: VideoFormat) -> Option<impl Iterator<Item = PlaneShape>> {
+    Some(layout(format)?.iter().map(|l| {
+        debug_assert_eq!(l.sub_x, l.sub_y);
+        PlaneShape {
+            channels: l.channels.len() as u32,
+            sub: l.sub_x,
+        }
+    }))
+}
+
+/// The bytes colour `c` gives each plane of `format`, plane after plane (NV12 and I420: Y, U,
+/// V; packed RGB: the four bytes of a pixel): each plane takes the next `channels` of them.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn colour_bytes(format: VideoFormat, matrix: YuvMatrix, c: Rgba) -> [u8; 4] {
+    let mut out = [0u8; 4];
+    let mut at = 0;
+    for l in layout(format).unwrap_or_default() {
+        let n = l.channels.len();
+        if at + n > out.len() {
+            break;
+        }
+        out[at..at + n].copy_from_slice(&plane_values(l, matrix, c)[..n]);
+        at += n;
+    }
+    out
+}
+
 /// Why a frame could not be painted.
 #[derive(Debug, thiserror::Error)]
 pub enum PaintError {
@@ -228,23 +288,7 @@ impl Plane<'_> {
 
     /// The plane's bytes for colour `c`, in channel order.
     fn values(&self, c: Rgba) -> [u8; 4] {
-        let yuv = match self.layout.channels[0] {
-            Y | U | V => self.matrix.yuv(c),
-            _ => [0; 3],
-        };
-        let mut v = [0u8; 4];
-        for (slot, channel) in v.iter_mut().zip(self.layout.channels) {
-            *slot = match channel {
-                R => c.r,
-                G => c.g,
-                B => c.b,
-                A => 255,
-                Y => yuv[0],
-                U => yuv[1],
-                V => yuv[2],
-            };
-        }
-        v
+        plane_values(&self.layout, self.matrix, c)
     }
 
     /// The samples of this plane that `r` (frame pixels) touches.
@@ -597,6 +641,8 @@ mod tests {
                 offset: 0,
                 stride: 2,
                 color: Rgba::new(255, 255, 255, 255),
+                first_glyph: 0,
+                glyph_count: 0,
             }],
             coverage: vec![255; 4],
             ..DrawList::default()
@@ -631,6 +677,8 @@ mod tests {
                 offset: 10,
                 stride: 4,
                 color: Rgba::WHITE,
+                first_glyph: 0,
+                glyph_count: 0,
             }],
             coverage: vec![255; 12],
             ..DrawList::default()

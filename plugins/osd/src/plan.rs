@@ -1,13 +1,14 @@
 //! The geometry of a frame's overlay: which pixels get which colour, independent of the pixel
 //! format and of where the pixels live.
 //!
-//! A [`DrawList`] holds three flat arrays of `#[repr(C)]` operations in frame pixels, already
-//! clipped to the frame: privacy blurs, alpha-blended rectangle fills (box borders, box and label
-//! backgrounds), and text runs (a rectangle of the list's own 8-bit coverage image, tinted with a
-//! colour). Painters apply them in that order, so text is always on top. The planner composes each
-//! run's coverage from the glyphs of the [`GlyphAtlas`](crate::font::GlyphAtlas), once per frame
-//! for every plane; the CPU painter is [`crate::paint`], and a GPU painter takes the same arrays
-//! and the coverage image (a few hundred kilobytes for a hundred labels).
+//! A [`DrawList`] holds flat arrays of `#[repr(C)]` operations in frame pixels, already clipped
+//! to the frame: privacy blurs, alpha-blended rectangle fills (box borders, box and label
+//! backgrounds), and text runs, each a rectangle tinted with a colour through coverage. Painters
+//! apply them in that order, so text is always on top. A run's coverage is described twice: as
+//! the glyphs it is made of, each a rectangle of the planner's [`GlyphAtlas`] (what the GPU
+//! painter reads, with the atlas uploaded once), and, unless the planner is told not to, as a
+//! rectangle of the list's own 8-bit coverage image composed from those glyphs (what the CPU
+//! painter [`crate::paint`] reads).
 
 use ferrostream_core::{Frame, Object};
 
@@ -75,8 +76,10 @@ pub struct FillOp {
     pub color: Rgba,
 }
 
-/// Blend `color` over `rect`, weighted by the list's coverage image: pixel (x, y) of the rectangle
-/// takes `coverage[offset + (y - rect.y0) * stride + (x - rect.x0)]`.
+/// Blend `color` over `rect`, weighted by coverage: pixel (x, y) of the rectangle takes
+/// `coverage[offset + (y - rect.y0) * stride + (x - rect.x0)]` of the list's coverage image, which
+/// is the largest coverage of the glyphs `glyphs[first_glyph..][..glyph_count]` of the list at
+/// that pixel (zero where none is).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TextOp {
@@ -84,6 +87,18 @@ pub struct TextOp {
     pub offset: u32,
     pub stride: u32,
     pub color: Rgba,
+    pub first_glyph: u32,
+    pub glyph_count: u32,
+}
+
+/// One glyph of a text run: the atlas rectangle of `rect`'s size at (`atlas_x`, `atlas_y`),
+/// placed at `rect` in frame pixels (not clipped: the run's rectangle clips it).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GlyphOp {
+    pub rect: PixelRect,
+    pub atlas_x: i32,
+    pub atlas_y: i32,
 }
 
 /// Hide the detail inside `rect`, reading and writing only pixels inside it.
@@ -104,7 +119,10 @@ pub struct DrawList {
     pub blurs: Vec<BlurOp>,
     pub fills: Vec<FillOp>,
     pub texts: Vec<TextOp>,
-    /// The coverage (0: none, 255: full) that text runs refer to.
+    /// The glyphs of the text runs, in atlas coordinates.
+    pub glyphs: Vec<GlyphOp>,
+    /// The coverage (0: none, 255: full) that text runs refer to; empty when the planner was
+    /// told not to compose it.
     pub coverage: Vec<u8>,
 }
 
@@ -116,6 +134,7 @@ impl DrawList {
         self.blurs.clear();
         self.fills.clear();
         self.texts.clear();
+        self.glyphs.clear();
         self.coverage.clear();
     }
 
@@ -161,9 +180,17 @@ impl DrawList {
     }
 
     /// Glyphs laid out by [`Typeface::layout`], with the line's top-left corner at (`x`, `y`), as
-    /// one text run whose coverage is composed from `atlas` (overlapping glyphs take the larger
-    /// coverage).
-    fn text(&mut self, glyphs: &[PlacedGlyph], x: i32, y: i32, color: Rgba, atlas: &[u8]) {
+    /// one text run of the glyphs of `atlas`, its coverage composed into the list when `compose`
+    /// is set (overlapping glyphs take the larger coverage).
+    fn text(
+        &mut self,
+        glyphs: &[PlacedGlyph],
+        x: i32,
+        y: i32,
+        color: Rgba,
+        atlas: &[u8],
+        compose: bool,
+    ) {
         let placed = |p: &PlacedGlyph| {
             PixelRect::new(
                 x + p.x,
@@ -186,17 +213,42 @@ impl DrawList {
         if rect.is_empty() {
             return;
         }
+        let first_glyph = self.glyphs.len();
+        for p in glyphs {
+            let full = placed(p);
+            if !full.intersect(&rect).is_empty() {
+                self.glyphs.push(GlyphOp {
+                    rect: full,
+                    atlas_x: p.glyph.atlas_x,
+                    atlas_y: p.glyph.atlas_y,
+                });
+            }
+        }
+        let (offset, stride) = if compose {
+            self.compose(first_glyph, rect, atlas)
+        } else {
+            (0, 0)
+        };
+        self.texts.push(TextOp {
+            rect,
+            offset: offset as u32,
+            stride: stride as u32,
+            color,
+            first_glyph: first_glyph as u32,
+            glyph_count: (self.glyphs.len() - first_glyph) as u32,
+        });
+    }
+
+    /// Composes the coverage of the glyphs from `first_glyph` on, inside `rect`, into the
+    /// coverage image; returns where it starts and its stride.
+    fn compose(&mut self, first_glyph: usize, rect: PixelRect, atlas: &[u8]) -> (usize, usize) {
         let stride = rect.width() as usize;
         let offset = self.coverage.len();
         self.coverage
             .resize(offset + stride * rect.height() as usize, 0);
-        for p in glyphs {
-            let g = &p.glyph;
-            let full = placed(p);
+        for g in &self.glyphs[first_glyph..] {
+            let full = g.rect;
             let visible = full.intersect(&rect);
-            if visible.is_empty() {
-                continue;
-            }
             let width = visible.width() as usize;
             for row in visible.y0..visible.y1 {
                 let src = (g.atlas_y + row - full.y0) as usize * ATLAS_WIDTH
@@ -211,12 +263,7 @@ impl DrawList {
                 }
             }
         }
-        self.texts.push(TextOp {
-            rect,
-            offset: offset as u32,
-            stride: stride as u32,
-            color,
-        });
+        (offset, stride)
     }
 }
 
@@ -231,6 +278,7 @@ pub struct Planner {
     atlas: GlyphAtlas,
     glyphs: Vec<PlacedGlyph>,
     text: String,
+    compose: bool,
 }
 
 impl Planner {
@@ -240,11 +288,26 @@ impl Planner {
             atlas: GlyphAtlas::default(),
             glyphs: Vec::new(),
             text: String::new(),
+            compose: true,
         }
     }
 
     pub fn typeface(&self) -> &Typeface {
         &self.typeface
+    }
+
+    /// The glyphs that the text runs of the last list planned refer to. It changes (grows, or
+    /// starts over) only while planning, so a list is painted with the atlas as it is right after
+    /// the list was planned.
+    pub fn atlas(&self) -> &GlyphAtlas {
+        &self.atlas
+    }
+
+    /// Whether text runs get their coverage composed into the list's coverage image (on by
+    /// default). The CPU painter needs it; the GPU painter reads the glyphs from the atlas, so
+    /// a planner feeding only that one can skip the work.
+    pub fn set_compose_coverage(&mut self, compose: bool) {
+        self.compose = compose;
     }
 
     /// Adds to `list` (already reset to the size of the pixels it will be painted on) the objects
@@ -258,7 +321,7 @@ impl Planner {
         clock: Option<&str>,
         list: &mut DrawList,
     ) {
-        // Text runs copy their coverage out of the atlas, so it may start over between lists.
+        // Lists refer to the atlas only until the next one is planned, so it may start over here.
         self.atlas.trim();
         for frame in frames {
             self.objects(style, frame, list);
@@ -374,7 +437,14 @@ impl Planner {
             background,
         );
         let p = extent.padding;
-        list.text(&self.glyphs, x + p, y + p, color, self.atlas.pixels());
+        list.text(
+            &self.glyphs,
+            x + p,
+            y + p,
+            color,
+            self.atlas.pixels(),
+            self.compose,
+        );
     }
 }
 
@@ -435,10 +505,15 @@ mod tests {
         assert_eq!(size_of::<PixelRect>(), 16);
         assert_eq!(size_of::<FillOp>(), 20);
         assert_eq!(offset_of!(FillOp, color), 16);
-        assert_eq!(size_of::<TextOp>(), 28);
+        assert_eq!(size_of::<TextOp>(), 36);
         assert_eq!(offset_of!(TextOp, offset), 16);
         assert_eq!(offset_of!(TextOp, stride), 20);
         assert_eq!(offset_of!(TextOp, color), 24);
+        assert_eq!(offset_of!(TextOp, first_glyph), 28);
+        assert_eq!(offset_of!(TextOp, glyph_count), 32);
+        assert_eq!(size_of::<GlyphOp>(), 24);
+        assert_eq!(offset_of!(GlyphOp, atlas_x), 16);
+        assert_eq!(offset_of!(GlyphOp, atlas_y), 20);
         assert_eq!(size_of::<BlurOp>(), 24);
         assert_eq!(offset_of!(BlurOp, mode), 16);
         assert_eq!(offset_of!(BlurOp, strength), 20);
@@ -580,16 +655,100 @@ mod tests {
             PlacedGlyph { x: 2, y: 0, glyph },
         ];
         // Two columns off the left edge, one row off the bottom.
-        list.text(&glyphs, -2, 17, Rgba::WHITE, &atlas);
+        list.text(&glyphs, -2, 17, Rgba::WHITE, &atlas, true);
         assert_eq!(list.texts.len(), 1);
         let t = list.texts[0];
         assert_eq!(t.rect, PixelRect::new(0, 17, 4, 20));
         assert_eq!(t.stride, 4);
+        // Both glyphs are recorded where they lie, unclipped, with their atlas corner.
+        assert_eq!((t.first_glyph, t.glyph_count), (0, 2));
+        assert_eq!(
+            list.glyphs,
+            vec![
+                GlyphOp {
+                    rect: PixelRect::new(-2, 17, 2, 21),
+                    atlas_x: 2,
+                    atlas_y: 1
+                },
+                GlyphOp {
+                    rect: PixelRect::new(0, 17, 4, 21),
+                    atlas_x: 2,
+                    atlas_y: 1
+                },
+            ]
+        );
         let rows: Vec<&[u8]> = list.coverage.chunks(4).collect();
         // Columns 0-1: first glyph's columns 2-3, overlapped by the second's 0-1 (smaller).
         assert_eq!(
             rows,
             vec![&[3, 4, 3, 4][..], &[13, 14, 13, 14], &[23, 24, 23, 24]]
+        );
+    }
+
+    /// The glyphs of a run describe exactly its composed coverage (what the GPU painter relies
+    /// on), and a planner told not to compose coverage gives the same list without it.
+    #[test]
+    fn glyphs_describe_the_composed_coverage() {
+        let loaded = Typeface::load(&crate::font::FontRequest::Auto).unwrap();
+        let mut planner = Planner::new(loaded.typeface);
+        let mut style = Style::default();
+        style.source_text.insert(0, "Gate 4 - Wq".into());
+        let frame = frame_with(&[
+            BBox::new(5.0, 40.0, 50.0, 30.0),
+            BBox::new(150.0, 2.0, 60.0, 30.0),
+        ]);
+        let mut list = DrawList::default();
+        list.reset(200, 100);
+        planner.plan(
+            &style,
+            std::slice::from_ref(&frame),
+            0,
+            Some("12:00"),
+            &mut list,
+        );
+        assert!(list.texts.len() >= 3);
+        let atlas = planner.atlas().pixels();
+        for t in &list.texts {
+            let glyphs = &list.glyphs[t.first_glyph as usize..][..t.glyph_count as usize];
+            for y in t.rect.y0..t.rect.y1 {
+                for x in t.rect.x0..t.rect.x1 {
+                    let from_glyphs = glyphs
+                        .iter()
+                        .filter(|g| {
+                            x >= g.rect.x0 && x < g.rect.x1 && y >= g.rect.y0 && y < g.rect.y1
+                        })
+                        .map(|g| {
+                            atlas[(g.atlas_y + y - g.rect.y0) as usize * ATLAS_WIDTH
+                                + (g.atlas_x + x - g.rect.x0) as usize]
+                        })
+                        .max()
+                        .unwrap_or(0);
+                    let composed = list.coverage[(t.offset
+                        + (y - t.rect.y0) as u32 * t.stride
+                        + (x - t.rect.x0) as u32)
+                        as usize];
+                    assert_eq!(from_glyphs, composed, "({x}, {y})");
+                }
+            }
+        }
+        planner.set_compose_coverage(false);
+        let mut bare = DrawList::default();
+        bare.reset(200, 100);
+        planner.plan(
+            &style,
+            std::slice::from_ref(&frame),
+            0,
+            Some("12:00"),
+            &mut bare,
+        );
+        assert!(bare.coverage.is_empty());
+        assert_eq!((&bare.fills, &bare.glyphs), (&list.fills, &list.glyphs));
+        let strip = |t: &TextOp| (t.rect, t.color, t.first_glyph, t.glyph_count);
+        assert!(
+            bare.texts
+                .iter()
+                .map(strip)
+                .eq(list.texts.iter().map(strip))
         );
     }
 

@@ -16,6 +16,17 @@
 //! `[class-attrs-N]` sections described in [`crate::config`]; properties set on the element
 //! override the file. Appearance properties can change while playing; `font` and
 //! `config-file-path` are read when the element starts.
+//!
+//! Frames in device memory (`video/x-raw(memory:CUDAMemory)` from `nvh264dec` or `cudaupload`,
+//! `video/x-raw(memory:NVMM)` from DeepStream/JetPack elements, and batches of either) are drawn
+//! on the GPU where they are, in the producer's CUDA context (NVMM: the primary context of the
+//! surface's GPU), with exactly the pixels the CPU painter would give; no pixel is copied
+//! between host and device. `stream-priority` sets the CUDA stream's priority; the read-only
+//! `gpu-frames` and `pixel-copies` counters say where frames were drawn.
+//!
+//! ```sh
+//! gst-launch-1.0 filesrc location=carphone_pristine.mp4 ! qtdemux ! h264parse ! nvh264dec //!     ! "video/x-raw(memory:CUDAMemory)" ! rsosd source-text="0=Car" display-clock=true //!     ! cudadownload ! videoconvert ! autovideosink
+//! ```
 
 use gst::glib;
 use gst::prelude::*;
