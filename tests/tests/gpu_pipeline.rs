@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use ferrostream_core::BatchMeta;
-use ferrostream_tests::{gpu, init, media, model, quoted};
+use ferrostream_tests::{gpu, init, media, quoted, repo_root};
 use gst::prelude::*;
 
 /// What a pipeline run left behind.
@@ -92,8 +92,16 @@ fn run(description: &str) -> Run {
                 gst::PadProbeReturn::Ok
             });
     }
-    pipeline.set_state(gst::State::Playing).unwrap();
     let bus = pipeline.bus().unwrap();
+    if pipeline.set_state(gst::State::Playing).is_err() {
+        let error = bus
+            .timed_pop_filtered(gst::ClockTime::from_seconds(1), &[gst::MessageType::Error])
+            .map(|m| match m.view() {
+                gst::MessageView::Error(e) => format!("{} ({:?})", e.error(), e.debug()),
+                _ => unreachable!(),
+            });
+        panic!("{description}: cannot start: {error:?}");
+    }
     let msg = bus
         .timed_pop_filtered(
             gst::ClockTime::from_seconds(120),
@@ -126,9 +134,8 @@ fn run(description: &str) -> Run {
 
 fn infer() -> String {
     format!(
-        "rstrtinfer name=infer onnx-file={} labelfile-path={} batch-size=4",
-        quoted(&model("coco_ssdlite_mobilenet_v2.onnx")),
-        quoted(&model("object_detection_classes_coco.txt"))
+        "rstrtinfer name=infer config-file-path={} batch-size=4",
+        quoted(&repo_root().join("pipelines/coco_ssd.txt"))
     )
 }
 
@@ -180,7 +187,7 @@ fn nvdec_frames_stay_on_the_gpu_and_detect_like_the_cpu() {
     assert_eq!(frames, 4 * 120, "carphone has 120 frames");
     assert_zero_copy(&gpu_run, frames, "nvh264dec");
     // The same decoded frames, downloaded and pre-processed on the CPU.
-    let cpu_run = run(&format!("{tail} {}", sources("! cudadownload")));
+    let cpu_run = run(&format!("{tail} {}", sources("! cudadownload ! video/x-raw")));
     assert_eq!(cpu_run.counters["infer.gpu-frames"], 0);
     assert!(!gpu_run.objects.is_empty(), "no detections on carphone");
     assert_eq!(
@@ -207,12 +214,12 @@ fn cudaupload_frames_stay_on_the_gpu() {
     for format in ["NV12", "RGBA"] {
         let src = |i: u32| {
             format!(
-                "videotestsrc num-buffers=30 pattern={} ! video/x-raw,format={format},width=1280,height=720 ! cudaupload ! mux.sink_{i} ",
+                "videotestsrc num-buffers=30 pattern={} ! video/x-raw,format={format},width=1280,height=720 ! cudaupload ! video/x-raw(memory:CUDAMemory) ! mux.sink_{i} ",
                 ["ball", "smpte"][i as usize]
             )
         };
         let run = run(&format!(
-            "rsstreammux name=mux batch-size=2 ! {} ! rsosd name=osd ! cudadownload ! fakesink sync=false {}{}",
+            "rsstreammux name=mux batch-size=2 ! {} ! rsosd name=osd ! fakesink sync=false {}{}",
             infer(),
             src(0),
             src(1)
