@@ -15,7 +15,7 @@ use ferrostream_core::device::{DeviceImage, DevicePlane};
 use ferrostream_tests::{Rng, gpu};
 use gst_trtinfer::config::ColorFormat;
 use gst_trtinfer::engine::ElementType;
-use gst_trtinfer::gpu::{GpuJob, GpuPreprocessor};
+use gst_trtinfer::gpu::{GpuJob, GpuPreprocessor, PixelsPerThread};
 use gst_trtinfer::preprocess::{NetworkInput, YuvToRgb};
 use gst_video::{VideoColorMatrix, VideoColorRange, VideoFormat};
 use std::sync::Arc;
@@ -129,24 +129,33 @@ fn main() {
                     matrix,
                 })
                 .collect();
-            let ms = time(&ctx, &stream, || {
-                pre.run(
-                    &stream,
-                    &jobs,
-                    &net,
-                    ElementType::F32,
-                    tensor.ptr(),
-                    tensor.len(),
-                )
-                .unwrap();
-            });
-            let bytes = batch as f64 * (frame_pixels + tensor_bytes as f64);
-            let gbs = bytes / (ms as f64 * 1e-3) / 1e9;
-            println!(
-                "GPU-RESULT preprocess_{name}_batch{batch} {gbs:.0} GB/s ({:.0}% of copy; {ms:.3} ms per batch, {:.1} us per frame)",
-                100.0 * gbs / copy_gbs,
-                ms as f64 * 1e3 / batch as f64
-            );
+            for variant in [PixelsPerThread::One, PixelsPerThread::Four] {
+                pre.set_variant(Some(variant));
+                let ms = time(&ctx, &stream, || {
+                    pre.run(
+                        &stream,
+                        &jobs,
+                        &net,
+                        ElementType::F32,
+                        tensor.ptr(),
+                        tensor.len(),
+                    )
+                    .unwrap();
+                });
+                let bytes = batch as f64 * (frame_pixels + tensor_bytes as f64);
+                let gbs = bytes / (ms as f64 * 1e-3) / 1e9;
+                let chosen = PixelsPerThread::for_network(&net, ElementType::F32) == variant;
+                println!(
+                    "GPU-RESULT preprocess_{name}_batch{batch}_{} {gbs:.0} GB/s ({:.0}% of copy; {ms:.3} ms per batch, {:.1} us per frame{})",
+                    match variant {
+                        PixelsPerThread::One => "x1",
+                        PixelsPerThread::Four => "x4",
+                    },
+                    100.0 * gbs / copy_gbs,
+                    ms as f64 * 1e3 / batch as f64,
+                    if chosen { "; the element's choice" } else { "" }
+                );
+            }
         }
     }
 }

@@ -187,7 +187,10 @@ fn nvdec_frames_stay_on_the_gpu_and_detect_like_the_cpu() {
     assert_eq!(frames, 4 * 120, "carphone has 120 frames");
     assert_zero_copy(&gpu_run, frames, "nvh264dec");
     // The same decoded frames, downloaded and pre-processed on the CPU.
-    let cpu_run = run(&format!("{tail} {}", sources("! cudadownload ! video/x-raw")));
+    let cpu_run = run(&format!(
+        "{tail} {}",
+        sources("! cudadownload ! video/x-raw")
+    ));
     assert_eq!(cpu_run.counters["infer.gpu-frames"], 0);
     assert!(!gpu_run.objects.is_empty(), "no detections on carphone");
     assert_eq!(

@@ -14,7 +14,7 @@ use ferrostream_core::device::{DeviceImage, DevicePlane};
 use ferrostream_tests::{Rng, decode_frames, gpu, media};
 use gst_trtinfer::config::ColorFormat;
 use gst_trtinfer::engine::ElementType;
-use gst_trtinfer::gpu::{GpuJob, GpuPreprocessor};
+use gst_trtinfer::gpu::{GpuJob, GpuPreprocessor, PixelsPerThread};
 use gst_trtinfer::preprocess::{
     NetworkInput, PackedImage, Preprocessor, SourceImage, TensorElement, Yuv420Image, YuvToRgb,
 };
@@ -287,15 +287,27 @@ fn check_all_outputs(
         net(320, 192, ColorFormat::Bgr, false, true),
         net(97, 61, ColorFormat::Gray, true, true),
     ];
-    for n in &nets {
+    for (n, variant) in nets
+        .iter()
+        .flat_map(|n| [PixelsPerThread::One, PixelsPerThread::Four].map(|v| (n, v)))
+    {
+        pre.set_variant(Some(variant));
         let e32 = compare::<f32>(ctx, stream, pre, frames, n, matrix);
         let e16 = compare::<half::f16>(ctx, stream, pre, frames, n, matrix);
         let mut n8 = n.clone();
         n8.scale = 1.0;
         n8.offsets = [0.0; 3];
         let e8 = compare::<u8>(ctx, stream, pre, frames, &n8, matrix);
-        assert!(e8.abs == 0.0, "{what} {n:?}: u8 differs by {}", e8.abs);
-        assert!(e16.abs == 0.0, "{what} {n:?}: f16 differs by {}", e16.abs);
+        assert!(
+            e8.abs == 0.0,
+            "{what} {n:?} {variant:?}: u8 differs by {}",
+            e8.abs
+        );
+        assert!(
+            e16.abs == 0.0,
+            "{what} {n:?} {variant:?}: f16 differs by {}",
+            e16.abs
+        );
         assert!(
             e32.rel <= 1e-3,
             "{what} {n:?}: f32 relative error {}",

@@ -70,8 +70,32 @@ struct Params {
 // below); it holds device addresses, not references.
 unsafe impl KernelParams for Params {}
 
-/// Output pixels per thread (`PIXELS` in preprocess.cu).
-const PIXELS_PER_THREAD: u32 = 4;
+/// How many adjacent output pixels one thread makes (the kernels `preprocess_x1` and
+/// `preprocess_x4`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PixelsPerThread {
+    One,
+    Four,
+}
+
+impl PixelsPerThread {
+    /// The faster variant for a network input, as measured on an H200 (docs/BENCHMARKS.md):
+    /// four pixels (16-byte stores) for wide f32 NCHW tensors, one otherwise.
+    pub fn for_network(net: &NetworkInput, element: ElementType) -> Self {
+        if net.planar && element == ElementType::F32 && net.width >= 512 {
+            Self::Four
+        } else {
+            Self::One
+        }
+    }
+
+    fn count(self) -> u32 {
+        match self {
+            Self::One => 1,
+            Self::Four => 4,
+        }
+    }
+}
 
 const FMT_NV12: u32 = 0;
 const FMT_I420: u32 = 1;
@@ -90,7 +114,10 @@ pub struct GpuJob {
 /// The batched pre-processing kernel loaded into one context.
 #[derive(Debug)]
 pub struct GpuPreprocessor {
-    function: Function,
+    x1: Function,
+    x4: Function,
+    /// Forces a variant (benchmarks); `None` picks with [`PixelsPerThread::for_network`].
+    variant: Option<PixelsPerThread>,
     /// Frame descriptors, uploaded per batch (128 bytes a frame; never pixels) from pinned
     /// memory without waiting; `uploaded` marks when the kernel that read them has finished.
     descs: Vec<FrameDesc>,
@@ -113,11 +140,18 @@ impl GpuPreprocessor {
     pub fn new(ctx: &Arc<Context>) -> Result<Self, CudaError> {
         let module = Module::load(ctx, &PREPROCESS_CU)?;
         Ok(Self {
-            function: module.function("preprocess")?,
+            x1: module.function("preprocess_x1")?,
+            x4: module.function("preprocess_x4")?,
+            variant: None,
             descs: Vec::new(),
             staging: None,
             uploaded: Event::new(ctx)?,
         })
+    }
+
+    /// Forces one kernel variant instead of choosing per network (for benchmarks).
+    pub fn set_variant(&mut self, variant: Option<PixelsPerThread>) {
+        self.variant = variant;
     }
 
     /// Queues the pre-processing of `jobs` into consecutive slots of the tensor at device address
@@ -200,12 +234,18 @@ impl GpuPreprocessor {
             offsets: net.offsets,
             // Rows start 16-byte aligned in every plane of every slot when the tensor does and
             // the row length is a multiple of 4 floats (plane and slot sizes then are too).
-            vector_stores: (out.is_multiple_of(16) && net.width.is_multiple_of(PIXELS_PER_THREAD))
-                as u32,
+            vector_stores: (out.is_multiple_of(16) && net.width.is_multiple_of(4)) as u32,
+        };
+        let variant = self
+            .variant
+            .unwrap_or_else(|| PixelsPerThread::for_network(net, element));
+        let function = match variant {
+            PixelsPerThread::One => &self.x1,
+            PixelsPerThread::Four => &self.x4,
         };
         let block = (32, 8, 1);
         let grid = (
-            net.width.div_ceil(32 * PIXELS_PER_THREAD),
+            net.width.div_ceil(32 * variant.count()),
             net.height.div_ceil(8),
             jobs.len() as u32,
         );
@@ -216,7 +256,7 @@ impl GpuPreprocessor {
         // `out_len` above; the descriptors stay in `staging` until the next `run`. The frames
         // must stay mapped until the stream has passed the kernel: callers synchronise the
         // stream before releasing them.
-        unsafe { self.function.launch(stream, grid, block, &params) }?;
+        unsafe { function.launch(stream, grid, block, &params) }?;
         // Recorded after the kernel, so that the next batch (on any stream) rewrites neither copy
         // of the descriptors while this one still reads them.
         self.uploaded.record(stream)?;
@@ -342,7 +382,9 @@ mod tests {
         for cc in [(8, 7), (9, 0)] {
             let ptx = ferrostream_core::cuda::compile_ptx(&PREPROCESS_CU, cc)
                 .unwrap_or_else(|e| panic!("compute {cc:?}: {e}"));
-            assert!(ptx.to_bytes().windows(10).any(|w| w == b"preprocess"));
+            for name in [&b"preprocess_x1"[..], b"preprocess_x4"] {
+                assert!(ptx.to_bytes().windows(name.len()).any(|w| w == name));
+            }
         }
     }
 }

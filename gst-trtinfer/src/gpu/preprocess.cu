@@ -4,7 +4,7 @@
 // fixed-point YUV to RGB, then y = scale * (x - offset[c]) converted to f32, f16 or u8.
 // Compiled with --fmad=false so every float operation rounds exactly like the CPU's.
 //
-// blockIdx.z is the frame; each thread writes PIXELS adjacent network pixels (all channels).
+// blockIdx.z is the frame; each thread writes 1 or 4 adjacent network pixels (all channels).
 
 #define FMT_NV12 0
 #define FMT_I420 1
@@ -149,11 +149,11 @@ __device__ __forceinline__ void pixel_values(const Frame& f, const Params& p, un
 }
 
 // Each thread makes PIXELS horizontally adjacent output pixels, so that an f32 NCHW tensor is
-// written with 16-byte stores when rows and slots are 16-byte aligned (checked per launch by
-// `vector_stores`), and the frame descriptor is read once per PIXELS pixels.
-#define PIXELS 4
-
-extern "C" __global__ void preprocess(const Params p) {
+// written with 16-byte stores when rows and slots are 16-byte aligned (checked per launch:
+// `vector_stores`), and the frame descriptor is read once per PIXELS pixels. One pixel per
+// thread keeps more threads in flight for small tensors; the host picks per network.
+template <int PIXELS>
+__device__ __forceinline__ void preprocess_pixels(const Params& p) {
     unsigned int ox0 = (blockIdx.x * blockDim.x + threadIdx.x) * PIXELS;
     unsigned int oy = blockIdx.y * blockDim.y + threadIdx.y;
     if (ox0 >= p.net_w || oy >= p.net_h || blockIdx.z >= p.n_frames) {
@@ -170,13 +170,13 @@ extern "C" __global__ void preprocess(const Params p) {
         }
     }
     size_t pixel0 = (size_t)oy * p.net_w + ox0;
-    if (p.vector_stores && p.planar && p.out_type == OUT_F32 && ox0 + PIXELS <= p.net_w) {
+    if (PIXELS == 4 && p.vector_stores && p.planar && p.out_type == OUT_F32 && ox0 + 4 <= p.net_w) {
         for (unsigned int c = 0; c < channels; ++c) {
             float4 v;
             v.x = __fmul_rn(p.scale, __fsub_rn((float)value[0][c], p.offsets[c]));
-            v.y = __fmul_rn(p.scale, __fsub_rn((float)value[1][c], p.offsets[c]));
-            v.z = __fmul_rn(p.scale, __fsub_rn((float)value[2][c], p.offsets[c]));
-            v.w = __fmul_rn(p.scale, __fsub_rn((float)value[3][c], p.offsets[c]));
+            v.y = __fmul_rn(p.scale, __fsub_rn((float)value[1 % PIXELS][c], p.offsets[c]));
+            v.z = __fmul_rn(p.scale, __fsub_rn((float)value[2 % PIXELS][c], p.offsets[c]));
+            v.w = __fmul_rn(p.scale, __fsub_rn((float)value[3 % PIXELS][c], p.offsets[c]));
             *(float4*)((float*)f.out + c * plane_len + pixel0) = v;
         }
         return;
@@ -193,4 +193,12 @@ extern "C" __global__ void preprocess(const Params p) {
             store(p, f.out, index, v);
         }
     }
+}
+
+extern "C" __global__ void preprocess_x1(const Params p) {
+    preprocess_pixels<1>(p);
+}
+
+extern "C" __global__ void preprocess_x4(const Params p) {
+    preprocess_pixels<4>(p);
 }
