@@ -199,27 +199,40 @@ impl TrtInfer {
                 inference.preprocess(slot, &image, BBox::new(0.0, 0.0, w as f32, h as f32));
                 sizes.push((w, h));
             }
-            let t1 = Instant::now();
-            inference
-                .infer(count)
-                .map_err(|e| (gst::StreamError::Failed, e.to_string()))?;
-            let t2 = Instant::now();
-            for (slot, &(w, h)) in sizes.iter().enumerate() {
-                objects.push(inference.objects(slot, w, h).map_err(|m| {
-                    (
-                        gst::StreamError::Decode,
-                        format!("Parsing the model outputs: {m}"),
-                    )
-                })?);
-            }
-            let t3 = Instant::now();
-            work.frames += count as u64;
-            work.engine_calls += 1;
-            for (total, d) in work.times.iter_mut().zip([t1 - t0, t2 - t1, t3 - t2]) {
-                *total += d;
-            }
+            Self::infer_and_parse(inference, &sizes, t0, &mut objects, &mut work)?;
         }
         Ok((objects, work))
+    }
+
+    /// Runs the engine on the `sizes.len()` pre-processed slots (pre-processing began at `t0`),
+    /// appends each frame's objects and records the stage times.
+    fn infer_and_parse(
+        inference: &mut Inference,
+        sizes: &[(u32, u32)],
+        t0: Instant,
+        objects: &mut Vec<Vec<Object>>,
+        work: &mut Work,
+    ) -> Result<(), FrameError> {
+        let t1 = Instant::now();
+        inference
+            .infer(sizes.len())
+            .map_err(|e| (gst::StreamError::Failed, e.to_string()))?;
+        let t2 = Instant::now();
+        for (slot, &(w, h)) in sizes.iter().enumerate() {
+            objects.push(inference.objects(slot, w, h).map_err(|m| {
+                (
+                    gst::StreamError::Decode,
+                    format!("Parsing the model outputs: {m}"),
+                )
+            })?);
+        }
+        let t3 = Instant::now();
+        work.frames += sizes.len() as u64;
+        work.engine_calls += 1;
+        for (total, d) in work.times.iter_mut().zip([t1 - t0, t2 - t1, t3 - t2]) {
+            *total += d;
+        }
+        Ok(())
     }
 
     /// Pre-processes the frames of `buf` in device memory into the device tensor, then
@@ -313,25 +326,7 @@ impl TrtInfer {
             }
             work.tensor_copies += 1;
             work.gpu_frames += count as u64;
-            let t1 = Instant::now();
-            inference
-                .infer(count)
-                .map_err(|e| (gst::StreamError::Failed, e.to_string()))?;
-            let t2 = Instant::now();
-            for (slot, &(w, h)) in sizes.iter().enumerate() {
-                objects.push(inference.objects(slot, w, h).map_err(|m| {
-                    (
-                        gst::StreamError::Decode,
-                        format!("Parsing the model outputs: {m}"),
-                    )
-                })?);
-            }
-            let t3 = Instant::now();
-            work.frames += count as u64;
-            work.engine_calls += 1;
-            for (total, d) in work.times.iter_mut().zip([t1 - t0, t2 - t1, t3 - t2]) {
-                *total += d;
-            }
+            Self::infer_and_parse(inference, &sizes, t0, &mut objects, &mut work)?;
         }
         Ok((objects, work))
     }
