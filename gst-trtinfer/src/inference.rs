@@ -300,15 +300,15 @@ impl Inference {
         elements * self.tensor_element_type().size().unwrap_or(4)
     }
 
-    /// Takes the first `letterboxes.len()` slots of the input tensor from the device tensor of
-    /// `stage`, pre-processed there: exactly one copy of the tensor (not of the frames) to the
-    /// host, for engines that take host memory. Waits for the stage's stream.
+    /// Takes the slots `stage` filled last from its device tensor, pre-processed there: exactly
+    /// one copy of the tensor (not of the frames) to the host, for engines that take host memory.
+    /// Waits for the stage's stream.
     #[cfg(feature = "cuda")]
     pub fn load_device_tensor(
         &mut self,
         stage: &crate::gpu::GpuStage,
-        letterboxes: &[Letterbox],
     ) -> Result<usize, ferrostream_core::cuda::CudaError> {
+        let letterboxes = stage.letterboxes();
         let slots = letterboxes.len().min(self.capacity);
         let len = slots * self.network.frame_len();
         let bytes: &mut [u8] = match &mut self.tensor {

@@ -103,6 +103,7 @@ fn main() {
     let matrix = YuvToRgb::new(VideoColorMatrix::Bt709, VideoColorRange::Range16_235);
     let frame_pixels = image(0).pixel_bytes() as f64;
     let mut pre = GpuPreprocessor::new(&ctx).unwrap();
+    let mut letterboxes = Vec::new();
     let nets = [
         ("yolo640_f32_nchw_letterbox", 640u32, 640u32, true),
         ("ssd300_f32_nchw_stretch", 300, 300, false),
@@ -139,6 +140,7 @@ fn main() {
                         ElementType::F32,
                         tensor.ptr(),
                         tensor.len(),
+                        &mut letterboxes,
                     )
                     .unwrap();
                 });

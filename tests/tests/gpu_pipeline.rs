@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use ferrostream_core::BatchMeta;
+use ferrostream_core::cuda::{Transfers, transfers};
 use ferrostream_tests::{gpu, init, media, quoted, repo_root};
 use gst::prelude::*;
 
@@ -22,6 +23,9 @@ struct Run {
     counters: HashMap<String, u64>,
     /// Milliseconds from the muxer's output to rsosd's output, per batch.
     latencies: Vec<f64>,
+    /// Bytes Ferrostream copied between host and device during the run (the CUDA layer's
+    /// process-wide trace; the tests of this binary run one at a time).
+    transfers: Transfers,
 }
 
 /// Runs `description` to EOS; the elements named `infer` and `osd` (when present) report their
@@ -93,6 +97,7 @@ fn run(description: &str) -> Run {
             });
     }
     let bus = pipeline.bus().unwrap();
+    let before = transfers();
     if pipeline.set_state(gst::State::Playing).is_err() {
         let error = bus
             .timed_pop_filtered(gst::ClockTime::from_seconds(1), &[gst::MessageType::Error])
@@ -120,6 +125,11 @@ fn run(description: &str) -> Run {
         }
     }
     pipeline.set_state(gst::State::Null).unwrap();
+    let after = transfers();
+    let transfers = Transfers {
+        to_device: after.to_device - before.to_device,
+        to_host: after.to_host - before.to_host,
+    };
     let mut objects = std::mem::take(&mut *objects.lock().unwrap());
     objects.sort();
     let frames = *frames.lock().unwrap();
@@ -129,6 +139,7 @@ fn run(description: &str) -> Run {
         frames,
         counters,
         latencies,
+        transfers,
     }
 }
 
@@ -140,8 +151,27 @@ fn infer() -> String {
 }
 
 /// Checks the zero-copy counters of a GPU run of `frames` frames.
-fn assert_zero_copy(run: &Run, frames: usize, what: &str) {
+/// Bytes of the network input of `pipelines/coco_ssd.txt` (u8, 3x300x300) per frame: what
+/// rstrtinfer copies to the CPU engine.
+const TENSOR_BYTES: u64 = 3 * 300 * 300;
+
+/// Checks that `frames` frames of `frame_bytes` bytes each went through on the GPU: the elements
+/// count every frame as drawn and inferred in device memory, and the trace of host<->device
+/// copies holds exactly one network input per frame towards the host (the CPU engine's) and,
+/// towards the device, only draw lists, glyphs and descriptors: far less than one frame's pixels
+/// per frame.
+fn assert_zero_copy(run: &Run, frames: usize, frame_bytes: u64, what: &str) {
     assert_eq!(run.frames, frames, "{what}: frames out");
+    assert_eq!(
+        run.transfers.to_host,
+        frames as u64 * TENSOR_BYTES,
+        "{what}: bytes copied to the host are the network inputs, nothing else"
+    );
+    assert!(
+        run.transfers.to_device < frames as u64 * frame_bytes / 4,
+        "{what}: {} bytes copied to the device for {frames} frames of {frame_bytes} bytes",
+        run.transfers.to_device
+    );
     for name in ["infer", "osd"] {
         assert_eq!(
             run.counters[&format!("{name}.gpu-frames")],
@@ -154,7 +184,11 @@ fn assert_zero_copy(run: &Run, frames: usize, what: &str) {
             "{what}: {name} pixel copies"
         );
     }
-    println!("GPU-RESULT {what}_frames_on_gpu {frames} frames (pixel copies host<->device: 0)");
+    println!(
+        "GPU-RESULT {what}_frames_on_gpu {frames} frames (pixel copies 0; copied to host {} B = \
+         network inputs, to device {} B = draw lists, glyphs, descriptors)",
+        run.transfers.to_host, run.transfers.to_device
+    );
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -185,7 +219,8 @@ fn nvdec_frames_stay_on_the_gpu_and_detect_like_the_cpu() {
     let gpu_run = run(&format!("{tail} {}", sources("")));
     let frames = gpu_run.frames;
     assert_eq!(frames, 4 * 120, "carphone has 120 frames");
-    assert_zero_copy(&gpu_run, frames, "nvh264dec");
+    // carphone is 176x144 NV12.
+    assert_zero_copy(&gpu_run, frames, 176 * 144 * 3 / 2, "nvh264dec");
     // The same decoded frames, downloaded and pre-processed on the CPU.
     let cpu_run = run(&format!(
         "{tail} {}",
@@ -227,7 +262,12 @@ fn cudaupload_frames_stay_on_the_gpu() {
             src(0),
             src(1)
         ));
-        assert_zero_copy(&run, 60, &format!("cudaupload_{format}"));
+        let frame_bytes = if format == "NV12" {
+            1280 * 720 * 3 / 2
+        } else {
+            1280 * 720 * 4
+        };
+        assert_zero_copy(&run, 60, frame_bytes, &format!("cudaupload_{format}"));
     }
 }
 
@@ -254,6 +294,11 @@ fn nvmm_test_frames_stay_on_the_gpu() {
             src(0),
             src(1)
         ));
-        assert_zero_copy(&run, 60, &format!("nvmm_{format}_{abi}"));
+        let frame_bytes = if format == "NV12" {
+            1920 * 1080 * 3 / 2
+        } else {
+            1920 * 1080 * 4
+        };
+        assert_zero_copy(&run, 60, frame_bytes, &format!("nvmm_{format}_{abi}"));
     }
 }

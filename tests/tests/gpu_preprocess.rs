@@ -228,9 +228,17 @@ fn compare<T: Element>(
             matrix,
         })
         .collect();
-    let lbs = pre
-        .run(stream, &jobs, net, T::TYPE, tensor.ptr(), tensor.len())
-        .unwrap();
+    let mut lbs = Vec::new();
+    pre.run(
+        stream,
+        &jobs,
+        net,
+        T::TYPE,
+        tensor.ptr(),
+        tensor.len(),
+        &mut lbs,
+    )
+    .unwrap();
     stream.synchronize().unwrap();
     let mut bytes = vec![0u8; len];
     tensor.download(stream, &mut bytes).unwrap();

@@ -155,7 +155,9 @@ impl GpuPreprocessor {
     }
 
     /// Queues the pre-processing of `jobs` into consecutive slots of the tensor at device address
-    /// `out` (`out_len` bytes, `element` typed) on `stream`, and returns each slot's geometry.
+    /// `out` (`out_len` bytes, `element` typed) on `stream`, and sets `letterboxes` to each
+    /// slot's geometry (a vector the caller keeps, so batches allocate nothing).
+    #[allow(clippy::too_many_arguments)]
     pub fn run(
         &mut self,
         stream: &Stream,
@@ -164,7 +166,9 @@ impl GpuPreprocessor {
         element: ElementType,
         out: u64,
         out_len: usize,
-    ) -> Result<Vec<Letterbox>, CudaError> {
+        letterboxes: &mut Vec<Letterbox>,
+    ) -> Result<(), CudaError> {
+        letterboxes.clear();
         let size = element_size(element).ok_or_else(|| {
             CudaError::Invalid(format!(
                 "input element type {element} is not supported (f32, f16 or u8)"
@@ -178,10 +182,9 @@ impl GpuPreprocessor {
             )));
         }
         if jobs.is_empty() {
-            return Ok(Vec::new());
+            return Ok(());
         }
         self.descs.clear();
-        let mut letterboxes = Vec::with_capacity(jobs.len());
         for (slot, job) in jobs.iter().enumerate() {
             let lb = Letterbox::new(
                 job.roi,
@@ -260,7 +263,7 @@ impl GpuPreprocessor {
         // Recorded after the kernel, so that the next batch (on any stream) rewrites neither copy
         // of the descriptors while this one still reads them.
         self.uploaded.record(stream)?;
-        Ok(letterboxes)
+        Ok(())
     }
 }
 
@@ -310,6 +313,8 @@ pub struct GpuStage {
     stream: Stream,
     preprocessor: GpuPreprocessor,
     tensor: DeviceBuffer,
+    /// The geometry of each slot of the last batch.
+    letterboxes: Vec<Letterbox>,
 }
 
 impl GpuStage {
@@ -320,6 +325,7 @@ impl GpuStage {
             stream: Stream::new(ctx, priority)?,
             preprocessor: GpuPreprocessor::new(ctx)?,
             tensor: DeviceBuffer::new(ctx, tensor_bytes)?,
+            letterboxes: Vec::new(),
         })
     }
 
@@ -336,16 +342,28 @@ impl GpuStage {
         &self.tensor
     }
 
+    /// The geometry of each slot filled by the last [`GpuStage::preprocess`].
+    pub fn letterboxes(&self) -> &[Letterbox] {
+        &self.letterboxes
+    }
+
     /// Queues the pre-processing of `jobs` into the first slots of the device tensor.
     pub fn preprocess(
         &mut self,
         jobs: &[GpuJob],
         net: &NetworkInput,
         element: ElementType,
-    ) -> Result<Vec<Letterbox>, CudaError> {
+    ) -> Result<(), CudaError> {
         let (ptr, len) = (self.tensor.ptr(), self.tensor.len());
-        self.preprocessor
-            .run(&self.stream, jobs, net, element, ptr, len)
+        self.preprocessor.run(
+            &self.stream,
+            jobs,
+            net,
+            element,
+            ptr,
+            len,
+            &mut self.letterboxes,
+        )
     }
 }
 

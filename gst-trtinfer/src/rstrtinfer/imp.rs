@@ -303,14 +303,12 @@ impl TrtInfer {
                     stage.insert(new)
                 }
             };
-            let letterboxes = stage
+            stage
                 .preprocess(&jobs, inference.network(), inference.tensor_element_type())
                 .map_err(cuda_error)?;
             // The engine takes host memory: one copy of the tensor (this waits for the stream,
             // after which the frames may be unmapped).
-            let copied = inference
-                .load_device_tensor(stage, &letterboxes)
-                .map_err(cuda_error)?;
+            let copied = inference.load_device_tensor(stage).map_err(cuda_error)?;
             drop(mapped);
             if !std::mem::replace(&mut gpu.logged_tensor_copy, true) {
                 let d = inference.description();

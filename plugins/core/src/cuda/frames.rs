@@ -37,6 +37,9 @@ enum Mapping<'a> {
 pub struct DeviceFrames {
     cuda: ContextTracker,
     primary: HashMap<u32, Arc<Context>>,
+    /// The GPU of the last NVMM frame, whose context is current while the next one is read:
+    /// Jetson's EGL mapping of SURFACE_ARRAY memory registers in the current context.
+    nvmm_gpu: u32,
 }
 
 impl DeviceFrames {
@@ -63,10 +66,15 @@ impl DeviceFrames {
                 })
             }
             MemoryKind::Nvmm => {
-                // SAFETY: the negotiated caps say memory:NVMM, so the buffer's memory maps to an
-                // NvBufSurface whose surface list its producer keeps valid while the buffer lives.
-                let batch = unsafe { nvmm::surface_images(buffer) }
-                    .map_err(|e| CudaError::Invalid(format!("NVMM buffer: {e}")))?;
+                let current = self.primary(self.nvmm_gpu)?;
+                let batch = {
+                    let _bound = current.bind()?;
+                    // SAFETY: the negotiated caps say memory:NVMM, so the buffer's memory maps to
+                    // an NvBufSurface whose surface list its producer keeps valid while the
+                    // buffer lives.
+                    unsafe { nvmm::surface_images(buffer) }
+                        .map_err(|e| CudaError::Invalid(format!("NVMM buffer: {e}")))?
+                };
                 if batch.len() != 1 {
                     return Err(CudaError::Invalid(format!(
                         "the NVMM buffer holds {} surfaces; one frame per buffer is expected \
@@ -75,15 +83,8 @@ impl DeviceFrames {
                     )));
                 }
                 let surface = batch.surfaces()[0];
-                let gpu_id = batch.gpu_id();
-                let context = match self.primary.get(&gpu_id) {
-                    Some(c) => c.clone(),
-                    None => {
-                        let c = Context::primary(gpu_id)?;
-                        self.primary.insert(gpu_id, c.clone());
-                        c
-                    }
-                };
+                self.nvmm_gpu = batch.gpu_id();
+                let context = self.primary(self.nvmm_gpu)?;
                 let (matrix, range) = surface
                     .colorimetry
                     .map_or((colorimetry.matrix(), colorimetry.range()), |c| {
@@ -101,5 +102,15 @@ impl DeviceFrames {
                 "system-memory frames are not in GPU memory".into(),
             )),
         }
+    }
+
+    /// The primary context of `gpu_id`, retained once.
+    fn primary(&mut self, gpu_id: u32) -> Result<Arc<Context>> {
+        if let Some(c) = self.primary.get(&gpu_id) {
+            return Ok(c.clone());
+        }
+        let c = Context::primary(gpu_id)?;
+        self.primary.insert(gpu_id, c.clone());
+        Ok(c)
     }
 }

@@ -15,8 +15,6 @@ use super::context::Context;
 use super::error::{CudaError, Result};
 use crate::device::DeviceImage;
 
-/// The caps feature of GStreamer CUDA memory.
-pub const CUDA_MEMORY_FEATURE: &str = "memory:CUDAMemory";
 /// The GstContext type the CUDA elements share their `GstCudaContext` through.
 pub const CUDA_CONTEXT_TYPE: &str = "gst.cuda.context";
 /// `GST_MAP_CUDA` (`GST_MAP_FLAG_LAST << 1`): map for device access; the data is a device pointer.
@@ -62,12 +60,6 @@ fn lib() -> Result<&'static Lib> {
     })
     .as_ref()
     .map_err(|e| CudaError::Invalid(format!("GStreamer CUDA memory: {e}")))
-}
-
-/// Whether caps carry GStreamer CUDA memory.
-pub fn is_cuda_memory_caps(caps: &gst::CapsRef) -> bool {
-    caps.features(0)
-        .is_some_and(|f| f.contains(CUDA_MEMORY_FEATURE))
 }
 
 /// Wraps the CUcontext of a `GstCudaContext` object, keeping the object alive meanwhile.
@@ -186,10 +178,6 @@ impl ContextTracker {
                 )
             })?;
         self.adopt_object(&object)
-    }
-
-    pub fn current(&self) -> Option<&Arc<Context>> {
-        self.current.as_ref().map(|(_, c)| c)
     }
 }
 

@@ -1,6 +1,7 @@
 //! Device buffers, a pool that recycles them (no allocation per frame), and pinned host buffers
 //! for the one copy a CPU engine needs.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys;
@@ -8,6 +9,27 @@ use cudarc::driver::sys;
 use super::context::Context;
 use super::error::{CudaError, Result, check};
 use super::stream::Stream;
+
+/// Bytes copied between host and device memory through this layer, process-wide. Every copy
+/// Ferrostream makes goes through [`DeviceBuffer`] or [`HostBuffer`], so this is a trace of them
+/// all: a GPU pipeline that keeps its frames on the GPU moves only tensors, draw lists and
+/// descriptors, never frame-sized amounts per frame.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Transfers {
+    pub to_device: u64,
+    pub to_host: u64,
+}
+
+static TO_DEVICE: AtomicU64 = AtomicU64::new(0);
+static TO_HOST: AtomicU64 = AtomicU64::new(0);
+
+/// The bytes copied so far (see [`Transfers`]).
+pub fn transfers() -> Transfers {
+    Transfers {
+        to_device: TO_DEVICE.load(Ordering::Relaxed),
+        to_host: TO_HOST.load(Ordering::Relaxed),
+    }
+}
 
 /// Device memory owned by this process, freed on drop.
 #[derive(Debug)]
@@ -69,6 +91,7 @@ impl DeviceBuffer {
                 sys::cuMemcpyHtoDAsync_v2(self.ptr, src.as_ptr().cast(), src.len(), stream.raw()),
             )?;
         }
+        TO_DEVICE.fetch_add(src.len() as u64, Ordering::Relaxed);
         stream.synchronize()
     }
 
@@ -94,6 +117,7 @@ impl DeviceBuffer {
                 ),
             )?;
         }
+        TO_HOST.fetch_add(dst.len() as u64, Ordering::Relaxed);
         stream.synchronize()
     }
 
@@ -258,8 +282,10 @@ impl HostBuffer {
             check(
                 "cuMemcpyHtoDAsync",
                 sys::cuMemcpyHtoDAsync_v2(dst, self.ptr.cast(), len, stream.raw()),
-            )
+            )?;
         }
+        TO_DEVICE.fetch_add(len as u64, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Copies `len` bytes from device address `src` into the start of this buffer and waits.
@@ -280,6 +306,7 @@ impl HostBuffer {
                 sys::cuMemcpyDtoHAsync_v2(self.ptr.cast(), src, len, stream.raw()),
             )?;
         }
+        TO_HOST.fetch_add(len as u64, Ordering::Relaxed);
         stream.synchronize()
     }
 }

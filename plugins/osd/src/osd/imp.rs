@@ -166,9 +166,6 @@ fn optional_color(v: u32) -> Option<Rgba> {
 #[derive(Default)]
 struct Gpu {
     frames: DeviceFrames,
-    /// The primary context of the GPU the last NVMM surfaces were on: current while the next
-    /// ones are read, as Jetson's EGL mapping of SURFACE_ARRAY memory needs a current context.
-    nvmm: Option<Arc<Context>>,
     target: Option<GpuTarget>,
     /// `stream-priority` as it was at start.
     priority: i32,
@@ -433,18 +430,6 @@ impl RsOsd {
         info: &gst_video::VideoInfo,
     ) -> Result<(), String> {
         if !list.is_empty() {
-            let hint = match (memory, &gpu.nvmm) {
-                (MemoryKind::Nvmm, Some(ctx)) => Some(ctx.clone()),
-                (MemoryKind::Nvmm, None) => Some(
-                    Context::primary(0).map_err(|e| format!("cannot use GPU 0 for NVMM: {e}"))?,
-                ),
-                _ => None,
-            };
-            let bound = hint
-                .as_ref()
-                .map(|ctx| ctx.bind())
-                .transpose()
-                .map_err(|e| format!("cannot make a CUDA context current: {e}"))?;
             let frame = gpu
                 .frames
                 .map(memory, buffer, info, true)
@@ -458,9 +443,6 @@ impl RsOsd {
                 ),
                 _ => YuvMatrix::for_info(info),
             };
-            if memory == MemoryKind::Nvmm {
-                gpu.nvmm = Some(frame.context.clone());
-            }
             let target = gpu.target(&frame.context)?;
             // SAFETY: the image is the frame's device memory, mapped for writing in the context
             // the painter and its stream belong to; it stays mapped until `paint_on` has
@@ -468,7 +450,6 @@ impl RsOsd {
             // frame while an in-place transform holds it.
             let painted = unsafe { paint_on(target, planner, list, &frame.image, matrix) };
             drop(frame);
-            drop(bound);
             painted?;
         }
         self.gpu_frames.fetch_add(1, Ordering::Relaxed);
