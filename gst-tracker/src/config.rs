@@ -11,7 +11,8 @@
 //! operate-on-class-ids = [0, 2]    # classes to track (empty or absent: all)
 //! report-shadow-tracks = true
 //! report-terminated-tracks = true  # list ended ids in each frame's terminated_ids
-//! appearance-weight = 0.0          # weight of embedding cosine distance (attribute "embedding")
+//! appearance-weight = 0.0          # weight of embedding cosine distance
+//! embedding-attribute = "embedding" # object attribute holding the embedding
 //! ```
 //!
 //! Every key is optional; unknown keys give a warning naming them. Properties set on the element
@@ -38,6 +39,7 @@ struct FileConfig {
     report_shadow_tracks: Option<bool>,
     report_terminated_tracks: Option<bool>,
     appearance_weight: Option<f32>,
+    embedding_attribute: Option<String>,
     #[serde(flatten)]
     unknown: BTreeMap<String, toml::Value>,
 }
@@ -119,6 +121,12 @@ pub fn parse(path: &Path, text: &str) -> Result<(TrackerConfig, Vec<String>), St
     if let Some(v) = file.report_terminated_tracks {
         c.report_terminated = v;
     }
+    if let Some(v) = file.embedding_attribute {
+        if v.is_empty() {
+            return Err(err("embedding-attribute", "must not be empty".into()));
+        }
+        c.embedding_attribute = v;
+    }
     let warnings = file
         .unknown
         .keys()
@@ -138,7 +146,7 @@ mod tests {
             "algorithm = \"sort\"\nprobation-age = 4\nmax-shadow-age = 12\nmin-detector-confidence = 0.3\n\
              high-confidence = 0.6\nmin-tracker-confidence = 0.4\niou-threshold = 0.35\n\
              operate-on-class-ids = [0, 2]\nreport-shadow-tracks = false\nreport-terminated-tracks = false\n\
-             appearance-weight = 0.5\nfrobnicate = 1\n",
+             appearance-weight = 0.5\nembedding-attribute = \"tensor:3:reid\"\nfrobnicate = 1\n",
         )
         .unwrap();
         assert_eq!(c.algorithm, Algorithm::Sort);
@@ -153,6 +161,7 @@ mod tests {
         );
         assert_eq!((c.iou_threshold, c.appearance_weight), (0.35, 0.5));
         assert_eq!(c.operate_on_class_ids, vec![0, 2]);
+        assert_eq!(c.embedding_attribute, "tensor:3:reid");
         assert!(!c.report_shadow && !c.report_terminated);
         assert_eq!(warnings.len(), 1);
         assert!(warnings[0].contains("`frobnicate`"));

@@ -51,7 +51,14 @@ pub struct TrackerConfig {
     /// Weight of appearance (cosine distance of embeddings) against overlap in the association
     /// cost, 0..1; 0 ignores embeddings. Only pairs that pass `iou_threshold` are candidates.
     pub appearance_weight: f32,
+    /// The object attribute (a list of floats) holding the appearance embedding, e.g.
+    /// `tensor:<gie-unique-id>:<output>` as secondary inference with `output-tensor-meta`
+    /// attaches it.
+    pub embedding_attribute: String,
 }
+
+/// The default [`TrackerConfig::embedding_attribute`].
+pub const DEFAULT_EMBEDDING_ATTRIBUTE: &str = "embedding";
 
 impl Default for TrackerConfig {
     fn default() -> Self {
@@ -67,6 +74,7 @@ impl Default for TrackerConfig {
             report_shadow: true,
             report_terminated: true,
             appearance_weight: 0.0,
+            embedding_attribute: DEFAULT_EMBEDDING_ATTRIBUTE.to_string(),
         }
     }
 }

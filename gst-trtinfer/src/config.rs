@@ -53,6 +53,22 @@ pub enum NetworkType {
     Detector = 0,
     #[enum_value(name = "Classifier", nick = "classifier")]
     Classifier = 1,
+    /// No parser: the raw outputs are attached to the objects (`output-tensor-meta`), e.g. the
+    /// appearance embeddings of a re-identification model.
+    #[enum_value(name = "Other: raw output tensors only", nick = "other")]
+    Other = 100,
+}
+
+/// nvinfer `process-mode`: whole frames, or the objects an upstream detector found.
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
+#[repr(u32)]
+#[enum_type(name = "GstRsTrtInferProcessMode")]
+pub enum ProcessMode {
+    #[default]
+    #[enum_value(name = "Primary: whole frames", nick = "primary")]
+    Primary = 1,
+    #[enum_value(name = "Secondary: objects of upstream detectors", nick = "secondary")]
+    Secondary = 2,
 }
 
 /// nvinfer `model-color-format`.
@@ -110,6 +126,9 @@ pub enum ParserKind {
     CenterFace = 5,
     #[enum_value(name = "Classifier: [N,C] scores", nick = "classifier")]
     Classifier = 6,
+    /// Nothing is parsed (network-type other): the raw tensors are the result.
+    #[enum_value(name = "None: raw output tensors (network-type other)", nick = "none")]
+    None = 7,
 }
 
 /// nvinfer `cluster-mode` (only NMS and none are implemented).
@@ -288,6 +307,36 @@ pub struct InferConfig {
     pub classifier_threshold: f32,
     pub classifier_softmax: Softmax,
     pub class_attrs: ClassAttrsTable,
+    pub process_mode: ProcessMode,
+    /// Secondary mode: the objects of which components (`gie-unique-id`s); empty means all.
+    pub operate_on_gie_id: Option<i32>,
+    /// Secondary mode: the classes worked on; empty means all.
+    pub operate_on_class_ids: Vec<i32>,
+    pub objects: ObjectLimits,
+    /// Secondary mode: frames a tracked object's result is reused for (0: infer every frame).
+    pub secondary_reinfer_interval: u32,
+    /// Attach each object's raw output tensors as attributes.
+    pub output_tensor_meta: bool,
+}
+
+/// `input-object-{min,max}-{width,height}`: the sizes of objects (frame pixels) a secondary
+/// element works on; a maximum of 0 means no limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ObjectLimits {
+    pub min_width: u32,
+    pub min_height: u32,
+    pub max_width: u32,
+    pub max_height: u32,
+}
+
+impl ObjectLimits {
+    /// Whether an object of `w` x `h` frame pixels is within the limits.
+    pub fn accepts(&self, w: f32, h: f32) -> bool {
+        w >= self.min_width as f32
+            && h >= self.min_height as f32
+            && (self.max_width == 0 || w <= self.max_width as f32)
+            && (self.max_height == 0 || h <= self.max_height as f32)
+    }
 }
 
 impl Default for InferConfig {
@@ -318,6 +367,12 @@ impl Default for InferConfig {
             classifier_threshold: 0.0,
             classifier_softmax: Softmax::Auto,
             class_attrs: ClassAttrsTable::default(),
+            process_mode: ProcessMode::Primary,
+            operate_on_gie_id: None,
+            operate_on_class_ids: Vec::new(),
+            objects: ObjectLimits::default(),
+            secondary_reinfer_interval: 0,
+            output_tensor_meta: false,
         }
     }
 }
@@ -332,14 +387,6 @@ const UNSUPPORTED_KEYS: &[&str] = &[
     "workspace-size",
     "enable-dla",
     "use-dla-core",
-    "output-tensor-meta",
-    "secondary-reinfer-interval",
-    "operate-on-gie-id",
-    "operate-on-class-ids",
-    "input-object-min-width",
-    "input-object-min-height",
-    "input-object-max-width",
-    "input-object-max-height",
     "model-file",
     "proto-file",
     "uff-file",
@@ -433,11 +480,13 @@ impl InferConfig {
                 self.network_type = match ini.value::<u32>(e)? {
                     0 => NetworkType::Detector,
                     1 => NetworkType::Classifier,
+                    100 => NetworkType::Other,
                     other => {
                         return Err(ini.error(
                             e,
                             format_args!(
-                                "network-type {other} is not supported (0 = detector, 1 = classifier)"
+                                "network-type {other} is not supported (0 = detector, \
+                                 1 = classifier, 100 = other: raw tensors only)"
                             ),
                         ));
                     }
@@ -503,17 +552,26 @@ impl InferConfig {
             "ssd-box-format" => self.ssd_box_format = enum_value(ini, e)?,
             "classifier-threshold" => self.classifier_threshold = ini.value(e)?,
             "classifier-softmax" => self.classifier_softmax = enum_value(ini, e)?,
-            "process-mode" => {
-                let mode: u32 = ini.value(e)?;
-                if mode != 1 {
-                    return Err(ini.error(
-                        e,
-                        format_args!(
-                            "process-mode {mode} is not supported yet; only 1 (primary, full frame)"
-                        ),
-                    ));
+            "process-mode" => self.process_mode = enum_value(ini, e)?,
+            "operate-on-gie-id" => {
+                self.operate_on_gie_id = match ini.value::<i32>(e)? {
+                    -1 => None,
+                    id if id > 0 => Some(id),
+                    other => {
+                        return Err(ini.error(
+                            e,
+                            format_args!("expected a gie-unique-id (>= 1) or -1, found {other}"),
+                        ));
+                    }
                 }
             }
+            "operate-on-class-ids" => self.operate_on_class_ids = ini.list_value(e)?,
+            "input-object-min-width" => self.objects.min_width = ini.value(e)?,
+            "input-object-min-height" => self.objects.min_height = ini.value(e)?,
+            "input-object-max-width" => self.objects.max_width = ini.value(e)?,
+            "input-object-max-height" => self.objects.max_height = ini.value(e)?,
+            "secondary-reinfer-interval" => self.secondary_reinfer_interval = ini.value(e)?,
+            "output-tensor-meta" => self.output_tensor_meta = ini.bool_value(e)?,
             key if UNSUPPORTED_KEYS.contains(&key) => {
                 return Ok(Some(format!(
                     "{}:{}: key `{key}` is not supported by rstrtinfer and is ignored",
@@ -524,6 +582,73 @@ impl InferConfig {
             _ => return Ok(Some(unknown_key(ini, e, "property"))),
         }
         Ok(None)
+    }
+
+    /// Checks that the settings fit together. Returns warnings about settings that have no
+    /// effect in this combination; contradictions are errors.
+    pub fn validate(&self) -> Result<Vec<String>, String> {
+        let secondary = self.process_mode == ProcessMode::Secondary;
+        if secondary && self.operate_on_gie_id == Some(self.gie_unique_id) {
+            return Err(format!(
+                "operate-on-gie-id {} is this element's own gie-unique-id: a secondary element \
+                 works on the objects of another component",
+                self.gie_unique_id
+            ));
+        }
+        if self.network_type == NetworkType::Other {
+            if !self.output_tensor_meta {
+                return Err(
+                    "network-type other only attaches the raw output tensors: set \
+                            output-tensor-meta=true"
+                        .into(),
+                );
+            }
+            if !secondary {
+                return Err(
+                    "network-type other (raw tensors) needs process-mode=secondary: the \
+                            tensors are attached to the objects they were computed for"
+                        .into(),
+                );
+            }
+        }
+        let mut warnings = Vec::new();
+        if secondary && self.interval > 0 {
+            warnings.push(format!(
+                "interval={} applies to process-mode=primary only and is ignored; use \
+                 secondary-reinfer-interval for tracked objects",
+                self.interval
+            ));
+        }
+        if !secondary {
+            let secondary_only = [
+                ("operate-on-gie-id", self.operate_on_gie_id.is_some()),
+                (
+                    "operate-on-class-ids",
+                    !self.operate_on_class_ids.is_empty(),
+                ),
+                ("input-object-*", self.objects != ObjectLimits::default()),
+                (
+                    "secondary-reinfer-interval",
+                    self.secondary_reinfer_interval > 0,
+                ),
+            ];
+            for (key, set) in secondary_only {
+                if set {
+                    warnings.push(format!(
+                        "{key} applies to process-mode=secondary only and is ignored"
+                    ));
+                }
+            }
+            if self.output_tensor_meta && self.network_type == NetworkType::Detector {
+                warnings.push(
+                    "output-tensor-meta is ignored for a primary detector: tensors are attached \
+                     to the object they were computed for (secondary mode, or a primary \
+                     classifier's frame object)"
+                        .into(),
+                );
+            }
+        }
+        Ok(warnings)
     }
 
     /// Copies into `self` the values of `props` whose property names are in `set`: properties
@@ -563,6 +688,19 @@ impl InferConfig {
                     self.class_attrs.all.nms_iou_threshold = props.class_attrs.all.nms_iou_threshold
                 }
                 "topk" => self.class_attrs.all.topk = props.class_attrs.all.topk,
+                "process-mode" => self.process_mode = props.process_mode,
+                "operate-on-gie-id" => self.operate_on_gie_id = props.operate_on_gie_id,
+                "operate-on-class-ids" => {
+                    self.operate_on_class_ids = props.operate_on_class_ids.clone()
+                }
+                "input-object-min-width" => self.objects.min_width = props.objects.min_width,
+                "input-object-min-height" => self.objects.min_height = props.objects.min_height,
+                "input-object-max-width" => self.objects.max_width = props.objects.max_width,
+                "input-object-max-height" => self.objects.max_height = props.objects.max_height,
+                "secondary-reinfer-interval" => {
+                    self.secondary_reinfer_interval = props.secondary_reinfer_interval
+                }
+                "output-tensor-meta" => self.output_tensor_meta = props.output_tensor_meta,
                 other => unreachable!("property {other} has no configuration key"),
             }
         }
@@ -728,8 +866,78 @@ mod tests {
         );
         let err = load("[class-attrs-x]\n").unwrap_err();
         assert_eq!(err.line, 1);
-        let err = load("[property]\nprocess-mode=2\n").unwrap_err();
-        assert!(err.to_string().contains("process-mode 2"));
+        let err = load("[property]\nprocess-mode=3\n").unwrap_err();
+        assert!(err.to_string().contains("key `process-mode`"), "{err}");
+        let err = load("[property]\noperate-on-gie-id=0\n").unwrap_err();
+        assert!(err.to_string().contains("operate-on-gie-id"), "{err}");
+    }
+
+    #[test]
+    fn reads_secondary_keys() {
+        let loaded = load(
+            "[property]\nprocess-mode=2\noperate-on-gie-id=1\noperate-on-class-ids=0;2;37\n\
+             input-object-min-width=32\ninput-object-min-height=24\ninput-object-max-width=640\n\
+             input-object-max-height=0\nsecondary-reinfer-interval=30\noutput-tensor-meta=1\n\
+             network-type=100\ngie-unique-id=4\n",
+        )
+        .unwrap();
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        let c = loaded.config;
+        assert_eq!(c.process_mode, ProcessMode::Secondary);
+        assert_eq!(c.operate_on_gie_id, Some(1));
+        assert_eq!(c.operate_on_class_ids, vec![0, 2, 37]);
+        let limits = ObjectLimits {
+            min_width: 32,
+            min_height: 24,
+            max_width: 640,
+            max_height: 0,
+        };
+        assert_eq!(c.objects, limits);
+        assert!(limits.accepts(32.0, 24.0) && limits.accepts(640.0, 5000.0));
+        assert!(!limits.accepts(31.9, 100.0) && !limits.accepts(641.0, 100.0));
+        assert_eq!(
+            (c.secondary_reinfer_interval, c.output_tensor_meta),
+            (30, true)
+        );
+        assert_eq!(c.network_type, NetworkType::Other);
+        assert_eq!(c.validate(), Ok(vec![]));
+        let all = load("[property]\noperate-on-gie-id=-1\n").unwrap().config;
+        assert_eq!(all.operate_on_gie_id, None);
+        let named = load("[property]\nprocess-mode=secondary\n").unwrap().config;
+        assert_eq!(named.process_mode, ProcessMode::Secondary);
+    }
+
+    #[test]
+    fn contradictory_settings_are_errors_and_idle_ones_warn() {
+        let secondary = |text: &str| {
+            load(&format!("[property]\nprocess-mode=2\n{text}"))
+                .unwrap()
+                .config
+                .validate()
+        };
+        let err = secondary("gie-unique-id=2\noperate-on-gie-id=2\n").unwrap_err();
+        assert!(err.contains("own gie-unique-id"), "{err}");
+        let err = secondary("network-type=100\n").unwrap_err();
+        assert!(err.contains("output-tensor-meta=true"), "{err}");
+        let warnings = secondary("interval=2\n").unwrap();
+        assert!(warnings[0].contains("interval=2"), "{warnings:?}");
+        let primary = |text: &str| {
+            load(&format!("[property]\n{text}"))
+                .unwrap()
+                .config
+                .validate()
+        };
+        let err = primary("network-type=100\noutput-tensor-meta=1\n").unwrap_err();
+        assert!(err.contains("process-mode=secondary"), "{err}");
+        let warnings = primary("operate-on-class-ids=1\nsecondary-reinfer-interval=5\n").unwrap();
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].contains("operate-on-class-ids"));
+        let warnings = primary("output-tensor-meta=1\n").unwrap();
+        assert!(warnings[0].contains("primary detector"), "{warnings:?}");
+        assert_eq!(
+            primary("network-type=1\noutput-tensor-meta=1\n"),
+            Ok(vec![])
+        );
     }
 
     #[test]

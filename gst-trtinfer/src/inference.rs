@@ -92,6 +92,10 @@ pub struct Inference {
     labels: Vec<Arc<str>>,
     preprocessor: Preprocessor,
     outputs: Vec<OutputTensor>,
+    /// Indices of the outputs the parser reads (`output-blob-names`, else all) and every
+    /// output's name.
+    considered: Vec<usize>,
+    output_names: Vec<Arc<str>>,
     detections: Vec<Detection>,
     /// Letterbox of the frame in each tensor slot, once filled.
     letterboxes: Vec<Option<Letterbox>>,
@@ -144,6 +148,7 @@ impl Inference {
         model_path: PathBuf,
         engine: Box<dyn Engine>,
     ) -> Result<Self, SetupError> {
+        config.validate().map_err(SetupError::Config)?;
         let description = engine.description().clone();
         let (network, fixed_batch) = network_input(&config, &description)?;
         let capacity = fixed_batch.unwrap_or(config.batch_size.max(1) as usize);
@@ -205,6 +210,12 @@ impl Inference {
             labels,
             preprocessor: Preprocessor::default(),
             outputs: Vec::new(),
+            considered,
+            output_names: description
+                .outputs
+                .iter()
+                .map(|o| Arc::from(o.name.as_str()))
+                .collect(),
             detections: Vec::new(),
         })
     }
@@ -344,37 +355,63 @@ impl Inference {
         self.engine.run(data, &self.input_shape, &mut self.outputs)
     }
 
-    /// Turns the outputs of the last run for tensor slot `slot` into objects of a
-    /// `frame_w` x `frame_h` frame.
-    pub fn objects(
+    /// What the last run said about tensor slot `slot`, whose image was (a region of) a
+    /// `frame_w` x `frame_h` frame: the top class of a classifier, the objects of a detector
+    /// (in frame pixels), and with `output-tensor-meta` the slot's raw outputs.
+    pub fn result(
         &mut self,
         slot: usize,
         frame_w: u32,
         frame_h: u32,
-    ) -> Result<Vec<Object>, String> {
+    ) -> Result<ItemResult, String> {
         let lb = self
             .letterboxes
             .get(slot)
             .copied()
             .flatten()
             .ok_or("no frame was pre-processed into this slot")?;
-        let component = self.config.gie_unique_id;
-        let frame_box = BBox::new(0.0, 0.0, frame_w as f32, frame_h as f32);
-        if let Some((class_id, prob)) = self.parser.top_class(&self.outputs, slot) {
-            if prob < self.config.classifier_threshold {
-                return Ok(Vec::new());
-            }
-            let label = label_for(&self.labels, class_id);
-            let mut object =
-                Object::new(class_id as i32, label.clone(), prob, frame_box, component);
-            object.classifications.push(Classification {
-                component_id: component,
-                class_id: class_id as i32,
-                label,
-                prob,
-            });
-            return Ok(vec![object]);
+        let mut result = ItemResult::default();
+        if self.config.output_tensor_meta {
+            result.tensors = self
+                .considered
+                .iter()
+                .map(|&i| {
+                    let output = &self.outputs[i];
+                    (
+                        Arc::clone(&self.output_names[i]),
+                        output.item(slot).to_vec(),
+                    )
+                })
+                .collect();
         }
+        match &self.parser {
+            OutputParser::Tensors => {}
+            OutputParser::Classifier { .. } => {
+                result.classification = self
+                    .parser
+                    .top_class(&self.outputs, slot)
+                    .filter(|&(_, prob)| prob >= self.config.classifier_threshold)
+                    .map(|(class_id, prob)| Classification {
+                        component_id: self.config.gie_unique_id,
+                        class_id: class_id as i32,
+                        label: label_for(&self.labels, class_id),
+                        prob,
+                    });
+            }
+            _ => result.objects = self.detected_objects(slot, lb, frame_w, frame_h)?,
+        }
+        Ok(result)
+    }
+
+    /// The detections of slot `slot`, clustered and mapped to frame pixels through `lb`.
+    fn detected_objects(
+        &mut self,
+        slot: usize,
+        lb: Letterbox,
+        frame_w: u32,
+        frame_h: u32,
+    ) -> Result<Vec<Object>, String> {
+        let component = self.config.gie_unique_id;
         let attrs = &self.class_attrs;
         let all = self.config.class_attrs.all;
         let attrs_of = |class: u32| attrs.get(class as usize).copied().unwrap_or(all);
@@ -416,6 +453,50 @@ impl Inference {
             objects.push(object);
         }
         Ok(objects)
+    }
+}
+
+/// What a model said about one image or object (see [`Inference::result`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ItemResult {
+    /// A classifier's top class, when at or above `classifier-threshold`.
+    pub classification: Option<Classification>,
+    /// A detector's objects, in frame pixels.
+    pub objects: Vec<Object>,
+    /// With `output-tensor-meta`: each parsed output's values for this item, by output name.
+    pub tensors: Vec<(Arc<str>, Vec<f32>)>,
+}
+
+impl ItemResult {
+    /// Primary inference: the objects of a whole `frame_w` x `frame_h` frame. A classifier
+    /// gives one frame-sized object carrying its classification (and, with
+    /// `output-tensor-meta`, the raw outputs); a detector its objects.
+    pub fn into_frame_objects(self, frame_w: u32, frame_h: u32) -> Vec<Object> {
+        let Some(c) = self.classification else {
+            return self.objects;
+        };
+        let frame_box = BBox::new(0.0, 0.0, frame_w as f32, frame_h as f32);
+        let component = c.component_id;
+        let mut object = Object::new(c.class_id, c.label.clone(), c.prob, frame_box, component);
+        object.classifications.push(c);
+        attach_tensors(&mut object, component, self.tensors);
+        vec![object]
+    }
+}
+
+/// The object attribute holding output `output` of component `component` (`output-tensor-meta`).
+pub fn tensor_attribute(component: i32, output: &str) -> String {
+    format!("tensor:{component}:{output}")
+}
+
+/// Attaches raw output tensors to `object` as `Floats` attributes named by
+/// [`tensor_attribute`].
+pub fn attach_tensors(object: &mut Object, component: i32, tensors: Vec<(Arc<str>, Vec<f32>)>) {
+    for (name, values) in tensors {
+        object.attributes.insert(
+            tensor_attribute(component, &name),
+            AttributeValue::Floats(values),
+        );
     }
 }
 

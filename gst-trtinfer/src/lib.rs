@@ -10,3 +10,4 @@ pub mod labels;
 pub mod parse;
 pub mod preprocess;
 pub mod rstrtinfer;
+pub mod secondary;

@@ -49,6 +49,8 @@ pub enum OutputParser {
         output: usize,
         softmax: Softmax,
     },
+    /// No parsing (network-type other): the outputs themselves are the result.
+    Tensors,
 }
 
 /// Item dims (without the batch dimension); `None` where dynamic.
@@ -77,6 +79,24 @@ impl OutputParser {
         softmax: Softmax,
         outputs: &[TensorInfo],
     ) -> Result<Self, String> {
+        match (kind, network_type) {
+            (ParserKind::Auto | ParserKind::None, NetworkType::Other) => {
+                return Ok(OutputParser::Tensors);
+            }
+            (kind, NetworkType::Other) => {
+                return Err(format!(
+                    "network-type other attaches raw tensors and parses nothing, but \
+                     output-parser is {kind:?}; leave output-parser at auto"
+                ));
+            }
+            (ParserKind::None, network_type) => {
+                return Err(format!(
+                    "output-parser none needs network-type other (raw tensors), not \
+                     {network_type:?}"
+                ));
+            }
+            _ => {}
+        }
         let kind = match (kind, network_type) {
             (ParserKind::Auto, NetworkType::Classifier) => ParserKind::Classifier,
             (ParserKind::Auto, NetworkType::Detector) => guess(outputs)?,
@@ -96,7 +116,7 @@ impl OutputParser {
             ));
         }
         let parser = match kind {
-            ParserKind::Auto => unreachable!("resolved above"),
+            ParserKind::Auto | ParserKind::None => unreachable!("resolved above"),
             ParserKind::Ssd => select_ssd(outputs, box_format)?,
             ParserKind::TfOdApi => select_tf_od_api(outputs)?,
             ParserKind::YoloV5 | ParserKind::YoloV8 => {
@@ -171,6 +191,7 @@ impl OutputParser {
                 output: m(output),
                 softmax,
             },
+            OutputParser::Tensors => OutputParser::Tensors,
         }
     }
 
@@ -182,6 +203,7 @@ impl OutputParser {
             OutputParser::YoloV8 { .. } => ParserKind::YoloV8,
             OutputParser::CenterFace { .. } => ParserKind::CenterFace,
             OutputParser::Classifier { .. } => ParserKind::Classifier,
+            OutputParser::Tensors => ParserKind::None,
         }
     }
 
@@ -196,6 +218,7 @@ impl OutputParser {
             OutputParser::YoloV8 { output } => dim(output, 0).map(|d| d.saturating_sub(4)),
             OutputParser::CenterFace { .. } => Some(1),
             OutputParser::Classifier { output, .. } => dim(output, 0),
+            OutputParser::Tensors => None,
         }
     }
 
@@ -394,6 +417,9 @@ impl OutputParser {
             }
             OutputParser::Classifier { .. } => {
                 return Err("a classifier produces classes, not detections".into());
+            }
+            OutputParser::Tensors => {
+                return Err("network-type other produces raw tensors, not detections".into());
             }
         }
         Ok(())
@@ -690,6 +716,19 @@ mod tests {
             &[info("out", &[Some(1), Some(84), Some(8400)])],
         );
         assert!(detector_as_classifier.unwrap_err().contains("[N,C]"));
+    }
+
+    #[test]
+    fn network_type_other_parses_nothing() {
+        let outputs = [info("embedding", &[None, Some(128)])];
+        let select = |kind, network_type| {
+            OutputParser::select(kind, network_type, BoxFormat::Yxyx, Softmax::Auto, &outputs)
+        };
+        let parser = select(ParserKind::Auto, NetworkType::Other).unwrap();
+        assert_eq!(parser.kind(), ParserKind::None);
+        assert!(select(ParserKind::Ssd, NetworkType::Other).is_err());
+        let err = select(ParserKind::None, NetworkType::Detector).unwrap_err();
+        assert!(err.contains("network-type other"), "{err}");
     }
 
     #[test]

@@ -103,6 +103,17 @@ pub fn run_pipeline_frames(
     max_frames: usize,
     timeout: Duration,
 ) -> Result<RunOutput, String> {
+    run_pipeline_inspect(description, max_frames, timeout, |_| {})
+}
+
+/// Like [`run_pipeline_frames`], and calls `inspect` with the pipeline once it has finished,
+/// before it is stopped (to read element properties such as `stats`).
+pub fn run_pipeline_inspect(
+    description: &str,
+    max_frames: usize,
+    timeout: Duration,
+    inspect: impl FnOnce(&gst::Pipeline),
+) -> Result<RunOutput, String> {
     init();
     let pipeline = gst::parse::launch(description)
         .map_err(|e| format!("parse error: {e}"))?
@@ -157,6 +168,9 @@ pub fn run_pipeline_frames(
             }
         }
     })();
+    if result.is_ok() {
+        inspect(&pipeline);
+    }
     pipeline.set_state(gst::State::Null).expect("going to NULL");
     result.map(|()| out)
 }

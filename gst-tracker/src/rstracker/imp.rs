@@ -10,7 +10,9 @@ use gst::subclass::prelude::*;
 use gst_base::subclass::prelude::*;
 
 use super::TrackerAlgorithm;
-use crate::tracker::{Detection, FrameResult, IdAllocator, Tracker, TrackerConfig};
+use crate::tracker::{
+    DEFAULT_EMBEDDING_ATTRIBUTE, Detection, FrameResult, IdAllocator, Tracker, TrackerConfig,
+};
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(
@@ -19,9 +21,6 @@ static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
         Some("Ferrostream multi-object tracker"),
     )
 });
-
-/// Object attribute holding an appearance embedding (a list of floats) for the association.
-pub const EMBEDDING_KEY: &str = "embedding";
 
 #[derive(Debug, Clone, Default)]
 struct Settings {
@@ -53,6 +52,7 @@ impl Settings {
                 "report-shadow-tracks" => c.report_shadow = p.report_shadow,
                 "report-terminated-tracks" => c.report_terminated = p.report_terminated,
                 "appearance-weight" => c.appearance_weight = p.appearance_weight,
+                "embedding-attribute" => c.embedding_attribute = p.embedding_attribute.clone(),
                 other => unreachable!("property {other} has no configuration key"),
             }
         }
@@ -104,7 +104,7 @@ impl RsTracker {
                         bbox: o.detector_bbox,
                         confidence: o.confidence,
                         class_id: o.class_id,
-                        embedding: match o.attributes.get(EMBEDDING_KEY) {
+                        embedding: match o.attributes.get(&config.embedding_attribute) {
                             Some(AttributeValue::Floats(v)) => Some(v.clone()),
                             _ => None,
                         },
@@ -248,11 +248,21 @@ impl ObjectImpl for RsTracker {
                     .nick("Appearance weight")
                     .blurb(
                         "Weight of the cosine distance of object embeddings (attribute \
-                         \"embedding\") against overlap; 0 uses overlap only",
+                         embedding-attribute) against overlap; 0 uses overlap only",
                     )
                     .minimum(0.0)
                     .maximum(1.0)
                     .default_value(d.appearance_weight)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("embedding-attribute")
+                    .nick("Embedding attribute")
+                    .blurb(
+                        "Object attribute holding the appearance embedding (a list of floats), \
+                         e.g. tensor:<gie-unique-id>:<output> from rstrtinfer \
+                         output-tensor-meta",
+                    )
+                    .default_value(Some(DEFAULT_EMBEDDING_ATTRIBUTE))
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecBoolean::builder("report-terminated-tracks")
@@ -323,6 +333,13 @@ impl ObjectImpl for RsTracker {
             "appearance-weight" => {
                 c.appearance_weight = value.get().expect("type checked upstream")
             }
+            "embedding-attribute" => {
+                c.embedding_attribute = value
+                    .get::<Option<String>>()
+                    .expect("type checked upstream")
+                    .filter(|v| !v.is_empty())
+                    .unwrap_or_else(|| DEFAULT_EMBEDDING_ATTRIBUTE.to_string())
+            }
             "report-terminated-tracks" => {
                 c.report_terminated = value.get().expect("type checked upstream")
             }
@@ -350,6 +367,7 @@ impl ObjectImpl for RsTracker {
                 .to_value(),
             "report-shadow-tracks" => c.report_shadow.to_value(),
             "appearance-weight" => c.appearance_weight.to_value(),
+            "embedding-attribute" => c.embedding_attribute.to_value(),
             "report-terminated-tracks" => c.report_terminated.to_value(),
             "config-file-path" => s
                 .config_file

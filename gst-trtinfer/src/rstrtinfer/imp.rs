@@ -1,22 +1,26 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::{LazyLock, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ferrostream_core::batch::{self, FrameSource, MemoryKind, frame_pixels};
 use ferrostream_core::ini::parse_list;
-use ferrostream_core::{BBox, BatchMeta, Frame, Object};
+use ferrostream_core::{BatchMeta, Frame};
 use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
 use gst_base::subclass::prelude::*;
 
+#[cfg(feature = "cuda")]
+use super::crops::GpuFrames;
+use super::crops::{self, Crop, FrameError, Work};
 use crate::config::{
     Backend, BoxFormat, ClusterMode, ColorFormat, Device, InferConfig, InputOrder, NetworkType,
-    ParserKind, Softmax, infer_dims, offsets,
+    ParserKind, ProcessMode, Softmax, infer_dims, offsets,
 };
-use crate::inference::{Inference, SetupError};
-use crate::preprocess::{SUPPORTED_FORMATS, SourceImage};
+use crate::inference::{Inference, ItemResult, SetupError};
+use crate::preprocess::SUPPORTED_FORMATS;
+use crate::secondary::{self, Secondary};
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(
@@ -38,6 +42,7 @@ struct Settings {
     /// List properties are validated at start, where an error can be reported.
     offsets_text: String,
     infer_dims_text: String,
+    class_ids_text: String,
     threads: u32,
     /// CUDA stream priority of the GPU pre-processing (0 default, lower is more urgent).
     stream_priority: i32,
@@ -45,6 +50,8 @@ struct Settings {
 
 struct State {
     inference: Inference,
+    /// Secondary mode: object selection and the result cache.
+    secondary: Option<Secondary>,
     source: Option<FrameSource>,
     memory: MemoryKind,
     #[cfg(feature = "cuda")]
@@ -55,22 +62,15 @@ struct State {
     warned_fixed_batch: bool,
 }
 
-/// The GPU side of the element: the context frames arrive in, and the pre-processing stage
-/// loaded into it.
-#[cfg(feature = "cuda")]
-#[derive(Default)]
-struct GpuFrames {
-    frames: ferrostream_core::cuda::DeviceFrames,
-    stage: Option<crate::gpu::GpuStage>,
-    stream_priority: i32,
-    logged_tensor_copy: bool,
-}
-
 /// Time spent per stage, for the `stats` property.
 #[derive(Debug, Default, Clone)]
 struct Stats {
     frames: u64,
+    /// Frames inferred (primary), or objects (secondary).
     inferred: u64,
+    /// Secondary mode: objects worked on, and those given a cached result.
+    objects: u64,
+    cached: u64,
     engine_calls: u64,
     preprocess: Duration,
     inference: Duration,
@@ -83,29 +83,16 @@ struct Stats {
     tensor_copies: u64,
 }
 
-/// Why a frame could not be inferred: the error kind to post, and the message.
-type FrameError = (gst::StreamError, String);
-
-/// What inference on one buffer did and how long each stage took.
-#[derive(Default)]
-struct Work {
-    frames: u64,
-    engine_calls: u64,
-    times: [Duration; 3],
-    gpu_frames: u64,
-    tensor_copies: u64,
-}
-
 impl Stats {
     fn record(&mut self, frames: u64, work: Option<&Work>) {
         self.frames += frames;
         if let Some(w) = work {
-            self.inferred += w.frames;
+            self.inferred += w.items;
             self.engine_calls += w.engine_calls;
             self.preprocess += w.times[0];
             self.inference += w.times[1];
             self.postprocess += w.times[2];
-            self.gpu_frames += w.gpu_frames;
+            self.gpu_frames += w.gpu_items;
             self.tensor_copies += w.tensor_copies;
         }
     }
@@ -134,6 +121,10 @@ impl TrtInfer {
                 .and_then(|v| infer_dims(&v))
                 .map_err(|m| settings_error(format!("property infer-dims: {m}")))?;
             props.infer_dims = Some(dims);
+        }
+        if settings.set.contains("operate-on-class-ids") {
+            props.operate_on_class_ids = parse_list::<i32>(&settings.class_ids_text)
+                .map_err(|m| settings_error(format!("property operate-on-class-ids: {m}")))?;
         }
         let Some(path) = &settings.config_file else {
             return Ok(props);
@@ -165,168 +156,6 @@ impl TrtInfer {
                 .src(&*self.obj())
                 .build(),
         );
-    }
-
-    /// Pre-processes, infers and parses the frames of `buf` (one, or every frame of a batch) in
-    /// engine calls of up to the engine's capacity. Returns the objects per frame.
-    fn infer_frames(
-        inference: &mut Inference,
-        source: &FrameSource,
-        buf: &gst::BufferRef,
-        frames: usize,
-    ) -> Result<(Vec<Vec<Object>>, Work), FrameError> {
-        let mut objects = Vec::with_capacity(frames);
-        let mut work = Work::default();
-        let mut sizes = Vec::with_capacity(inference.capacity());
-        let per_call = inference.capacity();
-        for first in (0..frames).step_by(per_call) {
-            let count = per_call.min(frames - first);
-            let t0 = Instant::now();
-            sizes.clear();
-            for slot in 0..count {
-                let (pixels, info) = frame_pixels(source, buf, first + slot)
-                    .map_err(|e| (gst::StreamError::Format, e.to_string()))?;
-                let frame = gst_video::VideoFrameRef::from_buffer_ref_readable(pixels, info)
-                    .map_err(|_| {
-                        (
-                            gst::StreamError::Failed,
-                            format!("Cannot map video frame {}", first + slot),
-                        )
-                    })?;
-                let image =
-                    SourceImage::from_frame(&frame).map_err(|m| (gst::StreamError::Format, m))?;
-                let (w, h) = image.size();
-                inference.preprocess(slot, &image, BBox::new(0.0, 0.0, w as f32, h as f32));
-                sizes.push((w, h));
-            }
-            Self::infer_and_parse(inference, &sizes, t0, &mut objects, &mut work)?;
-        }
-        Ok((objects, work))
-    }
-
-    /// Runs the engine on the `sizes.len()` pre-processed slots (pre-processing began at `t0`),
-    /// appends each frame's objects and records the stage times.
-    fn infer_and_parse(
-        inference: &mut Inference,
-        sizes: &[(u32, u32)],
-        t0: Instant,
-        objects: &mut Vec<Vec<Object>>,
-        work: &mut Work,
-    ) -> Result<(), FrameError> {
-        let t1 = Instant::now();
-        inference
-            .infer(sizes.len())
-            .map_err(|e| (gst::StreamError::Failed, e.to_string()))?;
-        let t2 = Instant::now();
-        for (slot, &(w, h)) in sizes.iter().enumerate() {
-            objects.push(inference.objects(slot, w, h).map_err(|m| {
-                (
-                    gst::StreamError::Decode,
-                    format!("Parsing the model outputs: {m}"),
-                )
-            })?);
-        }
-        let t3 = Instant::now();
-        work.frames += sizes.len() as u64;
-        work.engine_calls += 1;
-        for (total, d) in work.times.iter_mut().zip([t1 - t0, t2 - t1, t3 - t2]) {
-            *total += d;
-        }
-        Ok(())
-    }
-
-    /// Pre-processes the frames of `buf` in device memory into the device tensor, then
-    /// infers and parses as [`Self::infer_frames`] does. Engines that take host memory get one
-    /// copy of the tensor per engine call; the frames never leave the GPU.
-    #[cfg(feature = "cuda")]
-    fn infer_frames_gpu(
-        &self,
-        inference: &mut Inference,
-        gpu: &mut GpuFrames,
-        memory: MemoryKind,
-        source: &FrameSource,
-        buf: &gst::BufferRef,
-        frames: usize,
-    ) -> Result<(Vec<Vec<Object>>, Work), FrameError> {
-        use crate::gpu::{GpuJob, GpuStage};
-        use crate::preprocess::YuvToRgb;
-
-        let cuda_error =
-            |e: ferrostream_core::cuda::CudaError| (gst::StreamError::Failed, e.to_string());
-        let mut objects = Vec::with_capacity(frames);
-        let mut work = Work::default();
-        let per_call = inference.capacity();
-        for first in (0..frames).step_by(per_call) {
-            let count = per_call.min(frames - first);
-            let t0 = Instant::now();
-            let mut mapped = Vec::with_capacity(count);
-            let mut jobs = Vec::with_capacity(count);
-            let mut sizes = Vec::with_capacity(count);
-            let mut context = None;
-            for slot in 0..count {
-                let (pixels, info) = frame_pixels(source, buf, first + slot)
-                    .map_err(|e| (gst::StreamError::Format, e.to_string()))?;
-                let frame = gpu
-                    .frames
-                    .map(memory, pixels, info, false)
-                    .map_err(cuda_error)?;
-                let ctx = &frame.context;
-                if context.get_or_insert_with(|| ctx.clone()).raw() != ctx.raw() {
-                    return Err((
-                        gst::StreamError::Format,
-                        "the frames of one batch live in different CUDA contexts".into(),
-                    ));
-                }
-                jobs.push(GpuJob {
-                    image: frame.image,
-                    roi: BBox::new(0.0, 0.0, info.width() as f32, info.height() as f32),
-                    matrix: YuvToRgb::new(frame.matrix, frame.range),
-                });
-                sizes.push((info.width(), info.height()));
-                mapped.push(frame);
-            }
-            let Some(ctx) = context else { continue };
-            let stage = match &mut gpu.stage {
-                Some(stage) if stage.context().raw() == ctx.raw() => stage,
-                stage => {
-                    let new = GpuStage::new(&ctx, gpu.stream_priority, inference.tensor_bytes())
-                        .map_err(cuda_error)?;
-                    gst::info!(
-                        CAT,
-                        imp = self,
-                        "pre-processing on GPU {} ({}) in the frames' CUDA context, stream \
-                         priority {}",
-                        ctx.gpu_id(),
-                        ctx.device_name().unwrap_or_default(),
-                        new.stream().priority()
-                    );
-                    stage.insert(new)
-                }
-            };
-            stage
-                .preprocess(&jobs, inference.network(), inference.tensor_element_type())
-                .map_err(cuda_error)?;
-            // The engine takes host memory: one copy of the tensor (this waits for the stream,
-            // after which the frames may be unmapped).
-            let copied = inference.load_device_tensor(stage).map_err(cuda_error)?;
-            drop(mapped);
-            if !std::mem::replace(&mut gpu.logged_tensor_copy, true) {
-                let d = inference.description();
-                gst::info!(
-                    CAT,
-                    imp = self,
-                    "{} on [{}] takes host memory: the pre-processed tensor ({copied} bytes for \
-                     {count} frames) is copied to the host once per engine call; the frames stay \
-                     on the GPU",
-                    d.backend,
-                    d.providers.join(", ")
-                );
-            }
-            work.tensor_copies += 1;
-            work.gpu_frames += count as u64;
-            Self::infer_and_parse(inference, &sizes, t0, &mut objects, &mut work)?;
-        }
-        Ok((objects, work))
     }
 
     fn sink_caps() -> gst::Caps {
@@ -434,7 +263,7 @@ impl ObjectImpl for TrtInfer {
                     .build(),
                 glib::ParamSpecEnum::builder_with_default("network-type", d.network_type)
                     .nick("Network type")
-                    .blurb("Detector or classifier")
+                    .blurb("Detector, classifier, or other (raw tensors only)")
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecUInt::builder("num-detected-classes")
@@ -547,6 +376,66 @@ impl ObjectImpl for TrtInfer {
                 .blurb("Whether classifier outputs need a softmax")
                 .mutable_ready()
                 .build(),
+                glib::ParamSpecEnum::builder_with_default("process-mode", d.process_mode)
+                    .nick("Process mode")
+                    .blurb("Infer on whole frames (primary) or on the objects upstream components \
+                            found (secondary)")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecInt::builder("operate-on-gie-id")
+                    .nick("Operate on component")
+                    .blurb("Secondary mode: infer on the objects of the component with this \
+                            gie-unique-id (-1: of every other component)")
+                    .minimum(-1)
+                    .default_value(-1)
+                    .mutable_ready()
+                    .build(),
+                string_prop(
+                    "operate-on-class-ids",
+                    "Operate on classes",
+                    "Secondary mode: class ids of the objects to infer on, ';'-separated \
+                     (empty: all)",
+                ),
+                glib::ParamSpecUInt::builder("input-object-min-width")
+                    .nick("Minimum object width")
+                    .blurb("Secondary mode: skip objects narrower than this (frame pixels)")
+                    .default_value(0)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("input-object-min-height")
+                    .nick("Minimum object height")
+                    .blurb("Secondary mode: skip objects shorter than this (frame pixels)")
+                    .default_value(0)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("input-object-max-width")
+                    .nick("Maximum object width")
+                    .blurb("Secondary mode: skip objects wider than this (frame pixels; 0: no \
+                            limit)")
+                    .default_value(0)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("input-object-max-height")
+                    .nick("Maximum object height")
+                    .blurb("Secondary mode: skip objects taller than this (frame pixels; 0: no \
+                            limit)")
+                    .default_value(0)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("secondary-reinfer-interval")
+                    .nick("Re-inference interval")
+                    .blurb("Secondary mode: frames for which a tracked object's result is reused \
+                            before it is inferred again (0: infer every frame)")
+                    .default_value(d.secondary_reinfer_interval)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecBoolean::builder("output-tensor-meta")
+                    .nick("Output tensors")
+                    .blurb("Attach each object's raw output tensors as attributes \
+                            \"tensor:<gie-unique-id>:<output name>\" (lists of floats)")
+                    .default_value(d.output_tensor_meta)
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecUInt::builder("threads")
                     .nick("CPU threads")
                     .blurb("ONNX Runtime intra-op threads (0: its default, one per core)")
@@ -563,7 +452,7 @@ impl ObjectImpl for TrtInfer {
                     .build(),
                 glib::ParamSpecUInt64::builder("gpu-frames")
                     .nick("GPU frames")
-                    .blurb("Frames pre-processed in GPU memory")
+                    .blurb("Frames (secondary mode: objects) pre-processed in GPU memory")
                     .read_only()
                     .build(),
                 glib::ParamSpecUInt64::builder("pixel-copies")
@@ -574,7 +463,9 @@ impl ObjectImpl for TrtInfer {
                     .build(),
                 glib::ParamSpecBoxed::builder::<gst::Structure>("stats")
                     .nick("Statistics")
-                    .blurb("Frames seen and inferred, and time spent per stage (ns)")
+                    .blurb("Frames seen; frames (primary) or objects (secondary) inferred; \
+                            secondary mode: objects worked on and cached results reused; time \
+                            spent per stage (ns)")
                     .read_only()
                     .build(),
             ]
@@ -670,6 +561,32 @@ impl ObjectImpl for TrtInfer {
             "classifier-softmax" => {
                 p.classifier_softmax = value.get::<Softmax>().expect("type checked upstream")
             }
+            "process-mode" => {
+                p.process_mode = value.get::<ProcessMode>().expect("type checked upstream")
+            }
+            "operate-on-gie-id" => {
+                p.operate_on_gie_id =
+                    Some(value.get::<i32>().expect("type checked upstream")).filter(|&id| id > 0)
+            }
+            "operate-on-class-ids" => s.class_ids_text = text(),
+            "input-object-min-width" => {
+                p.objects.min_width = value.get().expect("type checked upstream")
+            }
+            "input-object-min-height" => {
+                p.objects.min_height = value.get().expect("type checked upstream")
+            }
+            "input-object-max-width" => {
+                p.objects.max_width = value.get().expect("type checked upstream")
+            }
+            "input-object-max-height" => {
+                p.objects.max_height = value.get().expect("type checked upstream")
+            }
+            "secondary-reinfer-interval" => {
+                p.secondary_reinfer_interval = value.get().expect("type checked upstream")
+            }
+            "output-tensor-meta" => {
+                p.output_tensor_meta = value.get().expect("type checked upstream")
+            }
             other => unreachable!("unknown property {other}"),
         }
         let name: &'static str = Self::properties()
@@ -723,11 +640,22 @@ impl ObjectImpl for TrtInfer {
             "topk" => p.class_attrs.all.topk.to_value(),
             "classifier-threshold" => p.classifier_threshold.to_value(),
             "classifier-softmax" => p.classifier_softmax.to_value(),
+            "process-mode" => p.process_mode.to_value(),
+            "operate-on-gie-id" => p.operate_on_gie_id.unwrap_or(-1).to_value(),
+            "operate-on-class-ids" => s.class_ids_text.to_value(),
+            "input-object-min-width" => p.objects.min_width.to_value(),
+            "input-object-min-height" => p.objects.min_height.to_value(),
+            "input-object-max-width" => p.objects.max_width.to_value(),
+            "input-object-max-height" => p.objects.max_height.to_value(),
+            "secondary-reinfer-interval" => p.secondary_reinfer_interval.to_value(),
+            "output-tensor-meta" => p.output_tensor_meta.to_value(),
             "stats" => {
                 let st = self.stats.lock().unwrap().clone();
                 gst::Structure::builder("rstrtinfer-stats")
                     .field("frames", st.frames)
                     .field("inferred", st.inferred)
+                    .field("objects", st.objects)
+                    .field("cached-results", st.cached)
                     .field("engine-calls", st.engine_calls)
                     .field("preprocess-ns", st.preprocess.as_nanos() as u64)
                     .field("inference-ns", st.inference.as_nanos() as u64)
@@ -751,8 +679,9 @@ impl ElementImpl for TrtInfer {
             gst::subclass::ElementMetadata::new(
                 "Ferrostream inference",
                 "Filter/Analytics/Video",
-                "Runs a detector or classifier on every frame and attaches the objects found \
-                 as analytics metadata (ONNX Runtime backend)",
+                "Runs a detector or classifier on every frame, or on the objects upstream \
+                 detectors found, and attaches the results as analytics metadata (ONNX Runtime \
+                 backend)",
                 "Ferrostream developers",
             )
         });
@@ -776,18 +705,27 @@ impl BaseTransformImpl for TrtInfer {
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         let settings = self.settings.lock().unwrap().clone();
         let config = self.resolve_config(&settings)?;
+        let warnings = config
+            .validate()
+            .map_err(|m| gst::error_msg!(gst::LibraryError::Settings, ("{m}")))?;
+        for warning in warnings {
+            gst::element_imp_warning!(self, gst::LibraryError::Settings, ("{warning}"));
+        }
+        let secondary =
+            (config.process_mode == ProcessMode::Secondary).then(|| Secondary::new(&config));
         let inference = Inference::new(config, settings.threads as usize).map_err(setup_error)?;
         let d = inference.description();
         gst::info!(
             CAT,
             imp = self,
-            "{} {} on [{}]: model {}, input {}, parser {:?}",
+            "{} {} on [{}]: model {}, input {}, parser {:?}, {:?} mode",
             d.backend,
             d.version,
             d.providers.join(", "),
             inference.model_path().display(),
             d.input,
-            inference.parser().kind()
+            inference.parser().kind(),
+            inference.config().process_mode
         );
         self.post_engine_message(&inference);
         *self.stats.lock().unwrap() = Stats::default();
@@ -800,6 +738,7 @@ impl BaseTransformImpl for TrtInfer {
                 stream_priority: settings.stream_priority,
                 ..GpuFrames::default()
             },
+            secondary,
             buffers: 0,
             warned_fixed_batch: false,
         });
@@ -876,16 +815,7 @@ impl BaseTransformImpl for TrtInfer {
         let Some(state) = guard.as_mut() else {
             return Err(gst::FlowError::Flushing);
         };
-        let State {
-            inference,
-            source,
-            memory,
-            #[cfg(feature = "cuda")]
-            gpu,
-            buffers,
-            warned_fixed_batch,
-        } = state;
-        let Some(source) = source.as_ref() else {
+        let Some(source) = state.source.as_ref() else {
             drop(guard);
             gst::element_imp_error!(
                 self,
@@ -902,49 +832,97 @@ impl BaseTransformImpl for TrtInfer {
                 None,
             ),
         };
-        let buffer_num = *buffers;
-        *buffers += 1;
-        let run_inference = frames > 0 && inference.should_infer(buffer_num);
-        let warn_fixed_batch = run_inference
-            && frames > 1
-            && inference.fixed_batch() == Some(1)
-            && !std::mem::replace(warned_fixed_batch, true);
-        let component = inference.config().gie_unique_id;
-        let inferred = match (run_inference, *memory) {
-            (false, _) => Ok(None),
-            (true, MemoryKind::System) => {
-                Self::infer_frames(inference, source, buf, frames).map(Some)
-            }
-            #[cfg(feature = "cuda")]
-            (true, m @ (MemoryKind::Cuda | MemoryKind::Nvmm)) => self
-                .infer_frames_gpu(inference, gpu, m, source, buf, frames)
-                .map(Some),
-            #[cfg(not(feature = "cuda"))]
-            (true, other) => Err((
-                gst::StreamError::Format,
-                format!("frames in {other:?} memory are not supported by this build"),
-            )),
+        let mut warnings = Vec::new();
+        let outcome = if state.secondary.is_some() {
+            self.classify_objects(state, buf, &mut warnings)
+        } else {
+            self.infer_frames(state, buf, frames, single_size, &mut warnings)
         };
-        // Errors are posted without holding the state lock: a bus handler may stop the element.
+        // Messages are posted without holding the state lock: a bus handler may stop the
+        // element.
         drop(guard);
-        if warn_fixed_batch {
-            gst::element_imp_warning!(
-                self,
-                gst::CoreError::Negotiation,
-                ("The model has a fixed batch size of 1: the frames of each batch are run one \
-                  by one")
-            );
+        for warning in warnings {
+            gst::element_imp_warning!(self, gst::CoreError::Negotiation, ("{warning}"));
         }
-        let inferred = inferred.map_err(|(kind, message)| {
+        let (work, counts) = outcome.map_err(|(kind, message)| {
             gst::element_imp_error!(self, kind, ("{message}"));
             gst::FlowError::Error
         })?;
-        let (objects, work) = inferred.map_or((Vec::new(), None), |(o, w)| (o, Some(w)));
-        self.stats
-            .lock()
-            .unwrap()
-            .record(frames as u64, work.as_ref());
+        let mut stats = self.stats.lock().unwrap();
+        stats.record(frames as u64, work.as_ref());
+        stats.objects += counts.objects;
+        stats.cached += counts.cached;
+        Ok(gst::FlowSuccess::Ok)
+    }
+}
 
+/// Objects worked on and cached results used for one buffer (secondary mode).
+#[derive(Default)]
+struct PlanCounts {
+    objects: u64,
+    cached: u64,
+}
+
+type Outcome = Result<(Option<Work>, PlanCounts), FrameError>;
+
+impl TrtInfer {
+    /// Runs the engine on `crops` of `buf`, on the GPU path when the frames are in GPU memory.
+    fn run_crops(
+        &self,
+        state: &mut State,
+        buf: &gst::BufferRef,
+        crops: &[Crop],
+    ) -> Result<(Vec<ItemResult>, Work), FrameError> {
+        let source = state.source.as_ref().expect("caps are set before buffers");
+        match state.memory {
+            MemoryKind::System => crops::infer_crops(&mut state.inference, source, buf, crops),
+            #[cfg(feature = "cuda")]
+            memory @ (MemoryKind::Cuda | MemoryKind::Nvmm) => {
+                state
+                    .gpu
+                    .infer_crops(&mut state.inference, memory, source, buf, crops, &|m| {
+                        gst::info!(CAT, imp = self, "{m}")
+                    })
+            }
+            #[cfg(not(feature = "cuda"))]
+            other => Err((
+                gst::StreamError::Format,
+                format!("frames in {other:?} memory are not supported by this build"),
+            )),
+        }
+    }
+
+    /// Primary mode: infers whole frames (every `interval + 1`-th buffer) and adds the objects
+    /// found to their frames.
+    fn infer_frames(
+        &self,
+        state: &mut State,
+        buf: &mut gst::BufferRef,
+        frames: usize,
+        single_size: Option<(u32, u32)>,
+        warnings: &mut Vec<String>,
+    ) -> Outcome {
+        let buffer_num = state.buffers;
+        state.buffers += 1;
+        let run_inference = frames > 0 && state.inference.should_infer(buffer_num);
+        if run_inference
+            && frames > 1
+            && state.inference.fixed_batch() == Some(1)
+            && !std::mem::replace(&mut state.warned_fixed_batch, true)
+        {
+            warnings.push(
+                "The model has a fixed batch size of 1: the frames of each batch are run one by \
+                 one"
+                .into(),
+            );
+        }
+        let inferred = if run_inference {
+            let crops: Vec<Crop> = (0..frames).map(|frame| Crop { frame, roi: None }).collect();
+            Some(self.run_crops(state, buf, &crops)?)
+        } else {
+            None
+        };
+        let component = state.inference.config().gie_unique_id;
         let pts = buf.pts();
         let mut meta = BatchMeta::get_or_add(buf);
         let batch = meta.batch_mut();
@@ -955,20 +933,99 @@ impl BaseTransformImpl for TrtInfer {
             frame.pts = pts;
             batch.frames.push(frame);
         }
-        if run_inference {
-            for (frame, objects) in batch.frames.iter_mut().zip(objects) {
-                gst::log!(
-                    CAT,
-                    imp = self,
-                    "source {} frame {}: {} objects",
-                    frame.source_id,
-                    frame.frame_num,
-                    objects.len()
-                );
-                frame.objects.extend(objects);
-                frame.mark_component_run(component);
-            }
+        let Some((results, work)) = inferred else {
+            return Ok((None, PlanCounts::default()));
+        };
+        for (frame, result) in batch.frames.iter_mut().zip(results) {
+            let objects = result.into_frame_objects(frame.width, frame.height);
+            gst::log!(
+                CAT,
+                imp = self,
+                "source {} frame {}: {} objects",
+                frame.source_id,
+                frame.frame_num,
+                objects.len()
+            );
+            frame.objects.extend(objects);
+            frame.mark_component_run(component);
         }
-        Ok(gst::FlowSuccess::Ok)
+        Ok((Some(work), PlanCounts::default()))
+    }
+
+    /// Secondary mode: infers the selected objects of every frame in engine calls of up to
+    /// `batch-size`, reuses fresh cached results of tracked objects, and attaches each result
+    /// to its object.
+    fn classify_objects(
+        &self,
+        state: &mut State,
+        buf: &mut gst::BufferRef,
+        warnings: &mut Vec<String>,
+    ) -> Outcome {
+        let secondary = state.secondary.as_mut().expect("secondary mode");
+        let Some(meta) = BatchMeta::of(buf) else {
+            // No frame carries objects: nothing to classify.
+            return Ok((None, PlanCounts::default()));
+        };
+        let batch = meta.batch();
+        warnings.extend(secondary.check_producer(batch));
+        let plan = secondary.plan(batch);
+        let crops = plan
+            .targets
+            .iter()
+            .map(|t| {
+                let frame = &batch.frames[t.frame];
+                let (_, info) = frame_pixels(
+                    state.source.as_ref().expect("caps are set before buffers"),
+                    buf,
+                    t.frame,
+                )
+                .map_err(|e| (gst::StreamError::Format, e.to_string()))?;
+                if (info.width(), info.height()) != (frame.width, frame.height) {
+                    return Err((
+                        gst::StreamError::Format,
+                        format!(
+                            "source {} frame {}: the metadata describes a {}x{} frame but its \
+                             pixels are {}x{}; object boxes cannot be cropped",
+                            frame.source_id,
+                            frame.frame_num,
+                            frame.width,
+                            frame.height,
+                            info.width(),
+                            info.height()
+                        ),
+                    ));
+                }
+                Ok(Crop {
+                    frame: t.frame,
+                    roi: Some(t.roi),
+                })
+            })
+            .collect::<Result<Vec<_>, FrameError>>()?;
+        let inferred = if crops.is_empty() {
+            None
+        } else {
+            Some(self.run_crops(state, buf, &crops)?)
+        };
+        let secondary = state.secondary.as_mut().expect("secondary mode");
+        let component = state.inference.config().gie_unique_id;
+        let counts = PlanCounts {
+            objects: plan.objects() as u64,
+            cached: plan.cached.len() as u64,
+        };
+        let mut meta = BatchMeta::get_or_add(buf);
+        let batch = meta.batch_mut();
+        let (results, work) = inferred.map_or((Vec::new(), None), |(r, w)| (r, Some(w)));
+        for (target, result) in plan.targets.iter().zip(results) {
+            let frame = &mut batch.frames[target.frame];
+            secondary.store(frame, target, &result);
+            secondary::attach(frame, target.object, result, component);
+        }
+        for (frame, object, result) in plan.cached {
+            secondary::attach(&mut batch.frames[frame], object, result, component);
+        }
+        for frame in &mut batch.frames {
+            frame.mark_component_run(component);
+        }
+        Ok((work, counts))
     }
 }

@@ -22,11 +22,12 @@
 use gst::glib;
 use gst::prelude::*;
 
+mod crops;
 mod imp;
 
 pub use crate::config::{
     Backend, BoxFormat, ClusterMode, ColorFormat, Device, InputOrder, NetworkType, ParserKind,
-    Softmax,
+    ProcessMode, Softmax,
 };
 
 glib::wrapper! {
@@ -45,6 +46,7 @@ pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
         ClusterMode::static_type(),
         BoxFormat::static_type(),
         Softmax::static_type(),
+        ProcessMode::static_type(),
     ] {
         ty.mark_as_plugin_api(gst::PluginAPIFlags::empty());
     }
