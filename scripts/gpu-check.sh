@@ -69,13 +69,16 @@ GPU_BENCHES=(
 )
 # Footage from $FERROSTREAM_MEDIA_DIR and models from $FERROSTREAM_MODEL_DIR; both land in
 # .gpu/media, where run points both variables.
-GPU_MEDIA=(carphone_pristine.mp4)
-GPU_MODELS=(coco_ssdlite_mobilenet_v2.onnx object_detection_classes_coco.txt)
+GPU_MEDIA=(carphone_pristine.mp4 messi5.jpg)
+GPU_MODELS=(
+    coco_ssdlite_mobilenet_v2.onnx object_detection_classes_coco.txt mobilenet_v2_imagenet.onnx
+    classification_classes_ILSVRC2012.txt
+)
 
 # GStreamer plugins kept in the private prefix (file libgst<NAME>.so); the rest are removed.
 GST_PLUGINS=(
     coreelements app videotestsrc videoconvertscale videorate typefindfunctions playback
-    isomp4 videoparsersbad nvcodec imagefreeze png
+    isomp4 videoparsersbad nvcodec imagefreeze png jpeg
 )
 # Debian 12 packages unpacked into the prefix. The libraries that the kept plugins, the tools and
 # our binaries need must come from these or be among HOST_LIBS; bundle checks that.
@@ -85,7 +88,7 @@ GST_DEBS=(
     libgstreamer-gl1.0-0 libglib2.0-0 liborc-0.4-0 libunwind8 libdw1 libelf1 libdrm2 libegl1
     libgbm1 libgl1 libglvnd0 libglx0 libgudev-1.0-0 libwayland-client0 libwayland-cursor0
     libwayland-egl1 libwayland-server0 libx11-6 libx11-xcb1 libxcb1 libxau6 libxdmcp6 libbsd0
-    libmd0 libudev1 libffi8 libexpat1 libxcb-randr0 libxext6 libpng16-16
+    libmd0 libudev1 libffi8 libexpat1 libxcb-randr0 libxext6 libpng16-16 libjpeg62-turbo
 )
 # Libraries kept even when nothing in the bundle links them: loaded by name at run time
 # (libgstcuda by our CUDA code, GL by GStreamer's GL library), or what test binaries link.

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ferrostream_core::BatchMeta;
 use ferrostream_core::cuda::{Transfers, transfers};
@@ -300,5 +300,98 @@ fn nvmm_test_frames_stay_on_the_gpu() {
             1920 * 1080 * 4
         };
         assert_zero_copy(&run, 60, frame_bytes, &format!("nvmm_{format}_{abi}"));
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run by scripts/gpu-check.sh"]
+fn secondary_crops_cut_on_the_gpu_equal_the_cpu() {
+    if gpu("secondary_crops_cut_on_the_gpu_equal_the_cpu").is_none() {
+        return;
+    }
+    // messi5.jpg through the COCO detector, then two secondary elements: the identity model
+    // (its output is each object's pre-processed crop) and MobileNetV2. Once from system
+    // memory, once from CUDA memory: crops cut on the GPU must equal the CPU's exactly.
+    let pipeline = |format: &str, upload: &str| {
+        format!(
+            "filesrc location={} ! jpegdec ! videoconvert ! video/x-raw,format={format} {upload} \
+             ! rstrtinfer config-file-path={} \
+             ! rstrtinfer name=crops onnx-file={} process-mode=secondary network-type=other \
+               output-tensor-meta=true gie-unique-id=5 model-color-format=bgr offsets=\"10;20;30\" \
+               maintain-aspect-ratio=true symmetric-padding=true \
+             ! rstrtinfer name=sgie config-file-path={} gie-unique-id=6 ! appsink name=sink",
+            quoted(&media("messi5.jpg")),
+            quoted(&repo_root().join("pipelines/coco_ssd.txt")),
+            quoted(&repo_root().join("tests/fixtures/identity_crop.onnx")),
+            quoted(&repo_root().join("pipelines/imagenet_secondary.txt")),
+        )
+    };
+    for format in ["NV12", "RGBA"] {
+        let cpu = ferrostream_tests::run_pipeline(&pipeline(format, ""), Duration::from_secs(120))
+            .unwrap();
+        let mut counters = Vec::new();
+        let gpu_out = ferrostream_tests::run_pipeline_inspect(
+            &pipeline(format, "! cudaupload ! video/x-raw(memory:CUDAMemory)"),
+            usize::MAX,
+            Duration::from_secs(120),
+            |p| {
+                for name in ["crops", "sgie"] {
+                    let e = p.by_name(name).unwrap();
+                    counters.push((
+                        e.property::<u64>("gpu-frames"),
+                        e.property::<u64>("pixel-copies"),
+                    ));
+                }
+            },
+        )
+        .unwrap();
+        let (cpu, gpu_frame) = (&cpu.frames[0], &gpu_out.frames[0]);
+        assert!(cpu.objects.len() >= 2, "{:?}", cpu.objects);
+        assert_eq!(cpu.objects.len(), gpu_frame.objects.len());
+        let mut values = 0;
+        for (c, g) in cpu.objects.iter().zip(&gpu_frame.objects) {
+            assert_eq!(
+                (&c.label, c.bbox()),
+                (&g.label, g.bbox()),
+                "same detections"
+            );
+            let tensor = |o: &ferrostream_core::Object| match o.attributes.get("tensor:5:pixels") {
+                Some(ferrostream_core::AttributeValue::Floats(v)) => v.clone(),
+                other => panic!("no crop tensor: {other:?}"),
+            };
+            let (tc, tg) = (tensor(c), tensor(g));
+            let worst = tc
+                .iter()
+                .zip(&tg)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0f32, f32::max);
+            assert_eq!(
+                worst, 0.0,
+                "{format} {}: GPU crop differs by {worst}",
+                c.label
+            );
+            values += tc.len();
+            let class = |o: &ferrostream_core::Object| {
+                let r = o
+                    .classifications
+                    .iter()
+                    .find(|r| r.component_id == 6)
+                    .unwrap();
+                (r.label.clone(), r.prob)
+            };
+            let ((lc, pc), (lg, pg)) = (class(c), class(g));
+            assert_eq!(lc, lg);
+            assert!((pc - pg).abs() < 1e-5, "{pc} {pg}");
+        }
+        let objects = cpu.objects.len() as u64;
+        assert_eq!(
+            counters,
+            vec![(objects, 0), (objects, 0)],
+            "{format}: crops on the GPU"
+        );
+        println!(
+            "GPU-RESULT secondary_crops_{format}_exact {objects} objects cut on the GPU ({values} \
+             tensor values, max abs error 0; classifications equal; pixel copies 0)"
+        );
     }
 }
