@@ -1,5 +1,5 @@
-//! `rstrtinfer`: primary inference on video frames, attaching the objects found as
-//! [`BatchMeta`](ferrostream_core::BatchMeta).
+//! `rstrtinfer`: inference on video frames (primary) or on the objects found in them
+//! (secondary), attaching the results as [`BatchMeta`](ferrostream_core::BatchMeta).
 //!
 //! The model runs on ONNX Runtime (CPU, or its CUDA / TensorRT execution providers where the
 //! installed runtime has them). Pre-processing follows nvinfer: scale (optionally keeping the
@@ -13,6 +13,20 @@
 //! ```text
 //! gst-launch-1.0 filesrc location=vtest.avi ! decodebin ! videoconvert \
 //!     ! rstrtinfer config-file-path=pipelines/coco_ssd.txt \
+//!     ! rsmetaexport location=objects.jsonl ! fakesink
+//! ```
+//!
+//! `process-mode=secondary` works on the objects of `operate-on-gie-id` (filtered by class and
+//! size): each object's box is cropped and pre-processed like a frame, crops of every frame of a
+//! batch share engine calls, and the result joins the object: a classification, a secondary
+//! detector's objects (children with `parent` set), or with `output-tensor-meta` the raw
+//! outputs as `tensor:<gie-unique-id>:<output>` attributes. Tracked objects keep their result
+//! for `secondary-reinfer-interval` frames.
+//!
+//! ```text
+//! gst-launch-1.0 filesrc location=vtest.avi ! decodebin ! videoconvert \
+//!     ! rstrtinfer config-file-path=pipelines/coco_ssd.txt ! rstracker \
+//!     ! rstrtinfer config-file-path=pipelines/imagenet_secondary.txt \
 //!     ! rsmetaexport location=objects.jsonl ! fakesink
 //! ```
 //!
