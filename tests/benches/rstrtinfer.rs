@@ -14,7 +14,7 @@
 
 use std::time::{Duration, Instant};
 
-use ferrostream_tests::{element, init, launch, media, model, quoted, repo_root};
+use ferrostream_tests::{element, init, launch, media, model, pull_samples, quoted, repo_root};
 use gst::prelude::*;
 use gst_trtinfer::config::InferConfig;
 use gst_trtinfer::engine::onnxruntime::{OrtEngine, OrtOptions};
@@ -35,22 +35,14 @@ fn coco_config() -> InferConfig {
 
 /// The first `count` decoded frames of vtest.avi, as I420 samples.
 fn decode(count: usize) -> Vec<gst::Sample> {
-    let desc = format!(
-        "filesrc location={} ! decodebin ! videoconvert ! video/x-raw,format=I420 ! appsink name=sink sync=false max-buffers=4",
-        quoted(&media("vtest.avi"))
-    );
-    let pipeline = launch(&desc);
-    let sink: gst_app::AppSink = element(&pipeline, "sink");
-    pipeline.set_state(gst::State::Playing).unwrap();
-    let mut samples = Vec::new();
-    while samples.len() < count {
-        match sink.try_pull_sample(gst::ClockTime::from_seconds(10)) {
-            Some(s) => samples.push(s),
-            None => break,
-        }
-    }
-    pipeline.set_state(gst::State::Null).unwrap();
-    samples
+    pull_samples(
+        &format!(
+            "filesrc location={} ! decodebin ! videoconvert ! video/x-raw,format=I420 \
+             ! appsink name=sink",
+            quoted(&media("vtest.avi"))
+        ),
+        count,
+    )
 }
 
 /// Runs the element over `samples`; returns the wall time and the element's stats.

@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 
 use ferrostream_core::batch::{BATCH_FEATURE, SourceStream, Surface};
 use ferrostream_core::{Batch, BatchMeta};
-use ferrostream_tests::{element, init, launch, media, quoted, repo_root, run_pipeline_inspect};
+use ferrostream_tests::{
+    element, launch, media, pull_samples, quoted, repo_root, run_pipeline_inspect,
+};
 use gst::prelude::*;
 
 const SOURCES: usize = 8;
@@ -28,24 +30,15 @@ fn config(name: &str) -> String {
 
 /// The first `count` frames of vtest.avi (I420), each with the COCO detector's objects.
 fn detected_frames(count: usize) -> Vec<gst::Sample> {
-    init();
-    let pipeline = launch(&format!(
-        "filesrc location={} ! decodebin ! videoconvert ! video/x-raw,format=I420 \
-         ! rstrtinfer config-file-path={} ! appsink name=sink sync=false max-buffers=4",
-        quoted(&media("vtest.avi")),
-        config("coco_ssd.txt")
-    ));
-    let sink: gst_app::AppSink = element(&pipeline, "sink");
-    pipeline.set_state(gst::State::Playing).unwrap();
-    let mut samples = Vec::new();
-    while samples.len() < count {
-        match sink.try_pull_sample(gst::ClockTime::from_seconds(30)) {
-            Some(s) => samples.push(s),
-            None => break,
-        }
-    }
-    pipeline.set_state(gst::State::Null).unwrap();
-    samples
+    pull_samples(
+        &format!(
+            "filesrc location={} ! decodebin ! videoconvert ! video/x-raw,format=I420 \
+             ! rstrtinfer config-file-path={} ! appsink name=sink",
+            quoted(&media("vtest.avi")),
+            config("coco_ssd.txt")
+        ),
+        count,
+    )
 }
 
 /// Groups the frames into batches of [`SOURCES`] frames, as from that many cameras.

@@ -195,6 +195,26 @@ fn first_error(bus: &gst::Bus) -> Option<String> {
     None
 }
 
+/// Runs `description` (ending in `appsink name=sink`) and returns its first `count` samples
+/// (fewer when the stream ends, or nothing comes for 30 s).
+pub fn pull_samples(description: &str, count: usize) -> Vec<gst::Sample> {
+    init();
+    let pipeline = launch(description);
+    let sink: gst_app::AppSink = element(&pipeline, "sink");
+    sink.set_property("sync", false);
+    sink.set_property("max-buffers", 4u32);
+    pipeline.set_state(gst::State::Playing).expect("playing");
+    let mut samples = Vec::new();
+    while samples.len() < count {
+        match sink.try_pull_sample(gst::ClockTime::from_seconds(30)) {
+            Some(s) => samples.push(s),
+            None => break,
+        }
+    }
+    pipeline.set_state(gst::State::Null).expect("stopping");
+    samples
+}
+
 /// Intersection over union of two `[left, top, right, bottom]` boxes.
 pub fn iou_ltrb(a: [f32; 4], b: [f32; 4]) -> f32 {
     let ba = ferrostream_core::BBox::from_corners(a[0], a[1], a[2], a[3]);

@@ -490,45 +490,30 @@ fn embeddings_from_secondary_inference_feed_the_tracker() {
 
 #[test]
 fn bad_configurations_are_reported() {
+    let start_error = |element: &str| {
+        run_pipeline(
+            &format!("{} ! {element} ! appsink name=sink", messi_detected()),
+            TIMEOUT,
+        )
+        .unwrap_err()
+    };
     // A detector's model configured as a classifier.
-    let err = run_pipeline(
-        &format!(
-            "{} ! rstrtinfer onnx-file=coco_ssdlite_mobilenet_v2.onnx process-mode=secondary \
-             network-type=classifier infer-dims=\"3;300;300\" gie-unique-id=2 \
-             ! appsink name=sink",
-            messi_detected()
-        ),
-        TIMEOUT,
-    )
-    .unwrap_err();
+    let err = start_error(
+        "rstrtinfer onnx-file=coco_ssdlite_mobilenet_v2.onnx process-mode=secondary \
+         network-type=classifier infer-dims=\"3;300;300\" gie-unique-id=2",
+    );
     assert!(
         err.contains("a classifier needs an output shaped [N,C]"),
         "{err}"
     );
-
     // Raw tensors without output-tensor-meta.
-    let err = run_pipeline(
-        &format!(
-            "{} ! rstrtinfer onnx-file={} process-mode=secondary network-type=other \
-             gie-unique-id=2 ! appsink name=sink",
-            messi_detected(),
-            fixture("identity_crop.onnx")
-        ),
-        TIMEOUT,
-    )
-    .unwrap_err();
+    let err = start_error(&format!(
+        "rstrtinfer onnx-file={} process-mode=secondary network-type=other gie-unique-id=2",
+        fixture("identity_crop.onnx")
+    ));
     assert!(err.contains("output-tensor-meta=true"), "{err}");
-
     // A malformed class list.
-    let err = run_pipeline(
-        &format!(
-            "{} ! {} ! appsink name=sink",
-            messi_detected(),
-            classifier("operate-on-class-ids=person")
-        ),
-        TIMEOUT,
-    )
-    .unwrap_err();
+    let err = start_error(&classifier("operate-on-class-ids=person"));
     assert!(err.contains("operate-on-class-ids"), "{err}");
 
     // No component 7 upstream: a warning naming it, and nothing classified.
