@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use ferrostream_core::batch::{BATCH_FEATURE, SourceStream, Surface};
 use ferrostream_core::{Batch, BatchMeta};
 use ferrostream_tests::{
-    element, launch, media, pull_samples, quoted, repo_root, run_pipeline_inspect,
+    element, launch, media, pull_samples, quoted, repo_root, run_pipeline_stats,
 };
 use gst::prelude::*;
 
@@ -188,8 +188,7 @@ fn main() {
     }
 
     // Tracked objects, re-inferred every 30 frames.
-    let mut stats = None;
-    let out = run_pipeline_inspect(
+    let (out, stats) = run_pipeline_stats(
         &format!(
             "filesrc location={} ! decodebin ! videoconvert ! rstrtinfer config-file-path={} \
              ! rstracker ! rstrtinfer name=sgie config-file-path={} \
@@ -200,16 +199,9 @@ fn main() {
         ),
         tracked_frames,
         Duration::from_secs(3600),
-        |p| {
-            stats = Some(
-                p.by_name("sgie")
-                    .unwrap()
-                    .property::<gst::Structure>("stats"),
-            )
-        },
+        "sgie",
     )
     .unwrap();
-    let stats = stats.unwrap();
     let tracks: std::collections::BTreeSet<u64> = out
         .frames
         .iter()

@@ -175,6 +175,24 @@ pub fn run_pipeline_inspect(
     result.map(|()| out)
 }
 
+/// Like [`run_pipeline_frames`], and returns the `stats` property of element `element` as it
+/// stood when the run finished.
+pub fn run_pipeline_stats(
+    description: &str,
+    max_frames: usize,
+    timeout: Duration,
+    element: &str,
+) -> Result<(RunOutput, gst::Structure), String> {
+    let mut stats = None;
+    let out = run_pipeline_inspect(description, max_frames, timeout, |p| {
+        stats = p
+            .by_name(element)
+            .map(|e| e.property::<gst::Structure>("stats"))
+    })?;
+    let stats = stats.ok_or_else(|| format!("no element {element} in {description}"))?;
+    Ok((out, stats))
+}
+
 fn error_text(e: &gst::message::Error) -> String {
     format!(
         "{} from {}: {}",

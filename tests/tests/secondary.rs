@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ferrostream_core::{AttributeValue, BBox, Batch, BatchMeta, Frame, Object};
 use ferrostream_tests::{
-    element, init, launch, media, quoted, repo_root, run_pipeline, run_pipeline_inspect,
+    element, init, launch, media, quoted, repo_root, run_pipeline, run_pipeline_stats,
 };
 use gst::prelude::*;
 
@@ -106,8 +106,7 @@ fn crops_of_every_frame_of_a_batch_share_engine_calls() {
             quoted(&media("messi5.jpg"))
         )
     };
-    let mut stats = None;
-    let out = run_pipeline_inspect(
+    let (out, stats) = run_pipeline_stats(
         &format!(
             "rsstreammux name=mux batch-size=2 width=548 height=342 ! rstrtinfer \
              config-file-path={} ! {} ! appsink name=sink {} {}",
@@ -118,16 +117,9 @@ fn crops_of_every_frame_of_a_batch_share_engine_calls() {
         ),
         usize::MAX,
         TIMEOUT,
-        |p| {
-            stats = Some(
-                p.by_name("sgie")
-                    .unwrap()
-                    .property::<gst::Structure>("stats"),
-            )
-        },
+        "sgie",
     )
     .unwrap();
-    let stats = stats.unwrap();
     assert_eq!(out.frames.len(), 4);
     let objects: usize = out.frames.iter().map(|f| f.objects.len()).sum();
     assert!(out.frames.iter().all(|f| f.objects.len() >= 2));
@@ -272,8 +264,7 @@ fn crops_equal_a_reference_crop() {
 #[test]
 fn tracked_objects_are_classified_once_per_interval() {
     const FRAMES: usize = 90;
-    let mut stats = None;
-    let out = run_pipeline_inspect(
+    let (out, stats) = run_pipeline_stats(
         &format!(
             "filesrc location={} ! decodebin ! videoconvert ! rstrtinfer config-file-path={} \
              ! rstracker ! {} ! appsink name=sink",
@@ -283,16 +274,9 @@ fn tracked_objects_are_classified_once_per_interval() {
         ),
         FRAMES,
         TIMEOUT,
-        |p| {
-            stats = Some(
-                p.by_name("sgie")
-                    .unwrap()
-                    .property::<gst::Structure>("stats"),
-            )
-        },
+        "sgie",
     )
     .unwrap();
-    let stats = stats.unwrap();
     assert_eq!(out.frames.len(), FRAMES);
     let mut tracked = 0;
     let mut ids = std::collections::BTreeSet::new();
