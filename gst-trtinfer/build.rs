@@ -63,7 +63,8 @@ mod tensorrt {
         ] {
             println!("cargo:rerun-if-changed={file}");
         }
-        let compile_check = std::env::var("FERROSTREAM_TENSORRT_COMPILE_CHECK").is_ok_and(|v| v == "1");
+        let compile_check =
+            std::env::var("FERROSTREAM_TENSORRT_COMPILE_CHECK").is_ok_and(|v| v == "1");
         let include = if compile_check {
             PathBuf::from("tensorrt/api")
         } else {

@@ -59,6 +59,23 @@ pub enum NetworkType {
     Other = 100,
 }
 
+/// nvinfer `network-mode`: the precision TensorRT builds an engine for.
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
+#[repr(u32)]
+#[enum_type(name = "GstRsTrtInferNetworkMode")]
+pub enum NetworkMode {
+    #[default]
+    #[enum_value(name = "FP32", nick = "fp32")]
+    Fp32 = 0,
+    #[enum_value(
+        name = "INT8 (with int8-calib-file, or a model with Q/DQ nodes)",
+        nick = "int8"
+    )]
+    Int8 = 1,
+    #[enum_value(name = "FP16", nick = "fp16")]
+    Fp16 = 2,
+}
+
 /// nvinfer `process-mode`: whole frames, or the objects an upstream detector found.
 #[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
 #[repr(u32)]
@@ -317,6 +334,38 @@ pub struct InferConfig {
     pub secondary_reinfer_interval: u32,
     /// Attach each object's raw output tensors as attributes.
     pub output_tensor_meta: bool,
+    pub tensorrt: TensorRtSettings,
+}
+
+/// How the TensorRT backend builds engines (nvinfer's keys), shared with rsdlainfer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TensorRtSettings {
+    pub network_mode: NetworkMode,
+    /// INT8 calibration cache (`int8-calib-file`).
+    pub int8_calib_file: Option<PathBuf>,
+    /// Builder workspace limit in MiB (`workspace-size`); 0 keeps TensorRT's default.
+    pub workspace_size: u32,
+    /// Build for and run on DLA core `use-dla-core` (`enable-dla`).
+    pub enable_dla: bool,
+    pub use_dla_core: u32,
+    /// Let layers the DLA cannot run fall back to the GPU.
+    pub allow_gpu_fallback: bool,
+    /// Where built engines are cached; `None`: the user cache directory.
+    pub engine_cache_dir: Option<PathBuf>,
+}
+
+impl Default for TensorRtSettings {
+    fn default() -> Self {
+        Self {
+            network_mode: NetworkMode::Fp32,
+            int8_calib_file: None,
+            workspace_size: 0,
+            enable_dla: false,
+            use_dla_core: 0,
+            allow_gpu_fallback: true,
+            engine_cache_dir: None,
+        }
+    }
 }
 
 /// `input-object-{min,max}-{width,height}`: the sizes of objects (frame pixels) a secondary
@@ -373,6 +422,7 @@ impl Default for InferConfig {
             objects: ObjectLimits::default(),
             secondary_reinfer_interval: 0,
             output_tensor_meta: false,
+            tensorrt: TensorRtSettings::default(),
         }
     }
 }
@@ -382,11 +432,6 @@ const UNSUPPORTED_KEYS: &[&str] = &[
     "custom-lib-path",
     "parse-bbox-func-name",
     "engine-create-func-name",
-    "int8-calib-file",
-    "network-mode",
-    "workspace-size",
-    "enable-dla",
-    "use-dla-core",
     "model-file",
     "proto-file",
     "uff-file",
@@ -572,6 +617,13 @@ impl InferConfig {
             "input-object-max-height" => self.objects.max_height = ini.value(e)?,
             "secondary-reinfer-interval" => self.secondary_reinfer_interval = ini.value(e)?,
             "output-tensor-meta" => self.output_tensor_meta = ini.bool_value(e)?,
+            "network-mode" => self.tensorrt.network_mode = enum_value(ini, e)?,
+            "int8-calib-file" => self.tensorrt.int8_calib_file = Some(ini.resolve_path(&e.value)),
+            "workspace-size" => self.tensorrt.workspace_size = ini.value(e)?,
+            "enable-dla" => self.tensorrt.enable_dla = ini.bool_value(e)?,
+            "use-dla-core" => self.tensorrt.use_dla_core = ini.value(e)?,
+            "allow-gpu-fallback" => self.tensorrt.allow_gpu_fallback = ini.bool_value(e)?,
+            "engine-cache-dir" => self.tensorrt.engine_cache_dir = Some(ini.resolve_path(&e.value)),
             key if UNSUPPORTED_KEYS.contains(&key) => {
                 return Ok(Some(format!(
                     "{}:{}: key `{key}` is not supported by rstrtinfer and is ignored",
@@ -701,6 +753,19 @@ impl InferConfig {
                     self.secondary_reinfer_interval = props.secondary_reinfer_interval
                 }
                 "output-tensor-meta" => self.output_tensor_meta = props.output_tensor_meta,
+                "network-mode" => self.tensorrt.network_mode = props.tensorrt.network_mode,
+                "int8-calib-file" => {
+                    self.tensorrt.int8_calib_file = props.tensorrt.int8_calib_file.clone()
+                }
+                "workspace-size" => self.tensorrt.workspace_size = props.tensorrt.workspace_size,
+                "enable-dla" => self.tensorrt.enable_dla = props.tensorrt.enable_dla,
+                "use-dla-core" => self.tensorrt.use_dla_core = props.tensorrt.use_dla_core,
+                "allow-gpu-fallback" => {
+                    self.tensorrt.allow_gpu_fallback = props.tensorrt.allow_gpu_fallback
+                }
+                "engine-cache-dir" => {
+                    self.tensorrt.engine_cache_dir = props.tensorrt.engine_cache_dir.clone()
+                }
                 other => unreachable!("property {other} has no configuration key"),
             }
         }
@@ -839,10 +904,11 @@ mod tests {
     #[test]
     fn unknown_and_unsupported_keys_warn_with_their_name() {
         let loaded =
-            load("[property]\nfrobnicate=1\nnetwork-mode=2\n[class-attrs-all]\neps=0.2\n").unwrap();
+            load("[property]\nfrobnicate=1\ncustom-lib-path=x.so\n[class-attrs-all]\neps=0.2\n")
+                .unwrap();
         assert_eq!(loaded.warnings.len(), 3, "{:?}", loaded.warnings);
         assert!(loaded.warnings[0].contains("`frobnicate`") && loaded.warnings[0].contains(":2:"));
-        assert!(loaded.warnings[1].contains("`network-mode`"));
+        assert!(loaded.warnings[1].contains("`custom-lib-path`"));
         assert!(loaded.warnings[2].contains("`eps`"));
     }
 
@@ -905,6 +971,33 @@ mod tests {
         assert_eq!(all.operate_on_gie_id, None);
         let named = load("[property]\nprocess-mode=secondary\n").unwrap().config;
         assert_eq!(named.process_mode, ProcessMode::Secondary);
+    }
+
+    #[test]
+    fn reads_tensorrt_keys() {
+        let c = load(
+            "[property]\nnetwork-mode=2\nint8-calib-file=cal.bin\nworkspace-size=2048\n\
+             enable-dla=1\nuse-dla-core=1\nallow-gpu-fallback=0\nengine-cache-dir=engines\n",
+        )
+        .unwrap()
+        .config
+        .tensorrt;
+        assert_eq!(
+            c,
+            TensorRtSettings {
+                network_mode: NetworkMode::Fp16,
+                int8_calib_file: Some(PathBuf::from("/etc/fs/cal.bin")),
+                workspace_size: 2048,
+                enable_dla: true,
+                use_dla_core: 1,
+                allow_gpu_fallback: false,
+                engine_cache_dir: Some(PathBuf::from("/etc/fs/engines")),
+            }
+        );
+        let int8 = load("[property]\nnetwork-mode=1\n").unwrap().config;
+        assert_eq!(int8.tensorrt.network_mode, NetworkMode::Int8);
+        let named = load("[property]\nnetwork-mode=fp16\n").unwrap().config;
+        assert_eq!(named.tensorrt.network_mode, NetworkMode::Fp16);
     }
 
     #[test]

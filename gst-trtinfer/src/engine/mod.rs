@@ -1,10 +1,12 @@
 //! Inference engines behind one trait.
 //!
 //! An engine describes its input and outputs and runs one batch: a contiguous input tensor in,
-//! every output as f32 into reusable buffers. Backends: ONNX Runtime ([`onnxruntime`]); native
-//! TensorRT comes behind a cargo feature.
+//! every output as f32 into reusable buffers. Backends: ONNX Runtime ([`onnxruntime`]) and,
+//! behind the cargo feature `tensorrt`, native TensorRT.
 
 pub mod onnxruntime;
+#[cfg(feature = "tensorrt")]
+pub mod tensorrt;
 
 use std::fmt;
 
