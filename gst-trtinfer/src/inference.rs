@@ -11,7 +11,10 @@ use ferrostream_core::{AttributeValue, BBox, Classification, Object};
 use crate::cluster::cluster;
 use crate::config::{Backend, ClassAttrs, ColorFormat, InferConfig, InputOrder};
 use crate::engine::onnxruntime::{OrtEngine, OrtOptions};
-use crate::engine::{ElementType, Engine, EngineDescription, EngineError, InputData, OutputTensor};
+use crate::engine::{
+    ElementType, Engine, EngineDescription, EngineError, EngineLog, InputData, LogLevel,
+    OutputTensor,
+};
 use crate::labels::{label_for, load as load_labels};
 use crate::parse::{Detection, OutputParser};
 use crate::preprocess::{Letterbox, NetworkInput, Preprocessor, SourceImage, TensorElement};
@@ -105,41 +108,32 @@ impl Inference {
     /// Loads the model of `config` and checks that everything fits together.
     /// `threads` caps ONNX Runtime's intra-op threads (0: its default).
     pub fn new(config: InferConfig, threads: usize) -> Result<Self, SetupError> {
-        if config.backend == Backend::TensorRt {
-            return Err(SetupError::Unsupported(
-                "backend=tensorrt: this build has no native TensorRT backend; use \
-                 backend=onnxruntime (device=tensorrt selects ONNX Runtime's TensorRT \
-                 execution provider)"
-                    .into(),
-            ));
-        }
-        let Some(onnx) = config.onnx_file.clone() else {
-            let hint = if config.model_engine_file.is_some() {
-                " (model-engine-file needs the native TensorRT backend, which this build lacks)"
-            } else {
-                ""
-            };
-            return Err(SetupError::Config(format!("no model: set onnx-file{hint}")));
+        Self::open(config, threads, Arc::new(|_, _| {}))
+    }
+
+    /// As [`Inference::new`], reporting through `log`: engine builds (which take minutes) as
+    /// [`LogLevel::Progress`], why `backend=auto` did not use TensorRT, and TensorRT's own log.
+    pub fn open(config: InferConfig, threads: usize, log: EngineLog) -> Result<Self, SetupError> {
+        let onnx = config
+            .onnx_file
+            .as_ref()
+            .map(|onnx| resolve_model(onnx))
+            .transpose()?;
+        let (engine, model_path): (Box<dyn Engine>, PathBuf) = match config.backend {
+            Backend::OnnxRuntime => ort_engine(&config, onnx, threads)?,
+            Backend::TensorRt => tensorrt_engine(&config, onnx, &log)?,
+            Backend::Auto => match tensorrt_engine(&config, onnx.clone(), &log) {
+                Ok(engine) => engine,
+                Err(why) => {
+                    log(
+                        LogLevel::Info,
+                        &format!("backend=auto: TensorRT not used ({why}); using ONNX Runtime"),
+                    );
+                    ort_engine(&config, onnx, threads)?
+                }
+            },
         };
-        let model_path = ferrostream_core::paths::resolve_model(&onnx).map_err(|tried| {
-            SetupError::NotFound(format!(
-                "model file not found: {} (looked in {}); scripts/fetch-models.sh downloads the \
-                 example models",
-                onnx.display(),
-                tried
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        })?;
-        let engine = OrtEngine::open(&OrtOptions {
-            model: model_path.clone(),
-            device: config.device,
-            gpu_id: config.gpu_id,
-            threads,
-        })?;
-        Self::with_engine(config, model_path, Box::new(engine))
+        Self::with_engine(config, model_path, engine)
     }
 
     /// Sets up around an engine that is already open.
@@ -500,6 +494,107 @@ pub fn attach_tensors(object: &mut Object, component: i32, tensors: Vec<(Arc<str
     }
 }
 
+/// Finds a model file as the element does: as given, beside the configuration, in
+/// FERROSTREAM_MODEL_DIR, in the model cache.
+fn resolve_model(path: &std::path::Path) -> Result<PathBuf, SetupError> {
+    ferrostream_core::paths::resolve_model(path).map_err(|tried| {
+        SetupError::NotFound(format!(
+            "model file not found: {} (looked in {}); scripts/fetch-models.sh downloads the \
+             example models",
+            path.display(),
+            tried
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })
+}
+
+/// The ONNX Runtime engine of `config` for the resolved `onnx` model.
+fn ort_engine(
+    config: &InferConfig,
+    onnx: Option<PathBuf>,
+    threads: usize,
+) -> Result<(Box<dyn Engine>, PathBuf), SetupError> {
+    let Some(model) = onnx else {
+        let hint = if config.model_engine_file.is_some() {
+            " (model-engine-file is a TensorRT engine: it needs backend=tensorrt)"
+        } else {
+            ""
+        };
+        return Err(SetupError::Config(format!("no model: set onnx-file{hint}")));
+    };
+    let engine = OrtEngine::open(&OrtOptions {
+        model: model.clone(),
+        device: config.device,
+        gpu_id: config.gpu_id,
+        threads,
+    })?;
+    Ok((Box::new(engine), model))
+}
+
+/// The native TensorRT engine of `config`: `model-engine-file`, the engine cache, or a build
+/// from the resolved `onnx` model.
+#[cfg(feature = "tensorrt")]
+fn tensorrt_engine(
+    config: &InferConfig,
+    onnx: Option<PathBuf>,
+    log: &EngineLog,
+) -> Result<(Box<dyn Engine>, PathBuf), SetupError> {
+    use crate::engine::tensorrt::{Severity, TrtEngine, TrtOptions};
+    let options = TrtOptions {
+        onnx: onnx.clone(),
+        engine_file: config.model_engine_file.clone(),
+        gpu_id: config.gpu_id,
+        batch_size: config.batch_size,
+        settings: config.tensorrt.clone(),
+    };
+    if options.onnx.is_none() && options.engine_file.is_none() {
+        return Err(SetupError::Config(
+            "no model: set onnx-file or model-engine-file".into(),
+        ));
+    }
+    let trt_log = log.clone();
+    let severity_log: Arc<crate::engine::tensorrt::LogFn> = Arc::new(move |s, m| {
+        let level = match s {
+            Severity::InternalError | Severity::Error => LogLevel::Error,
+            Severity::Warning => LogLevel::Warning,
+            Severity::Info => LogLevel::Info,
+            Severity::Verbose => LogLevel::Debug,
+        };
+        trt_log(level, m)
+    });
+    let progress_log = log.clone();
+    let engine = TrtEngine::open(&options, severity_log, &move |m: &str| {
+        progress_log(LogLevel::Progress, m)
+    })?;
+    log(
+        LogLevel::Info,
+        &format!("TensorRT engine from {:?}", engine.origin()),
+    );
+    let model = onnx
+        .or_else(|| config.model_engine_file.clone())
+        .unwrap_or_default();
+    Ok((Box::new(engine), model))
+}
+
+/// Without the `tensorrt` feature there is no native TensorRT backend.
+#[cfg(not(feature = "tensorrt"))]
+fn tensorrt_engine(
+    _config: &InferConfig,
+    _onnx: Option<PathBuf>,
+    _log: &EngineLog,
+) -> Result<(Box<dyn Engine>, PathBuf), SetupError> {
+    Err(SetupError::Unsupported(
+        "this build has no native TensorRT backend (built without the `tensorrt` feature); \
+         rebuild with `--features tensorrt` against the TensorRT SDK, or use \
+         backend=onnxruntime (device=tensorrt selects ONNX Runtime's TensorRT execution \
+         provider)"
+            .into(),
+    ))
+}
+
 /// Input shape of an engine call of `batch` frames: NCHW or NHWC.
 fn input_shape(n: &NetworkInput, batch: usize) -> Vec<usize> {
     let (c, h, w) = (n.channels as usize, n.height as usize, n.width as usize);
@@ -634,6 +729,59 @@ mod tests {
                 dims: dims.to_vec(),
             },
             outputs: vec![],
+        }
+    }
+
+    fn fixture(name: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures")
+            .join(name)
+    }
+
+    /// A classifier fixture with `backend`, and the messages opening it logged.
+    fn open(backend: Backend) -> (Result<Inference, SetupError>, Vec<(LogLevel, String)>) {
+        let config = InferConfig {
+            onnx_file: Some(fixture("f16_channel_mean.onnx")),
+            network_type: crate::config::NetworkType::Classifier,
+            backend,
+            device: crate::config::Device::Cpu,
+            ..Default::default()
+        };
+        let messages = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = messages.clone();
+        let log: EngineLog =
+            Arc::new(move |level, m: &str| sink.lock().unwrap().push((level, m.to_string())));
+        let result = Inference::open(config, 1, log);
+        let messages = messages.lock().unwrap().clone();
+        (result, messages)
+    }
+
+    #[test]
+    fn auto_backend_says_why_tensorrt_was_not_used_and_runs_on_onnx_runtime() {
+        // No TensorRT here (or a build without it): auto falls back, saying why.
+        let (inference, messages) = open(Backend::Auto);
+        let inference = inference.unwrap();
+        assert_eq!(inference.description().backend, "onnxruntime");
+        let (level, why) = messages
+            .iter()
+            .find(|(_, m)| m.starts_with("backend=auto: TensorRT not used"))
+            .expect("the reason TensorRT was not used");
+        assert_eq!(*level, LogLevel::Info);
+        if cfg!(feature = "tensorrt") {
+            assert!(why.contains("TensorRT is not available"), "{why}");
+        } else {
+            assert!(why.contains("no native TensorRT backend"), "{why}");
+        }
+    }
+
+    #[test]
+    fn tensorrt_backend_without_tensorrt_is_a_clear_error() {
+        let (result, _) = open(Backend::TensorRt);
+        let err = result.err().expect("no TensorRT here").to_string();
+        if cfg!(feature = "tensorrt") {
+            assert!(err.starts_with("TensorRT is not available"), "{err}");
+        } else {
+            assert!(err.contains("--features tensorrt"), "{err}");
         }
     }
 

@@ -415,7 +415,7 @@ fn unavailable_execution_provider_is_a_clear_error() {
         ),
     )
     .unwrap_err();
-    assert!(err.contains("backend=tensorrt"), "{err}");
+    assert!(err.contains("no native TensorRT backend"), "{err}");
 }
 
 #[test]

@@ -123,6 +123,20 @@ pub enum EngineError {
     Run(String),
 }
 
+/// How important a message from opening or running an engine is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    /// Long-running work the user should know about (building a TensorRT engine).
+    Progress,
+    Error,
+    Warning,
+    Info,
+    Debug,
+}
+
+/// Receives an engine's messages (from any thread).
+pub type EngineLog = std::sync::Arc<dyn Fn(LogLevel, &str) + Send + Sync>;
+
 /// An inference engine: one loaded model on one device.
 pub trait Engine: Send {
     fn description(&self) -> &EngineDescription;

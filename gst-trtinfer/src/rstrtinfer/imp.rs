@@ -1,6 +1,6 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use ferrostream_core::batch::{self, FrameSource, MemoryKind, frame_pixels};
@@ -15,9 +15,10 @@ use gst_base::subclass::prelude::*;
 use super::crops::GpuFrames;
 use super::crops::{self, Crop, FrameError, Work};
 use crate::config::{
-    Backend, BoxFormat, ClusterMode, ColorFormat, Device, InferConfig, InputOrder, NetworkType,
-    ParserKind, ProcessMode, Softmax, infer_dims, offsets,
+    Backend, BoxFormat, ClusterMode, ColorFormat, Device, InferConfig, InputOrder, NetworkMode,
+    NetworkType, ParserKind, ProcessMode, Softmax, infer_dims, offsets,
 };
+use crate::engine::{EngineLog, LogLevel};
 use crate::inference::{Inference, ItemResult, SetupError};
 use crate::preprocess::SUPPORTED_FORMATS;
 use crate::secondary::{self, Secondary};
@@ -138,6 +139,37 @@ impl TrtInfer {
         Ok(config)
     }
 
+    /// Where the engine's messages go: building progress as GStreamer progress messages (an
+    /// engine build takes minutes; the pipeline says so rather than appearing hung), the rest
+    /// into the debug log.
+    fn engine_log(&self) -> EngineLog {
+        let element = self.obj().downgrade();
+        Arc::new(move |level, message| {
+            let Some(element) = element.upgrade() else {
+                return;
+            };
+            match level {
+                LogLevel::Progress => {
+                    gst::info!(CAT, obj = element, "{message}");
+                    let _ = element.post_message(
+                        gst::message::Progress::builder(
+                            gst::ProgressType::Continue,
+                            "tensorrt-engine",
+                            message,
+                        )
+                        .src(&element)
+                        .build(),
+                    );
+                }
+                LogLevel::Error | LogLevel::Warning => {
+                    gst::warning!(CAT, obj = element, "{message}")
+                }
+                LogLevel::Info => gst::info!(CAT, obj = element, "{message}"),
+                LogLevel::Debug => gst::debug!(CAT, obj = element, "{message}"),
+            }
+        })
+    }
+
     fn post_engine_message(&self, inference: &Inference) {
         let d = inference.description();
         let net = inference.network();
@@ -209,6 +241,7 @@ impl ObjectImpl for TrtInfer {
             LazyLock::new(|| {
                 let d = InferConfig::default();
                 let a = d.class_attrs.all;
+                let t = &d.tensorrt;
                 vec![
                 string_prop(
                     "config-file-path",
@@ -220,7 +253,9 @@ impl ObjectImpl for TrtInfer {
                 string_prop(
                     "model-engine-file",
                     "Engine file",
-                    "Serialized TensorRT engine (native TensorRT backend only)",
+                    "Serialized TensorRT engine (.engine/.plan; backend=tensorrt or auto). When \
+                     it does not exist and onnx-file is set, the engine built from the ONNX \
+                     model is written there",
                 ),
                 string_prop("labelfile-path", "Label file", "One class label per line"),
                 glib::ParamSpecEnum::builder_with_default("backend", d.backend)
@@ -436,6 +471,46 @@ impl ObjectImpl for TrtInfer {
                     .default_value(d.output_tensor_meta)
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecEnum::builder_with_default("network-mode", t.network_mode)
+                    .nick("Network mode")
+                    .blurb("TensorRT: precision of engines built from ONNX")
+                    .mutable_ready()
+                    .build(),
+                string_prop(
+                    "int8-calib-file",
+                    "INT8 calibration",
+                    "TensorRT: INT8 calibration cache (network-mode int8)",
+                ),
+                glib::ParamSpecUInt::builder("workspace-size")
+                    .nick("Workspace size")
+                    .blurb("TensorRT: builder workspace limit in MiB (0: TensorRT's default)")
+                    .default_value(t.workspace_size)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecBoolean::builder("enable-dla")
+                    .nick("Enable DLA")
+                    .blurb("TensorRT: build for and run on DLA core use-dla-core (Jetson)")
+                    .default_value(t.enable_dla)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("use-dla-core")
+                    .nick("DLA core")
+                    .blurb("TensorRT: the DLA core with enable-dla")
+                    .default_value(t.use_dla_core)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecBoolean::builder("allow-gpu-fallback")
+                    .nick("GPU fallback")
+                    .blurb("TensorRT with enable-dla: layers the DLA cannot run run on the GPU")
+                    .default_value(t.allow_gpu_fallback)
+                    .mutable_ready()
+                    .build(),
+                string_prop(
+                    "engine-cache-dir",
+                    "Engine cache",
+                    "TensorRT: where engines built from ONNX are cached (default: \
+                     $FERROSTREAM_ENGINE_CACHE, else ~/.cache/ferrostream/engines)",
+                ),
                 glib::ParamSpecUInt::builder("threads")
                     .nick("CPU threads")
                     .blurb("ONNX Runtime intra-op threads (0: its default, one per core)")
@@ -564,6 +639,19 @@ impl ObjectImpl for TrtInfer {
             "process-mode" => {
                 p.process_mode = value.get::<ProcessMode>().expect("type checked upstream")
             }
+            "network-mode" => {
+                p.tensorrt.network_mode = value.get::<NetworkMode>().expect("type checked upstream")
+            }
+            "int8-calib-file" => p.tensorrt.int8_calib_file = path(),
+            "workspace-size" => {
+                p.tensorrt.workspace_size = value.get().expect("type checked upstream")
+            }
+            "enable-dla" => p.tensorrt.enable_dla = value.get().expect("type checked upstream"),
+            "use-dla-core" => p.tensorrt.use_dla_core = value.get().expect("type checked upstream"),
+            "allow-gpu-fallback" => {
+                p.tensorrt.allow_gpu_fallback = value.get().expect("type checked upstream")
+            }
+            "engine-cache-dir" => p.tensorrt.engine_cache_dir = path(),
             "operate-on-gie-id" => {
                 p.operate_on_gie_id =
                     Some(value.get::<i32>().expect("type checked upstream")).filter(|&id| id > 0)
@@ -641,6 +729,13 @@ impl ObjectImpl for TrtInfer {
             "classifier-threshold" => p.classifier_threshold.to_value(),
             "classifier-softmax" => p.classifier_softmax.to_value(),
             "process-mode" => p.process_mode.to_value(),
+            "network-mode" => p.tensorrt.network_mode.to_value(),
+            "int8-calib-file" => path(&p.tensorrt.int8_calib_file),
+            "workspace-size" => p.tensorrt.workspace_size.to_value(),
+            "enable-dla" => p.tensorrt.enable_dla.to_value(),
+            "use-dla-core" => p.tensorrt.use_dla_core.to_value(),
+            "allow-gpu-fallback" => p.tensorrt.allow_gpu_fallback.to_value(),
+            "engine-cache-dir" => path(&p.tensorrt.engine_cache_dir),
             "operate-on-gie-id" => p.operate_on_gie_id.unwrap_or(-1).to_value(),
             "operate-on-class-ids" => s.class_ids_text.to_value(),
             "input-object-min-width" => p.objects.min_width.to_value(),
@@ -681,7 +776,7 @@ impl ElementImpl for TrtInfer {
                 "Filter/Analytics/Video",
                 "Runs a detector or classifier on every frame, or on the objects upstream \
                  detectors found, and attaches the results as analytics metadata (ONNX Runtime \
-                 backend)",
+                 or native TensorRT)",
                 "Ferrostream developers",
             )
         });
@@ -713,7 +808,8 @@ impl BaseTransformImpl for TrtInfer {
         }
         let secondary =
             (config.process_mode == ProcessMode::Secondary).then(|| Secondary::new(&config));
-        let inference = Inference::new(config, settings.threads as usize).map_err(setup_error)?;
+        let inference = Inference::open(config, settings.threads as usize, self.engine_log())
+            .map_err(setup_error)?;
         let d = inference.description();
         gst::info!(
             CAT,

@@ -2,7 +2,9 @@
 //! (secondary), attaching the results as [`BatchMeta`](ferrostream_core::BatchMeta).
 //!
 //! The model runs on ONNX Runtime (CPU, or its CUDA / TensorRT execution providers where the
-//! installed runtime has them). Pre-processing follows nvinfer: scale (optionally keeping the
+//! installed runtime has them) or, in builds with the `tensorrt` feature, on native TensorRT
+//! (`backend=tensorrt`, or `auto`, which prefers it): a `model-engine-file`, or an engine built
+//! from `onnx-file` once (`network-mode`, `workspace-size`, `enable-dla`...) and cached. Pre-processing follows nvinfer: scale (optionally keeping the
 //! aspect ratio with symmetric padding), colour order, `net-scale-factor` and `offsets`, NCHW or
 //! NHWC, f32/f16/u8 inputs. Output parsers: SSD, TensorFlow Object Detection API, YOLOv5,
 //! YOLOv8, CenterFace and classifiers, with per-class NMS and `[class-attrs-*]` thresholds.
@@ -40,8 +42,8 @@ mod crops;
 mod imp;
 
 pub use crate::config::{
-    Backend, BoxFormat, ClusterMode, ColorFormat, Device, InputOrder, NetworkType, ParserKind,
-    ProcessMode, Softmax,
+    Backend, BoxFormat, ClusterMode, ColorFormat, Device, InputOrder, NetworkMode, NetworkType,
+    ParserKind, ProcessMode, Softmax,
 };
 
 glib::wrapper! {
@@ -61,6 +63,7 @@ pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
         BoxFormat::static_type(),
         Softmax::static_type(),
         ProcessMode::static_type(),
+        NetworkMode::static_type(),
     ] {
         ty.mark_as_plugin_api(gst::PluginAPIFlags::empty());
     }

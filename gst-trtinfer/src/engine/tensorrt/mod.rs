@@ -9,6 +9,7 @@
 //! - [`options`]: rstrtinfer's settings as a TensorRT build; [`cache`]: built engines on disk.
 
 pub mod cache;
+pub mod engine;
 pub mod ffi;
 pub mod options;
 
@@ -18,6 +19,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use super::{ElementType, EngineError};
+pub use engine::{Origin, TrtEngine, TrtOptions};
 pub use options::BuildOptions;
 
 /// Library file names tried, in order, in each directory (and by the dynamic loader's search).

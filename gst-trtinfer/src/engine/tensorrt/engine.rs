@@ -1,0 +1,439 @@
+//! [`TrtEngine`]: a TensorRT engine behind the [`Engine`] trait. The engine comes from
+//! `model-engine-file`, from the engine cache, or is built from `onnx-file` (then cached, and
+//! written to `model-engine-file` when that names a file that does not exist yet).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use ferrostream_core::cuda::{self, DeviceBuffer, Stream};
+
+use super::cache::{CacheKey, EngineCache, Lookup, sha256_hex, write_atomically};
+use super::{
+    BuildOptions, CudaEngine, ExecutionContext, IoMode, IoTensor, Library, LogFn, Runtime,
+    build_from_onnx,
+};
+use crate::config::TensorRtSettings;
+use crate::engine::{
+    ElementType, Engine, EngineDescription, EngineError, InputData, OutputTensor, TensorInfo,
+};
+
+/// What to open.
+#[derive(Debug, Clone)]
+pub struct TrtOptions {
+    pub onnx: Option<PathBuf>,
+    pub engine_file: Option<PathBuf>,
+    pub gpu_id: u32,
+    /// Largest engine call (the optimisation profile's maximum batch).
+    pub batch_size: u32,
+    pub settings: TensorRtSettings,
+}
+
+/// Where the engine came from, for the log and the element's start message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Origin {
+    EngineFile(PathBuf),
+    Cache(PathBuf),
+    /// Built now (seconds taken), stored at the path; `reason` says why an older one was not used.
+    Built {
+        cached: PathBuf,
+        seconds: f64,
+        reason: Option<String>,
+    },
+}
+
+/// Progress reports while opening: building an engine takes minutes.
+pub type Progress = dyn Fn(&str) + Send + Sync;
+
+pub struct TrtEngine {
+    // Field order is drop order: the context before the engine, buffers before the CUDA context.
+    context: ExecutionContext,
+    input: IoTensor,
+    outputs: Vec<IoTensor>,
+    input_buffer: DeviceBuffer,
+    output_buffers: Vec<DeviceBuffer>,
+    staging: Vec<u8>,
+    stream: Stream,
+    cuda: Arc<cuda::Context>,
+    description: EngineDescription,
+    origin: Origin,
+}
+
+fn cuda_error(e: cuda::CudaError) -> EngineError {
+    EngineError::RuntimeMissing(format!("CUDA: {e}"))
+}
+
+fn dims_info(shape: &[i64]) -> Vec<Option<usize>> {
+    shape
+        .iter()
+        .map(|&d| usize::try_from(d).ok().filter(|_| d >= 0))
+        .collect()
+}
+
+/// Elements of a tensor of `shape` whose batch dimension (when dynamic) is `batch`.
+fn elements(shape: &[i64], batch: usize) -> Result<usize, String> {
+    shape
+        .iter()
+        .enumerate()
+        .map(|(i, &d)| match (i, d) {
+            (0, -1) => Ok(batch),
+            (_, d) if d >= 0 => Ok(d as usize),
+            _ => Err(format!(
+                "dimension {i} of {shape:?} is dynamic; only the batch may be"
+            )),
+        })
+        .product()
+}
+
+impl TrtEngine {
+    pub fn open(
+        options: &TrtOptions,
+        log: Arc<LogFn>,
+        progress: &Progress,
+    ) -> Result<Self, EngineError> {
+        let library = Library::load()?;
+        let cuda = cuda::Context::primary(options.gpu_id).map_err(cuda_error)?;
+        let _bound = cuda.bind().map_err(cuda_error)?;
+        let runtime_log = log.clone();
+        let runtime = Runtime::new(library.clone(), Box::new(move |s, m| runtime_log(s, m)))?;
+        let build = BuildOptions::new(&options.settings, options.batch_size)
+            .map_err(EngineError::ProviderUnavailable)?;
+        let (blob, origin) = engine_blob(options, &library, &cuda, &build, log, progress)?;
+        let engine = CudaEngine::deserialize(runtime, &blob, build.dla_core)?;
+        let inputs: Vec<&IoTensor> = engine
+            .io()
+            .iter()
+            .filter(|t| t.mode == IoMode::Input)
+            .collect();
+        let [input] = inputs[..] else {
+            return Err(EngineError::Run(format!(
+                "the engine has {} inputs; rstrtinfer feeds exactly one image input",
+                inputs.len()
+            )));
+        };
+        let input = input.clone();
+        let outputs: Vec<IoTensor> = engine
+            .io()
+            .iter()
+            .filter(|t| t.mode == IoMode::Output)
+            .cloned()
+            .collect();
+        let max_batch = match &input.profile {
+            Some((_, max)) if input.shape.first() == Some(&-1) => {
+                max.first().copied().unwrap_or(1).max(1) as usize
+            }
+            _ => input.shape.first().copied().unwrap_or(1).max(1) as usize,
+        };
+        let size_of = |t: &IoTensor| {
+            let elems = elements(&t.shape, max_batch).map_err(EngineError::Run)?;
+            let bytes = t.element_type.size().ok_or_else(|| {
+                EngineError::Run(format!(
+                    "tensor {} has element type {}, which rstrtinfer cannot read",
+                    t.name.to_string_lossy(),
+                    t.element_type
+                ))
+            })?;
+            Ok::<usize, EngineError>(elems * bytes)
+        };
+        let input_buffer = DeviceBuffer::new(&cuda, size_of(&input)?).map_err(cuda_error)?;
+        let output_buffers = outputs
+            .iter()
+            .map(|o| DeviceBuffer::new(&cuda, size_of(o)?).map_err(cuda_error))
+            .collect::<Result<Vec<_>, _>>()?;
+        let context = ExecutionContext::new(engine)?;
+        let stream = Stream::new(&cuda, 0).map_err(cuda_error)?;
+        let info = |t: &IoTensor| TensorInfo {
+            name: t.name.to_string_lossy().into_owned(),
+            element_type: t.element_type,
+            dims: dims_info(&t.shape),
+        };
+        let device = match build.dla_core {
+            Some(core) if build.gpu_fallback => vec![format!("DLA{core}"), "GPU fallback".into()],
+            Some(core) => vec![format!("DLA{core}")],
+            None => vec![format!(
+                "GPU{} ({})",
+                options.gpu_id,
+                cuda.device_name().unwrap_or_default()
+            )],
+        };
+        let description = EngineDescription {
+            backend: "tensorrt",
+            providers: device,
+            version: library.version().to_string(),
+            input: info(&input),
+            outputs: outputs.iter().map(info).collect(),
+        };
+        drop(_bound);
+        Ok(Self {
+            context,
+            input,
+            outputs,
+            input_buffer,
+            output_buffers,
+            staging: Vec::new(),
+            stream,
+            cuda,
+            description,
+            origin,
+        })
+    }
+
+    /// Where the engine came from.
+    pub fn origin(&self) -> &Origin {
+        &self.origin
+    }
+}
+
+/// The serialised engine: `model-engine-file` when it exists, else the cache, else a build.
+fn engine_blob(
+    options: &TrtOptions,
+    library: &Arc<Library>,
+    cuda: &Arc<cuda::Context>,
+    build: &BuildOptions,
+    log: Arc<LogFn>,
+    progress: &Progress,
+) -> Result<(Vec<u8>, Origin), EngineError> {
+    let read = |path: &Path| {
+        std::fs::read(path).map_err(|e| EngineError::Model {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })
+    };
+    if let Some(file) = options.engine_file.as_ref().filter(|f| f.is_file()) {
+        return Ok((read(file)?, Origin::EngineFile(file.clone())));
+    }
+    let Some(onnx) = &options.onnx else {
+        return Err(EngineError::Model {
+            path: options
+                .engine_file
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            reason: "engine file not found, and no onnx-file to build it from".into(),
+        });
+    };
+    let model = read(onnx)?;
+    let (cc_major, cc_minor) = cuda.compute_capability().map_err(cuda_error)?;
+    let calibration = build
+        .int8_calibration_cache
+        .as_ref()
+        .map(|p| read(p).map(|bytes| sha256_hex(&bytes)))
+        .transpose()?;
+    let (min_batch, _, max_batch) = build.batch_profile();
+    let key = CacheKey {
+        model_sha256: sha256_hex(&model),
+        tensorrt: library.version().to_string(),
+        gpu: cuda.device_name().map_err(cuda_error)?,
+        compute_capability: format!("{cc_major}.{cc_minor}"),
+        precision: build.precision_name().into(),
+        min_batch: min_batch as u32,
+        max_batch: max_batch as u32,
+        dla_core: build.dla_core,
+        gpu_fallback: build.gpu_fallback,
+        int8_calibration_sha256: calibration,
+        workspace_bytes: build.workspace_bytes,
+    };
+    let cache = EngineCache::new(
+        options
+            .settings
+            .engine_cache_dir
+            .clone()
+            .unwrap_or_else(EngineCache::default_dir),
+    );
+    let stem = onnx
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "model".into());
+    let reason = match cache.lookup(&stem, &key) {
+        Lookup::Hit(path) => return Ok((read(&path)?, Origin::Cache(path))),
+        Lookup::Stale { path, reason } => Some(format!(
+            "the cached engine {} was built for another platform ({reason})",
+            path.display()
+        )),
+        Lookup::Miss => None,
+    };
+    progress(&format!(
+        "building a TensorRT {} engine from {} for batch 1..{max_batch}{} on {}{}: this takes a \
+         while, once; it is cached in {}",
+        build.precision_name(),
+        onnx.display(),
+        build
+            .dla_core
+            .map(|c| format!(", DLA core {c}"))
+            .unwrap_or_default(),
+        key.gpu,
+        reason
+            .as_ref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default(),
+        cache.dir().display()
+    ));
+    let t0 = Instant::now();
+    let blob = build_from_onnx(library, build, &model, Box::new(move |s, m| log(s, m)))?;
+    let seconds = t0.elapsed().as_secs_f64();
+    let cached = cache
+        .store(&stem, &key, &blob)
+        .map_err(|e| EngineError::Model {
+            path: cache.dir().display().to_string(),
+            reason: format!("storing the built engine: {e}"),
+        })?;
+    if let Some(file) = &options.engine_file {
+        write_atomically(file, &blob).map_err(|e| EngineError::Model {
+            path: file.display().to_string(),
+            reason: format!("writing the built engine: {e}"),
+        })?;
+    }
+    progress(&format!(
+        "built the TensorRT engine in {seconds:.1} s; cached as {}",
+        cached.display()
+    ));
+    Ok((
+        blob,
+        Origin::Built {
+            cached,
+            seconds,
+            reason,
+        },
+    ))
+}
+
+/// Appends `bytes` (elements of `ty`) as f32 to `out`.
+fn to_f32(ty: ElementType, bytes: &[u8], out: &mut Vec<f32>) -> Result<(), EngineError> {
+    out.clear();
+    match ty {
+        ElementType::F32 => out.extend(
+            bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
+        ),
+        ElementType::F16 => out.extend(
+            bytes
+                .chunks_exact(2)
+                .map(|b| half::f16::from_ne_bytes([b[0], b[1]]).to_f32()),
+        ),
+        ElementType::I32 => out.extend(
+            bytes
+                .chunks_exact(4)
+                .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as f32),
+        ),
+        ElementType::I64 => out.extend(
+            bytes
+                .chunks_exact(8)
+                .map(|b| i64::from_ne_bytes(b.try_into().expect("8-byte chunk")) as f32),
+        ),
+        ElementType::U8 => out.extend(bytes.iter().map(|&b| b as f32)),
+        ElementType::I8 => out.extend(bytes.iter().map(|&b| b as i8 as f32)),
+        ElementType::Other(name) => {
+            return Err(EngineError::Run(format!("output element type {name}")));
+        }
+    }
+    Ok(())
+}
+
+impl Engine for TrtEngine {
+    fn description(&self) -> &EngineDescription {
+        &self.description
+    }
+
+    fn run(
+        &mut self,
+        input: InputData<'_>,
+        shape: &[usize],
+        outputs: &mut Vec<OutputTensor>,
+    ) -> Result<(), EngineError> {
+        let (bytes, ty): (&[u8], ElementType) = match input {
+            // SAFETY (all three): plain numbers viewed as their bytes.
+            InputData::F32(v) => (
+                unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), v.len() * 4) },
+                ElementType::F32,
+            ),
+            InputData::F16(v) => (
+                unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), v.len() * 2) },
+                ElementType::F16,
+            ),
+            InputData::U8(v) => (v, ElementType::U8),
+        };
+        if ty != self.input.element_type {
+            return Err(EngineError::Run(format!(
+                "the engine's input is {} but {ty} was given",
+                self.input.element_type
+            )));
+        }
+        if bytes.len() > self.input_buffer.len() {
+            return Err(EngineError::Run(format!(
+                "{} input bytes for an engine that takes at most {}",
+                bytes.len(),
+                self.input_buffer.len()
+            )));
+        }
+        let _bound = self.cuda.bind().map_err(cuda_error)?;
+        let batch = shape.first().copied().unwrap_or(1);
+        self.input_buffer
+            .upload(&self.stream, bytes)
+            .map_err(cuda_error)?;
+        let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        let name = self.input.name.clone();
+        self.context.set_input_shape(&name, &dims)?;
+        // SAFETY: the buffers were allocated in the engine's context for the maximum batch and
+        // live as long as the engine; the inference is waited for below before they are reused.
+        unsafe {
+            self.context.set_address(&name, self.input_buffer.ptr())?;
+            for (o, buffer) in self.outputs.iter().zip(&self.output_buffers) {
+                self.context.set_address(&o.name, buffer.ptr())?;
+            }
+            self.context.enqueue(self.stream.raw().cast())?;
+        }
+        outputs.resize_with(self.outputs.len(), OutputTensor::default);
+        for ((o, buffer), out) in self.outputs.iter().zip(&self.output_buffers).zip(outputs) {
+            let elems = elements(&o.shape, batch).map_err(EngineError::Run)?;
+            let len = elems * o.element_type.size().unwrap_or(4);
+            self.staging.resize(len, 0);
+            // Waits for the stream: the inference and this copy.
+            buffer
+                .download(&self.stream, &mut self.staging)
+                .map_err(cuda_error)?;
+            out.name = o.name.to_string_lossy().into_owned();
+            out.shape = o
+                .shape
+                .iter()
+                .enumerate()
+                .map(|(i, &d)| if i == 0 && d == -1 { batch } else { d as usize })
+                .collect();
+            to_f32(o.element_type, &self.staging, &mut out.data)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_batch_may_be_dynamic() {
+        assert_eq!(elements(&[-1, 3, 224, 224], 8), Ok(8 * 3 * 224 * 224));
+        assert_eq!(elements(&[1, 1000], 8), Ok(1000));
+        assert!(
+            elements(&[-1, 3, -1, -1], 1)
+                .unwrap_err()
+                .contains("dimension 2")
+        );
+    }
+
+    #[test]
+    fn outputs_convert_to_f32() {
+        let mut out = Vec::new();
+        let h: Vec<u8> = [half::f16::from_f32(1.5), half::f16::from_f32(-2.0)]
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect();
+        to_f32(ElementType::F16, &h, &mut out).unwrap();
+        assert_eq!(out, vec![1.5, -2.0]);
+        let i: Vec<u8> = [7i32, -3].iter().flat_map(|v| v.to_ne_bytes()).collect();
+        to_f32(ElementType::I32, &i, &mut out).unwrap();
+        assert_eq!(out, vec![7.0, -3.0]);
+        to_f32(ElementType::I8, &[0xff, 2], &mut out).unwrap();
+        assert_eq!(out, vec![-1.0, 2.0]);
+        assert!(to_f32(ElementType::Other("bf16"), &[0, 0], &mut out).is_err());
+    }
+}
