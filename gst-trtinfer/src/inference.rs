@@ -335,6 +335,33 @@ impl Inference {
         Ok(bytes.len())
     }
 
+    /// Runs the engine on the first `frames` slots that `stage` pre-processed into its device
+    /// tensor, reading them where they are (no copy of the input), on the stage's stream.
+    /// `None` when the engine cannot read that memory: then [`Inference::load_device_tensor`]
+    /// and [`Inference::infer`] do it through the host.
+    #[cfg(feature = "cuda")]
+    pub fn infer_on_device(
+        &mut self,
+        stage: &crate::gpu::GpuStage,
+        frames: usize,
+    ) -> Option<Result<(), EngineError>> {
+        let letterboxes = stage.letterboxes();
+        let batch = self.fixed_batch.unwrap_or(frames);
+        self.input_shape[0] = batch;
+        let input = crate::engine::DeviceInput {
+            ptr: stage.tensor().ptr(),
+            bytes: batch * self.network.frame_len() * self.tensor_element_type().size()?,
+            stream: stage.stream(),
+        };
+        let result = self
+            .engine
+            .run_device(&input, &self.input_shape, &mut self.outputs)?;
+        for (slot, lb) in letterboxes.iter().take(self.capacity).enumerate() {
+            self.letterboxes[slot] = Some(*lb);
+        }
+        Some(result)
+    }
+
     /// Runs the engine on the first `frames` slots of the input tensor (all slots of a model with
     /// a fixed batch size; the unused ones are ignored).
     pub fn infer(&mut self, frames: usize) -> Result<(), EngineError> {

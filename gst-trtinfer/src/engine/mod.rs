@@ -137,9 +137,31 @@ pub enum LogLevel {
 /// Receives an engine's messages (from any thread).
 pub type EngineLog = std::sync::Arc<dyn Fn(LogLevel, &str) + Send + Sync>;
 
+/// A pre-processed input tensor already in device memory, written on `stream`.
+#[cfg(feature = "cuda")]
+pub struct DeviceInput<'a> {
+    pub ptr: u64,
+    pub bytes: usize,
+    pub stream: &'a ferrostream_core::cuda::Stream,
+}
+
 /// An inference engine: one loaded model on one device.
 pub trait Engine: Send {
     fn description(&self) -> &EngineDescription;
+
+    /// Runs a batch whose input is already in device memory, without copying it, enqueued on
+    /// the input's stream. `None` when this engine cannot read that memory (a host engine, or
+    /// another CUDA context): the caller then copies the tensor to the host and calls
+    /// [`Engine::run`].
+    #[cfg(feature = "cuda")]
+    fn run_device(
+        &mut self,
+        _input: &DeviceInput<'_>,
+        _shape: &[usize],
+        _outputs: &mut Vec<OutputTensor>,
+    ) -> Option<Result<(), EngineError>> {
+        None
+    }
 
     /// Runs a batch. `shape` is the full input shape (batch first); `outputs` is resized to the
     /// model's outputs and refilled, so its buffers are reused from run to run.

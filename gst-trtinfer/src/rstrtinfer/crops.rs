@@ -105,7 +105,19 @@ fn infer_and_parse(
     inference
         .infer(sizes.len())
         .map_err(|e| (gst::StreamError::Failed, e.to_string()))?;
-    let t2 = Instant::now();
+    parse(inference, sizes, [t0, t1, Instant::now()], results, work)
+}
+
+/// Parses the last engine call's `sizes.len()` slots; `times` are when pre-processing, the
+/// engine and parsing began.
+fn parse(
+    inference: &mut Inference,
+    sizes: &[(u32, u32)],
+    times: [Instant; 3],
+    results: &mut Vec<ItemResult>,
+    work: &mut Work,
+) -> Result<(), FrameError> {
+    let [t0, t1, t2] = times;
     for (slot, &(w, h)) in sizes.iter().enumerate() {
         results.push(inference.result(slot, w, h).map_err(|m| {
             (
@@ -214,6 +226,22 @@ impl GpuFrames {
             stage
                 .preprocess(&jobs, inference.network(), inference.tensor_element_type())
                 .map_err(cuda_error)?;
+            work.gpu_items += chunk.len() as u64;
+            // An engine that reads device memory of this context (TensorRT) takes the tensor
+            // where it is, on the stage's stream; it waits for the inference.
+            let t1 = Instant::now();
+            if let Some(result) = inference.infer_on_device(stage, chunk.len()) {
+                drop(mapped);
+                result.map_err(|e| (gst::StreamError::Failed, e.to_string()))?;
+                parse(
+                    inference,
+                    &sizes,
+                    [t0, t1, Instant::now()],
+                    &mut results,
+                    &mut work,
+                )?;
+                continue;
+            }
             // The engine takes host memory: one copy of the tensor (this waits for the stream,
             // after which the frames may be unmapped).
             let copied = inference.load_device_tensor(stage).map_err(cuda_error)?;
@@ -221,16 +249,15 @@ impl GpuFrames {
             if !std::mem::replace(&mut self.logged_tensor_copy, true) {
                 let d = inference.description();
                 log(format!(
-                    "{} on [{}] takes host memory: the pre-processed tensor ({copied} bytes for \
-                     {} images) is copied to the host once per engine call; the frames stay on \
-                     the GPU",
+                    "{} on [{}] takes host memory here: the pre-processed tensor ({copied} bytes \
+                     for {} images) is copied to the host once per engine call; the frames stay \
+                     on the GPU",
                     d.backend,
                     d.providers.join(", "),
                     chunk.len()
                 ));
             }
             work.tensor_copies += 1;
-            work.gpu_items += chunk.len() as u64;
             infer_and_parse(inference, &sizes, t0, &mut results, &mut work)?;
         }
         Ok((results, work))

@@ -15,7 +15,8 @@ use super::{
 };
 use crate::config::TensorRtSettings;
 use crate::engine::{
-    ElementType, Engine, EngineDescription, EngineError, InputData, OutputTensor, TensorInfo,
+    DeviceInput, ElementType, Engine, EngineDescription, EngineError, InputData, OutputTensor,
+    TensorInfo,
 };
 
 /// What to open.
@@ -53,7 +54,7 @@ pub struct TrtEngine {
     input_buffer: DeviceBuffer,
     output_buffers: Vec<DeviceBuffer>,
     staging: Vec<u8>,
-    stream: Stream,
+    stream: Arc<Stream>,
     cuda: Arc<cuda::Context>,
     description: EngineDescription,
     origin: Origin,
@@ -141,7 +142,7 @@ impl TrtEngine {
             .map(|o| DeviceBuffer::new(&cuda, size_of(o)?).map_err(cuda_error))
             .collect::<Result<Vec<_>, _>>()?;
         let context = ExecutionContext::new(engine)?;
-        let stream = Stream::new(&cuda, 0).map_err(cuda_error)?;
+        let stream = Arc::new(Stream::new(&cuda, 0).map_err(cuda_error)?);
         let info = |t: &IoTensor| TensorInfo {
             name: t.name.to_string_lossy().into_owned(),
             element_type: t.element_type,
@@ -366,22 +367,73 @@ impl Engine for TrtEngine {
                 self.input_buffer.len()
             )));
         }
-        let _bound = self.cuda.bind().map_err(cuda_error)?;
-        let batch = shape.first().copied().unwrap_or(1);
+        let cuda = self.cuda.clone();
+        let _bound = cuda.bind().map_err(cuda_error)?;
         self.input_buffer
             .upload(&self.stream, bytes)
             .map_err(cuda_error)?;
+        let (input, stream) = (self.input_buffer.ptr(), self.stream.clone());
+        // SAFETY: the input buffer belongs to the engine's context, holds the batch just
+        // uploaded on `stream`, and outlives the call, which waits for the inference.
+        unsafe { self.enqueue_and_read(input, shape, &stream, outputs) }
+    }
+
+    fn run_device(
+        &mut self,
+        input: &DeviceInput<'_>,
+        shape: &[usize],
+        outputs: &mut Vec<OutputTensor>,
+    ) -> Option<Result<(), EngineError>> {
+        if input.stream.context().raw() != self.cuda.raw() {
+            return None;
+        }
+        let expected = elements(&self.input.shape, shape.first().copied().unwrap_or(1))
+            .map(|n| n * self.input.element_type.size().unwrap_or(4));
+        if expected.as_ref().ok() != Some(&input.bytes) {
+            return Some(Err(EngineError::Run(format!(
+                "device input of {} bytes for an engine input of {:?} bytes",
+                input.bytes, expected
+            ))));
+        }
+        let cuda = self.cuda.clone();
+        let _bound = match cuda.bind() {
+            Ok(b) => b,
+            Err(e) => return Some(Err(cuda_error(e))),
+        };
+        // SAFETY: same context (checked above); the tensor holds `input.bytes` bytes written on
+        // `input.stream`, which the inference is enqueued on (so it runs after them), and the
+        // call waits for the inference before returning.
+        Some(unsafe { self.enqueue_and_read(input.ptr, shape, input.stream, outputs) })
+    }
+}
+
+impl TrtEngine {
+    /// Runs the engine on the input at `input` (shape `shape`) on `stream` and reads every
+    /// output back as f32.
+    ///
+    /// # Safety
+    /// `input` must be device memory of the engine's context holding the input, ready in
+    /// `stream` order, and valid until this returns (it waits for the inference).
+    unsafe fn enqueue_and_read(
+        &mut self,
+        input: u64,
+        shape: &[usize],
+        stream: &Stream,
+        outputs: &mut Vec<OutputTensor>,
+    ) -> Result<(), EngineError> {
+        let batch = shape.first().copied().unwrap_or(1);
         let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
         let name = self.input.name.clone();
         self.context.set_input_shape(&name, &dims)?;
-        // SAFETY: the buffers were allocated in the engine's context for the maximum batch and
-        // live as long as the engine; the inference is waited for below before they are reused.
+        // SAFETY: the caller vouches for `input`; the output buffers were allocated in the
+        // engine's context for the maximum batch and live as long as the engine. The downloads
+        // below wait for the stream before the buffers are reused.
         unsafe {
-            self.context.set_address(&name, self.input_buffer.ptr())?;
+            self.context.set_address(&name, input)?;
             for (o, buffer) in self.outputs.iter().zip(&self.output_buffers) {
                 self.context.set_address(&o.name, buffer.ptr())?;
             }
-            self.context.enqueue(self.stream.raw().cast())?;
+            self.context.enqueue(stream.raw().cast())?;
         }
         outputs.resize_with(self.outputs.len(), OutputTensor::default);
         for ((o, buffer), out) in self.outputs.iter().zip(&self.output_buffers).zip(outputs) {
@@ -390,7 +442,7 @@ impl Engine for TrtEngine {
             self.staging.resize(len, 0);
             // Waits for the stream: the inference and this copy.
             buffer
-                .download(&self.stream, &mut self.staging)
+                .download(stream, &mut self.staging)
                 .map_err(cuda_error)?;
             out.name = o.name.to_string_lossy().into_owned();
             out.shape = o
