@@ -669,6 +669,30 @@ impl ObjectImpl for StreamMux {
 impl GstObjectImpl for StreamMux {}
 
 impl ElementImpl for StreamMux {
+    fn change_state(
+        &self,
+        transition: gst::StateChange,
+    ) -> Result<gst::StateChangeSuccess, gst::StateChangeError> {
+        let result = self.parent_change_state(transition)?;
+        if transition == gst::StateChange::PausedToPlaying
+            && self.settings.lock().unwrap().push_timeout().is_some()
+        {
+            // With sources that are not live, frames can fill the pads while the pipeline
+            // prerolls, before there is a clock. The aggregator then waits for new data without
+            // a deadline, and a stalled source would hold batches forever. Now that the clock
+            // is set, a latency query wakes it (the aggregator signals its thread after one), so
+            // it waits on the clock for batched-push-timeout instead.
+            let mut query = gst::query::Latency::new();
+            let answered = self.obj().src_pad().query(&mut query);
+            gst::debug!(
+                CAT,
+                imp = self,
+                "woke the aggregator on PLAYING (latency query answered: {answered})"
+            );
+        }
+        Ok(result)
+    }
+
     fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
         static METADATA: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
             gst::subclass::ElementMetadata::new(
