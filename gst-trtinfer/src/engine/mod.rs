@@ -77,6 +77,32 @@ pub enum InputData<'a> {
     U8(&'a [u8]),
 }
 
+impl InputData<'_> {
+    /// The tensor's element type.
+    pub fn element_type(&self) -> ElementType {
+        match self {
+            InputData::F32(_) => ElementType::F32,
+            InputData::F16(_) => ElementType::F16,
+            InputData::U8(_) => ElementType::U8,
+        }
+    }
+
+    /// The tensor's memory, as bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        match *self {
+            // SAFETY: f32 has no padding; any initialised f32 may be read as its 4 bytes.
+            InputData::F32(v) => unsafe {
+                std::slice::from_raw_parts(v.as_ptr().cast(), v.len() * 4)
+            },
+            // SAFETY: as above, 2 bytes per f16.
+            InputData::F16(v) => unsafe {
+                std::slice::from_raw_parts(v.as_ptr().cast(), v.len() * 2)
+            },
+            InputData::U8(v) => v,
+        }
+    }
+}
+
 /// One output of a run, converted to f32.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct OutputTensor {

@@ -342,18 +342,7 @@ impl Engine for TrtEngine {
         shape: &[usize],
         outputs: &mut Vec<OutputTensor>,
     ) -> Result<(), EngineError> {
-        let (bytes, ty): (&[u8], ElementType) = match input {
-            // SAFETY (all three): plain numbers viewed as their bytes.
-            InputData::F32(v) => (
-                unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), v.len() * 4) },
-                ElementType::F32,
-            ),
-            InputData::F16(v) => (
-                unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), v.len() * 2) },
-                ElementType::F16,
-            ),
-            InputData::U8(v) => (v, ElementType::U8),
-        };
+        let (bytes, ty) = (input.as_bytes(), input.element_type());
         if ty != self.input.element_type {
             return Err(EngineError::Run(format!(
                 "the engine's input is {} but {ty} was given",
