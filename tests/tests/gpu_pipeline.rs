@@ -191,6 +191,24 @@ fn assert_zero_copy(run: &Run, frames: usize, frame_bytes: u64, what: &str) {
     );
 }
 
+/// Runs two 30-frame sources of `format` at `size` (`src(i)` links source i to `mux.sink_i`)
+/// through rsstreammux -> rstrtinfer -> rsosd and checks that all 60 frames stayed on the GPU.
+fn run_two_sources(src: &dyn Fn(u32) -> String, format: &str, size: (u64, u64), what: &str) {
+    let run = run(&format!(
+        "rsstreammux name=mux batch-size=2 ! {} ! rsosd name=osd ! fakesink sync=false {}{}",
+        infer(),
+        src(0),
+        src(1)
+    ));
+    let pixels = size.0 * size.1;
+    let frame_bytes = if format == "NV12" {
+        pixels * 3 / 2
+    } else {
+        pixels * 4
+    };
+    assert_zero_copy(&run, 60, frame_bytes, what);
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
@@ -256,18 +274,7 @@ fn cudaupload_frames_stay_on_the_gpu() {
                 ["ball", "smpte"][i as usize]
             )
         };
-        let run = run(&format!(
-            "rsstreammux name=mux batch-size=2 ! {} ! rsosd name=osd ! fakesink sync=false {}{}",
-            infer(),
-            src(0),
-            src(1)
-        ));
-        let frame_bytes = if format == "NV12" {
-            1280 * 720 * 3 / 2
-        } else {
-            1280 * 720 * 4
-        };
-        assert_zero_copy(&run, 60, frame_bytes, &format!("cudaupload_{format}"));
+        run_two_sources(&src, format, (1280, 720), &format!("cudaupload_{format}"));
     }
 }
 
@@ -288,18 +295,7 @@ fn nvmm_test_frames_stay_on_the_gpu() {
                 "rsnvmmtestsrc num-buffers=30 abi={abi} ! video/x-raw(memory:NVMM),format={format},width=1920,height=1080 ! mux.sink_{i} "
             )
         };
-        let run = run(&format!(
-            "rsstreammux name=mux batch-size=2 ! {} ! rsosd name=osd ! fakesink sync=false {}{}",
-            infer(),
-            src(0),
-            src(1)
-        ));
-        let frame_bytes = if format == "NV12" {
-            1920 * 1080 * 3 / 2
-        } else {
-            1920 * 1080 * 4
-        };
-        assert_zero_copy(&run, 60, frame_bytes, &format!("nvmm_{format}_{abi}"));
+        run_two_sources(&src, format, (1920, 1080), &format!("nvmm_{format}_{abi}"));
     }
 }
 

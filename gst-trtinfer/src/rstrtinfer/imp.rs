@@ -1065,38 +1065,41 @@ impl TrtInfer {
         let batch = meta.batch();
         warnings.extend(secondary.check_producer(batch));
         let plan = secondary.plan(batch);
-        let crops = plan
+        // Boxes refer to the frame size in the metadata: the pixels must have it too.
+        let source = state.source.as_ref().expect("caps are set before buffers");
+        let mut checked = None;
+        for t in &plan.targets {
+            if checked == Some(t.frame) {
+                continue;
+            }
+            checked = Some(t.frame);
+            let frame = &batch.frames[t.frame];
+            let (_, info) = frame_pixels(source, buf, t.frame)
+                .map_err(|e| (gst::StreamError::Format, e.to_string()))?;
+            if (info.width(), info.height()) != (frame.width, frame.height) {
+                return Err((
+                    gst::StreamError::Format,
+                    format!(
+                        "source {} frame {}: the metadata describes a {}x{} frame but its \
+                         pixels are {}x{}; object boxes cannot be cropped",
+                        frame.source_id,
+                        frame.frame_num,
+                        frame.width,
+                        frame.height,
+                        info.width(),
+                        info.height()
+                    ),
+                ));
+            }
+        }
+        let crops: Vec<Crop> = plan
             .targets
             .iter()
-            .map(|t| {
-                let frame = &batch.frames[t.frame];
-                let (_, info) = frame_pixels(
-                    state.source.as_ref().expect("caps are set before buffers"),
-                    buf,
-                    t.frame,
-                )
-                .map_err(|e| (gst::StreamError::Format, e.to_string()))?;
-                if (info.width(), info.height()) != (frame.width, frame.height) {
-                    return Err((
-                        gst::StreamError::Format,
-                        format!(
-                            "source {} frame {}: the metadata describes a {}x{} frame but its \
-                             pixels are {}x{}; object boxes cannot be cropped",
-                            frame.source_id,
-                            frame.frame_num,
-                            frame.width,
-                            frame.height,
-                            info.width(),
-                            info.height()
-                        ),
-                    ));
-                }
-                Ok(Crop {
-                    frame: t.frame,
-                    roi: Some(t.roi),
-                })
+            .map(|t| Crop {
+                frame: t.frame,
+                roi: Some(t.roi),
             })
-            .collect::<Result<Vec<_>, FrameError>>()?;
+            .collect();
         let inferred = if crops.is_empty() {
             None
         } else {

@@ -99,6 +99,14 @@ impl TrtEngine {
         let runtime = Runtime::new(library.clone(), Box::new(move |s, m| runtime_log(s, m)))?;
         let build = BuildOptions::new(&options.settings, options.batch_size)
             .map_err(EngineError::ProviderUnavailable)?;
+        if let Some(core) = build.dla_core
+            && core >= runtime.dla_cores()
+        {
+            return Err(EngineError::ProviderUnavailable(format!(
+                "enable-dla: DLA core {core} requested, but this device has {} DLA core(s)",
+                runtime.dla_cores()
+            )));
+        }
         let (blob, origin) = engine_blob(options, &library, &cuda, &build, log, progress)?;
         let engine = CudaEngine::deserialize(runtime, &blob, build.dla_core)?;
         let inputs: Vec<&IoTensor> = engine
@@ -411,14 +419,20 @@ impl TrtEngine {
         outputs: &mut Vec<OutputTensor>,
     ) -> Result<(), EngineError> {
         let batch = shape.first().copied().unwrap_or(1);
-        let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
-        let name = self.input.name.clone();
-        self.context.set_input_shape(&name, &dims)?;
+        let mut dims = [0i64; super::ffi::MAX_DIMS];
+        let dims = dims
+            .get_mut(..shape.len())
+            .ok_or_else(|| EngineError::Run(format!("{} input dimensions", shape.len())))?;
+        for (d, &s) in dims.iter_mut().zip(shape) {
+            *d = s as i64;
+        }
+        let name = &self.input.name;
+        self.context.set_input_shape(name, dims)?;
         // SAFETY: the caller vouches for `input`; the output buffers were allocated in the
         // engine's context for the maximum batch and live as long as the engine. The downloads
         // below wait for the stream before the buffers are reused.
         unsafe {
-            self.context.set_address(&name, input)?;
+            self.context.set_address(name, input)?;
             for (o, buffer) in self.outputs.iter().zip(&self.output_buffers) {
                 self.context.set_address(&o.name, buffer.ptr())?;
             }

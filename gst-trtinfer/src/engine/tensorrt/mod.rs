@@ -207,7 +207,8 @@ pub struct Runtime {
     raw: NonNull<ffi::FsTrtRuntime>,
     /// The callback TensorRT's logger calls; boxed twice so its address is stable and thin.
     _log: Box<Box<LogFn>>,
-    library: Arc<Library>,
+    /// Kept loaded while the runtime lives.
+    _tensorrt: Arc<Library>,
 }
 
 // SAFETY: the runtime is used from one thread at a time (the owners hold it behind `&mut` or a
@@ -230,12 +231,8 @@ impl Runtime {
         Ok(Arc::new(Self {
             raw,
             _log: log,
-            library,
+            _tensorrt: library,
         }))
-    }
-
-    pub fn library(&self) -> &Arc<Library> {
-        &self.library
     }
 
     /// DLA cores of this device (0 on discrete GPUs).
@@ -292,7 +289,8 @@ pub fn element_type(data_type: i32) -> ElementType {
 pub struct CudaEngine {
     raw: NonNull<ffi::FsTrtEngine>,
     io: Vec<IoTensor>,
-    runtime: Arc<Runtime>,
+    /// Kept alive while the engine lives.
+    _runtime: Arc<Runtime>,
 }
 
 // SAFETY: an ICudaEngine is immutable once built and may be shared between threads.
@@ -329,7 +327,7 @@ impl CudaEngine {
         let mut engine = Self {
             raw,
             io: Vec::new(),
-            runtime,
+            _runtime: runtime,
         };
         // SAFETY: a live engine.
         let count = unsafe { ffi::fs_trt_engine_io_count(raw.as_ptr()) };
@@ -367,10 +365,6 @@ impl CudaEngine {
     pub fn io(&self) -> &[IoTensor] {
         &self.io
     }
-
-    pub fn runtime(&self) -> &Arc<Runtime> {
-        &self.runtime
-    }
 }
 
 impl Drop for CudaEngine {
@@ -383,7 +377,8 @@ impl Drop for CudaEngine {
 /// An `IExecutionContext`: shapes and tensor addresses of one inference stream.
 pub struct ExecutionContext {
     raw: NonNull<ffi::FsTrtContext>,
-    engine: Arc<CudaEngine>,
+    /// Kept alive while the context lives.
+    _engine: Arc<CudaEngine>,
 }
 
 // SAFETY: a context is used by one thread at a time (`&mut self` methods).
@@ -396,11 +391,10 @@ impl ExecutionContext {
         // SAFETY: a live engine.
         let raw = unsafe { ffi::fs_trt_context_new(engine.raw.as_ptr(), e, len) };
         let raw = NonNull::new(raw).ok_or_else(|| EngineError::Run(err.message()))?;
-        Ok(Self { raw, engine })
-    }
-
-    pub fn engine(&self) -> &Arc<CudaEngine> {
-        &self.engine
+        Ok(Self {
+            raw,
+            _engine: engine,
+        })
     }
 
     pub fn set_input_shape(&mut self, name: &CStr, shape: &[i64]) -> Result<(), EngineError> {
