@@ -1,0 +1,3 @@
+//! `rsdlainfer` (inference on a Jetson DLA core) and the DLA coverage checker.
+
+pub mod check;
