@@ -1,3 +1,5 @@
 //! `rsdlainfer` (inference on a Jetson DLA core) and the DLA coverage checker.
 
 pub mod check;
+#[cfg(feature = "cudla")]
+pub mod cudla;

@@ -121,6 +121,29 @@ impl DeviceBuffer {
         stream.synchronize()
     }
 
+    /// Copies `len` bytes of device memory at `src` (same context) into the start of the
+    /// buffer, queued on `stream` (no wait).
+    ///
+    /// # Safety
+    /// `src` must be device memory of the buffer's context holding `len` bytes, ready in
+    /// `stream` order and left unchanged until the stream has run the copy.
+    pub unsafe fn copy_from_device(&self, stream: &Stream, src: u64, len: usize) -> Result<()> {
+        if len > self.len {
+            return Err(CudaError::Invalid(format!(
+                "copy of {len} bytes into a {}-byte device buffer",
+                self.len
+            )));
+        }
+        let _bound = self.ctx.bind()?;
+        // SAFETY: the caller vouches for the source; the destination holds `len` bytes.
+        unsafe {
+            check(
+                "cuMemcpyDtoDAsync",
+                sys::cuMemcpyDtoDAsync_v2(self.ptr, src, len, stream.raw()),
+            )
+        }
+    }
+
     /// Fills the buffer with `byte`, queued on `stream`.
     pub fn fill(&self, stream: &Stream, byte: u8) -> Result<()> {
         let _bound = self.ctx.bind()?;

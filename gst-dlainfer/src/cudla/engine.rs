@@ -1,0 +1,487 @@
+//! [`CudlaEngine`]: a DLA standalone loadable run through cuDLA in hybrid mode, behind
+//! rstrtinfer's [`Engine`] trait. Every tensor lives in CUDA memory registered with the DLA;
+//! tasks are submitted on a CUDA stream (the element's, when the pre-processed tensor is
+//! already on the GPU), and a failed task surfaces on that stream's synchronisation as
+//! `cudaErrorExternalDevice`, whose cause `cudlaGetLastError` names.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use ferrostream_core::cuda::{self, CudaError, DeviceBuffer, Stream};
+use gst_trtinfer::engine::{
+    DeviceInput, ElementType, Engine, EngineDescription, EngineError, InputData, OutputTensor,
+    TensorInfo,
+};
+
+use super::ffi::{self, TensorDescriptor};
+use super::{CudlaError, Device, Library, Module, Registered, tensor_name};
+
+/// How a tensor's elements lie in its buffer. Only layouts fully described by the
+/// descriptor's dims and size are accepted; a loadable with padded rows (DLA linear with
+/// unaligned widths) is refused at open with a message naming the tensor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Dense NCHW.
+    Nchw,
+    /// NHWC with the channels padded to `cpad` (dense when `cpad == c`; DLA HWC4 has 4).
+    Nhwc { cpad: usize },
+    /// Channels in blocks of `x` (TensorRT CHW16 / CHW32), C padded to a multiple of `x`.
+    Blocked { x: usize },
+}
+
+/// One tensor of the loadable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorLayout {
+    pub name: String,
+    pub dims: [usize; 4],
+    pub element: ElementType,
+    pub layout: Layout,
+    /// Bytes of the whole tensor (all `n` items).
+    pub size: usize,
+}
+
+impl TensorLayout {
+    /// Works out the layout of a descriptor, or says why the runner cannot use it.
+    pub fn from_descriptor(d: &TensorDescriptor) -> Result<Self, String> {
+        let name = tensor_name(d);
+        let (element, elem) = match d.data_type {
+            ffi::TYPE_HALF => (ElementType::F16, 2),
+            ffi::TYPE_FLOAT => (ElementType::F32, 4),
+            ffi::TYPE_UINT8 => (ElementType::U8, 1),
+            ffi::TYPE_INT8 => {
+                return Err(format!(
+                    "tensor {name} is INT8 I/O, whose quantisation scales the loadable does not \
+                     carry; build it with --inputIOFormats=fp16:chw16 \
+                     --outputIOFormats=fp16:chw16 (the layers still compute in INT8)"
+                ));
+            }
+            other => return Err(format!("tensor {name} has cuDLA data type {other}")),
+        };
+        let [n, c, h, w] = [d.n, d.c, d.h, d.w].map(|v| v as usize);
+        let size = d.size as usize;
+        let dense = n * c * h * w * elem;
+        let pad = |x: usize| c.div_ceil(x) * x;
+        let layout = match d.data_format {
+            ffi::FORMAT_NCHW if size == dense => Layout::Nchw,
+            ffi::FORMAT_NHWC if size == dense => Layout::Nhwc { cpad: c },
+            ffi::FORMAT_NHWC if size == n * h * w * pad(4) * elem => Layout::Nhwc { cpad: pad(4) },
+            ffi::FORMAT_NCXHWX => [16, 32, 4]
+                .into_iter()
+                .find(|&x| size == n * pad(x) * h * w * elem)
+                .map(|x| Layout::Blocked { x })
+                .ok_or_else(|| {
+                    format!("tensor {name}: NCxHWx of {size} bytes for {n}x{c}x{h}x{w}")
+                })?,
+            format => {
+                return Err(format!(
+                    "tensor {name} ({n}x{c}x{h}x{w}, cuDLA format {format}, {size} bytes) has \
+                     padded rows, which this runner does not unpack; build the loadable with \
+                     --inputIOFormats=fp16:chw16 --outputIOFormats=fp16:chw16"
+                ));
+            }
+        };
+        Ok(Self {
+            name,
+            dims: [n, c, h, w],
+            element,
+            layout,
+            size,
+        })
+    }
+
+    fn elem(&self) -> usize {
+        self.element.size().unwrap_or(1)
+    }
+
+    /// The element index of (n, c, h, w) in the buffer.
+    pub fn index(&self, n: usize, c: usize, h: usize, w: usize) -> usize {
+        let [_, cc, hh, ww] = self.dims;
+        match self.layout {
+            Layout::Nchw => ((n * cc + c) * hh + h) * ww + w,
+            Layout::Nhwc { cpad } => ((n * hh + h) * ww + w) * cpad + c,
+            Layout::Blocked { x } => {
+                let blocks = cc.div_ceil(x);
+                (((n * blocks + c / x) * hh + h) * ww + w) * x + c % x
+            }
+        }
+    }
+
+    /// Whether the buffer is plain dense NCHW, which the pre-processing writes directly.
+    pub fn is_dense_nchw(&self) -> bool {
+        self.layout == Layout::Nchw
+    }
+
+    /// Copies a dense NCHW tensor into this layout (padding stays zero).
+    pub fn pack(&self, dense: &[u8], out: &mut [u8]) {
+        let e = self.elem();
+        let [n, c, h, w] = self.dims;
+        let mut i = 0;
+        for n in 0..n {
+            for c in 0..c {
+                for h in 0..h {
+                    for w in 0..w {
+                        let o = self.index(n, c, h, w) * e;
+                        out[o..o + e].copy_from_slice(&dense[i..i + e]);
+                        i += e;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads this layout into dense NCHW f32.
+    pub fn unpack(&self, raw: &[u8], out: &mut Vec<f32>) {
+        let [n, c, h, w] = self.dims;
+        out.clear();
+        out.reserve(n * c * h * w);
+        for n in 0..n {
+            for c in 0..c {
+                for h in 0..h {
+                    for w in 0..w {
+                        let i = self.index(n, c, h, w);
+                        out.push(match self.element {
+                            ElementType::F16 => {
+                                half::f16::from_le_bytes([raw[2 * i], raw[2 * i + 1]]).to_f32()
+                            }
+                            ElementType::F32 => f32::from_le_bytes(
+                                raw[4 * i..4 * i + 4].try_into().expect("4 bytes"),
+                            ),
+                            _ => raw[i] as f32,
+                        });
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A tensor's CUDA buffer and its DLA registration (dropped first).
+struct Tensor {
+    layout: TensorLayout,
+    registered: Registered,
+    buffer: DeviceBuffer,
+}
+
+pub struct CudlaEngine {
+    // Field order is drop order: registrations and the module before the device, the device
+    // before the CUDA context.
+    input: Tensor,
+    outputs: Vec<Tensor>,
+    module: Module,
+    stream: Stream,
+    staging: Vec<u8>,
+    cuda: Arc<cuda::Context>,
+    description: EngineDescription,
+}
+
+fn cuda_error(e: CudaError) -> EngineError {
+    EngineError::Run(e.to_string())
+}
+
+fn cudla_error(e: CudlaError) -> EngineError {
+    match e {
+        CudlaError::Missing(m) => EngineError::ProviderUnavailable(m),
+        other => EngineError::Run(other.to_string()),
+    }
+}
+
+/// The error of a stream synchronisation after a DLA task: an asynchronous DLA failure
+/// (`cudaErrorExternalDevice`) is named by `cudlaGetLastError`'s status.
+pub fn task_error(e: CudaError, last_error: impl FnOnce() -> ffi::Status) -> EngineError {
+    match &e {
+        CudaError::Driver { name, .. } if name == "CUDA_ERROR_EXTERNAL_DEVICE" => {
+            let status = last_error();
+            EngineError::Run(format!(
+                "the DLA task failed: {} ({status:#x}), reported as {name} on the stream",
+                ffi::status_name(status)
+            ))
+        }
+        _ => cuda_error(e),
+    }
+}
+
+impl CudlaEngine {
+    /// Loads `loadable` on DLA core `core`, under GPU `gpu_id`'s CUDA context.
+    pub fn open(loadable: &Path, core: u32, gpu_id: u32) -> Result<Self, EngineError> {
+        let lib = Library::load().map_err(cudla_error)?;
+        let bytes = std::fs::read(loadable).map_err(|e| EngineError::Model {
+            path: loadable.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        let cuda = cuda::Context::primary(gpu_id).map_err(cuda_error)?;
+        let _bound = cuda.bind().map_err(cuda_error)?;
+        let device = Device::open(&lib, core).map_err(cudla_error)?;
+        let module = Module::load(&device, &bytes).map_err(|e| EngineError::Model {
+            path: loadable.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        let model_error = |reason: String| EngineError::Model {
+            path: loadable.display().to_string(),
+            reason,
+        };
+        let [input] = module.inputs.as_slice() else {
+            return Err(model_error(format!(
+                "the loadable has {} inputs; the element feeds exactly one image input",
+                module.inputs.len()
+            )));
+        };
+        let tensor = |d: &TensorDescriptor| -> Result<Tensor, EngineError> {
+            let layout = TensorLayout::from_descriptor(d).map_err(model_error)?;
+            let buffer = DeviceBuffer::new(&cuda, layout.size).map_err(cuda_error)?;
+            // SAFETY: the buffer is device memory of the current context, `layout.size` bytes,
+            // and is dropped after its registration (field order of `Tensor`).
+            let registered = unsafe { Registered::new(&device, buffer.ptr(), layout.size) }
+                .map_err(cudla_error)?;
+            Ok(Tensor {
+                layout,
+                registered,
+                buffer,
+            })
+        };
+        let input = tensor(input)?;
+        let outputs = module
+            .outputs
+            .iter()
+            .map(tensor)
+            .collect::<Result<Vec<_>, _>>()?;
+        let info = |t: &Tensor| TensorInfo {
+            name: t.layout.name.clone(),
+            element_type: t.layout.element,
+            dims: t.layout.dims.iter().map(|&d| Some(d)).collect(),
+        };
+        let version = lib.version().map_or_else(
+            |e| e.to_string(),
+            |v| format!("cuDLA {}.{}.{}", v / 1_000_000, v / 1000 % 1000, v % 1000),
+        );
+        let description = EngineDescription {
+            backend: "cudla",
+            providers: vec![format!("DLA{core}")],
+            version,
+            input: info(&input),
+            outputs: outputs.iter().map(info).collect(),
+        };
+        let stream = Stream::new(&cuda, 0).map_err(cuda_error)?;
+        drop(_bound);
+        Ok(Self {
+            input,
+            outputs,
+            module,
+            stream,
+            staging: Vec::new(),
+            cuda,
+            description,
+        })
+    }
+
+    /// Submits the task on `stream` and reads every output (waiting for the stream).
+    fn submit_and_read(
+        &mut self,
+        stream: Option<&Stream>,
+        outputs: &mut Vec<OutputTensor>,
+    ) -> Result<(), EngineError> {
+        let stream = stream.unwrap_or(&self.stream);
+        let outs: Vec<&Registered> = self.outputs.iter().map(|t| &t.registered).collect();
+        // SAFETY: the input and outputs are this module's registered tensors, of the sizes
+        // its descriptors give; `stream` belongs to the context the device was opened under
+        // (checked by the callers) and is synchronised below before the buffers are reused.
+        unsafe {
+            self.module
+                .submit(&[&self.input.registered], &outs, stream.raw().cast())
+                .map_err(cudla_error)?;
+        }
+        let device = self.module.device().clone();
+        outputs.resize_with(self.outputs.len(), OutputTensor::default);
+        for (t, out) in self.outputs.iter().zip(outputs) {
+            self.staging.resize(t.layout.size, 0);
+            // Waits for the stream: the task, then this copy.
+            t.buffer
+                .download(stream, &mut self.staging)
+                .map_err(|e| task_error(e, || device.last_error()))?;
+            out.name = t.layout.name.clone();
+            out.shape = t.layout.dims.to_vec();
+            t.layout.unpack(&self.staging, &mut out.data);
+        }
+        Ok(())
+    }
+}
+
+impl Engine for CudlaEngine {
+    fn description(&self) -> &EngineDescription {
+        &self.description
+    }
+
+    fn run_device(
+        &mut self,
+        input: &DeviceInput<'_>,
+        _shape: &[usize],
+        outputs: &mut Vec<OutputTensor>,
+    ) -> Option<Result<(), EngineError>> {
+        if input.stream.context().raw() != self.cuda.raw()
+            || !self.input.layout.is_dense_nchw()
+            || input.bytes != self.input.layout.size
+        {
+            return None;
+        }
+        let cuda = self.cuda.clone();
+        let _bound = match cuda.bind() {
+            Ok(b) => b,
+            Err(e) => return Some(Err(cuda_error(e))),
+        };
+        // SAFETY: same context (checked above); the tensor holds `input.bytes` bytes written
+        // on `input.stream`, on which the copy, the task and the reads are queued in order.
+        let copied = unsafe {
+            self.input
+                .buffer
+                .copy_from_device(input.stream, input.ptr, input.bytes)
+        };
+        Some(
+            copied
+                .map_err(cuda_error)
+                .and_then(|()| self.submit_and_read(Some(input.stream), outputs)),
+        )
+    }
+
+    fn run(
+        &mut self,
+        input: InputData<'_>,
+        _shape: &[usize],
+        outputs: &mut Vec<OutputTensor>,
+    ) -> Result<(), EngineError> {
+        let (bytes, ty) = (input.as_bytes(), input.element_type());
+        let layout = &self.input.layout;
+        let dense = layout.dims.iter().product::<usize>() * layout.elem();
+        if ty != layout.element || bytes.len() != dense {
+            return Err(EngineError::Run(format!(
+                "the loadable takes {} {} bytes ({:?}), {} {ty} bytes were given",
+                dense,
+                layout.element,
+                layout.dims,
+                bytes.len()
+            )));
+        }
+        let mut packed = vec![0u8; layout.size];
+        layout.pack(bytes, &mut packed);
+        let cuda = self.cuda.clone();
+        let _bound = cuda.bind().map_err(cuda_error)?;
+        self.input
+            .buffer
+            .upload(&self.stream, &packed)
+            .map_err(cuda_error)?;
+        self.submit_and_read(None, outputs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn descriptor(name: &str, dims: [u64; 4], ty: u8, format: u8, size: u64) -> TensorDescriptor {
+        let mut d = TensorDescriptor::default();
+        for (i, b) in name.bytes().enumerate() {
+            d.name[i] = b as std::ffi::c_char;
+        }
+        [d.n, d.c, d.h, d.w] = dims;
+        d.data_type = ty;
+        d.data_format = format;
+        d.size = size;
+        d
+    }
+
+    #[test]
+    fn layouts_come_from_the_descriptor() {
+        let chw16 = descriptor(
+            "out",
+            [1, 20, 2, 3],
+            ffi::TYPE_HALF,
+            ffi::FORMAT_NCXHWX,
+            2 * 32 * 6,
+        );
+        let t = TensorLayout::from_descriptor(&chw16).unwrap();
+        assert_eq!(
+            (t.name.as_str(), t.layout, t.element),
+            ("out", Layout::Blocked { x: 16 }, ElementType::F16)
+        );
+        // Channel 17 of item 0 at (1, 2): block 1, element (1*2+1)*3+2 = ... within the block.
+        assert_eq!(t.index(0, 17, 1, 2), ((2 + 1) * 3 + 2) * 16 + 1);
+        let hwc4 = descriptor(
+            "in",
+            [1, 3, 4, 4],
+            ffi::TYPE_HALF,
+            ffi::FORMAT_NHWC,
+            2 * 16 * 4,
+        );
+        assert_eq!(
+            TensorLayout::from_descriptor(&hwc4).unwrap().layout,
+            Layout::Nhwc { cpad: 4 }
+        );
+        let dense = descriptor("in", [2, 3, 4, 4], ffi::TYPE_HALF, ffi::FORMAT_NCHW, 2 * 96);
+        assert!(
+            TensorLayout::from_descriptor(&dense)
+                .unwrap()
+                .is_dense_nchw()
+        );
+        // Padded rows (DLA linear with a narrow width) and INT8 I/O are refused, by name.
+        let padded = descriptor(
+            "logits",
+            [1, 1000, 1, 1],
+            ffi::TYPE_HALF,
+            ffi::FORMAT_NCHW,
+            64_000,
+        );
+        let e = TensorLayout::from_descriptor(&padded).unwrap_err();
+        assert!(e.contains("logits") && e.contains("padded rows"), "{e}");
+        let int8 = descriptor("in", [1, 3, 4, 4], ffi::TYPE_INT8, ffi::FORMAT_NHWC, 64);
+        assert!(
+            TensorLayout::from_descriptor(&int8)
+                .unwrap_err()
+                .contains("INT8")
+        );
+    }
+
+    #[test]
+    fn pack_and_unpack_round_trip_through_blocked_channels() {
+        let d = descriptor(
+            "t",
+            [1, 5, 2, 2],
+            ffi::TYPE_HALF,
+            ffi::FORMAT_NCXHWX,
+            2 * 16 * 4,
+        );
+        let t = TensorLayout::from_descriptor(&d).unwrap();
+        let values: Vec<f32> = (0..20).map(|v| v as f32 * 0.5).collect();
+        let dense: Vec<u8> = values
+            .iter()
+            .flat_map(|&v| half::f16::from_f32(v).to_le_bytes())
+            .collect();
+        let mut raw = vec![0u8; t.size];
+        t.pack(&dense, &mut raw);
+        // Element (c=2, h=1, w=0) sits at ((1*2)+0)*16 + 2 in the block.
+        let at = |i: usize| half::f16::from_le_bytes([raw[2 * i], raw[2 * i + 1]]).to_f32();
+        assert_eq!(at(2 * 16 + 2), values[2 * 4 + 2]);
+        let mut back = Vec::new();
+        t.unpack(&raw, &mut back);
+        assert_eq!(back, values);
+    }
+
+    #[test]
+    fn asynchronous_dla_errors_carry_the_cudla_status_name() {
+        let external = CudaError::Driver {
+            call: "cuStreamSynchronize",
+            name: "CUDA_ERROR_EXTERNAL_DEVICE".into(),
+            description: "an external device failed".into(),
+        };
+        let EngineError::Run(m) = task_error(external, || 0x4000_0006) else {
+            panic!("a run error");
+        };
+        assert!(
+            m.contains("cudlaErrorDlaErrEngineTimeout") && m.contains("CUDA_ERROR_EXTERNAL_DEVICE"),
+            "{m}"
+        );
+        // Other CUDA errors pass through without asking cuDLA.
+        let other = CudaError::Invalid("boom".into());
+        let EngineError::Run(m) = task_error(other, || unreachable!("not asked")) else {
+            panic!("a run error");
+        };
+        assert_eq!(m, "boom");
+    }
+}
