@@ -138,8 +138,12 @@ pub struct Device {
     lib: Arc<Library>,
 }
 
-// SAFETY: a cuDLA device handle may be used from any thread; the runner serialises its use.
+// SAFETY: a cuDLA device handle may be used from any thread. Every `Arc<Device>` (and the
+// modules and registrations holding one) lives inside one `CudlaEngine`, which is used by one
+// thread at a time (`&mut self`), so the handle is never used concurrently.
 unsafe impl Send for Device {}
+// SAFETY: see `Send`: shared references never reach two threads at once.
+unsafe impl Sync for Device {}
 
 impl Device {
     /// Opens DLA core `core` in hybrid mode; a CUDA context must be current.
