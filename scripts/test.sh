@@ -16,7 +16,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # engine cache, build options, the "TensorRT not installed" path).
 echo "== TensorRT backend: compile check"
 export FERROSTREAM_TENSORRT_COMPILE_CHECK=1
-cargo clippy -p gst-trtinfer --features tensorrt --all-targets --locked -- -D warnings
+cargo clippy -p gst-trtinfer -p gst-dlainfer --features gst-trtinfer/tensorrt,gst-dlainfer/tensorrt --all-targets --locked -- -D warnings
 echo "== cargo test"
 log="${CARGO_TARGET_DIR:-target}/test-output.txt"
 mkdir -p "$(dirname "$log")"

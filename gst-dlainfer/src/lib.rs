@@ -3,3 +3,5 @@
 pub mod check;
 #[cfg(feature = "cudla")]
 pub mod cudla;
+pub mod route;
+pub mod rsdlainfer;

@@ -455,8 +455,18 @@ impl InferConfig {
         Self::from_ini(&IniFile::load(path)?)
     }
 
+    /// Reads a configuration file over `base` (an element's defaults): keys the file leaves
+    /// out keep the base's values.
+    pub fn from_file_over(path: &Path, base: InferConfig) -> Result<LoadedConfig, ConfigError> {
+        Self::from_ini_over(&IniFile::load(path)?, base)
+    }
+
     pub fn from_ini(ini: &IniFile) -> Result<LoadedConfig, ConfigError> {
-        let mut config = InferConfig::default();
+        Self::from_ini_over(ini, InferConfig::default())
+    }
+
+    fn from_ini_over(ini: &IniFile, base: InferConfig) -> Result<LoadedConfig, ConfigError> {
+        let mut config = base;
         let mut warnings = Vec::new();
         let mut class_sections = Vec::new();
         for section in &ini.sections {

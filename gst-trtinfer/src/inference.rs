@@ -9,8 +9,8 @@ use std::sync::Arc;
 use ferrostream_core::{AttributeValue, BBox, Classification, Object};
 
 use crate::cluster::cluster;
-use crate::config::{Backend, ClassAttrs, ColorFormat, InferConfig, InputOrder};
-use crate::engine::onnxruntime::{OrtEngine, OrtOptions};
+use crate::config::{Backend, ClassAttrs, ColorFormat, InferConfig, InputOrder, NetworkMode};
+use crate::engine::onnxruntime::{DlaOptions, OrtEngine, OrtOptions};
 use crate::engine::{
     ElementType, Engine, EngineDescription, EngineError, EngineLog, InputData, LogLevel,
     OutputTensor,
@@ -557,6 +557,10 @@ fn ort_engine(
         device: config.device,
         gpu_id: config.gpu_id,
         threads,
+        dla: config.tensorrt.enable_dla.then_some(DlaOptions {
+            core: config.tensorrt.use_dla_core,
+            int8: config.tensorrt.network_mode == NetworkMode::Int8,
+        }),
     })?;
     Ok((Box::new(engine), model))
 }

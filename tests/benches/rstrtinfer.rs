@@ -141,6 +141,7 @@ fn bare_engine() -> OrtEngine {
         device: gst_trtinfer::config::Device::Cpu,
         gpu_id: 0,
         threads: 0,
+        dla: None,
     })
     .unwrap()
 }

@@ -88,6 +88,16 @@ pub struct OrtOptions {
     pub gpu_id: u32,
     /// Intra-op threads; 0 lets ONNX Runtime decide.
     pub threads: usize,
+    /// Run the TensorRT execution provider's engines on this DLA core, at this precision
+    /// (`trt_dla_enable`, `trt_dla_core`, `trt_fp16_enable` / `trt_int8_enable`).
+    pub dla: Option<DlaOptions>,
+}
+
+/// The TensorRT execution provider's DLA settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DlaOptions {
+    pub core: u32,
+    pub int8: bool,
 }
 
 pub struct OrtEngine {
@@ -113,7 +123,7 @@ impl OrtEngine {
                 .with_intra_threads(options.threads)
                 .map_err(|e| model_error(e.to_string()))?;
         }
-        let providers = register_providers(&mut builder, options.device, options.gpu_id)?;
+        let providers = register_providers(&mut builder, options)?;
         let bytes = std::fs::read(&options.model).map_err(|e| model_error(e.to_string()))?;
         let session = builder
             .commit_from_memory(&bytes)
@@ -155,9 +165,9 @@ impl OrtEngine {
 /// Registers the execution providers `device` asks for and returns their names in priority order.
 fn register_providers(
     builder: &mut ort::session::builder::SessionBuilder,
-    device: Device,
-    gpu_id: u32,
+    options: &OrtOptions,
 ) -> Result<Vec<String>, EngineError> {
+    let (device, gpu_id) = (options.device, options.gpu_id);
     let available = |name: &str, present: ort::Result<bool>| -> Result<bool, EngineError> {
         present.map_err(|e| {
             EngineError::ProviderUnavailable(format!("querying the {name} provider: {e}"))
@@ -166,7 +176,18 @@ fn register_providers(
     let has_cuda = available("CUDA", ep::CUDA::is_available())?;
     let has_trt = available("TensorRT", ep::TensorRT::is_available())?;
     let cuda = ep::CUDA::default().with_device_id(gpu_id as i32);
-    let trt = ep::TensorRT::default().with_device_id(gpu_id as i32);
+    let mut trt = ep::TensorRT::default().with_device_id(gpu_id as i32);
+    if let Some(dla) = options.dla {
+        trt = trt
+            .with_dla(true)
+            .with_dla_core(dla.core)
+            .with_fp16(true)
+            .with_int8(dla.int8);
+    }
+    let trt_name = match options.dla {
+        Some(dla) => format!("TensorRT (DLA{})", dla.core),
+        None => "TensorRT".to_string(),
+    };
     let missing = |name: &str| {
         EngineError::ProviderUnavailable(format!(
             "the installed ONNX Runtime {} has no {name} execution provider (it was built without \
@@ -194,7 +215,7 @@ fn register_providers(
                 return Err(missing("TensorRT"));
             }
             trt.register(builder).map_err(|e| failed("TensorRT", e))?;
-            providers.push("TensorRT".to_string());
+            providers.push(trt_name);
             // Nodes TensorRT cannot take run on CUDA rather than the CPU.
             if has_cuda && cuda.register(builder).is_ok() {
                 providers.push("CUDA".to_string());
@@ -202,7 +223,7 @@ fn register_providers(
         }
         Device::Auto => {
             if has_trt && trt.register(builder).is_ok() {
-                providers.push("TensorRT".to_string());
+                providers.push(trt_name);
             }
             if has_cuda && cuda.register(builder).is_ok() {
                 providers.push("CUDA".to_string());

@@ -130,7 +130,9 @@ impl TrtInfer {
         let Some(path) = &settings.config_file else {
             return Ok(props);
         };
-        let loaded = InferConfig::from_file(path).map_err(|e| settings_error(e.to_string()))?;
+        let defaults = (self.obj().class().as_ref().defaults)();
+        let loaded = InferConfig::from_file_over(path, defaults)
+            .map_err(|e| settings_error(e.to_string()))?;
         for warning in &loaded.warnings {
             gst::element_imp_warning!(self, gst::LibraryError::Settings, ("{warning}"));
         }
@@ -173,7 +175,7 @@ impl TrtInfer {
     fn post_engine_message(&self, inference: &Inference) {
         let d = inference.description();
         let net = inference.network();
-        let structure = gst::Structure::builder("rstrtinfer-engine")
+        let structure = gst::Structure::builder(format!("{}-engine", self.factory_name()))
             .field("backend", d.backend)
             .field("providers", d.providers.join(","))
             .field("runtime-version", &d.version)
@@ -188,6 +190,13 @@ impl TrtInfer {
                 .src(&*self.obj())
                 .build(),
         );
+    }
+
+    /// The element's factory name (rstrtinfer, or a subclass's), for messages.
+    fn factory_name(&self) -> String {
+        self.obj()
+            .factory()
+            .map_or_else(|| "rstrtinfer".to_string(), |f| f.name().to_string())
     }
 
     fn sink_caps() -> gst::Caps {
@@ -210,7 +219,8 @@ impl TrtInfer {
     }
 }
 
-fn setup_error(e: SetupError) -> gst::ErrorMessage {
+/// The element error for a failure to set up inference.
+pub fn setup_error(e: SetupError) -> gst::ErrorMessage {
     match e {
         SetupError::Config(m) => gst::error_msg!(gst::LibraryError::Settings, ("{m}")),
         SetupError::NotFound(m) => gst::error_msg!(gst::ResourceError::NotFound, ("{m}")),
@@ -225,6 +235,13 @@ impl ObjectSubclass for TrtInfer {
     const NAME: &'static str = "GstRsTrtInfer";
     type Type = super::TrtInfer;
     type ParentType = gst_base::BaseTransform;
+    type Class = super::TrtInferClass;
+
+    fn class_init(klass: &mut Self::Class) {
+        klass.defaults = InferConfig::default;
+        klass.open =
+            |_, config, threads, log| Inference::open(config, threads, log).map_err(setup_error);
+    }
 }
 
 fn string_prop(name: &'static str, nick: &'static str, blurb: &'static str) -> glib::ParamSpec {
@@ -236,6 +253,12 @@ fn string_prop(name: &'static str, nick: &'static str, blurb: &'static str) -> g
 }
 
 impl ObjectImpl for TrtInfer {
+    fn constructed(&self) {
+        self.parent_constructed();
+        // The element's own defaults (a subclass's may differ), before any property is set.
+        self.settings.lock().unwrap().props = (self.obj().class().as_ref().defaults)();
+    }
+
     fn properties() -> &'static [glib::ParamSpec] {
         static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> =
             LazyLock::new(|| {
@@ -808,8 +831,13 @@ impl BaseTransformImpl for TrtInfer {
         }
         let secondary =
             (config.process_mode == ProcessMode::Secondary).then(|| Secondary::new(&config));
-        let inference = Inference::open(config, settings.threads as usize, self.engine_log())
-            .map_err(setup_error)?;
+        let open = self.obj().class().as_ref().open;
+        let inference = open(
+            &self.obj(),
+            config,
+            settings.threads as usize,
+            self.engine_log(),
+        )?;
         let d = inference.description();
         gst::info!(
             CAT,
@@ -881,7 +909,8 @@ impl BaseTransformImpl for TrtInfer {
                 gst::CoreError::Negotiation,
                 ("Unsupported input caps {caps}"),
                 [
-                    "rstrtinfer takes raw video in system memory as {}; put videoconvert before it",
+                    "{} takes raw video in system memory as {}; put videoconvert before it",
+                    self.factory_name(),
                     SUPPORTED_FORMATS
                         .iter()
                         .map(|f| f.to_str().to_string())

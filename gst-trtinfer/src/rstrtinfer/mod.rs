@@ -36,7 +36,13 @@
 //! execution providers, model and input shape it uses.
 
 use gst::glib;
+use gst::glib::subclass::prelude::*;
 use gst::prelude::*;
+use gst_base::subclass::prelude::*;
+
+use crate::config::InferConfig;
+use crate::engine::EngineLog;
+use crate::inference::Inference;
 
 mod crops;
 mod imp;
@@ -49,6 +55,72 @@ pub use crate::config::{
 glib::wrapper! {
     pub struct TrtInfer(ObjectSubclass<imp::TrtInfer>)
         @extends gst_base::BaseTransform, gst::Element, gst::Object;
+}
+
+/// Opens the inference of a resolved configuration (the engine route of an element class).
+pub type OpenFn =
+    fn(&TrtInfer, InferConfig, usize, EngineLog) -> Result<Inference, gst::ErrorMessage>;
+
+/// The class structure: the virtual methods subclasses (rsdlainfer) override.
+#[repr(C)]
+pub struct TrtInferClass {
+    parent: gst_base::ffi::GstBaseTransformClass,
+    /// The configuration before the file and properties apply.
+    defaults: fn() -> InferConfig,
+    open: OpenFn,
+}
+
+// SAFETY: the class structure starts with the parent's, as GObject requires.
+unsafe impl ClassStruct for TrtInferClass {
+    type Type = imp::TrtInfer;
+}
+
+pub use imp::setup_error;
+
+/// Subclassing `rstrtinfer`: an element with the same semantics, properties and configuration
+/// keys, and its own defaults and engine route.
+pub mod subclass {
+    use super::*;
+
+    pub trait TrtInferImpl: BaseTransformImpl + ObjectSubclass<Type: IsA<TrtInfer>> {
+        /// The element's defaults: the configuration before its file and properties apply.
+        fn defaults() -> InferConfig {
+            InferConfig::default()
+        }
+
+        /// Opens the engine for the resolved configuration; errors are posted by `start()`.
+        fn open(
+            &self,
+            config: InferConfig,
+            threads: usize,
+            log: EngineLog,
+        ) -> Result<Inference, gst::ErrorMessage> {
+            Inference::open(config, threads, log).map_err(setup_error)
+        }
+    }
+
+    fn open_trampoline<T: TrtInferImpl>(
+        obj: &TrtInfer,
+        config: InferConfig,
+        threads: usize,
+        log: EngineLog,
+    ) -> Result<Inference, gst::ErrorMessage> {
+        let instance = obj
+            .dynamic_cast_ref::<T::Type>()
+            .expect("the class's open is only called on its instances");
+        T::open(instance.imp(), config, threads, log)
+    }
+
+    // SAFETY: `TrtInferClass` starts with BaseTransform's class, whose subclassing is set up by
+    // `parent_class_init`.
+    unsafe impl<T: TrtInferImpl> IsSubclassable<T> for TrtInfer {
+        fn class_init(class: &mut glib::Class<Self>) {
+            Self::parent_class_init::<T>(class);
+            let klass = class.as_mut();
+            klass.defaults = T::defaults;
+            klass.open = open_trampoline::<T>;
+        }
+    }
 }
 
 pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {

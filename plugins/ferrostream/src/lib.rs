@@ -9,6 +9,7 @@ use gst::glib;
 pub use ferrostream_core as core;
 pub use ferrostream_osd as osd;
 pub use ferrostream_streammux as streammux;
+pub use gst_dlainfer as dlainfer;
 pub use gst_tracker as tracker;
 pub use gst_trtinfer as trtinfer;
 
@@ -18,6 +19,7 @@ fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     #[cfg(feature = "cuda")]
     ferrostream_core::nvmmtestsrc::register(plugin)?;
     gst_trtinfer::rstrtinfer::register(plugin)?;
+    gst_dlainfer::rsdlainfer::register(plugin)?;
     gst_tracker::rstracker::register(plugin)?;
     ferrostream_streammux::register(plugin)?;
     ferrostream_osd::register(plugin)?;

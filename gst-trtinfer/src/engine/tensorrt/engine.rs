@@ -156,6 +156,17 @@ impl TrtEngine {
             element_type: t.element_type,
             dims: dims_info(&t.shape),
         };
+        // A profile with min = max batch (DLA builds) makes the batch fixed: the element pads
+        // partial batches.
+        let mut input_info = info(&input);
+        if let (Some(first), Some((min, max))) = (input_info.dims.first_mut(), &input.profile)
+            && first.is_none()
+            && min
+                .first()
+                .is_some_and(|&m| m > 0 && Some(&m) == max.first())
+        {
+            *first = Some(max[0] as usize);
+        }
         let device = match build.dla_core {
             Some(core) if build.gpu_fallback => vec![format!("DLA{core}"), "GPU fallback".into()],
             Some(core) => vec![format!("DLA{core}")],
@@ -169,7 +180,7 @@ impl TrtEngine {
             backend: "tensorrt",
             providers: device,
             version: library.version().to_string(),
-            input: info(&input),
+            input: input_info,
             outputs: outputs.iter().map(info).collect(),
         };
         drop(_bound);

@@ -65,10 +65,15 @@ impl BuildOptions {
         flags
     }
 
-    /// The optimisation profile of the batch dimension: (min, opt, max).
+    /// The optimisation profile of the batch dimension: (min, opt, max). The DLA runs fixed
+    /// shapes only, so a DLA build has min = opt = max (partial batches are padded).
     pub fn batch_profile(&self) -> (i32, i32, i32) {
         let max = self.max_batch as i32;
-        (1, max, max)
+        if self.dla_core.is_some() {
+            (max, max, max)
+        } else {
+            (1, max, max)
+        }
     }
 
     /// Short name of the precision, for file names and messages.
@@ -148,6 +153,16 @@ mod tests {
         assert_eq!(o.batch_profile(), (1, 8, 8));
         let one = BuildOptions::new(&settings(|_| {}), 0).unwrap();
         assert_eq!(one.batch_profile(), (1, 1, 1));
+        // The DLA runs fixed shapes: min = opt = max.
+        let dla = BuildOptions::new(
+            &settings(|s| {
+                s.enable_dla = true;
+                s.network_mode = NetworkMode::Fp16;
+            }),
+            4,
+        )
+        .unwrap();
+        assert_eq!(dla.batch_profile(), (4, 4, 4));
     }
 
     #[test]

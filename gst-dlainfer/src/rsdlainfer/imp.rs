@@ -1,0 +1,220 @@
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use gst::glib;
+use gst::prelude::*;
+use gst::subclass::prelude::*;
+use gst_base::subclass::prelude::*;
+use gst_trtinfer::config::{InferConfig, NetworkMode};
+use gst_trtinfer::engine::EngineLog;
+use gst_trtinfer::inference::Inference;
+use gst_trtinfer::rstrtinfer::subclass::TrtInferImpl;
+use gst_trtinfer::rstrtinfer::{TrtInfer, setup_error};
+
+use crate::check::{self, CheckOptions, Precision};
+use crate::route::{self, Plan};
+
+static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
+    gst::DebugCategory::new(
+        "rsdlainfer",
+        gst::DebugColorFlags::empty(),
+        Some("Ferrostream DLA inference"),
+    )
+});
+
+#[derive(Default)]
+pub struct DlaInfer;
+
+#[glib::object_subclass]
+impl ObjectSubclass for DlaInfer {
+    const NAME: &'static str = "GstRsDlaInfer";
+    type Type = super::DlaInfer;
+    type ParentType = TrtInfer;
+}
+
+impl ObjectImpl for DlaInfer {
+    fn properties() -> &'static [glib::ParamSpec] {
+        static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
+            vec![
+                glib::ParamSpecUInt::builder("dla-core")
+                    .nick("DLA core")
+                    .blurb("The DLA core to run on (the same setting as use-dla-core)")
+                    .maximum(15)
+                    .build(),
+            ]
+        });
+        PROPERTIES.as_ref()
+    }
+
+    fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        match pspec.name() {
+            "dla-core" => self.obj().set_property_from_value("use-dla-core", value),
+            other => unreachable!("unknown property {other}"),
+        }
+    }
+
+    fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
+        match pspec.name() {
+            "dla-core" => self.obj().property_value("use-dla-core"),
+            other => unreachable!("unknown property {other}"),
+        }
+    }
+}
+
+impl GstObjectImpl for DlaInfer {}
+
+impl ElementImpl for DlaInfer {
+    fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
+        static METADATA: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
+            gst::subclass::ElementMetadata::new(
+                "Ferrostream DLA inference",
+                "Filter/Analytics/Video",
+                "Runs a detector or classifier on a Jetson DLA core (cuDLA loadables, TensorRT \
+                 or ONNX Runtime's TensorRT provider), on every frame or on the objects upstream \
+                 detectors found, and attaches the results as analytics metadata",
+                "Ferrostream developers",
+            )
+        });
+        Some(&*METADATA)
+    }
+}
+
+impl BaseTransformImpl for DlaInfer {
+    const MODE: gst_base::subclass::BaseTransformMode =
+        gst_base::subclass::BaseTransformMode::AlwaysInPlace;
+    const PASSTHROUGH_ON_SAME_CAPS: bool = false;
+    const TRANSFORM_IP_ON_PASSTHROUGH: bool = false;
+}
+
+impl TrtInferImpl for DlaInfer {
+    fn defaults() -> InferConfig {
+        let mut config = InferConfig::default();
+        config.tensorrt.network_mode = NetworkMode::Fp16;
+        config.tensorrt.enable_dla = true;
+        config
+    }
+
+    fn open(
+        &self,
+        config: InferConfig,
+        threads: usize,
+        log: EngineLog,
+    ) -> Result<Inference, gst::ErrorMessage> {
+        let settings = |m: String| gst::error_msg!(gst::LibraryError::Settings, ("{m}"));
+        let presence = route::probe();
+        let inference = match route::plan(&config, &presence).map_err(settings)? {
+            Plan::Cudla { loadable, core } => open_loadable(config, &loadable, core)?,
+            Plan::TensorRtDla(config) => {
+                Inference::open(config, threads, log).map_err(setup_error)?
+            }
+            Plan::Fallback { config, reason } => {
+                let inference = Inference::open(config, threads, log).map_err(setup_error)?;
+                let d = inference.description();
+                gst::element_imp_warning!(
+                    self,
+                    gst::LibraryError::Init,
+                    (
+                        "No DLA on this machine; running on {} [{}] instead (allow-gpu-fallback=true)",
+                        d.backend,
+                        d.providers.join(", ")
+                    ),
+                    ["{reason}"]
+                );
+                inference
+            }
+        };
+        self.post_report(&inference);
+        Ok(inference)
+    }
+}
+
+#[cfg(feature = "cudla")]
+fn open_loadable(
+    config: InferConfig,
+    loadable: &std::path::Path,
+    core: u32,
+) -> Result<Inference, gst::ErrorMessage> {
+    let engine = crate::cudla::CudlaEngine::open(loadable, core, config.gpu_id)
+        .map_err(|e| setup_error(e.into()))?;
+    Inference::with_engine(config, loadable.to_owned(), Box::new(engine)).map_err(setup_error)
+}
+
+#[cfg(not(feature = "cudla"))]
+fn open_loadable(
+    _config: InferConfig,
+    loadable: &std::path::Path,
+    _core: u32,
+) -> Result<Inference, gst::ErrorMessage> {
+    Err(gst::error_msg!(
+        gst::CoreError::NotImplemented,
+        (
+            "{} is a DLA standalone loadable, but this build has no cuDLA support (the `cudla` \
+             feature)",
+            loadable.display()
+        )
+    ))
+}
+
+impl DlaInfer {
+    /// Posts the DLA coverage of the ONNX model at the shape the element runs it.
+    fn post_report(&self, inference: &Inference) {
+        let config = inference.config();
+        let Some(onnx) = config.onnx_file.as_ref() else {
+            gst::info!(CAT, imp = self, "no onnx-file: no DLA coverage report");
+            return;
+        };
+        let path = ferrostream_core::paths::resolve_model(onnx).unwrap_or_else(|_| onnx.clone());
+        let net = inference.network();
+        let batch = inference
+            .fixed_batch()
+            .unwrap_or(config.batch_size.max(1) as usize) as i64;
+        let (c, h, w) = (net.channels as i64, net.height as i64, net.width as i64);
+        let dims = if net.planar {
+            vec![batch, c, h, w]
+        } else {
+            vec![batch, h, w, c]
+        };
+        let options = CheckOptions {
+            precision: match config.tensorrt.network_mode {
+                NetworkMode::Int8 => Precision::Int8,
+                NetworkMode::Fp16 => Precision::Fp16,
+                NetworkMode::Fp32 => Precision::Fp32,
+            },
+            batch: batch as u32,
+            input_shapes: BTreeMap::from([(inference.description().input.name.clone(), dims)]),
+        };
+        let report = match check::check_file(&path, &options) {
+            Ok(r) => r,
+            Err(e) => {
+                gst::element_imp_warning!(
+                    self,
+                    gst::LibraryError::Init,
+                    ("No DLA coverage report: {e}")
+                );
+                return;
+            }
+        };
+        gst::info!(CAT, imp = self, "{}", report.to_text(false));
+        let structure = gst::Structure::builder("rsdlainfer-dla-report")
+            .field("model", &report.model)
+            .field("dla-share", report.dla_share)
+            .field("macs-total", report.macs_total)
+            .field("macs-dla", report.macs_dla)
+            .field("layers-dla", report.nodes_dla as u32)
+            .field("layers-gpu", report.nodes_gpu as u32)
+            .field("dla-loadables", report.dla_loadables as u32)
+            .field("gpu-subgraphs", report.gpu_subgraphs as u32)
+            .field(
+                "exceeds-loadable-limit",
+                report.dla_loadables > report.loadable_limit,
+            )
+            .field("summary", report.summary())
+            .field("report", report.to_json())
+            .build();
+        let _ = self.obj().post_message(
+            gst::message::Element::builder(structure)
+                .src(&*self.obj())
+                .build(),
+        );
+    }
+}

@@ -1,0 +1,180 @@
+//! rsdlainfer on a machine without a DLA (this lane, CI): the clear error, the GPU/CPU fallback
+//! with its one warning, the coverage report message, and the properties it shares with
+//! rstrtinfer.
+
+use std::time::Duration;
+
+use ferrostream_tests::{init, media, model, quoted, run_pipeline};
+use gst::prelude::*;
+
+/// MobileNetV2 on the squirrel image, `frames` times, through `element` with `extra`
+/// properties.
+fn squirrel(
+    element: &str,
+    extra: &str,
+    frames: u32,
+) -> Result<ferrostream_tests::RunOutput, String> {
+    run_pipeline(
+        &format!(
+            "filesrc location={} ! decodebin ! videoconvert ! imagefreeze num-buffers={frames} \
+             ! {element} onnx-file={} labelfile-path={} network-type=1 model-color-format=0 \
+             net-scale-factor=0.017352074 offsets=123.675;116.28;103.53 \
+             classifier-softmax=always {extra} ! appsink name=sink",
+            quoted(&media("squirrel_cls.jpg")),
+            quoted(&model("mobilenet_v2_imagenet.onnx")),
+            quoted(&model("classification_classes_ILSVRC2012.txt")),
+        ),
+        Duration::from_secs(60),
+    )
+}
+
+#[test]
+fn without_a_dla_it_runs_on_the_cpu_and_says_so_once() {
+    let out = squirrel("rsdlainfer", "", 4).unwrap();
+    // The fallback warning, once, naming what is missing.
+    let fallback: Vec<_> = out
+        .warnings
+        .iter()
+        .filter(|w| w.contains("No DLA on this machine"))
+        .collect();
+    assert_eq!(fallback.len(), 1, "{:?}", out.warnings);
+    assert!(
+        fallback[0].contains("libcudla.so.1") && fallback[0].contains("onnxruntime [CPU]"),
+        "{}",
+        fallback[0]
+    );
+    // The engine message says where it ran.
+    let engine = out
+        .element_messages
+        .iter()
+        .find(|s| s.name() == "rsdlainfer-engine")
+        .unwrap();
+    assert_eq!(engine.get::<String>("backend").unwrap(), "onnxruntime");
+    assert_eq!(engine.get::<String>("providers").unwrap(), "CPU");
+    // The results are rstrtinfer's: the squirrel, on every frame.
+    assert_eq!(out.frames.len(), 4);
+    for f in &out.frames {
+        let c = &f.objects[0].classifications[0];
+        assert_eq!(
+            &*c.label,
+            "fox squirrel, eastern fox squirrel, Sciurus niger"
+        );
+        assert!(c.prob > 0.9, "{}", c.prob);
+    }
+    // The coverage report of the model at the shape it runs.
+    let report = out
+        .element_messages
+        .iter()
+        .find(|s| s.name() == "rsdlainfer-dla-report")
+        .unwrap();
+    assert!(report.get::<f64>("dla-share").unwrap() > 0.9);
+    assert_eq!(report.get::<u32>("dla-loadables").unwrap(), 1);
+    assert_eq!(report.get::<u32>("gpu-subgraphs").unwrap(), 1);
+    assert!(!report.get::<bool>("exceeds-loadable-limit").unwrap());
+    let json: serde_json::Value =
+        serde_json::from_str(&report.get::<String>("report").unwrap()).unwrap();
+    assert_eq!(json["inputs"]["input"], serde_json::json!([1, 3, 224, 224]));
+    assert_eq!(json["precision"], "fp16");
+    assert!(
+        report
+            .get::<String>("summary")
+            .unwrap()
+            .contains("1 DLA loadable(s)")
+    );
+}
+
+#[test]
+fn without_a_dla_and_without_fallback_start_fails_naming_what_is_missing() {
+    let err = squirrel("rsdlainfer", "allow-gpu-fallback=false", 1).unwrap_err();
+    assert!(err.contains("no DLA on this machine"), "{err}");
+    assert!(err.contains("libcudla.so.1"), "{err}");
+    assert!(err.contains("allow-gpu-fallback=true"), "{err}");
+}
+
+#[test]
+fn fp32_and_loadables_without_a_dla_are_errors() {
+    let err = squirrel("rsdlainfer", "network-mode=fp32", 1).unwrap_err();
+    assert!(err.contains("the DLA has no FP32"), "{err}");
+    // A loadable runs only on a DLA: without one, and without the ONNX model to fall back to,
+    // the error says so.
+    let err = run_pipeline(
+        "videotestsrc num-buffers=1 ! rsdlainfer model-engine-file=net.loadable \
+         network-type=1 ! appsink name=sink",
+        Duration::from_secs(20),
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("net.loadable") && err.contains("only a DLA runs"),
+        "{err}"
+    );
+}
+
+#[test]
+fn it_shares_rstrtinfer_properties_with_dla_defaults() {
+    init();
+    let trt = gst::ElementFactory::make("rstrtinfer").build().unwrap();
+    let dla = gst::ElementFactory::make("rsdlainfer").build().unwrap();
+    for p in trt.list_properties() {
+        assert!(
+            dla.find_property(p.name()).is_some(),
+            "rsdlainfer lacks {}",
+            p.name()
+        );
+    }
+    let mode = |e: &gst::Element| e.property::<gst_trtinfer::config::NetworkMode>("network-mode");
+    assert_eq!(mode(&trt), gst_trtinfer::config::NetworkMode::Fp32);
+    assert_eq!(mode(&dla), gst_trtinfer::config::NetworkMode::Fp16);
+    assert!(dla.property::<bool>("enable-dla"));
+    assert!(!trt.property::<bool>("enable-dla"));
+    dla.set_property("dla-core", 1u32);
+    assert_eq!(dla.property::<u32>("use-dla-core"), 1);
+}
+
+/// A configuration file that leaves network-mode out gets the DLA default (FP16); one that asks
+/// for FP32 is refused.
+#[test]
+fn configuration_files_keep_the_dla_defaults() {
+    let dir = std::env::temp_dir().join(format!("rsdlainfer-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, extra: &str| {
+        let path = dir.join(name);
+        std::fs::write(
+            &path,
+            format!(
+                "[property]\nonnx-file={}\nlabelfile-path={}\nnetwork-type=1\nmodel-color-format=0\n{extra}",
+                model("mobilenet_v2_imagenet.onnx").display(),
+                model("classification_classes_ILSVRC2012.txt").display()
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let plain = write("plain.txt", "");
+    let out = run_pipeline(
+        &format!(
+            "videotestsrc num-buffers=1 ! rsdlainfer config-file-path={} ! appsink name=sink",
+            quoted(&plain)
+        ),
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    let report = out
+        .element_messages
+        .iter()
+        .find(|s| s.name() == "rsdlainfer-dla-report")
+        .unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&report.get::<String>("report").unwrap()).unwrap();
+    assert_eq!(json["precision"], "fp16");
+    let fp32 = write("fp32.txt", "network-mode=0\n");
+    let err = run_pipeline(
+        &format!(
+            "videotestsrc num-buffers=1 ! rsdlainfer config-file-path={} ! appsink name=sink",
+            quoted(&fp32)
+        ),
+        Duration::from_secs(30),
+    )
+    .unwrap_err();
+    assert!(err.contains("no FP32"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
