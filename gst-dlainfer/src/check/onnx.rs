@@ -156,6 +156,13 @@ impl Node {
         }
     }
 
+    /// A per-axis integer list (strides, dilations, pads), or `len` copies of `default`.
+    pub fn ints_or(&self, name: &str, len: usize, default: i64) -> Vec<i64> {
+        self.ints(name)
+            .map(<[i64]>::to_vec)
+            .unwrap_or_else(|| vec![default; len])
+    }
+
     pub fn string(&self, name: &str) -> Option<String> {
         match self.attributes.get(name)? {
             AttrValue::String(v) => Some(String::from_utf8_lossy(v).into_owned()),

@@ -336,24 +336,21 @@ fn layer_rules(
     precision: Precision,
     input: &dyn Fn(usize) -> Info,
 ) -> bool {
-    let ints = |name: &str, n: usize, default: i64| {
-        node.ints(name)
-            .map(<[i64]>::to_vec)
-            .unwrap_or(vec![default; n])
-    };
     match node.op_type.as_str() {
         "Conv" => {
             let w = input(1);
             c.add("conv.rank", is_4d(x), rank_text(x));
-            let kernel = node
-                .ints("kernel_shape")
-                .map(<[i64]>::to_vec)
-                .or_else(|| w.dims().map(|d| d[2.min(d.len())..].to_vec()))
-                .unwrap_or_default();
+            let kernel = kernel_of(node, &w);
             let n = kernel.len();
             c.range("conv.kernel", "kernel", &kernel, 1, 32);
-            c.range("conv.stride", "stride", &ints("strides", n, 1), 1, 8);
-            let pads = ints("pads", 2 * n, 0);
+            c.range(
+                "conv.stride",
+                "stride",
+                &node.ints_or("strides", n, 1),
+                1,
+                8,
+            );
+            let pads = node.ints_or("pads", 2 * n, 0);
             let under_kernel = pads
                 .iter()
                 .enumerate()
@@ -367,7 +364,13 @@ fn layer_rules(
                     list(&kernel)
                 ),
             );
-            c.range("conv.dilation", "dilation", &ints("dilations", n, 1), 1, 32);
+            c.range(
+                "conv.dilation",
+                "dilation",
+                &node.ints_or("dilations", n, 1),
+                1,
+                32,
+            );
             if let Some(m) = w.dims().and_then(|d| d.first().copied()) {
                 c.range("conv.output-maps", "output maps", &[m], 1, 8192);
             }
@@ -392,13 +395,9 @@ fn layer_rules(
         "ConvTranspose" => {
             let w = input(1);
             c.add("deconv.rank", is_4d(x), rank_text(x));
-            let kernel = node
-                .ints("kernel_shape")
-                .map(<[i64]>::to_vec)
-                .or_else(|| w.dims().map(|d| d[2.min(d.len())..].to_vec()))
-                .unwrap_or_default();
+            let kernel = kernel_of(node, &w);
             let n = kernel.len();
-            let stride = ints("strides", n, 1);
+            let stride = node.ints_or("strides", n, 1);
             let special = matches!(kernel.as_slice(), [1, 64 | 96 | 128] | [64 | 96 | 128, 1]);
             let square_slow = kernel.len() == 2
                 && kernel[0] == kernel[1]
@@ -409,7 +408,7 @@ fn layer_rules(
                 format!("kernel {} (allowed 1..32, 1x64/96/128)", list(&kernel)),
             );
             c.range("deconv.stride", "stride", &stride, 1, 32);
-            let pads = ints("pads", 2 * n, 0);
+            let pads = node.ints_or("pads", 2 * n, 0);
             c.add(
                 "deconv.padding",
                 pads.iter().all(|&p| p == 0),
@@ -421,7 +420,7 @@ fn layer_rules(
                 groups == 1,
                 format!("groups {groups} (must be 1)"),
             );
-            let dil = ints("dilations", n, 1);
+            let dil = node.ints_or("dilations", n, 1);
             c.add(
                 "deconv.dilation",
                 dil.iter().all(|&d| d == 1),
@@ -443,11 +442,23 @@ fn layer_rules(
                 is_4d(x),
                 format!("{} on {}", node.op_type, rank_text(x)),
             );
-            let kernel = ints("kernel_shape", 0, 1);
+            let kernel = node.ints_or("kernel_shape", 0, 1);
             let n = kernel.len();
             c.range("pool.window", "window", &kernel, 1, 8);
-            c.range("pool.stride", "stride", &ints("strides", n, 1), 1, 16);
-            c.range("pool.padding", "padding", &ints("pads", 2 * n, 0), 0, 7);
+            c.range(
+                "pool.stride",
+                "stride",
+                &node.ints_or("strides", n, 1),
+                1,
+                16,
+            );
+            c.range(
+                "pool.padding",
+                "padding",
+                &node.ints_or("pads", 2 * n, 0),
+                0,
+                7,
+            );
             true
         }
         "GlobalAveragePool" | "GlobalMaxPool" => {
@@ -759,6 +770,14 @@ fn layer_rules(
         }
         _ => false,
     }
+}
+
+/// The kernel of a (de)convolution: its attribute, else the weights' spatial dims.
+fn kernel_of(node: &Node, weights: &Info) -> Vec<i64> {
+    node.ints("kernel_shape")
+        .map(<[i64]>::to_vec)
+        .or_else(|| weights.dims().map(|d| d[2.min(d.len())..].to_vec()))
+        .unwrap_or_default()
 }
 
 fn opt(v: Option<f64>) -> String {

@@ -468,18 +468,9 @@ impl Shapes {
             .ints("kernel_shape")
             .map(|k| k.iter().map(|&k| Some(k)).collect())
             .unwrap_or_else(|| ws.iter().skip(2).copied().collect());
-        let stride = node
-            .ints("strides")
-            .map(<[i64]>::to_vec)
-            .unwrap_or(vec![1; spatial]);
-        let dil = node
-            .ints("dilations")
-            .map(<[i64]>::to_vec)
-            .unwrap_or(vec![1; spatial]);
-        let pads = node
-            .ints("pads")
-            .map(<[i64]>::to_vec)
-            .unwrap_or(vec![0; 2 * spatial]);
+        let stride = node.ints_or("strides", spatial, 1);
+        let dil = node.ints_or("dilations", spatial, 1);
+        let pads = node.ints_or("pads", 2 * spatial, 0);
         let auto_pad = node.string("auto_pad").unwrap_or_default();
         let mut out = vec![xs.first().copied().flatten()];
         out.push(if transposed {
@@ -533,18 +524,9 @@ impl Shapes {
             .ints("kernel_shape")
             .map(<[i64]>::to_vec)
             .unwrap_or_default();
-        let stride = node
-            .ints("strides")
-            .map(<[i64]>::to_vec)
-            .unwrap_or(vec![1; spatial]);
-        let dil = node
-            .ints("dilations")
-            .map(<[i64]>::to_vec)
-            .unwrap_or(vec![1; spatial]);
-        let pads = node
-            .ints("pads")
-            .map(<[i64]>::to_vec)
-            .unwrap_or(vec![0; 2 * spatial]);
+        let stride = node.ints_or("strides", spatial, 1);
+        let dil = node.ints_or("dilations", spatial, 1);
+        let pads = node.ints_or("pads", 2 * spatial, 0);
         let ceil = node.int("ceil_mode").unwrap_or(0) == 1;
         let auto_pad = node.string("auto_pad").unwrap_or_default();
         let mut out = xs[..2.min(xs.len())].to_vec();

@@ -9,7 +9,7 @@ use gst_trtinfer::config::{InferConfig, NetworkMode};
 use gst_trtinfer::engine::EngineLog;
 use gst_trtinfer::inference::Inference;
 use gst_trtinfer::rstrtinfer::subclass::TrtInferImpl;
-use gst_trtinfer::rstrtinfer::{TrtInfer, setup_error};
+use gst_trtinfer::rstrtinfer::{TrtInfer, open_inference, setup_error};
 
 use crate::check::{self, CheckOptions, Precision};
 use crate::route::{self, Plan};
@@ -104,11 +104,9 @@ impl TrtInferImpl for DlaInfer {
         let presence = route::probe();
         let inference = match route::plan(&config, &presence).map_err(settings)? {
             Plan::Cudla { loadable, core } => open_loadable(config, &loadable, core)?,
-            Plan::TensorRtDla(config) => {
-                Inference::open(config, threads, log).map_err(setup_error)?
-            }
+            Plan::TensorRtDla(config) => open_inference(config, threads, log)?,
             Plan::Fallback { config, reason } => {
-                let inference = Inference::open(config, threads, log).map_err(setup_error)?;
+                let inference = open_inference(config, threads, log)?;
                 let d = inference.description();
                 gst::element_imp_warning!(
                     self,

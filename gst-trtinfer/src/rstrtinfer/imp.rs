@@ -239,8 +239,7 @@ impl ObjectSubclass for TrtInfer {
 
     fn class_init(klass: &mut Self::Class) {
         klass.defaults = InferConfig::default;
-        klass.open =
-            |_, config, threads, log| Inference::open(config, threads, log).map_err(setup_error);
+        klass.open = |_, config, threads, log| super::open_inference(config, threads, log);
     }
 }
 

@@ -77,6 +77,15 @@ unsafe impl ClassStruct for TrtInferClass {
 
 pub use imp::setup_error;
 
+/// rstrtinfer's engine route: [`Inference::open`], its failure as the element error to post.
+pub fn open_inference(
+    config: InferConfig,
+    threads: usize,
+    log: EngineLog,
+) -> Result<Inference, gst::ErrorMessage> {
+    Inference::open(config, threads, log).map_err(setup_error)
+}
+
 /// Subclassing `rstrtinfer`: an element with the same semantics, properties and configuration
 /// keys, and its own defaults and engine route.
 pub mod subclass {
@@ -95,7 +104,7 @@ pub mod subclass {
             threads: usize,
             log: EngineLog,
         ) -> Result<Inference, gst::ErrorMessage> {
-            Inference::open(config, threads, log).map_err(setup_error)
+            open_inference(config, threads, log)
         }
     }
 
