@@ -104,7 +104,29 @@ impl TrtInferImpl for DlaInfer {
         let presence = route::probe();
         let inference = match route::plan(&config, &presence).map_err(settings)? {
             Plan::Cudla { loadable, core } => open_loadable(config, &loadable, core)?,
-            Plan::TensorRtDla(config) => open_inference(config, threads, log)?,
+            Plan::TensorRtDla(config) => {
+                let inference = open_inference(config, threads, log)?;
+                // backend=auto may end on an engine that cannot reach the DLA (no TensorRT, an
+                // ONNX Runtime without its TensorRT provider): say where it runs instead.
+                let d = inference.description();
+                if !d.providers.iter().any(|p| p.contains("DLA")) {
+                    gst::element_imp_warning!(
+                        self,
+                        gst::LibraryError::Init,
+                        (
+                            "This machine has a DLA, but {} runs on [{}]",
+                            d.backend,
+                            d.providers.join(", ")
+                        ),
+                        [
+                            "neither native TensorRT nor ONNX Runtime's TensorRT provider is \
+                             available; build with the tensorrt feature or install a TensorRT \
+                             build of ONNX Runtime"
+                        ]
+                    );
+                }
+                inference
+            }
             Plan::Fallback { config, reason } => {
                 let inference = open_inference(config, threads, log)?;
                 let d = inference.description();
