@@ -22,7 +22,7 @@ use serde::Serialize;
 pub use rules::{Check, DOC_URL, Placement, Precision, RULES, Rule};
 
 use onnx::{DimDecl, Model};
-use shapes::{Dim, Info, Shapes};
+use shapes::{Dim, Info, Shapes, dims_text};
 
 /// At most this many DLA loadables can be loaded per core.
 pub const MAX_LOADABLES_PER_CORE: usize = 16;
@@ -326,7 +326,7 @@ pub fn check_model(
         })
         .filter(|n| n.macs.is_none())
         .count();
-    let suggestions = suggest::suggestions(&nodes, &model_checks);
+    let suggestions = suggest::suggestions(&nodes);
     let mut rule_ids: Vec<&str> = model_checks
         .iter()
         .chain(nodes.iter().flat_map(|n| &n.checks))
@@ -365,16 +365,6 @@ pub fn check_model(
         nodes,
         subgraphs,
     })
-}
-
-fn dims_text(s: &[Dim]) -> String {
-    format!(
-        "[{}]",
-        s.iter()
-            .map(|d| d.map_or("?".to_string(), |d| d.to_string()))
-            .collect::<Vec<_>>()
-            .join(",")
-    )
 }
 
 fn mmacs(v: u64) -> String {

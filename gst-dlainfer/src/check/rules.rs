@@ -154,17 +154,10 @@ fn list(v: &[i64]) -> String {
     v.iter().map(i64::to_string).collect::<Vec<_>>().join("x")
 }
 
+/// A shape as text, "unknown" when not even the rank is known.
 fn dims_text(s: &Option<Vec<Dim>>) -> String {
-    match s {
-        None => "unknown".into(),
-        Some(s) => format!(
-            "[{}]",
-            s.iter()
-                .map(|d| d.map_or("?".to_string(), |d| d.to_string()))
-                .collect::<Vec<_>>()
-                .join(",")
-        ),
-    }
+    s.as_deref()
+        .map_or_else(|| "unknown".into(), super::shapes::dims_text)
 }
 
 /// The TensorRT layer an ONNX operator becomes.

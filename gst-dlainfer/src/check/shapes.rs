@@ -999,6 +999,15 @@ fn cast(v: f64, to: Option<DataType>) -> f64 {
     }
 }
 
+/// Dims as text, `?` for unknown ones: `[1,3,?,?]`.
+pub fn dims_text(s: &[Dim]) -> String {
+    let dims: Vec<String> = s
+        .iter()
+        .map(|d| d.map_or("?".to_string(), |d| d.to_string()))
+        .collect();
+    format!("[{}]", dims.join(","))
+}
+
 /// An axis attribute in 0..rank.
 pub fn norm_axis(axis: i64, rank: usize) -> usize {
     if axis < 0 {

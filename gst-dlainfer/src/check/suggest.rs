@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use super::rules::{Check, Placement};
+use super::rules::Placement;
 use super::{NodeReport, Suggestion};
 
 /// What to do about a failed rule (keyed by the rule, or by the operator for unsupported
@@ -81,7 +81,7 @@ fn advice(rule: &str, op: &str) -> &'static str {
 
 /// Groups GPU layers by the advice that addresses their first failed check; largest MACs and
 /// layer counts first.
-pub fn suggestions(nodes: &[NodeReport], _model: &[Check]) -> Vec<Suggestion> {
+pub fn suggestions(nodes: &[NodeReport]) -> Vec<Suggestion> {
     let mut groups: BTreeMap<&'static str, Suggestion> = BTreeMap::new();
     for n in nodes.iter().filter(|n| n.placement == Placement::Gpu) {
         let Some(first) = n.failed().next() else {

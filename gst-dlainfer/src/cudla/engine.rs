@@ -14,7 +14,7 @@ use gst_trtinfer::engine::{
 };
 
 use super::ffi::{self, TensorDescriptor};
-use super::{CudlaError, Device, Library, Module, Registered, tensor_name};
+use super::{CudlaError, Device, Library, Module, Registered, TaskTensors, tensor_name};
 
 /// How a tensor's elements lie in its buffer. Only layouts fully described by the
 /// descriptor's dims and size are accepted; a loadable with padded rows (DLA linear with
@@ -165,10 +165,13 @@ struct Tensor {
 pub struct CudlaEngine {
     // Field order is drop order: registrations and the module before the device, the device
     // before the CUDA context.
+    /// The DLA addresses of `input` and `outputs`, for submissions.
+    task: TaskTensors,
     input: Tensor,
     outputs: Vec<Tensor>,
     module: Module,
     stream: Stream,
+    /// Host bytes: outputs read back, and host input repacked into the loadable's layout.
     staging: Vec<u8>,
     cuda: Arc<cuda::Context>,
     description: EngineDescription,
@@ -261,8 +264,13 @@ impl CudlaEngine {
             outputs: outputs.iter().map(info).collect(),
         };
         let stream = Stream::new(&cuda, 0).map_err(cuda_error)?;
+        let task = TaskTensors::new(
+            &[&input.registered],
+            &outputs.iter().map(|t| &t.registered).collect::<Vec<_>>(),
+        );
         drop(_bound);
         Ok(Self {
+            task,
             input,
             outputs,
             module,
@@ -280,13 +288,13 @@ impl CudlaEngine {
         outputs: &mut Vec<OutputTensor>,
     ) -> Result<(), EngineError> {
         let stream = stream.unwrap_or(&self.stream);
-        let outs: Vec<&Registered> = self.outputs.iter().map(|t| &t.registered).collect();
-        // SAFETY: the input and outputs are this module's registered tensors, of the sizes
-        // its descriptors give; `stream` belongs to the context the device was opened under
-        // (checked by the callers) and is synchronised below before the buffers are reused.
+        // SAFETY: `task` holds this module's registered tensors (input and outputs), of the
+        // sizes its descriptors give, registered as long as the engine lives; `stream` belongs
+        // to the context the device was opened under (checked by the callers) and is
+        // synchronised below before the buffers are reused.
         unsafe {
             self.module
-                .submit(&[&self.input.registered], &outs, stream.raw().cast())
+                .submit(&self.task, stream.raw().cast())
                 .map_err(cudla_error)?;
         }
         let device = self.module.device().clone();
@@ -359,13 +367,21 @@ impl Engine for CudlaEngine {
                 bytes.len()
             )));
         }
-        let mut packed = vec![0u8; layout.size];
-        layout.pack(bytes, &mut packed);
+        // Dense NCHW goes up as it is; other layouts are repacked into the reused staging
+        // buffer (its padding zeroed once per call, since outputs share the buffer).
+        let upload: &[u8] = if layout.is_dense_nchw() {
+            bytes
+        } else {
+            self.staging.clear();
+            self.staging.resize(layout.size, 0);
+            layout.pack(bytes, &mut self.staging);
+            &self.staging
+        };
         let cuda = self.cuda.clone();
         let _bound = cuda.bind().map_err(cuda_error)?;
         self.input
             .buffer
-            .upload(&self.stream, &packed)
+            .upload(&self.stream, upload)
             .map_err(cuda_error)?;
         self.submit_and_read(None, outputs)
     }

@@ -25,16 +25,6 @@ pub enum CudlaError {
     Invalid(String),
 }
 
-impl CudlaError {
-    /// The cuDLA status name, for calls that failed.
-    pub fn status_name(&self) -> Option<String> {
-        match self {
-            Self::Call { status, .. } => Some(ffi::status_name(*status)),
-            _ => None,
-        }
-    }
-}
-
 fn check(call: &'static str, status: ffi::Status) -> Result<(), CudlaError> {
     if status == ffi::SUCCESS {
         Ok(())
@@ -292,17 +282,15 @@ impl Module {
     /// Submits one inference on `stream` (hybrid mode).
     ///
     /// # Safety
-    /// `inputs` and `outputs` must be registrations of buffers of this module's tensor sizes,
-    /// in descriptor order, left untouched until the stream has run the task; `stream` must
-    /// be a CUDA stream of the context the device was opened under.
+    /// `tensors` must hold registrations of buffers of this module's tensor sizes, in
+    /// descriptor order, still registered and left untouched until the stream has run the
+    /// task; `stream` must be a CUDA stream of the context the device was opened under.
     pub unsafe fn submit(
         &self,
-        inputs: &[&Registered],
-        outputs: &[&Registered],
+        tensors: &TaskTensors,
         stream: *mut std::ffi::c_void,
     ) -> Result<(), CudlaError> {
-        let ins: Vec<*mut u64> = inputs.iter().map(|r| r.dla_ptr()).collect();
-        let outs: Vec<*mut u64> = outputs.iter().map(|r| r.dla_ptr()).collect();
+        let (ins, outs) = (&tensors.inputs, &tensors.outputs);
         let task = ffi::Task {
             module_handle: self.raw.as_ptr(),
             output_tensor: outs.as_ptr(),
@@ -329,6 +317,26 @@ impl Drop for Module {
         // SAFETY: the module was loaded on this device and no task uses it any more (the
         // runner waits for its stream before dropping).
         unsafe { (self.device.lib.module_unload)(self.raw.as_ptr(), 0) };
+    }
+}
+
+/// The DLA addresses of a task's tensors, gathered once so that a submission allocates
+/// nothing.
+pub struct TaskTensors {
+    inputs: Vec<*mut u64>,
+    outputs: Vec<*mut u64>,
+}
+
+// SAFETY: plain addresses of registrations owned next to this value (in one engine); they are
+// only read, by `Module::submit`.
+unsafe impl Send for TaskTensors {}
+
+impl TaskTensors {
+    pub fn new(inputs: &[&Registered], outputs: &[&Registered]) -> Self {
+        Self {
+            inputs: inputs.iter().map(|r| r.dla_ptr()).collect(),
+            outputs: outputs.iter().map(|r| r.dla_ptr()).collect(),
+        }
     }
 }
 

@@ -108,37 +108,24 @@ impl TrtInferImpl for DlaInfer {
                 let inference = open_inference(config, threads, log)?;
                 // backend=auto may end on an engine that cannot reach the DLA (no TensorRT, an
                 // ONNX Runtime without its TensorRT provider): say where it runs instead.
-                let d = inference.description();
-                if !d.providers.iter().any(|p| p.contains("DLA")) {
-                    gst::element_imp_warning!(
-                        self,
-                        gst::LibraryError::Init,
-                        (
-                            "This machine has a DLA, but {} runs on [{}]",
-                            d.backend,
-                            d.providers.join(", ")
-                        ),
-                        [
-                            "neither native TensorRT nor ONNX Runtime's TensorRT provider is \
-                             available; build with the tensorrt feature or install a TensorRT \
-                             build of ONNX Runtime"
-                        ]
+                let providers = &inference.description().providers;
+                if !providers.iter().any(|p| p.contains("DLA")) {
+                    self.warn_placement(
+                        &inference,
+                        "This machine has a DLA, but the model runs on",
+                        "neither native TensorRT nor ONNX Runtime's TensorRT provider is \
+                         available; build with the tensorrt feature or install a TensorRT build \
+                         of ONNX Runtime",
                     );
                 }
                 inference
             }
             Plan::Fallback { config, reason } => {
                 let inference = open_inference(config, threads, log)?;
-                let d = inference.description();
-                gst::element_imp_warning!(
-                    self,
-                    gst::LibraryError::Init,
-                    (
-                        "No DLA on this machine; running on {} [{}] instead (allow-gpu-fallback=true)",
-                        d.backend,
-                        d.providers.join(", ")
-                    ),
-                    ["{reason}"]
+                self.warn_placement(
+                    &inference,
+                    "No DLA on this machine (allow-gpu-fallback=true); running instead on",
+                    &reason,
                 );
                 inference
             }
@@ -176,6 +163,17 @@ fn open_loadable(
 }
 
 impl DlaInfer {
+    /// Warns that the model does not run on the DLA, and says where it does.
+    fn warn_placement(&self, inference: &Inference, headline: &str, detail: &str) {
+        let d = inference.description();
+        gst::element_imp_warning!(
+            self,
+            gst::LibraryError::Init,
+            ("{headline} {} [{}]", d.backend, d.providers.join(", ")),
+            ["{detail}"]
+        );
+    }
+
     /// Posts the DLA coverage of the ONNX model at the shape the element runs it.
     fn post_report(&self, inference: &Inference) {
         let config = inference.config();
