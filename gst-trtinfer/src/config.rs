@@ -146,6 +146,11 @@ pub enum ParserKind {
     /// Nothing is parsed (network-type other): the raw tensors are the result.
     #[enum_value(name = "None: raw output tensors (network-type other)", nick = "none")]
     None = 7,
+    #[enum_value(
+        name = "DETR / RT-DETR: [N,K,4+C] rows of normalised cx,cy,w,h and C class scores",
+        nick = "detr"
+    )]
+    Detr = 8,
 }
 
 /// nvinfer `cluster-mode` (only NMS and none are implemented).
@@ -335,6 +340,9 @@ pub struct InferConfig {
     /// Attach each object's raw output tensors as attributes.
     pub output_tensor_meta: bool,
     pub tensorrt: TensorRtSettings,
+    /// Priority of the CUDA stream the element's GPU work is queued on (the `stream-priority`
+    /// property; not an nvinfer key).
+    pub stream_priority: i32,
 }
 
 /// How the TensorRT backend builds engines (nvinfer's keys), shared with rsdlainfer.
@@ -423,6 +431,7 @@ impl Default for InferConfig {
             secondary_reinfer_interval: 0,
             output_tensor_meta: false,
             tensorrt: TensorRtSettings::default(),
+            stream_priority: 0,
         }
     }
 }

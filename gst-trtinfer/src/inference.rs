@@ -102,6 +102,9 @@ pub struct Inference {
     detections: Vec<Detection>,
     /// Letterbox of the frame in each tensor slot, once filled.
     letterboxes: Vec<Option<Letterbox>>,
+    /// The device engine's GPU state, made at the first batch on the GPU.
+    #[cfg(feature = "cuda")]
+    runner: Option<crate::gpu::run::DeviceRunner>,
 }
 
 impl Inference {
@@ -211,6 +214,8 @@ impl Inference {
                 .map(|o| Arc::from(o.name.as_str()))
                 .collect(),
             detections: Vec::new(),
+            #[cfg(feature = "cuda")]
+            runner: None,
         })
     }
 
@@ -335,31 +340,197 @@ impl Inference {
         Ok(bytes.len())
     }
 
-    /// Runs the engine on the first `frames` slots that `stage` pre-processed into its device
-    /// tensor, reading them where they are (no copy of the input), on the stage's stream.
-    /// `None` when the engine cannot read that memory: then [`Inference::load_device_tensor`]
-    /// and [`Inference::infer`] do it through the host.
+    /// The CUDA context of the engine's device side, when it has one: frames allocated there
+    /// are read without a copy.
     #[cfg(feature = "cuda")]
-    pub fn infer_on_device(
+    pub fn engine_context(&mut self) -> Option<Arc<ferrostream_core::cuda::Context>> {
+        self.engine.device().map(|d| d.context().clone())
+    }
+
+    /// Queues a batch of regions on the device engine: pre-processing of `jobs` (frames of
+    /// `frames_ctx`, each of the frame size in `sizes`), the engine run, and the read-back of
+    /// what the parser needs (the selected anchors of a detector, else the whole outputs). Does
+    /// not wait for the GPU; [`Inference::finish_device`] does. `None` when the engine has no
+    /// device side.
+    #[cfg(feature = "cuda")]
+    pub fn enqueue_device(
         &mut self,
-        stage: &crate::gpu::GpuStage,
-        frames: usize,
-    ) -> Option<Result<(), EngineError>> {
-        let letterboxes = stage.letterboxes();
-        let batch = self.fixed_batch.unwrap_or(frames);
-        self.input_shape[0] = batch;
-        let input = crate::engine::DeviceInput {
-            ptr: stage.tensor().ptr(),
-            bytes: batch * self.network.frame_len() * self.tensor_element_type().size()?,
-            stream: stage.stream(),
+        jobs: &[crate::gpu::GpuJob],
+        frames_ctx: &Arc<ferrostream_core::cuda::Context>,
+        sizes: Vec<(u32, u32)>,
+    ) -> Option<Result<crate::gpu::run::Pending, String>> {
+        let tensor_bytes = self.tensor_bytes();
+        let element = self.tensor_element_type();
+        let priority = self.config.stream_priority;
+        let count = jobs.len();
+        assert!(
+            (1..=self.capacity).contains(&count),
+            "{count} regions for a tensor of {}",
+            self.capacity
+        );
+        let device = self.engine.device()?;
+        let runner = match &mut self.runner {
+            Some(r) => r,
+            r => match crate::gpu::run::DeviceRunner::new(
+                device.context().clone(),
+                device.stream().clone(),
+                tensor_bytes,
+            ) {
+                Ok(new) => r.insert(new),
+                Err(e) => return Some(Err(format!("CUDA: {e}"))),
+            },
         };
-        let result = self
-            .engine
-            .run_device(&input, &self.input_shape, &mut self.outputs)?;
-        for (slot, lb) in letterboxes.iter().take(self.capacity).enumerate() {
-            self.letterboxes[slot] = Some(*lb);
-        }
+        let batch = self.fixed_batch.unwrap_or(count);
+        self.input_shape[0] = batch;
+        let result = (|| {
+            let cuda = |e: ferrostream_core::cuda::CudaError| format!("CUDA: {e}");
+            let (letterboxes, copied) = runner
+                .preprocess(jobs, frames_ctx, &self.network, element, priority)
+                .map_err(cuda)?;
+            // SAFETY: the input tensor belongs to the engine's context, holds `batch` slots of
+            // the engine's element type (the tensor is sized for the capacity, the fixed batch
+            // included) written on the engine's stream, and is rewritten only by the next
+            // batch's pre-processing, queued after this run on the same stream.
+            let tensors = unsafe { device.enqueue(runner.input(), &self.input_shape) }
+                .map_err(|e| e.to_string())?
+                .to_vec();
+            let layout = if self.config.output_tensor_meta {
+                None
+            } else {
+                let shapes: Vec<&[usize]> = tensors.iter().map(|t| t.shape.as_slice()).collect();
+                match self.parser.anchor_layout(&shapes) {
+                    Some(Ok(layout)) => {
+                        let attrs = &self.class_attrs;
+                        let all = self.config.class_attrs.all;
+                        let attrs_of = |c: u32| attrs.get(c as usize).copied().unwrap_or(all);
+                        let min = self.parser.min_threshold(&layout, &attrs_of);
+                        Some((layout, min))
+                    }
+                    Some(Err(m)) => return Err(format!("Parsing the model outputs: {m}")),
+                    None => None,
+                }
+            };
+            let (slot, readback) = runner.read_back(&tensors, layout, count).map_err(cuda)?;
+            slot.preprocessed.record(&runner.stream).map_err(cuda)?;
+            Ok(crate::gpu::run::Pending {
+                slot,
+                readback,
+                letterboxes,
+                sizes,
+                copied_between_contexts: copied,
+            })
+        })();
         Some(result)
+    }
+
+    /// Waits for a batch queued by [`Inference::enqueue_device`] and parses it: one result
+    /// per region, in order.
+    #[cfg(feature = "cuda")]
+    pub fn finish_device(
+        &mut self,
+        pending: crate::gpu::run::Pending,
+    ) -> Result<Vec<ItemResult>, String> {
+        use crate::gpu::run::Readback;
+        let crate::gpu::run::Pending {
+            slot,
+            readback,
+            letterboxes,
+            sizes,
+            ..
+        } = pending;
+        let waited = slot.done.synchronize();
+        let device = self
+            .engine
+            .device()
+            .ok_or("the engine lost its device side")?;
+        waited.map_err(|e| device.explain(e).to_string())?;
+        for (i, lb) in letterboxes.iter().enumerate().take(self.capacity) {
+            self.letterboxes[i] = Some(*lb);
+        }
+        let runner = self.runner.as_mut().ok_or("no GPU state")?;
+        let results = match readback {
+            Readback::Whole { tensors } => {
+                let mut offset = 0;
+                self.outputs
+                    .resize_with(tensors.len(), OutputTensor::default);
+                for (index, (t, out)) in tensors.iter().zip(self.outputs.iter_mut()).enumerate() {
+                    let raw = &slot.host.as_slice()[offset..offset + t.bytes];
+                    offset += t.bytes;
+                    out.shape.clone_from(&t.shape);
+                    if out.name != *self.output_names[index] {
+                        out.name = self.output_names[index].to_string();
+                    }
+                    device
+                        .unpack(index, t, raw, &mut out.data)
+                        .map_err(|e| e.to_string())?;
+                }
+                let mut results = Vec::with_capacity(sizes.len());
+                for (i, &(w, h)) in sizes.iter().enumerate() {
+                    results.push(self.result(i, w, h)?);
+                }
+                results
+            }
+            Readback::Selected {
+                layout,
+                shapes,
+                min_threshold,
+                expected,
+            } => {
+                let record = crate::gpu::select::record_bytes(&layout);
+                let head = crate::gpu::select::HEADER_BYTES;
+                let host = slot.host.as_slice();
+                let count = u32::from_ne_bytes(host[..4].try_into().expect("4 bytes")) as usize;
+                let mut bytes = host[..head + count.min(expected) * record].to_vec();
+                if count > expected {
+                    let mut rest = Vec::new();
+                    runner
+                        .read_rest(
+                            &slot,
+                            head + expected * record,
+                            (count - expected) * record,
+                            &mut rest,
+                        )
+                        .map_err(|e| format!("CUDA: {e}"))?;
+                    bytes.extend_from_slice(&rest);
+                }
+                runner.saw_records(count);
+                let (_, rows) = crate::gpu::select::records(&bytes, &layout);
+                let shape_refs: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+                let width = layout.heatmap_width(&shape_refs);
+                let net = (self.network.width, self.network.height);
+                let mut results = Vec::with_capacity(sizes.len());
+                let mut rows = rows.into_iter().peekable();
+                for (item, &(w, h)) in sizes.iter().enumerate() {
+                    self.detections.clear();
+                    let attrs = &self.class_attrs;
+                    let all = self.config.class_attrs.all;
+                    let attrs_of = |c: u32| attrs.get(c as usize).copied().unwrap_or(all);
+                    while let Some((_, anchor, row)) = rows.next_if(|r| r.0 == item) {
+                        self.parser.decode_anchor(
+                            &row,
+                            anchor,
+                            width,
+                            net,
+                            &attrs_of,
+                            min_threshold,
+                            &mut self.detections,
+                        );
+                    }
+                    let lb = letterboxes
+                        .get(item)
+                        .copied()
+                        .ok_or("no letterbox for a region")?;
+                    results.push(ItemResult {
+                        objects: self.objects_from_detections(lb, w, h),
+                        ..ItemResult::default()
+                    });
+                }
+                results
+            }
+        };
+        let runner = self.runner.as_mut().ok_or("no GPU state")?;
+        runner.recycle(slot);
+        Ok(results)
     }
 
     /// Runs the engine on the first `frames` slots of the input tensor (all slots of a model with
@@ -432,7 +603,6 @@ impl Inference {
         frame_w: u32,
         frame_h: u32,
     ) -> Result<Vec<Object>, String> {
-        let component = self.config.gie_unique_id;
         let attrs = &self.class_attrs;
         let all = self.config.class_attrs.all;
         let attrs_of = |class: u32| attrs.get(class as usize).copied().unwrap_or(all);
@@ -444,6 +614,21 @@ impl Inference {
             &attrs_of,
             &mut self.detections,
         )?;
+        Ok(self.objects_from_detections(lb, frame_w, frame_h))
+    }
+
+    /// Clusters `self.detections` and maps them to the pixels of a `frame_w` x `frame_h` frame
+    /// through `lb`.
+    fn objects_from_detections(
+        &mut self,
+        lb: Letterbox,
+        frame_w: u32,
+        frame_h: u32,
+    ) -> Vec<Object> {
+        let component = self.config.gie_unique_id;
+        let attrs = &self.class_attrs;
+        let all = self.config.class_attrs.all;
+        let attrs_of = |class: u32| attrs.get(class as usize).copied().unwrap_or(all);
         cluster(&mut self.detections, self.config.cluster_mode, &attrs_of);
         let mut objects = Vec::with_capacity(self.detections.len());
         for d in &self.detections {
@@ -473,7 +658,7 @@ impl Inference {
             }
             objects.push(object);
         }
-        Ok(objects)
+        objects
     }
 }
 
@@ -556,6 +741,7 @@ fn ort_engine(
         model: model.clone(),
         device: config.device,
         gpu_id: config.gpu_id,
+        stream_priority: config.stream_priority,
         threads,
         dla: config.tensorrt.enable_dla.then_some(DlaOptions {
             core: config.tensorrt.use_dla_core,

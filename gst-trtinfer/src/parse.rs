@@ -39,6 +39,10 @@ pub enum OutputParser {
     YoloV8 {
         output: usize,
     },
+    /// End-to-end rows `[N,K,4+C]`: normalised cx,cy,w,h then C class scores (RT-DETR, DETR).
+    Detr {
+        output: usize,
+    },
     CenterFace {
         heatmap: usize,
         scale: usize,
@@ -119,7 +123,7 @@ impl OutputParser {
             ParserKind::Auto | ParserKind::None => unreachable!("resolved above"),
             ParserKind::Ssd => select_ssd(outputs, box_format)?,
             ParserKind::TfOdApi => select_tf_od_api(outputs)?,
-            ParserKind::YoloV5 | ParserKind::YoloV8 => {
+            ParserKind::YoloV5 | ParserKind::YoloV8 | ParserKind::Detr => {
                 let [output] = outputs else {
                     return Err(format!(
                         "{kind:?} expects one output, found {}",
@@ -129,10 +133,10 @@ impl OutputParser {
                 if item_dims(output).len() != 2 {
                     return Err(format!("{kind:?} expects a [N,*,*] output, found {output}"));
                 }
-                if kind == ParserKind::YoloV5 {
-                    OutputParser::YoloV5 { output: 0 }
-                } else {
-                    OutputParser::YoloV8 { output: 0 }
+                match kind {
+                    ParserKind::YoloV5 => OutputParser::YoloV5 { output: 0 },
+                    ParserKind::YoloV8 => OutputParser::YoloV8 { output: 0 },
+                    _ => OutputParser::Detr { output: 0 },
                 }
             }
             ParserKind::CenterFace => select_centerface(outputs)?,
@@ -176,6 +180,7 @@ impl OutputParser {
             },
             OutputParser::YoloV5 { output } => OutputParser::YoloV5 { output: m(output) },
             OutputParser::YoloV8 { output } => OutputParser::YoloV8 { output: m(output) },
+            OutputParser::Detr { output } => OutputParser::Detr { output: m(output) },
             OutputParser::CenterFace {
                 heatmap,
                 scale,
@@ -201,6 +206,7 @@ impl OutputParser {
             OutputParser::TfOdApi { .. } => ParserKind::TfOdApi,
             OutputParser::YoloV5 { .. } => ParserKind::YoloV5,
             OutputParser::YoloV8 { .. } => ParserKind::YoloV8,
+            OutputParser::Detr { .. } => ParserKind::Detr,
             OutputParser::CenterFace { .. } => ParserKind::CenterFace,
             OutputParser::Classifier { .. } => ParserKind::Classifier,
             OutputParser::Tensors => ParserKind::None,
@@ -216,17 +222,10 @@ impl OutputParser {
             OutputParser::TfOdApi { .. } => None,
             OutputParser::YoloV5 { output } => dim(output, 1).map(|d| d.saturating_sub(5)),
             OutputParser::YoloV8 { output } => dim(output, 0).map(|d| d.saturating_sub(4)),
+            OutputParser::Detr { output } => dim(output, 1).map(|d| d.saturating_sub(4)),
             OutputParser::CenterFace { .. } => Some(1),
             OutputParser::Classifier { output, .. } => dim(output, 0),
             OutputParser::Tensors => None,
-        }
-    }
-
-    /// Classes in the actual output tensors (SSD: the scores' last dimension).
-    fn num_classes_hint(&self, outputs: &[OutputTensor]) -> usize {
-        match *self {
-            OutputParser::Ssd { scores, .. } => outputs[scores].shape.get(2).copied().unwrap_or(1),
-            _ => 1,
         }
     }
 
@@ -236,6 +235,233 @@ impl OutputParser {
             OutputParser::CenterFace { .. } => &["face"],
             _ => &[],
         }
+    }
+
+    /// How one anchor's values lie in the outputs of shapes `shapes` (every output's shape,
+    /// batch first), for the parsers that decode anchor by anchor (SSD, YOLO, DETR,
+    /// CenterFace); `None` for the others. A GPU decoder selects the anchors that may hold a
+    /// detection and gathers their rows; [`OutputParser::decode_anchor`] turns a row into
+    /// detections on the host, the same code whether the row came from the GPU or the CPU.
+    pub fn anchor_layout(&self, shapes: &[&[usize]]) -> Option<Result<AnchorLayout, String>> {
+        let shape = |i: usize| shapes.get(i).copied().unwrap_or(&[]);
+        let group = |output, offset, anchor_stride, elem_stride, count| Group {
+            output,
+            offset,
+            anchor_stride,
+            elem_stride,
+            count,
+        };
+        Some(match *self {
+            OutputParser::Ssd { scores, boxes, .. } => match (shape(scores), shape(boxes)) {
+                ([_, anchors, classes], b)
+                    if b.iter().skip(1).product::<usize>() == anchors * 4 =>
+                {
+                    Ok(AnchorLayout {
+                        anchors: *anchors,
+                        groups: vec![
+                            group(scores, 0, *classes, 1, *classes),
+                            group(boxes, 0, 4, 1, 4),
+                        ],
+                        select: Select::BestClass {
+                            start: 0,
+                            count: *classes,
+                            objectness: None,
+                        },
+                    })
+                }
+                (s, b) => Err(format!(
+                    "SSD scores {s:?} and boxes {b:?} do not describe the same anchors"
+                )),
+            },
+            OutputParser::YoloV5 { output } => match shape(output) {
+                [_, boxes, stride] if *stride >= 6 => Ok(AnchorLayout {
+                    anchors: *boxes,
+                    groups: vec![group(output, 0, *stride, 1, *stride)],
+                    select: Select::BestClass {
+                        start: 5,
+                        count: stride - 5,
+                        objectness: Some(4),
+                    },
+                }),
+                other => Err(format!("YOLOv5 output {other:?} has no class scores")),
+            },
+            OutputParser::YoloV8 { output } => match shape(output) {
+                [_, rows, boxes] if *rows >= 5 => Ok(AnchorLayout {
+                    anchors: *boxes,
+                    groups: vec![group(output, 0, 1, *boxes, *rows)],
+                    select: Select::BestClass {
+                        start: 4,
+                        count: rows - 4,
+                        objectness: None,
+                    },
+                }),
+                other => Err(format!("YOLOv8 output {other:?} has no class scores")),
+            },
+            OutputParser::Detr { output } => match shape(output) {
+                [_, rows, width] if *width >= 5 => Ok(AnchorLayout {
+                    anchors: *rows,
+                    groups: vec![group(output, 0, *width, 1, *width)],
+                    select: Select::BestClass {
+                        start: 4,
+                        count: width - 4,
+                        objectness: None,
+                    },
+                }),
+                other => Err(format!(
+                    "DETR rows should be [N,K,4+C] with at least one class; found {other:?}"
+                )),
+            },
+            OutputParser::CenterFace {
+                heatmap,
+                scale,
+                offset,
+                landmarks,
+            } => {
+                let [_, _, h, w] = shape(heatmap) else {
+                    return Some(Err(format!(
+                        "CenterFace heatmap {:?} is not [N,1,h,w]",
+                        shape(heatmap)
+                    )));
+                };
+                let plane = h * w;
+                let planes = |i: usize, count: usize| {
+                    shape(i).iter().skip(1).product::<usize>() >= count * plane
+                };
+                if !planes(scale, 2) || !planes(offset, 2) {
+                    return Some(Err(
+                        "CenterFace scale/offset maps do not match the heatmap".into()
+                    ));
+                }
+                let mut groups = vec![
+                    group(heatmap, 0, 1, plane, 1),
+                    group(scale, 0, 1, plane, 2),
+                    group(offset, 0, 1, plane, 2),
+                ];
+                if let Some(l) = landmarks.filter(|&l| planes(l, 10)) {
+                    groups.push(group(l, 0, 1, plane, 10));
+                }
+                Ok(AnchorLayout {
+                    anchors: plane,
+                    groups,
+                    select: Select::Value { index: 0 },
+                })
+            }
+            OutputParser::TfOdApi { .. }
+            | OutputParser::Classifier { .. }
+            | OutputParser::Tensors => return None,
+        })
+    }
+
+    /// Decodes the detections of anchor `anchor` from its `row` (the values of
+    /// [`AnchorLayout::groups`], in order), keeping those above their class's
+    /// `pre-cluster-threshold` and inside its size limits. `heatmap_width` is CenterFace's
+    /// heatmap width (ignored by the others).
+    #[allow(clippy::too_many_arguments)]
+    pub fn decode_anchor(
+        &self,
+        row: &[f32],
+        anchor: usize,
+        heatmap_width: usize,
+        net_size: (u32, u32),
+        attrs: &dyn Fn(u32) -> ClassAttrs,
+        min_threshold: f32,
+        out: &mut Vec<Detection>,
+    ) {
+        let (net_w, net_h) = (net_size.0 as f32, net_size.1 as f32);
+        let mut push = |class_id: u32, confidence: f32, bbox: BBox, landmarks: Vec<f32>| {
+            let a = attrs(class_id);
+            if confidence >= a.pre_cluster_threshold && a.size_ok(bbox.width, bbox.height) {
+                out.push(Detection {
+                    class_id,
+                    confidence,
+                    bbox,
+                    landmarks,
+                });
+            }
+        };
+        match *self {
+            OutputParser::Ssd { format, .. } => {
+                let (scores, coords) = row.split_at(row.len() - 4);
+                let (x0, y0, x1, y1) = match format {
+                    BoxFormat::Yxyx => (coords[1], coords[0], coords[3], coords[2]),
+                    BoxFormat::Xyxy => (coords[0], coords[1], coords[2], coords[3]),
+                };
+                let bbox = BBox::from_corners(x0 * net_w, y0 * net_h, x1 * net_w, y1 * net_h);
+                for (class, &score) in scores.iter().enumerate() {
+                    // Cheap reject before looking up per-class attributes.
+                    if score >= min_threshold {
+                        push(class as u32, score, bbox, Vec::new());
+                    }
+                }
+            }
+            OutputParser::YoloV5 { .. } => {
+                let (class, score) = argmax(&row[5..]);
+                push(
+                    class as u32,
+                    row[4] * score,
+                    centre_box(row[0], row[1], row[2], row[3]),
+                    Vec::new(),
+                );
+            }
+            OutputParser::YoloV8 { .. } => {
+                let (class, score) = argmax(&row[4..]);
+                push(
+                    class as u32,
+                    score,
+                    centre_box(row[0], row[1], row[2], row[3]),
+                    Vec::new(),
+                );
+            }
+            OutputParser::Detr { .. } => {
+                let (class, score) = argmax(&row[4..]);
+                push(
+                    class as u32,
+                    score,
+                    centre_box(
+                        row[0] * net_w,
+                        row[1] * net_h,
+                        row[2] * net_w,
+                        row[3] * net_h,
+                    ),
+                    Vec::new(),
+                );
+            }
+            OutputParser::CenterFace { .. } => {
+                let score = row[0];
+                let (r, c) = (
+                    (anchor / heatmap_width) as f32,
+                    (anchor % heatmap_width) as f32,
+                );
+                let s0 = row[1].exp() * 4.0;
+                let s1 = row[2].exp() * 4.0;
+                let (o0, o1) = (row[3], row[4]);
+                let x1 = ((c + o1 + 0.5) * 4.0 - s1 / 2.0).clamp(0.0, net_w);
+                let y1 = ((r + o0 + 0.5) * 4.0 - s0 / 2.0).clamp(0.0, net_h);
+                let bbox = BBox::from_corners(x1, y1, (x1 + s1).min(net_w), (y1 + s0).min(net_h));
+                let points = row
+                    .get(5..15)
+                    .map(|lm| {
+                        (0..5)
+                            .flat_map(|j| [lm[2 * j + 1] * s1 + x1, lm[2 * j] * s0 + y1])
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                push(0, score, bbox, points);
+            }
+            OutputParser::TfOdApi { .. }
+            | OutputParser::Classifier { .. }
+            | OutputParser::Tensors => {}
+        }
+    }
+
+    /// The lowest `pre-cluster-threshold` over the classes `layout` scores: anchors whose best
+    /// score is below it hold no detection.
+    pub fn min_threshold(&self, layout: &AnchorLayout, attrs: &dyn Fn(u32) -> ClassAttrs) -> f32 {
+        let classes = match layout.select {
+            Select::BestClass { count, .. } => count,
+            Select::Value { .. } => 1,
+        };
+        min_threshold(attrs, classes)
     }
 
     /// Decodes the detections of batch item `item`, keeping those above their class's
@@ -249,54 +475,18 @@ impl OutputParser {
         out: &mut Vec<Detection>,
     ) -> Result<(), String> {
         let (net_w, net_h) = (net_size.0 as f32, net_size.1 as f32);
-        let min_threshold = min_threshold(attrs, self.num_classes_hint(outputs));
-        let mut push = |class_id: u32, confidence: f32, bbox: BBox, landmarks: Vec<f32>| {
+        let mut push = |class_id: u32, confidence: f32, bbox: BBox| {
             let a = attrs(class_id);
             if confidence >= a.pre_cluster_threshold && a.size_ok(bbox.width, bbox.height) {
                 out.push(Detection {
                     class_id,
                     confidence,
                     bbox,
-                    landmarks,
+                    landmarks: Vec::new(),
                 });
             }
         };
         match *self {
-            OutputParser::Ssd {
-                scores,
-                boxes,
-                format,
-            } => {
-                let scores_t = &outputs[scores];
-                let boxes_t = &outputs[boxes];
-                let (Some(&anchors), Some(&classes)) =
-                    (scores_t.shape.get(1), scores_t.shape.get(2))
-                else {
-                    return Err(format!("SSD scores have shape {:?}", scores_t.shape));
-                };
-                if boxes_t.item_len() != anchors * 4 {
-                    return Err(format!(
-                        "SSD boxes {:?} do not match {anchors} anchors of the scores",
-                        boxes_t.shape
-                    ));
-                }
-                let (s, b) = (scores_t.item(item), boxes_t.item(item));
-                for a in 0..anchors {
-                    let row = &s[a * classes..(a + 1) * classes];
-                    let coords = &b[a * 4..a * 4 + 4];
-                    let (x0, y0, x1, y1) = match format {
-                        BoxFormat::Yxyx => (coords[1], coords[0], coords[3], coords[2]),
-                        BoxFormat::Xyxy => (coords[0], coords[1], coords[2], coords[3]),
-                    };
-                    let bbox = BBox::from_corners(x0 * net_w, y0 * net_h, x1 * net_w, y1 * net_h);
-                    for (class, &score) in row.iter().enumerate() {
-                        // Cheap reject before looking up per-class attributes.
-                        if score >= min_threshold {
-                            push(class as u32, score, bbox, Vec::new());
-                        }
-                    }
-                }
-            }
             OutputParser::TfOdApi {
                 boxes,
                 scores,
@@ -324,105 +514,43 @@ impl OutputParser {
                         b[i * 4 + 3] * net_w,
                         b[i * 4 + 2] * net_h,
                     );
-                    push(class as u32, s[i], bbox, Vec::new());
+                    push(class as u32, s[i], bbox);
                 }
-            }
-            OutputParser::YoloV5 { output } => {
-                let t = &outputs[output];
-                let (boxes, stride) = (t.shape[1], t.shape[2]);
-                if stride < 6 {
-                    return Err(format!("YOLOv5 output {:?} has no class scores", t.shape));
-                }
-                let data = t.item(item);
-                for i in 0..boxes {
-                    let row = &data[i * stride..(i + 1) * stride];
-                    let (class, score) = argmax(&row[5..]);
-                    push(
-                        class as u32,
-                        row[4] * score,
-                        centre_box(row[0], row[1], row[2], row[3]),
-                        Vec::new(),
-                    );
-                }
-            }
-            OutputParser::YoloV8 { output } => {
-                let t = &outputs[output];
-                let (rows, boxes) = (t.shape[1], t.shape[2]);
-                if rows < 5 {
-                    return Err(format!("YOLOv8 output {:?} has no class scores", t.shape));
-                }
-                let data = t.item(item);
-                let at = |r: usize, i: usize| data[r * boxes + i];
-                for i in 0..boxes {
-                    let (mut class, mut score) = (0, f32::MIN);
-                    for r in 4..rows {
-                        if at(r, i) > score {
-                            (class, score) = (r - 4, at(r, i));
-                        }
-                    }
-                    push(
-                        class as u32,
-                        score,
-                        centre_box(at(0, i), at(1, i), at(2, i), at(3, i)),
-                        Vec::new(),
-                    );
-                }
-            }
-            OutputParser::CenterFace {
-                heatmap,
-                scale,
-                offset,
-                landmarks,
-            } => {
-                let hm = &outputs[heatmap];
-                let (h, w) = (hm.shape[2], hm.shape[3]);
-                let plane = h * w;
-                let (hm, sc, of) = (
-                    hm.item(item),
-                    outputs[scale].item(item),
-                    outputs[offset].item(item),
-                );
-                let lm = landmarks.map(|l| outputs[l].item(item));
-                if sc.len() < 2 * plane || of.len() < 2 * plane {
-                    return Err("CenterFace scale/offset maps do not match the heatmap".into());
-                }
-                let threshold = attrs(0).pre_cluster_threshold;
-                for (idx, &score) in hm.iter().enumerate() {
-                    if score < threshold {
-                        continue;
-                    }
-                    let (r, c) = ((idx / w) as f32, (idx % w) as f32);
-                    let s0 = sc[idx].exp() * 4.0;
-                    let s1 = sc[plane + idx].exp() * 4.0;
-                    let (o0, o1) = (of[idx], of[plane + idx]);
-                    let x1 = ((c + o1 + 0.5) * 4.0 - s1 / 2.0).clamp(0.0, net_w);
-                    let y1 = ((r + o0 + 0.5) * 4.0 - s0 / 2.0).clamp(0.0, net_h);
-                    let bbox =
-                        BBox::from_corners(x1, y1, (x1 + s1).min(net_w), (y1 + s0).min(net_h));
-                    let points = lm
-                        .filter(|lm| lm.len() >= 10 * plane)
-                        .map(|lm| {
-                            (0..5)
-                                .flat_map(|j| {
-                                    [
-                                        lm[(2 * j + 1) * plane + idx] * s1 + x1,
-                                        lm[2 * j * plane + idx] * s0 + y1,
-                                    ]
-                                })
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    push(0, score, bbox, points);
-                }
+                Ok(())
             }
             OutputParser::Classifier { .. } => {
-                return Err("a classifier produces classes, not detections".into());
+                Err("a classifier produces classes, not detections".into())
             }
             OutputParser::Tensors => {
-                return Err("network-type other produces raw tensors, not detections".into());
+                Err("network-type other produces raw tensors, not detections".into())
+            }
+            _ => {
+                let shapes: Vec<&[usize]> = outputs.iter().map(|o| o.shape.as_slice()).collect();
+                let layout = self
+                    .anchor_layout(&shapes)
+                    .expect("anchor parsers have a layout")?;
+                let items: Vec<&[f32]> = outputs
+                    .iter()
+                    .map(|o| {
+                        if o.shape.first().is_some_and(|&n| item < n) {
+                            o.item(item)
+                        } else {
+                            &[]
+                        }
+                    })
+                    .collect();
+                let min = self.min_threshold(&layout, attrs);
+                let width = layout.heatmap_width(&shapes);
+                let mut row = Vec::with_capacity(layout.row_len());
+                for anchor in 0..layout.anchors {
+                    layout.gather(&items, anchor, &mut row)?;
+                    if layout.select.passes(&row, min) {
+                        self.decode_anchor(&row, anchor, width, net_size, attrs, min, out);
+                    }
+                }
+                Ok(())
             }
         }
-        Ok(())
     }
 
     /// The top class and its probability for batch item `item` (classifier parser only).
@@ -456,6 +584,101 @@ fn min_threshold(attrs: &dyn Fn(u32) -> ClassAttrs, classes: usize) -> f32 {
     (0..classes.max(1) as u32)
         .map(|c| attrs(c).pre_cluster_threshold)
         .fold(f32::INFINITY, f32::min)
+}
+
+/// Where the values of one anchor lie in the outputs: a row gathered group by group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnchorLayout {
+    pub anchors: usize,
+    pub groups: Vec<Group>,
+    /// Which anchors may hold a detection.
+    pub select: Select,
+}
+
+/// `count` values of output `output`: value `j` of anchor `a` of a batch item is element
+/// `offset + a * anchor_stride + j * elem_stride` of that item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Group {
+    pub output: usize,
+    pub offset: usize,
+    pub anchor_stride: usize,
+    pub elem_stride: usize,
+    pub count: usize,
+}
+
+/// The test an anchor's row passes when it may hold a detection: its best class score (times
+/// the objectness at row index `objectness`, YOLOv5) or the value at `index` (CenterFace's
+/// heatmap) is at least the lowest `pre-cluster-threshold`. Scores are compared as the host
+/// parser compares them (NaN never passes, the first maximum wins).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Select {
+    BestClass {
+        start: usize,
+        count: usize,
+        objectness: Option<usize>,
+    },
+    Value {
+        index: usize,
+    },
+}
+
+impl Select {
+    pub fn passes(&self, row: &[f32], min_threshold: f32) -> bool {
+        match *self {
+            Select::BestClass {
+                start,
+                count,
+                objectness,
+            } => {
+                let (_, best) = argmax(&row[start..start + count]);
+                let score = objectness.map_or(best, |o| row[o] * best);
+                score >= min_threshold
+            }
+            Select::Value { index } => row[index] >= min_threshold,
+        }
+    }
+}
+
+impl AnchorLayout {
+    /// Values per anchor.
+    pub fn row_len(&self) -> usize {
+        self.groups.iter().map(|g| g.count).sum()
+    }
+
+    /// Fills `row` with anchor `anchor`'s values from `items` (each output's values for one
+    /// batch item).
+    pub fn gather(
+        &self,
+        items: &[&[f32]],
+        anchor: usize,
+        row: &mut Vec<f32>,
+    ) -> Result<(), String> {
+        row.clear();
+        for g in &self.groups {
+            let data = items.get(g.output).copied().unwrap_or(&[]);
+            let base = g.offset + anchor * g.anchor_stride;
+            let last = base + g.count.saturating_sub(1) * g.elem_stride;
+            if last >= data.len() {
+                return Err(format!(
+                    "output {} holds {} values per item; anchor {anchor} needs index {last}",
+                    g.output,
+                    data.len()
+                ));
+            }
+            row.extend((0..g.count).map(|j| data[base + j * g.elem_stride]));
+        }
+        Ok(())
+    }
+
+    /// CenterFace's heatmap width (the last dimension of the first group's output).
+    pub fn heatmap_width(&self, shapes: &[&[usize]]) -> usize {
+        self.groups
+            .first()
+            .and_then(|g| shapes.get(g.output))
+            .and_then(|s| s.last().copied())
+            .unwrap_or(1)
+            .max(1)
+    }
 }
 
 fn centre_box(cx: f32, cy: f32, w: f32, h: f32) -> BBox {

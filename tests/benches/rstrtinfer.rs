@@ -142,6 +142,7 @@ fn bare_engine() -> OrtEngine {
         gpu_id: 0,
         threads: 0,
         dla: None,
+        stream_priority: 0,
     })
     .unwrap()
 }

@@ -31,11 +31,17 @@ struct Run {
 /// Runs `description` to EOS; the elements named `infer` and `osd` (when present) report their
 /// counters, the element named `mux` and `osd` bracket the latency.
 fn run(description: &str) -> Run {
+    run_with(description, |_| {})
+}
+
+/// As [`run`], calling `prepare` on the pipeline before it starts.
+fn run_with(description: &str, prepare: impl FnOnce(&gst::Pipeline)) -> Run {
     init();
     let pipeline = gst::parse::launch(description)
         .unwrap_or_else(|e| panic!("{description}: {e}"))
         .downcast::<gst::Pipeline>()
         .unwrap();
+    prepare(&pipeline);
     let objects = Arc::new(Mutex::new(Vec::new()));
     let frames = Arc::new(Mutex::new(0usize));
     let sent: Arc<Mutex<HashMap<Option<gst::ClockTime>, Instant>>> = Arc::default();
@@ -125,11 +131,7 @@ fn run(description: &str) -> Run {
         }
     }
     pipeline.set_state(gst::State::Null).unwrap();
-    let after = transfers();
-    let transfers = Transfers {
-        to_device: after.to_device - before.to_device,
-        to_host: after.to_host - before.to_host,
-    };
+    let transfers = transfers().since(before);
     let mut objects = std::mem::take(&mut *objects.lock().unwrap());
     objects.sort();
     let frames = *frames.lock().unwrap();
@@ -162,11 +164,25 @@ const TENSOR_BYTES: u64 = 3 * 300 * 300;
 /// per frame.
 fn assert_zero_copy(run: &Run, frames: usize, frame_bytes: u64, what: &str) {
     assert_eq!(run.frames, frames, "{what}: frames out");
-    assert_eq!(
-        run.transfers.to_host,
-        frames as u64 * TENSOR_BYTES,
-        "{what}: bytes copied to the host are the network inputs, nothing else"
-    );
+    if cuda_engine() {
+        // The engine reads the tensor on the GPU; only the selected anchors' rows come back.
+        assert!(
+            run.transfers.to_host < frames as u64 * TENSOR_BYTES / 20,
+            "{what}: {} bytes copied to the host for {frames} frames (device engine: only \
+             selected rows should come back)",
+            run.transfers.to_host
+        );
+        assert_eq!(
+            run.transfers.between_contexts, 0,
+            "{what}: the frames were not in the engine's context"
+        );
+    } else {
+        assert_eq!(
+            run.transfers.to_host,
+            frames as u64 * TENSOR_BYTES,
+            "{what}: bytes copied to the host are the network inputs, nothing else"
+        );
+    }
     assert!(
         run.transfers.to_device < frames as u64 * frame_bytes / 4,
         "{what}: {} bytes copied to the device for {frames} frames of {frame_bytes} bytes",
@@ -185,10 +201,36 @@ fn assert_zero_copy(run: &Run, frames: usize, frame_bytes: u64, what: &str) {
         );
     }
     println!(
-        "GPU-RESULT {what}_frames_on_gpu {frames} frames (pixel copies 0; copied to host {} B = \
-         network inputs, to device {} B = draw lists, glyphs, descriptors)",
-        run.transfers.to_host, run.transfers.to_device
+        "GPU-RESULT {what}_frames_on_gpu {frames} frames (pixel copies 0; copied to host {} B, \
+         to device {} B, between contexts {} B; {})",
+        run.transfers.to_host,
+        run.transfers.to_device,
+        run.transfers.between_contexts,
+        if cuda_engine() {
+            "device engine: selected rows only"
+        } else {
+            "host engine: network inputs"
+        }
     );
+}
+
+/// Whether the installed ONNX Runtime runs the COCO model on the CUDA provider (then rstrtinfer
+/// takes the device path: input in place, selection on the GPU).
+fn cuda_engine() -> bool {
+    use gst_trtinfer::config::Device;
+    use gst_trtinfer::engine::onnxruntime::{OrtEngine, OrtOptions};
+    static CUDA: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *CUDA.get_or_init(|| {
+        OrtEngine::open(&OrtOptions {
+            model: ferrostream_tests::model("coco_ssdlite_mobilenet_v2.onnx"),
+            device: Device::Cuda,
+            gpu_id: 0,
+            threads: 0,
+            dla: None,
+            stream_priority: 0,
+        })
+        .is_ok()
+    })
 }
 
 /// Runs two 30-frame sources of `format` at `size` (`src(i)` links source i to `mux.sink_i`)
@@ -258,6 +300,116 @@ fn nvdec_frames_stay_on_the_gpu_and_detect_like_the_cpu() {
         "GPU-RESULT e2e_batch_latency_4x_nvdec {:.2} ms (median mux->osd of {} batches; CPU engine)",
         median(gpu_run.latencies.clone()),
         gpu_run.latencies.len()
+    );
+}
+
+/// Detections of `objects` that `reference` has too: same source, frame and class, box within
+/// 2 pixels on every side (the CPU and CUDA providers round differently).
+fn matched(
+    objects: &[(u32, u64, i32, [i32; 4])],
+    reference: &[(u32, u64, i32, [i32; 4])],
+) -> usize {
+    objects
+        .iter()
+        .filter(|o| {
+            reference.iter().any(|r| {
+                (r.0, r.1, r.2) == (o.0, o.1, o.2)
+                    && r.3.iter().zip(o.3).all(|(a, b)| (a - b).abs() <= 2)
+            })
+        })
+        .count()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU with NVDEC and ONNX Runtime's GPU build; run by scripts/gpu-check.sh"]
+fn cuda_engine_in_one_context_detects_like_the_cpu_engine() {
+    if gpu("cuda_engine_in_one_context_detects_like_the_cpu_engine").is_none() {
+        return;
+    }
+    if !cuda_engine() {
+        assert!(
+            std::env::var_os("FERROSTREAM_REQUIRE_CUDA_ENGINE").is_none(),
+            "FERROSTREAM_REQUIRE_CUDA_ENGINE is set but ONNX Runtime has no CUDA provider here"
+        );
+        println!("skipped: the installed ONNX Runtime has no CUDA provider");
+        return;
+    }
+    let video = quoted(&media("carphone_pristine.mp4"));
+    let config = quoted(&repo_root().join("pipelines/coco_ssd.txt"));
+    let pipeline = |device: &str, download: &str| {
+        let sources: String = (0..4)
+            .map(|i| {
+                format!(
+                    "filesrc location={video} ! qtdemux ! h264parse ! nvh264dec name=dec{i} \
+                     {download} ! mux.sink_{i} "
+                )
+            })
+            .collect();
+        format!(
+            "rsstreammux name=mux batch-size=4 ! rstrtinfer name=infer config-file-path={config} \
+             batch-size=4 device={device} ! fakesink sync=false {sources}"
+        )
+    };
+    // Device path: NVDEC frames in the engine's context, pre-processed into the engine's input,
+    // anchors selected on the GPU.
+    let device = run(&pipeline("cuda", ""));
+    assert_eq!(device.frames, 480);
+    assert_eq!(device.counters["infer.gpu-frames"], 480);
+    assert_eq!(device.transfers.between_contexts, 0, "one CUDA context");
+    let per_batch = device.transfers.to_host as f64 / 120.0;
+    assert!(
+        per_batch < 16_384.0,
+        "{per_batch} bytes to the host per batch of 4 (the whole outputs are 2.9 MB)"
+    );
+    // Host path of the same engine: frames downloaded, pre-processed on the CPU, outputs read
+    // back whole and parsed on the CPU: the same detections, exactly.
+    let host = run(&pipeline("cuda", "! cudadownload ! video/x-raw"));
+    assert_eq!(host.counters["infer.gpu-frames"], 0);
+    assert!(!device.objects.is_empty(), "no detections on carphone");
+    assert_eq!(
+        device.objects, host.objects,
+        "GPU selection and CPU parsing of the same engine differ"
+    );
+    // Frames in a CUDA context of their own (as when a decoder made its context before the
+    // engine offered one): the tensor crosses contexts device to device, never through the host.
+    let foreign = run_with(&pipeline("cuda", ""), |p| {
+        let ctx = ferrostream_core::cuda::gst_cuda::private_context(0).expect("a CUDA context");
+        for i in 0..4 {
+            p.by_name(&format!("dec{i}")).unwrap().set_context(&ctx);
+        }
+    });
+    assert_eq!(
+        foreign.transfers.between_contexts,
+        480 * TENSOR_BYTES,
+        "one tensor copy between contexts per frame"
+    );
+    assert!(foreign.transfers.to_host < 120 * 16_384);
+    assert_eq!(foreign.objects, device.objects);
+    // The CPU provider on the same frames: the providers round differently, so boxes may move
+    // by a pixel and a borderline score may cross the threshold, rarely.
+    let cpu = run(&pipeline("cpu", "! cudadownload ! video/x-raw"));
+    let common = matched(&device.objects, &cpu.objects);
+    assert!(
+        common * 100 >= cpu.objects.len().max(device.objects.len()) * 95,
+        "CUDA and CPU providers: {common} of {} / {} detections match",
+        device.objects.len(),
+        cpu.objects.len()
+    );
+    println!(
+        "GPU-RESULT cuda_engine_one_context {} objects in 480 frames equal to the host path; {:.0} B \
+         to the host per batch of 4; between contexts 0 B",
+        device.objects.len(),
+        per_batch
+    );
+    println!(
+        "GPU-RESULT cuda_engine_foreign_context {} B copied device to device ({} per frame), {} B \
+         to the host",
+        foreign.transfers.between_contexts, TENSOR_BYTES, foreign.transfers.to_host
+    );
+    println!(
+        "GPU-RESULT cuda_vs_cpu_provider {common} of {} / {} detections match (2 px)",
+        device.objects.len(),
+        cpu.objects.len()
     );
 }
 

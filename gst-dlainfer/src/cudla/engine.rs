@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use ferrostream_core::cuda::{self, CudaError, DeviceBuffer, Stream};
 use gst_trtinfer::engine::{
-    DeviceInput, ElementType, Engine, EngineDescription, EngineError, InputData, OutputTensor,
-    TensorInfo,
+    DeviceEngine, DeviceTensor, ElementType, Engine, EngineDescription, EngineError, InputData,
+    OutputTensor, TensorInfo, run_and_read,
 };
 
 use super::ffi::{self, TensorDescriptor};
@@ -170,9 +170,11 @@ pub struct CudlaEngine {
     input: Tensor,
     outputs: Vec<Tensor>,
     module: Module,
-    stream: Stream,
-    /// Host bytes: outputs read back, and host input repacked into the loadable's layout.
+    stream: Arc<Stream>,
+    /// Host input repacked into the loadable's layout.
     staging: Vec<u8>,
+    /// The outputs as `DeviceEngine::enqueue` returns them (the registered buffers).
+    device_outputs: Vec<DeviceTensor>,
     cuda: Arc<cuda::Context>,
     description: EngineDescription,
 }
@@ -263,7 +265,17 @@ impl CudlaEngine {
             input: info(&input),
             outputs: outputs.iter().map(info).collect(),
         };
-        let stream = Stream::new(&cuda, 0).map_err(cuda_error)?;
+        let stream = Arc::new(Stream::new(&cuda, 0).map_err(cuda_error)?);
+        let device_outputs = outputs
+            .iter()
+            .map(|t| DeviceTensor {
+                ptr: t.buffer.ptr(),
+                bytes: t.layout.size,
+                shape: t.layout.dims.to_vec(),
+                element_type: t.layout.element,
+                dense: t.layout.is_dense_nchw(),
+            })
+            .collect();
         let task = TaskTensors::new(
             &[&input.registered],
             &outputs.iter().map(|t| &t.registered).collect::<Vec<_>>(),
@@ -276,40 +288,10 @@ impl CudlaEngine {
             module,
             stream,
             staging: Vec::new(),
+            device_outputs,
             cuda,
             description,
         })
-    }
-
-    /// Submits the task on `stream` and reads every output (waiting for the stream).
-    fn submit_and_read(
-        &mut self,
-        stream: Option<&Stream>,
-        outputs: &mut Vec<OutputTensor>,
-    ) -> Result<(), EngineError> {
-        let stream = stream.unwrap_or(&self.stream);
-        // SAFETY: `task` holds this module's registered tensors (input and outputs), of the
-        // sizes its descriptors give, registered as long as the engine lives; `stream` belongs
-        // to the context the device was opened under (checked by the callers) and is
-        // synchronised below before the buffers are reused.
-        unsafe {
-            self.module
-                .submit(&self.task, stream.raw().cast())
-                .map_err(cudla_error)?;
-        }
-        let device = self.module.device().clone();
-        outputs.resize_with(self.outputs.len(), OutputTensor::default);
-        for (t, out) in self.outputs.iter().zip(outputs) {
-            self.staging.resize(t.layout.size, 0);
-            // Waits for the stream: the task, then this copy.
-            t.buffer
-                .download(stream, &mut self.staging)
-                .map_err(|e| task_error(e, || device.last_error()))?;
-            out.name = t.layout.name.clone();
-            out.shape = t.layout.dims.to_vec();
-            t.layout.unpack(&self.staging, &mut out.data);
-        }
-        Ok(())
     }
 }
 
@@ -318,41 +300,16 @@ impl Engine for CudlaEngine {
         &self.description
     }
 
-    fn run_device(
-        &mut self,
-        input: &DeviceInput<'_>,
-        _shape: &[usize],
-        outputs: &mut Vec<OutputTensor>,
-    ) -> Option<Result<(), EngineError>> {
-        if input.stream.context().raw() != self.cuda.raw()
-            || !self.input.layout.is_dense_nchw()
-            || input.bytes != self.input.layout.size
-        {
-            return None;
-        }
-        let cuda = self.cuda.clone();
-        let _bound = match cuda.bind() {
-            Ok(b) => b,
-            Err(e) => return Some(Err(cuda_error(e))),
-        };
-        // SAFETY: same context (checked above); the tensor holds `input.bytes` bytes written
-        // on `input.stream`, on which the copy, the task and the reads are queued in order.
-        let copied = unsafe {
-            self.input
-                .buffer
-                .copy_from_device(input.stream, input.ptr, input.bytes)
-        };
-        Some(
-            copied
-                .map_err(cuda_error)
-                .and_then(|()| self.submit_and_read(Some(input.stream), outputs)),
-        )
+    fn device(&mut self) -> Option<&mut dyn DeviceEngine> {
+        // A pre-processed tensor is dense NCHW: loadables taking another layout get theirs
+        // repacked on the host (`run`).
+        self.input.layout.is_dense_nchw().then_some(self as _)
     }
 
     fn run(
         &mut self,
         input: InputData<'_>,
-        _shape: &[usize],
+        shape: &[usize],
         outputs: &mut Vec<OutputTensor>,
     ) -> Result<(), EngineError> {
         let (bytes, ty) = (input.as_bytes(), input.element_type());
@@ -368,7 +325,7 @@ impl Engine for CudlaEngine {
             )));
         }
         // Dense NCHW goes up as it is; other layouts are repacked into the reused staging
-        // buffer (its padding zeroed once per call, since outputs share the buffer).
+        // buffer (its padding zeroed once per call).
         let upload: &[u8] = if layout.is_dense_nchw() {
             bytes
         } else {
@@ -383,7 +340,69 @@ impl Engine for CudlaEngine {
             .buffer
             .upload(&self.stream, upload)
             .map_err(cuda_error)?;
-        self.submit_and_read(None, outputs)
+        let (input, names) = (self.input.buffer.ptr(), self.description.outputs.clone());
+        // SAFETY: the registered input buffer holds the batch just uploaded on the engine's
+        // stream (`enqueue` does not copy it onto itself); the read-back waits for the stream.
+        unsafe { run_and_read(self, input, shape, outputs, &names) }
+    }
+}
+
+impl DeviceEngine for CudlaEngine {
+    fn context(&self) -> &Arc<cuda::Context> {
+        &self.cuda
+    }
+
+    fn stream(&self) -> &Arc<Stream> {
+        &self.stream
+    }
+
+    unsafe fn enqueue(
+        &mut self,
+        input: u64,
+        _shape: &[usize],
+    ) -> Result<&[DeviceTensor], EngineError> {
+        let cuda = self.cuda.clone();
+        let _bound = cuda.bind().map_err(cuda_error)?;
+        if input != self.input.buffer.ptr() {
+            // SAFETY: the caller vouches for `input` (the whole dense input, in the engine's
+            // context, ready in stream order); the registered buffer holds `layout.size` bytes.
+            unsafe {
+                self.input
+                    .buffer
+                    .copy_from_device(&self.stream, input, self.input.layout.size)
+            }
+            .map_err(cuda_error)?;
+        }
+        // SAFETY: `task` holds this module's registered tensors (input and outputs), of the
+        // sizes its descriptors give, registered as long as the engine lives; the stream
+        // belongs to the context the device was opened under. Outputs are read in stream order
+        // by the caller before the next submission overwrites them.
+        unsafe {
+            self.module
+                .submit(&self.task, self.stream.raw().cast())
+                .map_err(cudla_error)?;
+        }
+        Ok(&self.device_outputs)
+    }
+
+    fn explain(&self, e: CudaError) -> EngineError {
+        let device = self.module.device().clone();
+        task_error(e, || device.last_error())
+    }
+
+    fn unpack(
+        &self,
+        index: usize,
+        _tensor: &DeviceTensor,
+        raw: &[u8],
+        out: &mut Vec<f32>,
+    ) -> Result<(), EngineError> {
+        let t = self
+            .outputs
+            .get(index)
+            .ok_or_else(|| EngineError::Run(format!("no output {index}")))?;
+        t.layout.unpack(raw, out);
+        Ok(())
     }
 }
 

@@ -1,8 +1,10 @@
 //! Inference engines behind one trait.
 //!
 //! An engine describes its input and outputs and runs one batch: a contiguous input tensor in,
-//! every output as f32 into reusable buffers. Backends: ONNX Runtime ([`onnxruntime`]) and,
-//! behind the cargo feature `tensorrt`, native TensorRT.
+//! every output as f32 into reusable buffers ([`Engine::run`]). Engines that work on a GPU also
+//! have a device side ([`DeviceEngine`]): input read in place, outputs left in device memory,
+//! everything queued on one stream. Backends: ONNX Runtime ([`onnxruntime`]; its CUDA provider
+//! has the device side) and, behind the cargo feature `tensorrt`, native TensorRT.
 
 pub mod onnxruntime;
 #[cfg(feature = "tensorrt")]
@@ -163,29 +165,155 @@ pub enum LogLevel {
 /// Receives an engine's messages (from any thread).
 pub type EngineLog = std::sync::Arc<dyn Fn(LogLevel, &str) + Send + Sync>;
 
-/// A pre-processed input tensor already in device memory, written on `stream`.
+/// An engine output left in device memory by [`DeviceEngine::enqueue`].
 #[cfg(feature = "cuda")]
-pub struct DeviceInput<'a> {
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceTensor {
+    /// Device address of the first element, in the engine's context.
     pub ptr: u64,
+    /// Bytes at `ptr` (a packed layout may hold more than the shape's elements).
     pub bytes: usize,
-    pub stream: &'a ferrostream_core::cuda::Stream,
+    pub shape: Vec<usize>,
+    pub element_type: ElementType,
+    /// Whether the elements lie dense in row-major order of `shape`. GPU decoders read only
+    /// dense outputs; others are converted on the host by [`DeviceEngine::unpack`].
+    pub dense: bool,
+}
+
+#[cfg(feature = "cuda")]
+impl DeviceTensor {
+    /// Elements per batch item (dense layout).
+    pub fn item_len(&self) -> usize {
+        self.shape.iter().skip(1).product()
+    }
+}
+
+/// The device side of an engine whose input and outputs are device memory of one CUDA
+/// context: the pre-processed tensor is read where it is, outputs stay on the device, and every
+/// step of a batch (pre-processing, inference, output decoding, the small download) is queued on
+/// the engine's stream, so the host never waits between them.
+#[cfg(feature = "cuda")]
+pub trait DeviceEngine: Send {
+    /// The context the engine's memory belongs to.
+    fn context(&self) -> &std::sync::Arc<ferrostream_core::cuda::Context>;
+
+    /// The stream the engine's work is queued on (ONNX Runtime's CUDA provider is bound to one
+    /// stream when the session is made). Callers queue pre-processing before and decoding after
+    /// on it.
+    fn stream(&self) -> &std::sync::Arc<ferrostream_core::cuda::Stream>;
+
+    /// Queues one run on [`DeviceEngine::stream`] that reads the input of `shape` (batch first)
+    /// at device address `input` in place, and returns the outputs in the order of the
+    /// description's outputs. They stay valid, in stream order, until the next call; the input
+    /// must stay unchanged until the stream has passed the run.
+    ///
+    /// # Safety
+    /// `input` must be device memory of the engine's context holding the whole input in the
+    /// engine's element type, written in stream order before this call.
+    unsafe fn enqueue(
+        &mut self,
+        input: u64,
+        shape: &[usize],
+    ) -> Result<&[DeviceTensor], EngineError>;
+
+    /// The engine error for a failure seen while waiting for the engine's stream (work fails
+    /// asynchronously: a DLA task's failure surfaces as a CUDA error on the stream).
+    fn explain(&self, e: ferrostream_core::cuda::CudaError) -> EngineError {
+        EngineError::Run(format!("CUDA: {e}"))
+    }
+
+    /// Converts output `index`'s raw bytes, downloaded from its [`DeviceTensor`], to f32 in
+    /// row-major order of its shape. Dense outputs convert by element type; engines with packed
+    /// layouts (DLA loadables) unpack them.
+    fn unpack(
+        &self,
+        _index: usize,
+        tensor: &DeviceTensor,
+        raw: &[u8],
+        out: &mut Vec<f32>,
+    ) -> Result<(), EngineError> {
+        to_f32(tensor.element_type, raw, out)
+    }
+}
+
+/// Runs `engine`'s device side on the input at `input` and reads every output back to the host
+/// as f32: the host path of device engines (used by [`Engine::run`] after uploading a host
+/// tensor). Waits for the stream.
+///
+/// # Safety
+/// As [`DeviceEngine::enqueue`].
+#[cfg(feature = "cuda")]
+pub unsafe fn run_and_read(
+    engine: &mut dyn DeviceEngine,
+    input: u64,
+    shape: &[usize],
+    outputs: &mut Vec<OutputTensor>,
+    names: &[TensorInfo],
+) -> Result<(), EngineError> {
+    // SAFETY: the caller's guarantees are `enqueue`'s.
+    let tensors = unsafe { engine.enqueue(input, shape) }?.to_vec();
+    let stream = engine.stream().clone();
+    let mut raw = Vec::new();
+    outputs.resize_with(tensors.len(), OutputTensor::default);
+    for (index, (tensor, out)) in tensors.iter().zip(outputs.iter_mut()).enumerate() {
+        raw.resize(tensor.bytes, 0);
+        // SAFETY: the tensor is `bytes` long in the engine's context, written in stream order;
+        // `download` waits for the stream (the run and this copy) before returning.
+        unsafe { ferrostream_core::cuda::download(&stream, tensor.ptr, &mut raw) }
+            .map_err(|e| engine.explain(e))?;
+        if let Some(info) = names.get(index)
+            && out.name != info.name
+        {
+            out.name.clone_from(&info.name);
+        }
+        out.shape.clone_from(&tensor.shape);
+        engine.unpack(index, tensor, &raw, &mut out.data)?;
+    }
+    Ok(())
+}
+
+/// Converts `bytes` (elements of `ty`, native byte order) to f32 into `out`.
+pub fn to_f32(ty: ElementType, bytes: &[u8], out: &mut Vec<f32>) -> Result<(), EngineError> {
+    out.clear();
+    match ty {
+        ElementType::F32 => out.extend(
+            bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
+        ),
+        ElementType::F16 => out.extend(
+            bytes
+                .chunks_exact(2)
+                .map(|b| half::f16::from_ne_bytes([b[0], b[1]]).to_f32()),
+        ),
+        ElementType::I32 => out.extend(
+            bytes
+                .chunks_exact(4)
+                .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as f32),
+        ),
+        ElementType::I64 => out.extend(
+            bytes
+                .chunks_exact(8)
+                .map(|b| i64::from_ne_bytes(b.try_into().expect("8-byte chunk")) as f32),
+        ),
+        ElementType::U8 => out.extend(bytes.iter().map(|&b| b as f32)),
+        ElementType::I8 => out.extend(bytes.iter().map(|&b| b as i8 as f32)),
+        ElementType::Other(name) => {
+            return Err(EngineError::Run(format!("output element type {name}")));
+        }
+    }
+    Ok(())
 }
 
 /// An inference engine: one loaded model on one device.
 pub trait Engine: Send {
     fn description(&self) -> &EngineDescription;
 
-    /// Runs a batch whose input is already in device memory, without copying it, enqueued on
-    /// the input's stream. `None` when this engine cannot read that memory (a host engine, or
-    /// another CUDA context): the caller then copies the tensor to the host and calls
+    /// The engine's device side, when it reads and writes device memory (TensorRT, cuDLA,
+    /// ONNX Runtime's CUDA provider); `None` for host engines, which take the tensor through
     /// [`Engine::run`].
     #[cfg(feature = "cuda")]
-    fn run_device(
-        &mut self,
-        _input: &DeviceInput<'_>,
-        _shape: &[usize],
-        _outputs: &mut Vec<OutputTensor>,
-    ) -> Option<Result<(), EngineError>> {
+    fn device(&mut self) -> Option<&mut dyn DeviceEngine> {
         None
     }
 
@@ -197,4 +325,26 @@ pub trait Engine: Send {
         shape: &[usize],
         outputs: &mut Vec<OutputTensor>,
     ) -> Result<(), EngineError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outputs_convert_to_f32() {
+        let mut out = Vec::new();
+        let h: Vec<u8> = [half::f16::from_f32(1.5), half::f16::from_f32(-2.0)]
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect();
+        to_f32(ElementType::F16, &h, &mut out).unwrap();
+        assert_eq!(out, vec![1.5, -2.0]);
+        let i: Vec<u8> = [7i32, -3].iter().flat_map(|v| v.to_ne_bytes()).collect();
+        to_f32(ElementType::I32, &i, &mut out).unwrap();
+        assert_eq!(out, vec![7.0, -3.0]);
+        to_f32(ElementType::I8, &[0xff, 2], &mut out).unwrap();
+        assert_eq!(out, vec![-1.0, 2.0]);
+        assert!(to_f32(ElementType::Other("bf16"), &[0, 0], &mut out).is_err());
+    }
 }

@@ -6,6 +6,9 @@
 //! tensor, and, for engines that only take host memory, the one copy of the tensor (never the
 //! frames) to the host.
 
+pub mod run;
+pub mod select;
+
 use std::sync::Arc;
 
 use ferrostream_core::BBox;

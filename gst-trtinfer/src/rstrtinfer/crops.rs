@@ -144,14 +144,126 @@ pub(super) struct GpuFrames {
     pub stage: Option<crate::gpu::GpuStage>,
     pub stream_priority: i32,
     pub logged_tensor_copy: bool,
+    /// Whether the "frames in another context" message was given.
+    pub logged_copy: bool,
 }
 
 #[cfg(feature = "cuda")]
 impl GpuFrames {
+    /// Maps the frames of `chunk` (regions of `buf`, in device memory `memory`) and turns them
+    /// into pre-processing jobs, all in one CUDA context.
+    fn map_chunk<'b>(
+        &mut self,
+        memory: ferrostream_core::batch::MemoryKind,
+        source: &'b FrameSource,
+        buf: &'b gst::BufferRef,
+        chunk: &[Crop],
+    ) -> Result<MappedChunk<'b>, FrameError> {
+        use crate::gpu::GpuJob;
+        use crate::preprocess::YuvToRgb;
+        let cuda_error =
+            |e: ferrostream_core::cuda::CudaError| (gst::StreamError::Failed, e.to_string());
+        let mut mapped: Vec<(usize, ferrostream_core::cuda::DeviceFrame<'b>)> = Vec::new();
+        let mut jobs = Vec::with_capacity(chunk.len());
+        let mut sizes = Vec::with_capacity(chunk.len());
+        for crop in chunk {
+            let frame = match mapped.iter().position(|(index, _)| *index == crop.frame) {
+                Some(i) => &mapped[i].1,
+                None => {
+                    let (buffer, info) = pixels(source, buf, crop.frame)?;
+                    let frame = self
+                        .frames
+                        .map(memory, buffer, info, false)
+                        .map_err(cuda_error)?;
+                    if let Some((_, first)) = mapped.first()
+                        && first.context.raw() != frame.context.raw()
+                    {
+                        return Err((
+                            gst::StreamError::Format,
+                            "the frames of one batch live in different CUDA contexts".into(),
+                        ));
+                    }
+                    mapped.push((crop.frame, frame));
+                    &mapped.last().expect("just pushed").1
+                }
+            };
+            let (w, h) = (frame.image.width, frame.image.height);
+            jobs.push(GpuJob {
+                image: frame.image,
+                roi: crop
+                    .roi
+                    .unwrap_or_else(|| BBox::new(0.0, 0.0, w as f32, h as f32)),
+                matrix: YuvToRgb::new(frame.matrix, frame.range),
+            });
+            sizes.push((w, h));
+        }
+        Ok(MappedChunk {
+            mapped,
+            jobs,
+            sizes,
+        })
+    }
+
+    /// Queues `crops` of the frames of `buf` (in device memory) on the engine's device side,
+    /// one engine call per `capacity` regions, without waiting for the GPU. `None` when the
+    /// engine has no device side. The frames must stay alive (the caller keeps `buf`) until
+    /// every returned batch is finished; mappings whose device pointers end with the mapping
+    /// (NVMM) are released only after the pre-processing has read them.
+    pub(super) fn enqueue_crops(
+        &mut self,
+        inference: &mut Inference,
+        memory: ferrostream_core::batch::MemoryKind,
+        source: &FrameSource,
+        buf: &gst::BufferRef,
+        crops: &[Crop],
+        log: &dyn Fn(String),
+    ) -> Option<Result<Vec<crate::gpu::run::Pending>, FrameError>> {
+        let engine_ctx = inference.engine_context()?;
+        let mut run = || {
+            let mut pending = Vec::new();
+            for chunk in crops.chunks(inference.capacity()) {
+                let MappedChunk {
+                    mapped,
+                    jobs,
+                    sizes,
+                } = self.map_chunk(memory, source, buf, chunk)?;
+                let Some((_, first)) = mapped.first() else {
+                    continue;
+                };
+                let ctx = first.context.clone();
+                if ctx.raw() != engine_ctx.raw() && !std::mem::replace(&mut self.logged_copy, true)
+                {
+                    log(format!(
+                        "the frames are in another CUDA context than the engine's (GPU {}): \
+                         each pre-processed tensor is copied device to device into the \
+                         engine's context; give the producer the engine's context to avoid it",
+                        ctx.gpu_id()
+                    ));
+                }
+                let batch = inference
+                    .enqueue_device(&jobs, &ctx, sizes)
+                    .expect("the engine has a device side")
+                    .map_err(|m| (gst::StreamError::Failed, m))?;
+                if memory == ferrostream_core::batch::MemoryKind::Nvmm {
+                    batch
+                        .slot
+                        .preprocessed
+                        .synchronize()
+                        .map_err(|e| (gst::StreamError::Failed, e.to_string()))?;
+                }
+                drop(mapped);
+                pending.push(batch);
+            }
+            Ok(pending)
+        };
+        Some(run())
+    }
+
     /// Pre-processes `crops` of the frames of `buf` in device memory (`memory`) into the
-    /// device tensor, then infers and parses as [`infer_crops`] does. Engines that take host
-    /// memory get one copy of the tensor per engine call; the frames never leave the GPU.
-    /// `log` receives the one-time messages about where the work runs.
+    /// device tensor, then infers and parses as [`infer_crops`] does. Device engines read the
+    /// tensor in place and only the selected rows come back; engines that take host memory get
+    /// one copy of the tensor per engine call. The frames never leave the GPU. `log` receives
+    /// the one-time messages about where the work runs.
     pub(super) fn infer_crops(
         &mut self,
         inference: &mut Inference,
@@ -161,49 +273,38 @@ impl GpuFrames {
         crops: &[Crop],
         log: &dyn Fn(String),
     ) -> Result<(Vec<ItemResult>, Work), FrameError> {
-        use crate::gpu::{GpuJob, GpuStage};
-        use crate::preprocess::YuvToRgb;
+        use crate::gpu::GpuStage;
 
         let cuda_error =
             |e: ferrostream_core::cuda::CudaError| (gst::StreamError::Failed, e.to_string());
         let mut results = Vec::with_capacity(crops.len());
         let mut work = Work::default();
+        let t0 = Instant::now();
+        if let Some(pending) = self.enqueue_crops(inference, memory, source, buf, crops, log) {
+            let t1 = Instant::now();
+            for batch in pending? {
+                let items = batch.sizes.len() as u64;
+                results.extend(
+                    inference
+                        .finish_device(batch)
+                        .map_err(|m| (gst::StreamError::Failed, m))?,
+                );
+                work.items += items;
+                work.gpu_items += items;
+                work.engine_calls += 1;
+            }
+            let t2 = Instant::now();
+            work.times[0] += t1 - t0;
+            work.times[1] += t2 - t1;
+            return Ok((results, work));
+        }
         for chunk in crops.chunks(inference.capacity()) {
             let t0 = Instant::now();
-            let mut mapped: Vec<(usize, ferrostream_core::cuda::DeviceFrame<'_>)> = Vec::new();
-            let mut jobs = Vec::with_capacity(chunk.len());
-            let mut sizes = Vec::with_capacity(chunk.len());
-            for crop in chunk {
-                let frame = match mapped.iter().position(|(index, _)| *index == crop.frame) {
-                    Some(i) => &mapped[i].1,
-                    None => {
-                        let (buffer, info) = pixels(source, buf, crop.frame)?;
-                        let frame = self
-                            .frames
-                            .map(memory, buffer, info, false)
-                            .map_err(cuda_error)?;
-                        if let Some((_, first)) = mapped.first()
-                            && first.context.raw() != frame.context.raw()
-                        {
-                            return Err((
-                                gst::StreamError::Format,
-                                "the frames of one batch live in different CUDA contexts".into(),
-                            ));
-                        }
-                        mapped.push((crop.frame, frame));
-                        &mapped.last().expect("just pushed").1
-                    }
-                };
-                let (w, h) = (frame.image.width, frame.image.height);
-                jobs.push(GpuJob {
-                    image: frame.image,
-                    roi: crop
-                        .roi
-                        .unwrap_or_else(|| BBox::new(0.0, 0.0, w as f32, h as f32)),
-                    matrix: YuvToRgb::new(frame.matrix, frame.range),
-                });
-                sizes.push((w, h));
-            }
+            let MappedChunk {
+                mapped,
+                jobs,
+                sizes,
+            } = self.map_chunk(memory, source, buf, chunk)?;
             let Some((_, first)) = mapped.first() else {
                 continue;
             };
@@ -227,21 +328,6 @@ impl GpuFrames {
                 .preprocess(&jobs, inference.network(), inference.tensor_element_type())
                 .map_err(cuda_error)?;
             work.gpu_items += chunk.len() as u64;
-            // An engine that reads device memory of this context (TensorRT) takes the tensor
-            // where it is, on the stage's stream; it waits for the inference.
-            let t1 = Instant::now();
-            if let Some(result) = inference.infer_on_device(stage, chunk.len()) {
-                drop(mapped);
-                result.map_err(|e| (gst::StreamError::Failed, e.to_string()))?;
-                parse(
-                    inference,
-                    &sizes,
-                    [t0, t1, Instant::now()],
-                    &mut results,
-                    &mut work,
-                )?;
-                continue;
-            }
             // The engine takes host memory: one copy of the tensor (this waits for the stream,
             // after which the frames may be unmapped).
             let copied = inference.load_device_tensor(stage).map_err(cuda_error)?;
@@ -262,4 +348,12 @@ impl GpuFrames {
         }
         Ok((results, work))
     }
+}
+
+/// The mapped frames of one engine call and their pre-processing jobs.
+#[cfg(feature = "cuda")]
+struct MappedChunk<'b> {
+    mapped: Vec<(usize, ferrostream_core::cuda::DeviceFrame<'b>)>,
+    jobs: Vec<crate::gpu::GpuJob>,
+    sizes: Vec<(u32, u32)>,
 }

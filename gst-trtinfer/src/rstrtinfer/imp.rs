@@ -1,7 +1,8 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ferrostream_core::batch::{self, FrameSource, MemoryKind, frame_pixels};
 use ferrostream_core::ini::parse_list;
@@ -9,11 +10,13 @@ use ferrostream_core::{BatchMeta, Frame};
 use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
+use gst_base::prelude::BaseTransformExtManual;
 use gst_base::subclass::prelude::*;
 
 #[cfg(feature = "cuda")]
 use super::crops::GpuFrames;
 use super::crops::{self, Crop, FrameError, Work};
+use super::flight::{Flight, InFlight, LatencyTracker};
 use crate::config::{
     Backend, BoxFormat, ClusterMode, ColorFormat, Device, InferConfig, InputOrder, NetworkMode,
     NetworkType, ParserKind, ProcessMode, Softmax, infer_dims, offsets,
@@ -82,12 +85,15 @@ struct Stats {
     pixel_copies: u64,
     /// Copies of a pre-processed tensor from the device to a host-memory engine.
     tensor_copies: u64,
+    /// Buffers (frames or batches) inferred.
+    batches: u64,
 }
 
 impl Stats {
     fn record(&mut self, frames: u64, work: Option<&Work>) {
         self.frames += frames;
         if let Some(w) = work {
+            self.batches += 1;
             self.inferred += w.items;
             self.engine_calls += w.engine_calls;
             self.preprocess += w.times[0];
@@ -104,6 +110,20 @@ pub struct TrtInfer {
     settings: Mutex<Settings>,
     state: Mutex<Option<State>>,
     stats: Mutex<Stats>,
+    /// Buffers whose GPU work is queued (frames in GPU memory, a device engine, primary mode),
+    /// and the thread that finishes and pushes them in order.
+    flight: Arc<Flight>,
+    output_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Whether buffers go through `flight` (decided when the caps are set).
+    pipelined: AtomicBool,
+    latency: Mutex<LatencyTracker>,
+    /// The engine's CUDA context as offered to GStreamer's CUDA elements (`gst.cuda.context`),
+    /// from READY to NULL.
+    #[cfg(feature = "cuda")]
+    shared_context: Mutex<Option<gst::Context>>,
+    /// The copy trace when the element started, for the summary at stop.
+    #[cfg(feature = "cuda")]
+    transfers_at_start: Mutex<ferrostream_core::cuda::Transfers>,
 }
 
 impl TrtInfer {
@@ -811,6 +831,23 @@ impl ElementImpl for TrtInfer {
         });
         PAD_TEMPLATES.as_ref()
     }
+
+    fn change_state(
+        &self,
+        transition: gst::StateChange,
+    ) -> Result<gst::StateChangeSuccess, gst::StateChangeError> {
+        #[cfg(feature = "cuda")]
+        match transition {
+            // Before the upstream elements open (states change from the sinks up), so that
+            // decoders and uploaders find the engine's context when they look for one.
+            gst::StateChange::NullToReady => self.share_engine_context(),
+            gst::StateChange::ReadyToNull => {
+                self.shared_context.lock().unwrap().take();
+            }
+            _ => {}
+        }
+        self.parent_change_state(transition)
+    }
 }
 
 impl BaseTransformImpl for TrtInfer {
@@ -821,7 +858,8 @@ impl BaseTransformImpl for TrtInfer {
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         let settings = self.settings.lock().unwrap().clone();
-        let config = self.resolve_config(&settings)?;
+        let mut config = self.resolve_config(&settings)?;
+        config.stream_priority = settings.stream_priority;
         let warnings = config
             .validate()
             .map_err(|m| gst::error_msg!(gst::LibraryError::Settings, ("{m}")))?;
@@ -852,6 +890,13 @@ impl BaseTransformImpl for TrtInfer {
         );
         self.post_engine_message(&inference);
         *self.stats.lock().unwrap() = Stats::default();
+        *self.latency.lock().unwrap() = LatencyTracker::default();
+        self.flight.stop(false);
+        self.pipelined.store(false, Ordering::SeqCst);
+        #[cfg(feature = "cuda")]
+        {
+            *self.transfers_at_start.lock().unwrap() = ferrostream_core::cuda::transfers();
+        }
         *self.state.lock().unwrap() = Some(State {
             inference,
             source: None,
@@ -869,8 +914,13 @@ impl BaseTransformImpl for TrtInfer {
     }
 
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
+        self.flight.stop(true);
+        if let Some(thread) = self.output_thread.lock().unwrap().take() {
+            let _ = thread.join();
+        }
         self.state.lock().unwrap().take();
         let st = self.stats.lock().unwrap().clone();
+        self.log_summary(&st);
         if st.inferred > 0 {
             let per = |d: Duration| d.as_secs_f64() * 1e3 / st.inferred as f64;
             gst::info!(
@@ -890,6 +940,27 @@ impl BaseTransformImpl for TrtInfer {
     }
 
     fn query(&self, direction: gst::PadDirection, query: &mut gst::QueryRef) -> bool {
+        #[cfg(feature = "cuda")]
+        if let gst::QueryViewMut::Context(q) = query.view_mut()
+            && q.context_type() == ferrostream_core::cuda::gst_cuda::CUDA_CONTEXT_TYPE
+            && let Some(context) = self.shared_context.lock().unwrap().clone()
+        {
+            q.set_context(&context);
+            return true;
+        }
+        if let gst::QueryViewMut::Latency(_) = query.view_mut()
+            && direction == gst::PadDirection::Src
+        {
+            let handled = BaseTransformImplExt::parent_query(self, direction, query);
+            let ours = self.latency.lock().unwrap().reported();
+            if let (true, Some(ours), gst::QueryViewMut::Latency(q)) =
+                (handled, ours, query.view_mut())
+            {
+                let (live, min, max) = q.result();
+                q.set(live, min + ours, max.map(|m| m + ours));
+            }
+            return handled;
+        }
         // Caps we cannot take are refused by the accept-caps query, before any caps event reaches
         // us; say why, since upstream only reports "not-negotiated". A warning, not an error:
         // upstream elements also probe with accept-caps while choosing among several formats.
@@ -931,7 +1002,62 @@ impl BaseTransformImpl for TrtInfer {
         gst::debug!(CAT, imp = self, "input {incaps}");
         state.source = Some(source);
         state.memory = MemoryKind::from_caps(incaps);
+        #[cfg(feature = "cuda")]
+        let pipelined = state.memory != MemoryKind::System
+            && state.secondary.is_none()
+            && state.inference.engine_context().is_some();
+        #[cfg(not(feature = "cuda"))]
+        let pipelined = false;
+        if pipelined {
+            gst::info!(
+                CAT,
+                imp = self,
+                "frames in GPU memory and a device engine: up to {} buffers in flight",
+                super::flight::DEPTH
+            );
+        }
+        self.pipelined.store(pipelined, Ordering::SeqCst);
         Ok(())
+    }
+
+    fn sink_event(&self, event: gst::Event) -> bool {
+        // Buffers in flight leave before any serialized event, which keeps its place.
+        match event.view() {
+            gst::EventView::FlushStart(_) => self.flight.set_flushing(true),
+            gst::EventView::FlushStop(_) => {
+                self.flight.drain();
+                self.flight.set_flushing(false);
+            }
+            _ if event.is_serialized() => self.flight.drain(),
+            _ => {}
+        }
+        self.parent_sink_event(event)
+    }
+
+    fn submit_input_buffer(
+        &self,
+        is_discont: bool,
+        inbuf: gst::Buffer,
+    ) -> Result<gst::FlowSuccess, gst::FlowError> {
+        if !self.pipelined.load(Ordering::SeqCst) {
+            return self.parent_submit_input_buffer(is_discont, inbuf);
+        }
+        #[cfg(feature = "cuda")]
+        {
+            self.submit_pipelined(inbuf)
+        }
+        #[cfg(not(feature = "cuda"))]
+        unreachable!("pipelined only with the CUDA layer")
+    }
+
+    fn generate_output(
+        &self,
+    ) -> Result<gst_base::subclass::base_transform::GenerateOutputSuccess, gst::FlowError> {
+        if self.pipelined.load(Ordering::SeqCst) {
+            // The output thread pushes the buffers in flight.
+            return Ok(gst_base::subclass::base_transform::GenerateOutputSuccess::NoOutput);
+        }
+        self.parent_generate_output()
     }
 
     fn transform_ip(&self, buf: &mut gst::BufferRef) -> Result<gst::FlowSuccess, gst::FlowError> {
@@ -990,6 +1116,246 @@ struct PlanCounts {
 type Outcome = Result<(Option<Work>, PlanCounts), FrameError>;
 
 impl TrtInfer {
+    /// Offers the primary context of `gpu-id` (the context the device engines work in) to
+    /// GStreamer's CUDA elements: posted as a `gst.cuda.context` have-context message (the
+    /// bin answers the need-context of decoders with it) and answered in context queries.
+    /// Skipped for `device=cpu` and where there is no CUDA driver or GPU.
+    #[cfg(feature = "cuda")]
+    fn share_engine_context(&self) {
+        use ferrostream_core::cuda::{self, Context};
+        let settings = self.settings.lock().unwrap().clone();
+        let Ok(config) = self.resolve_config(&settings) else {
+            return; // reported by start()
+        };
+        if config.device == Device::Cpu || !cuda::driver_present() {
+            return;
+        }
+        if cuda::device_count().map_or(true, |n| config.gpu_id >= n) {
+            return;
+        }
+        let shared =
+            Context::primary(config.gpu_id).and_then(|c| cuda::gst_cuda::share_context(&c));
+        match shared {
+            Ok(context) => {
+                gst::info!(
+                    CAT,
+                    imp = self,
+                    "offering the primary CUDA context of GPU {} to upstream CUDA elements",
+                    config.gpu_id
+                );
+                *self.shared_context.lock().unwrap() = Some(context.clone());
+                let _ = self.obj().post_message(
+                    gst::message::HaveContext::builder(context)
+                        .src(&*self.obj())
+                        .build(),
+                );
+            }
+            Err(e) => gst::info!(
+                CAT,
+                imp = self,
+                "not offering a CUDA context to upstream elements: {e}"
+            ),
+        }
+    }
+
+    /// The run's summary in the log: counts, the copy trace (process-wide, over the element's
+    /// run) and the in-to-out time of buffers in flight.
+    fn log_summary(&self, st: &Stats) {
+        #[cfg(feature = "cuda")]
+        let t = ferrostream_core::cuda::transfers().since(*self.transfers_at_start.lock().unwrap());
+        #[cfg(not(feature = "cuda"))]
+        let t = (0u64, 0u64, 0u64);
+        #[cfg(feature = "cuda")]
+        let t = (t.to_host, t.to_device, t.between_contexts);
+        let (p50, p95) = self.latency.lock().unwrap().summary();
+        gst::info!(
+            CAT,
+            imp = self,
+            "summary: frames={} batches={} engine-calls={} to-host-bytes={} to-device-bytes={} \
+             device-copy-bytes={} latency-ms-p50={p50:.2} latency-ms-p95={p95:.2}",
+            st.frames,
+            st.batches,
+            st.engine_calls,
+            t.0,
+            t.1,
+            t.2
+        );
+    }
+
+    /// Queues `inbuf`'s GPU work without waiting and hands it to the output thread.
+    #[cfg(feature = "cuda")]
+    fn submit_pipelined(&self, inbuf: gst::Buffer) -> Result<gst::FlowSuccess, gst::FlowError> {
+        self.flight.wait_for_room()?;
+        let arrived = Instant::now();
+        let mut guard = self.state.lock().unwrap();
+        let Some(state) = guard.as_mut() else {
+            return Err(gst::FlowError::Flushing);
+        };
+        let source = state.source.clone().ok_or(gst::FlowError::NotNegotiated)?;
+        let (frames, single_size) = match &source {
+            FrameSource::Single(info) => (1, Some((info.width(), info.height()))),
+            FrameSource::Batched => (
+                BatchMeta::of(&inbuf).map_or(0, |m| m.batch().frames.len()),
+                None,
+            ),
+        };
+        let number = state.buffers;
+        state.buffers += 1;
+        let mut warnings = Vec::new();
+        self.warn_fixed_batch(state, frames, number, &mut warnings);
+        let pending = if frames > 0 && state.inference.should_infer(number) {
+            let crops: Vec<Crop> = (0..frames).map(|frame| Crop { frame, roi: None }).collect();
+            let memory = state.memory;
+            let queued = state
+                .gpu
+                .enqueue_crops(
+                    &mut state.inference,
+                    memory,
+                    &source,
+                    &inbuf,
+                    &crops,
+                    &|m| gst::info!(CAT, imp = self, "{m}"),
+                )
+                .expect("pipelined only with a device engine");
+            match queued {
+                Ok(p) => p,
+                Err((kind, message)) => {
+                    drop(guard);
+                    gst::element_imp_error!(self, kind, ("{message}"));
+                    return Err(gst::FlowError::Error);
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        drop(guard);
+        for warning in warnings {
+            gst::element_imp_warning!(self, gst::CoreError::Negotiation, ("{warning}"));
+        }
+        self.flight.push(InFlight {
+            buffer: inbuf,
+            pending,
+            number,
+            frames,
+            single_size,
+            arrived,
+            queue_time: arrived.elapsed(),
+        });
+        self.ensure_output_thread();
+        Ok(gst::FlowSuccess::Ok)
+    }
+
+    /// Starts the thread that finishes and pushes the buffers in flight, once.
+    #[cfg(feature = "cuda")]
+    fn ensure_output_thread(&self) {
+        let mut thread = self.output_thread.lock().unwrap();
+        if thread.is_some() {
+            return;
+        }
+        let element = self.obj().clone();
+        let flight = self.flight.clone();
+        *thread = Some(
+            std::thread::Builder::new()
+                .name(format!("{}-out", self.obj().name()))
+                .spawn(move || {
+                    let imp = element.imp();
+                    while let Some((item, flushing)) = flight.next() {
+                        let result = if flushing {
+                            discard(item);
+                            Err(gst::FlowError::Flushing)
+                        } else {
+                            imp.finish_and_push(item)
+                        };
+                        flight.done(result);
+                    }
+                })
+                .expect("spawning the output thread"),
+        );
+    }
+
+    /// Waits for a buffer's GPU work, attaches its objects and pushes it downstream.
+    #[cfg(feature = "cuda")]
+    fn finish_and_push(&self, item: InFlight) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let InFlight {
+            mut buffer,
+            pending,
+            number,
+            frames,
+            single_size,
+            arrived,
+            queue_time,
+        } = item;
+        let inferred = !pending.is_empty();
+        let t0 = Instant::now();
+        let mut guard = self.state.lock().unwrap();
+        let Some(state) = guard.as_mut() else {
+            discard_all(pending);
+            return Err(gst::FlowError::Flushing);
+        };
+        let component = state.inference.config().gie_unique_id;
+        let mut results = Vec::new();
+        let mut work = Work::default();
+        let mut pending = pending.into_iter();
+        while let Some(batch) = pending.next() {
+            let n = batch.sizes.len() as u64;
+            match state.inference.finish_device(batch) {
+                Ok(r) => results.extend(r),
+                Err(message) => {
+                    drop(guard);
+                    discard_all(pending.collect());
+                    gst::element_imp_error!(self, gst::StreamError::Failed, ("{message}"));
+                    return Err(gst::FlowError::Error);
+                }
+            }
+            work.items += n;
+            work.gpu_items += n;
+            work.engine_calls += 1;
+        }
+        drop(guard);
+        work.times = [queue_time, t0.elapsed(), Duration::ZERO];
+        let pts = buffer.pts();
+        attach_primary(
+            buffer.make_mut(),
+            number,
+            single_size,
+            pts,
+            component,
+            inferred.then_some(results),
+        );
+        self.stats
+            .lock()
+            .unwrap()
+            .record(frames as u64, inferred.then_some(&work));
+        if inferred && let Some(latency) = self.latency.lock().unwrap().record(arrived.elapsed()) {
+            gst::info!(CAT, imp = self, "latency raised to {latency}");
+            let _ = self
+                .obj()
+                .post_message(gst::message::Latency::builder().src(&*self.obj()).build());
+        }
+        self.obj().src_pad().push(buffer)
+    }
+
+    /// Warns once that a model fixed to batch 1 runs a batch frame by frame.
+    fn warn_fixed_batch(
+        &self,
+        state: &mut State,
+        frames: usize,
+        number: u64,
+        warnings: &mut Vec<String>,
+    ) {
+        if frames > 1
+            && state.inference.should_infer(number)
+            && state.inference.fixed_batch() == Some(1)
+            && !std::mem::replace(&mut state.warned_fixed_batch, true)
+        {
+            warnings.push(
+                "The model has a fixed batch size of 1: the frames of each batch are run one by \
+                 one"
+                .into(),
+            );
+        }
+    }
+
     /// Runs the engine on `crops` of `buf`, on the GPU path when the frames are in GPU memory.
     fn run_crops(
         &self,
@@ -1028,19 +1394,8 @@ impl TrtInfer {
     ) -> Outcome {
         let buffer_num = state.buffers;
         state.buffers += 1;
-        let run_inference = frames > 0 && state.inference.should_infer(buffer_num);
-        if run_inference
-            && frames > 1
-            && state.inference.fixed_batch() == Some(1)
-            && !std::mem::replace(&mut state.warned_fixed_batch, true)
-        {
-            warnings.push(
-                "The model has a fixed batch size of 1: the frames of each batch are run one by \
-                 one"
-                .into(),
-            );
-        }
-        let inferred = if run_inference {
+        self.warn_fixed_batch(state, frames, buffer_num, warnings);
+        let inferred = if frames > 0 && state.inference.should_infer(buffer_num) {
             let crops: Vec<Crop> = (0..frames).map(|frame| Crop { frame, roi: None }).collect();
             Some(self.run_crops(state, buf, &crops)?)
         } else {
@@ -1048,32 +1403,9 @@ impl TrtInfer {
         };
         let component = state.inference.config().gie_unique_id;
         let pts = buf.pts();
-        let mut meta = BatchMeta::get_or_add(buf);
-        let batch = meta.batch_mut();
-        if let Some((width, height)) = single_size
-            && batch.frames.is_empty()
-        {
-            let mut frame = Frame::new(0, buffer_num, width, height);
-            frame.pts = pts;
-            batch.frames.push(frame);
-        }
-        let Some((results, work)) = inferred else {
-            return Ok((None, PlanCounts::default()));
-        };
-        for (frame, result) in batch.frames.iter_mut().zip(results) {
-            let objects = result.into_frame_objects(frame.width, frame.height);
-            gst::log!(
-                CAT,
-                imp = self,
-                "source {} frame {}: {} objects",
-                frame.source_id,
-                frame.frame_num,
-                objects.len()
-            );
-            frame.objects.extend(objects);
-            frame.mark_component_run(component);
-        }
-        Ok((Some(work), PlanCounts::default()))
+        let (results, work) = inferred.map_or((None, None), |(r, w)| (Some(r), Some(w)));
+        attach_primary(buf, buffer_num, single_size, pts, component, results);
+        Ok((work, PlanCounts::default()))
     }
 
     /// Secondary mode: infers the selected objects of every frame in engine calls of up to
@@ -1154,5 +1486,55 @@ impl TrtInfer {
             frame.mark_component_run(component);
         }
         Ok((work, counts))
+    }
+}
+
+/// Primary mode: gives a plain frame its frame metadata and adds each frame's objects (when the
+/// buffer was inferred), marking the component as run.
+fn attach_primary(
+    buf: &mut gst::BufferRef,
+    number: u64,
+    single_size: Option<(u32, u32)>,
+    pts: Option<gst::ClockTime>,
+    component: i32,
+    results: Option<Vec<ItemResult>>,
+) {
+    let mut meta = BatchMeta::get_or_add(buf);
+    let batch = meta.batch_mut();
+    if let Some((width, height)) = single_size
+        && batch.frames.is_empty()
+    {
+        let mut frame = Frame::new(0, number, width, height);
+        frame.pts = pts;
+        batch.frames.push(frame);
+    }
+    let Some(results) = results else {
+        return;
+    };
+    for (frame, result) in batch.frames.iter_mut().zip(results) {
+        let objects = result.into_frame_objects(frame.width, frame.height);
+        gst::log!(
+            CAT,
+            "source {} frame {}: {} objects",
+            frame.source_id,
+            frame.frame_num,
+            objects.len()
+        );
+        frame.objects.extend(objects);
+        frame.mark_component_run(component);
+    }
+}
+
+/// Drops a buffer in flight without pushing it, once its GPU work is done (its read-back
+/// memory may still be written until then).
+#[cfg(feature = "cuda")]
+fn discard(item: InFlight) {
+    discard_all(item.pending);
+}
+
+#[cfg(feature = "cuda")]
+fn discard_all(pending: Vec<crate::gpu::run::Pending>) {
+    for p in pending {
+        let _ = p.slot.done.synchronize();
     }
 }

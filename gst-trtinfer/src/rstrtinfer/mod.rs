@@ -45,6 +45,7 @@ use crate::engine::EngineLog;
 use crate::inference::Inference;
 
 mod crops;
+mod flight;
 mod imp;
 
 pub use crate::config::{

@@ -15,8 +15,8 @@ use super::{
 };
 use crate::config::TensorRtSettings;
 use crate::engine::{
-    DeviceInput, ElementType, Engine, EngineDescription, EngineError, InputData, OutputTensor,
-    TensorInfo,
+    DeviceEngine, DeviceTensor, Engine, EngineDescription, EngineError, InputData, OutputTensor,
+    TensorInfo, run_and_read,
 };
 
 /// What to open.
@@ -53,7 +53,8 @@ pub struct TrtEngine {
     outputs: Vec<IoTensor>,
     input_buffer: DeviceBuffer,
     output_buffers: Vec<DeviceBuffer>,
-    staging: Vec<u8>,
+    /// The outputs of the last run, as `DeviceEngine::enqueue` returns them.
+    device_outputs: Vec<DeviceTensor>,
     stream: Arc<Stream>,
     cuda: Arc<cuda::Context>,
     description: EngineDescription,
@@ -190,7 +191,7 @@ impl TrtEngine {
             outputs,
             input_buffer,
             output_buffers,
-            staging: Vec::new(),
+            device_outputs: Vec::new(),
             stream,
             cuda,
             description,
@@ -317,39 +318,6 @@ fn engine_blob(
     ))
 }
 
-/// Appends `bytes` (elements of `ty`) as f32 to `out`.
-fn to_f32(ty: ElementType, bytes: &[u8], out: &mut Vec<f32>) -> Result<(), EngineError> {
-    out.clear();
-    match ty {
-        ElementType::F32 => out.extend(
-            bytes
-                .chunks_exact(4)
-                .map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
-        ),
-        ElementType::F16 => out.extend(
-            bytes
-                .chunks_exact(2)
-                .map(|b| half::f16::from_ne_bytes([b[0], b[1]]).to_f32()),
-        ),
-        ElementType::I32 => out.extend(
-            bytes
-                .chunks_exact(4)
-                .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as f32),
-        ),
-        ElementType::I64 => out.extend(
-            bytes
-                .chunks_exact(8)
-                .map(|b| i64::from_ne_bytes(b.try_into().expect("8-byte chunk")) as f32),
-        ),
-        ElementType::U8 => out.extend(bytes.iter().map(|&b| b as f32)),
-        ElementType::I8 => out.extend(bytes.iter().map(|&b| b as i8 as f32)),
-        ElementType::Other(name) => {
-            return Err(EngineError::Run(format!("output element type {name}")));
-        }
-    }
-    Ok(())
-}
-
 impl Engine for TrtEngine {
     fn description(&self) -> &EngineDescription {
         &self.description
@@ -375,60 +343,35 @@ impl Engine for TrtEngine {
                 self.input_buffer.len()
             )));
         }
-        let cuda = self.cuda.clone();
-        let _bound = cuda.bind().map_err(cuda_error)?;
         self.input_buffer
             .upload(&self.stream, bytes)
             .map_err(cuda_error)?;
-        let (input, stream) = (self.input_buffer.ptr(), self.stream.clone());
-        // SAFETY: the input buffer belongs to the engine's context, holds the batch just
-        // uploaded on `stream`, and outlives the call, which waits for the inference.
-        unsafe { self.enqueue_and_read(input, shape, &stream, outputs) }
+        let input = self.input_buffer.ptr();
+        let names = self.description.outputs.clone();
+        // SAFETY: the input buffer belongs to the engine's context and holds the batch just
+        // uploaded on the engine's stream; it outlives the call, which waits for the inference.
+        unsafe { run_and_read(self, input, shape, outputs, &names) }
     }
 
-    fn run_device(
-        &mut self,
-        input: &DeviceInput<'_>,
-        shape: &[usize],
-        outputs: &mut Vec<OutputTensor>,
-    ) -> Option<Result<(), EngineError>> {
-        if input.stream.context().raw() != self.cuda.raw() {
-            return None;
-        }
-        let expected = elements(&self.input.shape, shape.first().copied().unwrap_or(1))
-            .map(|n| n * self.input.element_type.size().unwrap_or(4));
-        if expected.as_ref().ok() != Some(&input.bytes) {
-            return Some(Err(EngineError::Run(format!(
-                "device input of {} bytes for an engine input of {:?} bytes",
-                input.bytes, expected
-            ))));
-        }
-        let cuda = self.cuda.clone();
-        let _bound = match cuda.bind() {
-            Ok(b) => b,
-            Err(e) => return Some(Err(cuda_error(e))),
-        };
-        // SAFETY: same context (checked above); the tensor holds `input.bytes` bytes written on
-        // `input.stream`, which the inference is enqueued on (so it runs after them), and the
-        // call waits for the inference before returning.
-        Some(unsafe { self.enqueue_and_read(input.ptr, shape, input.stream, outputs) })
+    fn device(&mut self) -> Option<&mut dyn DeviceEngine> {
+        Some(self)
     }
 }
 
-impl TrtEngine {
-    /// Runs the engine on the input at `input` (shape `shape`) on `stream` and reads every
-    /// output back as f32.
-    ///
-    /// # Safety
-    /// `input` must be device memory of the engine's context holding the input, ready in
-    /// `stream` order, and valid until this returns (it waits for the inference).
-    unsafe fn enqueue_and_read(
+impl DeviceEngine for TrtEngine {
+    fn context(&self) -> &Arc<cuda::Context> {
+        &self.cuda
+    }
+
+    fn stream(&self) -> &Arc<Stream> {
+        &self.stream
+    }
+
+    unsafe fn enqueue(
         &mut self,
         input: u64,
         shape: &[usize],
-        stream: &Stream,
-        outputs: &mut Vec<OutputTensor>,
-    ) -> Result<(), EngineError> {
+    ) -> Result<&[DeviceTensor], EngineError> {
         let batch = shape.first().copied().unwrap_or(1);
         let mut dims = [0i64; super::ffi::MAX_DIMS];
         let dims = dims
@@ -437,37 +380,37 @@ impl TrtEngine {
         for (d, &s) in dims.iter_mut().zip(shape) {
             *d = s as i64;
         }
+        let cuda = self.cuda.clone();
+        let _bound = cuda.bind().map_err(cuda_error)?;
         let name = &self.input.name;
         self.context.set_input_shape(name, dims)?;
         // SAFETY: the caller vouches for `input`; the output buffers were allocated in the
-        // engine's context for the maximum batch and live as long as the engine. The downloads
-        // below wait for the stream before the buffers are reused.
+        // engine's context for the maximum batch and live as long as the engine; the run is
+        // queued on the engine's stream, after the work that wrote the input.
         unsafe {
             self.context.set_address(name, input)?;
             for (o, buffer) in self.outputs.iter().zip(&self.output_buffers) {
                 self.context.set_address(&o.name, buffer.ptr())?;
             }
-            self.context.enqueue(stream.raw().cast())?;
+            self.context.enqueue(self.stream.raw().cast())?;
         }
-        outputs.resize_with(self.outputs.len(), OutputTensor::default);
-        for ((o, buffer), out) in self.outputs.iter().zip(&self.output_buffers).zip(outputs) {
+        self.device_outputs.clear();
+        for (o, buffer) in self.outputs.iter().zip(&self.output_buffers) {
             let elems = elements(&o.shape, batch).map_err(EngineError::Run)?;
-            let len = elems * o.element_type.size().unwrap_or(4);
-            self.staging.resize(len, 0);
-            // Waits for the stream: the inference and this copy.
-            buffer
-                .download(stream, &mut self.staging)
-                .map_err(cuda_error)?;
-            out.name = o.name.to_string_lossy().into_owned();
-            out.shape = o
-                .shape
-                .iter()
-                .enumerate()
-                .map(|(i, &d)| if i == 0 && d == -1 { batch } else { d as usize })
-                .collect();
-            to_f32(o.element_type, &self.staging, &mut out.data)?;
+            self.device_outputs.push(DeviceTensor {
+                ptr: buffer.ptr(),
+                bytes: elems * o.element_type.size().unwrap_or(4),
+                shape: o
+                    .shape
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &d)| if i == 0 && d == -1 { batch } else { d as usize })
+                    .collect(),
+                element_type: o.element_type,
+                dense: true,
+            });
         }
-        Ok(())
+        Ok(&self.device_outputs)
     }
 }
 
@@ -484,22 +427,5 @@ mod tests {
                 .unwrap_err()
                 .contains("dimension 2")
         );
-    }
-
-    #[test]
-    fn outputs_convert_to_f32() {
-        let mut out = Vec::new();
-        let h: Vec<u8> = [half::f16::from_f32(1.5), half::f16::from_f32(-2.0)]
-            .iter()
-            .flat_map(|v| v.to_ne_bytes())
-            .collect();
-        to_f32(ElementType::F16, &h, &mut out).unwrap();
-        assert_eq!(out, vec![1.5, -2.0]);
-        let i: Vec<u8> = [7i32, -3].iter().flat_map(|v| v.to_ne_bytes()).collect();
-        to_f32(ElementType::I32, &i, &mut out).unwrap();
-        assert_eq!(out, vec![7.0, -3.0]);
-        to_f32(ElementType::I8, &[0xff, 2], &mut out).unwrap();
-        assert_eq!(out, vec![-1.0, 2.0]);
-        assert!(to_f32(ElementType::Other("bf16"), &[0, 0], &mut out).is_err());
     }
 }

@@ -108,6 +108,17 @@ impl Context {
         self.raw
     }
 
+    /// The raw device handle, for interop with other libraries.
+    pub fn device(&self) -> sys::CUdevice {
+        self.device
+    }
+
+    /// Whether this is the primary context of its device (what ONNX Runtime's CUDA provider and
+    /// every CUDA runtime user work in).
+    pub fn is_primary(&self) -> bool {
+        matches!(self.owner, Owner::Primary)
+    }
+
     /// The device ordinal (`gpu-id`).
     pub fn gpu_id(&self) -> u32 {
         self.ordinal

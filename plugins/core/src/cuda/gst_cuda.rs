@@ -33,6 +33,14 @@ struct Lib {
     is_cuda_memory: unsafe extern "C" fn(*mut gst::ffi::GstMemory) -> glib::ffi::gboolean,
     context_get_handle: unsafe extern "C" fn(*mut gst::ffi::GstObject) -> *mut c_void,
     memory_sync: Option<unsafe extern "C" fn(*mut gst::ffi::GstMemory)>,
+    load_library: unsafe extern "C" fn() -> glib::ffi::gboolean,
+    /// `gst_cuda_context_new_wrapped(CUcontext, CUdevice)` (1.22): a GstCudaContext that uses an
+    /// existing context without owning it.
+    context_new_wrapped: unsafe extern "C" fn(*mut c_void, i32) -> *mut gst::ffi::GstObject,
+    /// `gst_cuda_context_new(guint device_id)`: a GstCudaContext with a context of its own.
+    context_new: unsafe extern "C" fn(u32) -> *mut gst::ffi::GstObject,
+    /// `gst_context_new_cuda_context(GstCudaContext*)`: the `gst.cuda.context` GstContext.
+    new_cuda_context: unsafe extern "C" fn(*mut gst::ffi::GstObject) -> *mut gst::ffi::GstContext,
 }
 
 fn lib() -> Result<&'static Lib> {
@@ -50,11 +58,27 @@ fn lib() -> Result<&'static Lib> {
                 .get(b"gst_cuda_context_get_handle\0")
                 .map_err(|e| e.to_string())?;
             let memory_sync = lib.get(b"gst_cuda_memory_sync\0").ok().map(|s| *s);
+            let load_library = *lib
+                .get(b"gst_cuda_load_library\0")
+                .map_err(|e| e.to_string())?;
+            let context_new_wrapped = *lib
+                .get(b"gst_cuda_context_new_wrapped\0")
+                .map_err(|e| e.to_string())?;
+            let context_new = *lib
+                .get(b"gst_cuda_context_new\0")
+                .map_err(|e| e.to_string())?;
+            let new_cuda_context = *lib
+                .get(b"gst_context_new_cuda_context\0")
+                .map_err(|e| e.to_string())?;
             Ok(Lib {
                 _lib: lib,
                 is_cuda_memory,
                 context_get_handle,
                 memory_sync,
+                load_library,
+                context_new_wrapped,
+                context_new,
+                new_cuda_context,
             })
         }
     })
@@ -76,6 +100,60 @@ pub fn context_from_object(object: &gst::Object) -> Result<Arc<Context>> {
             ));
         }
         Context::borrowed(raw.cast(), Box::new(object.clone()))
+    }
+}
+
+/// Offers `ctx` to GStreamer's CUDA elements: a `GstCudaContext` wrapping it (which keeps `ctx`
+/// alive as long as any element holds it) inside a `gst.cuda.context` GstContext. Elements such
+/// as `nvh264dec`, `cudaupload` and `cudaconvert` that receive it (through a context query, a
+/// need-context message answered by their bin, or `set_context`) allocate their output there,
+/// so their frames are addressable by the engine without a copy.
+pub fn share_context(ctx: &Arc<Context>) -> Result<gst::Context> {
+    let lib = lib()?;
+    // SAFETY: `gst_cuda_load_library` only loads libcuda into GStreamer's CUDA library; the
+    // wrapped context is created from a live CUcontext/CUdevice pair, and `ctx` (kept on the
+    // object below until it is finalised) keeps that context alive as long as the object.
+    unsafe {
+        if (lib.load_library)() == glib::ffi::GFALSE {
+            return Err(CudaError::Invalid(
+                "GStreamer's CUDA library cannot load libcuda".into(),
+            ));
+        }
+        let raw = (lib.context_new_wrapped)(ctx.raw().cast(), ctx.device());
+        if raw.is_null() {
+            return Err(CudaError::Invalid(
+                "gst_cuda_context_new_wrapped failed".into(),
+            ));
+        }
+        let object: gst::Object = glib::translate::from_glib_full(raw);
+        object.set_data("ferrostream-cuda-context", ctx.clone());
+        let context: gst::Context =
+            glib::translate::from_glib_full((lib.new_cuda_context)(object.to_glib_none().0));
+        Ok(context)
+    }
+}
+
+/// A `gst.cuda.context` GstContext holding a new CUDA context of GPU `gpu_id` (not the primary
+/// one), as GStreamer's CUDA elements make when nobody offers one: frames allocated there are
+/// not addressable from the engine's context.
+pub fn private_context(gpu_id: u32) -> Result<gst::Context> {
+    let lib = lib()?;
+    // SAFETY: plain constructors of GStreamer's CUDA library; ownership of both results is
+    // taken (full transfer).
+    unsafe {
+        if (lib.load_library)() == glib::ffi::GFALSE {
+            return Err(CudaError::Invalid(
+                "GStreamer's CUDA library cannot load libcuda".into(),
+            ));
+        }
+        let raw = (lib.context_new)(gpu_id);
+        if raw.is_null() {
+            return Err(CudaError::Invalid("gst_cuda_context_new failed".into()));
+        }
+        let object: gst::Object = glib::translate::from_glib_full(raw);
+        Ok(glib::translate::from_glib_full((lib.new_cuda_context)(
+            object.to_glib_none().0,
+        )))
     }
 }
 

@@ -18,17 +18,50 @@ use super::stream::Stream;
 pub struct Transfers {
     pub to_device: u64,
     pub to_host: u64,
+    /// Device-to-device copies between two CUDA contexts (a producer's and the engine's): what
+    /// crossing contexts costs when the frames were not allocated in the engine's context.
+    pub between_contexts: u64,
+}
+
+impl Transfers {
+    /// What was copied since `earlier`.
+    pub fn since(self, earlier: Transfers) -> Transfers {
+        Transfers {
+            to_device: self.to_device - earlier.to_device,
+            to_host: self.to_host - earlier.to_host,
+            between_contexts: self.between_contexts - earlier.between_contexts,
+        }
+    }
 }
 
 static TO_DEVICE: AtomicU64 = AtomicU64::new(0);
 static TO_HOST: AtomicU64 = AtomicU64::new(0);
+static BETWEEN_CONTEXTS: AtomicU64 = AtomicU64::new(0);
 
 /// The bytes copied so far (see [`Transfers`]).
 pub fn transfers() -> Transfers {
     Transfers {
         to_device: TO_DEVICE.load(Ordering::Relaxed),
         to_host: TO_HOST.load(Ordering::Relaxed),
+        between_contexts: BETWEEN_CONTEXTS.load(Ordering::Relaxed),
     }
+}
+
+/// Copies `dst.len()` bytes from device address `src` into `dst` on `stream` and waits.
+///
+/// # Safety
+/// `src..src + dst.len()` must be device memory of the stream's context, ready in stream order.
+pub unsafe fn download(stream: &Stream, src: u64, dst: &mut [u8]) -> Result<()> {
+    let _bound = stream.context().bind()?;
+    // SAFETY: the caller vouches for the source; `dst` outlives the copy, which is waited for.
+    unsafe {
+        check(
+            "cuMemcpyDtoHAsync",
+            sys::cuMemcpyDtoHAsync_v2(dst.as_mut_ptr().cast(), src, dst.len(), stream.raw()),
+        )?;
+    }
+    TO_HOST.fetch_add(dst.len() as u64, Ordering::Relaxed);
+    stream.synchronize()
 }
 
 /// Device memory owned by this process, freed on drop.
@@ -144,12 +177,59 @@ impl DeviceBuffer {
         }
     }
 
+    /// Copies `len` bytes at `src`, device memory of another context `src_ctx` on the same or
+    /// another GPU, into the start of the buffer, queued on `stream` (of this buffer's context;
+    /// no wait). The bytes never pass through the host; the copy is counted in
+    /// [`Transfers::between_contexts`].
+    ///
+    /// # Safety
+    /// `src` must be device memory of `src_ctx` holding `len` bytes, ready in `stream` order
+    /// (the caller makes `stream` wait for the producer's event) and unchanged until the stream
+    /// has run the copy.
+    pub unsafe fn copy_from_context(
+        &self,
+        stream: &Stream,
+        src: u64,
+        src_ctx: &Context,
+        len: usize,
+    ) -> Result<()> {
+        if len > self.len {
+            return Err(CudaError::Invalid(format!(
+                "copy of {len} bytes into a {}-byte device buffer",
+                self.len
+            )));
+        }
+        let _bound = self.ctx.bind()?;
+        // SAFETY: both contexts are live; the caller vouches for the source range, the
+        // destination holds `len` bytes.
+        unsafe {
+            check(
+                "cuMemcpyPeerAsync",
+                sys::cuMemcpyPeerAsync(
+                    self.ptr,
+                    self.ctx.raw(),
+                    src,
+                    src_ctx.raw(),
+                    len,
+                    stream.raw(),
+                ),
+            )?;
+        }
+        BETWEEN_CONTEXTS.fetch_add(len as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Fills the buffer with `byte`, queued on `stream`.
     pub fn fill(&self, stream: &Stream, byte: u8) -> Result<()> {
+        self.fill_prefix(stream, self.len, byte)
+    }
+
+    /// Fills the first `len` bytes (at most the buffer's) with `byte`, queued on `stream`.
+    pub fn fill_prefix(&self, stream: &Stream, len: usize, byte: u8) -> Result<()> {
         let _bound = self.ctx.bind()?;
-        // SAFETY: the range is this buffer's.
+        // SAFETY: the range is within this buffer.
         check("cuMemsetD8Async", unsafe {
-            sys::cuMemsetD8Async(self.ptr, byte, self.len, stream.raw())
+            sys::cuMemsetD8Async(self.ptr, byte, len.min(self.len), stream.raw())
         })
     }
 }
@@ -308,6 +388,47 @@ impl HostBuffer {
             )?;
         }
         TO_DEVICE.fetch_add(len as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Queues a copy of `len` bytes from device address `src` into the start of this buffer on
+    /// `stream` and returns without waiting: the bytes are there once the stream has passed the
+    /// copy (record an event after it and wait for that event before reading them).
+    ///
+    /// # Safety
+    /// `src..src + len` must be device memory of this context, and the buffer must be neither
+    /// read nor dropped before the copy has run.
+    pub unsafe fn download_async(&mut self, stream: &Stream, src: u64, len: usize) -> Result<()> {
+        // SAFETY: as the caller guarantees.
+        unsafe { self.download_async_at(stream, 0, src, len) }
+    }
+
+    /// As [`HostBuffer::download_async`], into the buffer at byte `offset`.
+    ///
+    /// # Safety
+    /// As [`HostBuffer::download_async`].
+    pub unsafe fn download_async_at(
+        &mut self,
+        stream: &Stream,
+        offset: usize,
+        src: u64,
+        len: usize,
+    ) -> Result<()> {
+        if offset + len > self.len {
+            return Err(CudaError::Invalid(format!(
+                "download of {len} bytes at {offset} into a {}-byte host buffer",
+                self.len
+            )));
+        }
+        let _bound = self.ctx.bind()?;
+        // SAFETY: the range fits; the caller guarantees the source and the buffer's lifetime.
+        unsafe {
+            check(
+                "cuMemcpyDtoHAsync",
+                sys::cuMemcpyDtoHAsync_v2(self.ptr.add(offset).cast(), src, len, stream.raw()),
+            )?;
+        }
+        TO_HOST.fetch_add(len as u64, Ordering::Relaxed);
         Ok(())
     }
 

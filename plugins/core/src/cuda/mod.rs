@@ -20,7 +20,9 @@ pub use context::{Bound, Context};
 pub use error::{CudaError, Result};
 pub use frames::{DeviceFrame, DeviceFrames};
 pub use kernel::{Function, KernelParams, KernelSource, Module, compile_ptx};
-pub use memory::{BufferPool, DeviceBuffer, HostBuffer, PooledBuffer, Transfers, transfers};
+pub use memory::{
+    BufferPool, DeviceBuffer, HostBuffer, PooledBuffer, Transfers, download, transfers,
+};
 pub use stream::{Event, Stream};
 
 use cudarc::driver::sys;

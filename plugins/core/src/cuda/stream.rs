@@ -61,6 +61,16 @@ impl Stream {
             .map_err(|e| CudaError::driver("cuStreamSynchronize", e))
     }
 
+    /// Makes later work on this stream wait until `event` has completed (the event may belong
+    /// to another stream or context); the host does not wait.
+    pub fn wait_event(&self, event: &Event) -> Result<()> {
+        let _bound = self.ctx.bind()?;
+        // SAFETY: both handles are live.
+        check("cuStreamWaitEvent", unsafe {
+            sys::cuStreamWaitEvent(self.raw, event.raw, 0)
+        })
+    }
+
     /// Copies `len` bytes between two device addresses on the stream.
     ///
     /// # Safety
@@ -83,7 +93,8 @@ impl Drop for Stream {
     }
 }
 
-/// A CUDA event, for timing work on a stream.
+/// A CUDA event: marks a point of a stream, for ordering other streams after it, waiting for
+/// it on the host, or timing.
 #[derive(Debug)]
 pub struct Event {
     raw: sys::CUevent,
@@ -104,6 +115,34 @@ impl Event {
             raw,
             ctx: ctx.clone(),
         })
+    }
+
+    /// An event for ordering and waiting only (no timing, which makes recording cheaper); a host
+    /// waiting for it sleeps rather than spins.
+    pub fn new_sync(ctx: &Arc<Context>) -> Result<Self> {
+        let _bound = ctx.bind()?;
+        let flags = sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC as u32
+            | sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
+        let mut raw: sys::CUevent = std::ptr::null_mut();
+        // SAFETY: a context is current; `raw` is a valid out pointer.
+        check("cuEventCreate", unsafe {
+            sys::cuEventCreate(&mut raw, flags)
+        })?;
+        Ok(Self {
+            raw,
+            ctx: ctx.clone(),
+        })
+    }
+
+    /// Whether the work recorded before the event has completed (without waiting).
+    pub fn is_complete(&self) -> Result<bool> {
+        let _bound = self.ctx.bind()?;
+        // SAFETY: the event is live.
+        match unsafe { sys::cuEventQuery(self.raw) } {
+            sys::CUresult::CUDA_SUCCESS => Ok(true),
+            sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+            other => check("cuEventQuery", other).map(|_| false),
+        }
     }
 
     /// Records the event on `stream`.

@@ -872,6 +872,12 @@ impl AggregatorImpl for StreamMux {
                 q.set_result(ok);
                 true
             }
+            // A decoder looking for a CUDA context asks downstream: the inference element
+            // answers with its engine's, so the decoder allocates where the engine reads.
+            gst::QueryViewMut::Context(q) if q.context_type() == "gst.cuda.context" => {
+                let src = self.obj().src_pad().clone();
+                src.peer_query(query)
+            }
             _ => self.parent_sink_query(pad, query),
         }
     }

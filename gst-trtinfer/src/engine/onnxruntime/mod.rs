@@ -5,6 +5,9 @@
 //! `~/.local/lib/libonnxruntime.so`. A missing library is an error at element start, naming every
 //! location tried.
 
+#[cfg(feature = "cuda")]
+mod device;
+
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -91,6 +94,9 @@ pub struct OrtOptions {
     /// Run the TensorRT execution provider's engines on this DLA core, at this precision
     /// (`trt_dla_enable`, `trt_dla_core`, `trt_fp16_enable` / `trt_int8_enable`).
     pub dla: Option<DlaOptions>,
+    /// Priority of the CUDA stream the CUDA provider runs on (CUDA convention: 0 default, lower
+    /// is more urgent).
+    pub stream_priority: i32,
 }
 
 /// The TensorRT execution provider's DLA settings.
@@ -101,6 +107,9 @@ pub struct DlaOptions {
 }
 
 pub struct OrtEngine {
+    /// Device-resident I/O, when the CUDA provider runs the model (dropped before the session).
+    #[cfg(feature = "cuda")]
+    cuda: Option<device::CudaIo>,
     session: Session,
     description: EngineDescription,
 }
@@ -123,7 +132,7 @@ impl OrtEngine {
                 .with_intra_threads(options.threads)
                 .map_err(|e| model_error(e.to_string()))?;
         }
-        let providers = register_providers(&mut builder, options)?;
+        let (providers, cuda_stream) = register_providers(&mut builder, options)?;
         let bytes = std::fs::read(&options.model).map_err(|e| model_error(e.to_string()))?;
         let session = builder
             .commit_from_memory(&bytes)
@@ -148,6 +157,21 @@ impl OrtEngine {
             .map(|o| tensor_info(o.name(), o.dtype()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(model_error)?;
+        #[cfg(feature = "cuda")]
+        let cuda = cuda_stream
+            .map(|(context, stream)| {
+                device::CudaIo::new(
+                    &session,
+                    context,
+                    stream,
+                    &input.name,
+                    input.element_type,
+                    outputs.iter().map(|o| o.name.clone()).collect(),
+                )
+            })
+            .transpose()?;
+        #[cfg(not(feature = "cuda"))]
+        let _ = cuda_stream;
         let description = EngineDescription {
             backend: "onnxruntime",
             providers,
@@ -156,17 +180,56 @@ impl OrtEngine {
             outputs,
         };
         Ok(Self {
+            #[cfg(feature = "cuda")]
+            cuda,
             session,
             description,
         })
     }
 }
 
-/// Registers the execution providers `device` asks for and returns their names in priority order.
+/// The primary context of the GPU the CUDA provider runs on, and the stream it runs on.
+#[cfg(feature = "cuda")]
+type CudaStream = (
+    std::sync::Arc<ferrostream_core::cuda::Context>,
+    std::sync::Arc<ferrostream_core::cuda::Stream>,
+);
+#[cfg(not(feature = "cuda"))]
+type CudaStream = ();
+
+/// The CUDA provider of `options`, on a stream of its own when this build has the CUDA layer:
+/// the engine's device side then queues pre-processing, the run and output decoding on it.
+fn cuda_provider(options: &OrtOptions) -> Result<(ep::CUDA, Option<CudaStream>), EngineError> {
+    let cuda = ep::CUDA::default().with_device_id(options.gpu_id as i32);
+    #[cfg(feature = "cuda")]
+    {
+        use ferrostream_core::cuda::{Context, Stream};
+        let cuda_error = |e: ferrostream_core::cuda::CudaError| {
+            EngineError::ProviderUnavailable(format!(
+                "the CUDA execution provider needs GPU {}: {e}",
+                options.gpu_id
+            ))
+        };
+        let context = Context::primary(options.gpu_id).map_err(cuda_error)?;
+        let stream = std::sync::Arc::new(
+            Stream::new(&context, options.stream_priority).map_err(cuda_error)?,
+        );
+        // SAFETY: the stream is kept by the engine's device side, which is dropped after the
+        // session (field order of `OrtEngine`), so it outlives every use by the provider.
+        let cuda = unsafe { cuda.with_compute_stream(stream.raw().cast()) };
+        Ok((cuda, Some((context, stream))))
+    }
+    #[cfg(not(feature = "cuda"))]
+    Ok((cuda, None))
+}
+
+/// Registers the execution providers `device` asks for and returns their names in priority
+/// order, and the CUDA provider's context and stream when it comes first (then the engine has a
+/// device side).
 fn register_providers(
     builder: &mut ort::session::builder::SessionBuilder,
     options: &OrtOptions,
-) -> Result<Vec<String>, EngineError> {
+) -> Result<(Vec<String>, Option<CudaStream>), EngineError> {
     let (device, gpu_id) = (options.device, options.gpu_id);
     let available = |name: &str, present: ort::Result<bool>| -> Result<bool, EngineError> {
         present.map_err(|e| {
@@ -175,7 +238,6 @@ fn register_providers(
     };
     let has_cuda = available("CUDA", ep::CUDA::is_available())?;
     let has_trt = available("TensorRT", ep::TensorRT::is_available())?;
-    let cuda = ep::CUDA::default().with_device_id(gpu_id as i32);
     let mut trt = ep::TensorRT::default().with_device_id(gpu_id as i32);
     if let Some(dla) = options.dla {
         trt = trt
@@ -201,14 +263,17 @@ fn register_providers(
         ))
     };
     let mut providers = Vec::new();
+    let mut cuda_stream = None;
     match device {
         Device::Cpu => {}
         Device::Cuda => {
             if !has_cuda {
                 return Err(missing("CUDA"));
             }
+            let (cuda, stream) = cuda_provider(options)?;
             cuda.register(builder).map_err(|e| failed("CUDA", e))?;
             providers.push("CUDA".to_string());
+            cuda_stream = stream;
         }
         Device::TensorRt => {
             if !has_trt {
@@ -217,6 +282,7 @@ fn register_providers(
             trt.register(builder).map_err(|e| failed("TensorRT", e))?;
             providers.push(trt_name);
             // Nodes TensorRT cannot take run on CUDA rather than the CPU.
+            let cuda = ep::CUDA::default().with_device_id(gpu_id as i32);
             if has_cuda && cuda.register(builder).is_ok() {
                 providers.push("CUDA".to_string());
             }
@@ -225,16 +291,26 @@ fn register_providers(
             if has_trt && trt.register(builder).is_ok() {
                 providers.push(trt_name);
             }
-            if has_cuda && cuda.register(builder).is_ok() {
-                providers.push("CUDA".to_string());
+            if has_cuda {
+                // CUDA first (no TensorRT): the engine gets its device side; CUDA behind
+                // TensorRT takes the nodes TensorRT cannot, with ONNX Runtime's own stream.
+                let (cuda, stream) = if providers.is_empty() {
+                    cuda_provider(options)?
+                } else {
+                    (ep::CUDA::default().with_device_id(gpu_id as i32), None)
+                };
+                if cuda.register(builder).is_ok() {
+                    providers.push("CUDA".to_string());
+                    cuda_stream = stream;
+                }
             }
         }
     }
     providers.push("CPU".to_string());
-    Ok(providers)
+    Ok((providers, cuda_stream))
 }
 
-fn element_type(ty: TensorElementType) -> ElementType {
+pub(crate) fn element_type(ty: TensorElementType) -> ElementType {
     match ty {
         TensorElementType::Float32 => ElementType::F32,
         TensorElementType::Float16 => ElementType::F16,
@@ -302,6 +378,15 @@ impl Engine for OrtEngine {
         &self.description
     }
 
+    #[cfg(feature = "cuda")]
+    fn device(&mut self) -> Option<&mut dyn crate::engine::DeviceEngine> {
+        if self.cuda.is_some() {
+            Some(self)
+        } else {
+            None
+        }
+    }
+
     fn run(
         &mut self,
         input: InputData<'_>,
@@ -332,5 +417,29 @@ impl Engine for OrtEngine {
             copy_output(value, out).map_err(EngineError::Run)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl crate::engine::DeviceEngine for OrtEngine {
+    fn context(&self) -> &std::sync::Arc<ferrostream_core::cuda::Context> {
+        &self.cuda.as_ref().expect("device side present").context
+    }
+
+    fn stream(&self) -> &std::sync::Arc<ferrostream_core::cuda::Stream> {
+        &self.cuda.as_ref().expect("device side present").stream
+    }
+
+    unsafe fn enqueue(
+        &mut self,
+        input: u64,
+        shape: &[usize],
+    ) -> Result<&[crate::engine::DeviceTensor], EngineError> {
+        let cuda = self
+            .cuda
+            .as_mut()
+            .ok_or_else(|| EngineError::Run("the session has no CUDA device side".into()))?;
+        // SAFETY: the caller's guarantees are `CudaIo::enqueue`'s.
+        unsafe { cuda.enqueue(&mut self.session, input, shape) }
     }
 }

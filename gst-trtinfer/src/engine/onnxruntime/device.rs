@@ -1,0 +1,194 @@
+//! ONNX Runtime's CUDA provider with device-resident I/O: the session runs on a stream of the
+//! primary context of `gpu-id` (the context ONNX Runtime itself works in), its input is bound in
+//! place to the pre-processed tensor (I/O binding of a CUDA tensor made over the caller's
+//! device memory, no copy), its outputs stay in device memory, and the run returns without
+//! waiting for the GPU (`disable_synchronize_execution_providers`), so the host can prepare the
+//! next batch while this one runs.
+
+use std::ffi::CString;
+use std::sync::Arc;
+
+use ferrostream_core::cuda::{Context, Stream};
+use ort::AsPointer;
+use ort::memory::{AllocationDevice, AllocatorType, MemoryInfo, MemoryType};
+use ort::session::{IoBinding, RunOptions, Session};
+use ort::value::{DynTensorValueType, DynValue, DynValueRefMut, TensorRefMut, ValueType};
+
+use super::element_type;
+use crate::engine::{DeviceTensor, ElementType, EngineError};
+
+/// The device side of an ONNX Runtime session on the CUDA provider.
+pub struct CudaIo {
+    // Field order is drop order: the binding and values before the stream and context.
+    binding: IoBinding,
+    /// The input bound last: a CUDA tensor over the caller's memory, kept while it is bound.
+    input: Option<DynValueRefMut<'static>>,
+    /// The outputs of the last run (ONNX Runtime's device allocations), kept until the next.
+    held: Vec<DynValue>,
+    tensors: Vec<DeviceTensor>,
+    run_options: RunOptions,
+    memory: MemoryInfo<'static>,
+    input_name: CString,
+    input_type: ElementType,
+    output_names: Vec<String>,
+    pub(super) stream: Arc<Stream>,
+    pub(super) context: Arc<Context>,
+}
+
+fn ort_error(what: &str) -> impl Fn(ort::Error) -> EngineError + '_ {
+    move |e| EngineError::Run(format!("{what}: {e}"))
+}
+
+impl CudaIo {
+    /// The device side of `session`, whose CUDA provider was registered on `stream` (of the
+    /// primary context `context`).
+    pub fn new(
+        session: &Session,
+        context: Arc<Context>,
+        stream: Arc<Stream>,
+        input_name: &str,
+        input_type: ElementType,
+        output_names: Vec<String>,
+    ) -> Result<Self, EngineError> {
+        let memory = MemoryInfo::new(
+            AllocationDevice::CUDA,
+            context.gpu_id() as i32,
+            AllocatorType::Device,
+            MemoryType::Default,
+        )
+        .map_err(ort_error("CUDA memory description"))?;
+        let binding = session
+            .create_binding()
+            .map_err(ort_error("creating the I/O binding"))?;
+        let mut run_options = RunOptions::new().map_err(ort_error("run options"))?;
+        run_options
+            .disable_device_sync()
+            .map_err(ort_error("run options"))?;
+        Ok(Self {
+            binding,
+            input: None,
+            held: Vec::new(),
+            tensors: Vec::new(),
+            run_options,
+            memory,
+            input_name: CString::new(input_name)
+                .map_err(|_| EngineError::Run(format!("input name {input_name:?}")))?,
+            input_type,
+            output_names,
+            stream,
+            context,
+        })
+    }
+
+    /// Queues a run of `session` over the input of `shape` at device address `input`.
+    ///
+    /// # Safety
+    /// `input` must be device memory of the primary context holding the whole input in the
+    /// session's element type, ready in the stream's order, unchanged until the run is done.
+    pub unsafe fn enqueue(
+        &mut self,
+        session: &mut Session,
+        input: u64,
+        shape: &[usize],
+    ) -> Result<&[DeviceTensor], EngineError> {
+        let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        let info = self.memory.clone();
+        let data = input as usize as *mut ort::sys::c_void;
+        // SAFETY: the caller guarantees the memory; the value only describes it (no copy) and
+        // is kept bound until the next call replaces it.
+        let value: DynValueRefMut<'static> = unsafe {
+            match self.input_type {
+                ElementType::F32 => {
+                    TensorRefMut::<f32>::from_raw(info, data, dims.into()).map(|v| v.into_dyn())
+                }
+                ElementType::F16 => TensorRefMut::<half::f16>::from_raw(info, data, dims.into())
+                    .map(|v| v.into_dyn()),
+                ElementType::U8 => {
+                    TensorRefMut::<u8>::from_raw(info, data, dims.into()).map(|v| v.into_dyn())
+                }
+                other => {
+                    return Err(EngineError::Run(format!(
+                        "input element type {other} cannot be bound on the GPU"
+                    )));
+                }
+            }
+        }
+        .map_err(ort_error("describing the device input"))?;
+        // Bound through the C API: `IoBinding::bind_input` would copy a tensor it does not own.
+        // SAFETY: the binding and the value are live; ONNX Runtime reads the value's memory in
+        // place during the run.
+        unsafe { bind_input(&mut self.binding, &self.input_name, value.ptr()) }?;
+        self.input = Some(value);
+        // Outputs are allocated by ONNX Runtime on the device for each run (their shapes follow
+        // the batch); those of the last run are released now, in stream order.
+        self.held.clear();
+        for name in &self.output_names {
+            self.binding
+                .bind_output_to_device(name.as_str(), &self.memory)
+                .map_err(ort_error("binding an output to the device"))?;
+        }
+        let mut results = session
+            .run_binding_with_options(&self.binding, &self.run_options)
+            .map_err(ort_error("running the session"))?;
+        self.tensors.clear();
+        for name in &self.output_names {
+            let value = results
+                .remove(name.as_str())
+                .ok_or_else(|| EngineError::Run(format!("output `{name}` missing")))?;
+            self.tensors.push(device_tensor(name, &value)?);
+            self.held.push(value);
+        }
+        Ok(&self.tensors)
+    }
+}
+
+/// Describes output `name` (a tensor in device memory) without reading it.
+fn device_tensor(name: &str, value: &DynValue) -> Result<DeviceTensor, EngineError> {
+    let ValueType::Tensor { ty, shape, .. } = value.dtype() else {
+        return Err(EngineError::Run(format!("output `{name}` is not a tensor")));
+    };
+    let element_type = element_type(*ty);
+    let shape: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
+    let size = element_type.size().ok_or_else(|| {
+        EngineError::Run(format!("output `{name}` has element type {element_type}"))
+    })?;
+    let tensor = value
+        .view()
+        .downcast::<DynTensorValueType>()
+        .map_err(ort_error("output"))?;
+    Ok(DeviceTensor {
+        ptr: tensor.data_ptr() as u64,
+        bytes: shape.iter().product::<usize>() * size,
+        shape,
+        element_type,
+        dense: true,
+    })
+}
+
+/// `BindInput` of the C API: binds `value` to input `name` as it is.
+///
+/// # Safety
+/// `value` must be a live OrtValue that stays alive while bound.
+unsafe fn bind_input(
+    binding: &mut IoBinding,
+    name: &std::ffi::CStr,
+    value: *const ort::sys::OrtValue,
+) -> Result<(), EngineError> {
+    let api = ort::api();
+    // SAFETY: the binding is live; `name` is NUL-terminated; the caller vouches for `value`.
+    let status = unsafe { (api.BindInput)(binding.ptr_mut(), name.as_ptr(), value) };
+    if status.0.is_null() {
+        return Ok(());
+    }
+    // SAFETY: a non-null status carries a message; it is released once, after reading.
+    let message = unsafe {
+        let message = std::ffi::CStr::from_ptr((api.GetErrorMessage)(status.0))
+            .to_string_lossy()
+            .into_owned();
+        (api.ReleaseStatus)(status.0);
+        message
+    };
+    Err(EngineError::Run(format!(
+        "binding the device input in place: {message}"
+    )))
+}
