@@ -343,6 +343,9 @@ pub struct InferConfig {
     /// Priority of the CUDA stream the element's GPU work is queued on (the `stream-priority`
     /// property; not an nvinfer key).
     pub stream_priority: i32,
+    /// Capture ONNX Runtime's CUDA provider run in a CUDA graph and replay it (the `cuda-graph`
+    /// property; every batch then runs at `batch-size`).
+    pub cuda_graph: bool,
 }
 
 /// How the TensorRT backend builds engines (nvinfer's keys), shared with rsdlainfer.
@@ -432,6 +435,7 @@ impl Default for InferConfig {
             output_tensor_meta: false,
             tensorrt: TensorRtSettings::default(),
             stream_priority: 0,
+            cuda_graph: false,
         }
     }
 }
@@ -740,6 +744,7 @@ impl InferConfig {
                 "num-detected-classes" => self.num_detected_classes = props.num_detected_classes,
                 "model-color-format" => self.model_color_format = props.model_color_format,
                 "maintain-aspect-ratio" => self.maintain_aspect_ratio = props.maintain_aspect_ratio,
+                "cuda-graph" => self.cuda_graph = props.cuda_graph,
                 "symmetric-padding" => self.symmetric_padding = props.symmetric_padding,
                 "network-input-order" => self.network_input_order = props.network_input_order,
                 "net-scale-factor" => self.net_scale_factor = props.net_scale_factor,

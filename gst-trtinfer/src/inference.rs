@@ -123,7 +123,7 @@ impl Inference {
             .map(|onnx| resolve_model(onnx))
             .transpose()?;
         let (engine, model_path): (Box<dyn Engine>, PathBuf) = match config.backend {
-            Backend::OnnxRuntime => ort_engine(&config, onnx, threads)?,
+            Backend::OnnxRuntime => ort_engine(&config, onnx, threads, &log)?,
             Backend::TensorRt => tensorrt_engine(&config, onnx, &log)?,
             Backend::Auto => match tensorrt_engine(&config, onnx.clone(), &log) {
                 Ok(engine) => engine,
@@ -132,7 +132,7 @@ impl Inference {
                         LogLevel::Info,
                         &format!("backend=auto: TensorRT not used ({why}); using ONNX Runtime"),
                     );
-                    ort_engine(&config, onnx, threads)?
+                    ort_engine(&config, onnx, threads, &log)?
                 }
             },
         };
@@ -728,6 +728,7 @@ fn ort_engine(
     config: &InferConfig,
     onnx: Option<PathBuf>,
     threads: usize,
+    log: &EngineLog,
 ) -> Result<(Box<dyn Engine>, PathBuf), SetupError> {
     let Some(model) = onnx else {
         let hint = if config.model_engine_file.is_some() {
@@ -742,12 +743,23 @@ fn ort_engine(
         device: config.device,
         gpu_id: config.gpu_id,
         stream_priority: config.stream_priority,
+        cuda_graph: config
+            .cuda_graph
+            .then_some(crate::engine::onnxruntime::CudaGraph {
+                batch: config.batch_size.max(1) as usize,
+            }),
         threads,
         dla: config.tensorrt.enable_dla.then_some(DlaOptions {
             core: config.tensorrt.use_dla_core,
             int8: config.tensorrt.network_mode == NetworkMode::Int8,
         }),
     })?;
+    if let Some(why) = crate::engine::onnxruntime::cuda_graph_refusal(&engine) {
+        log(
+            LogLevel::Warning,
+            &format!("cuda-graph: the model cannot run as a CUDA graph, running without ({why})"),
+        );
+    }
     Ok((Box::new(engine), model))
 }
 

@@ -1045,6 +1045,96 @@ mod tests {
     }
 
     #[test]
+    fn detr_rows_decode_normalised_centre_boxes() {
+        // Two rows: cx, cy, w, h (normalised), then three class scores.
+        let rows = tensor(
+            "o",
+            &[1, 2, 7],
+            vec![
+                0.5, 0.25, 0.2, 0.1, 0.1, 0.9, 0.2, //
+                0.1, 0.1, 0.1, 0.1, 0.2, 0.1, 0.1,
+            ],
+        );
+        let parser = OutputParser::Detr { output: 0 };
+        assert_eq!(
+            parser.num_classes(&[info("o", &[None, Some(300), Some(84)])]),
+            Some(80)
+        );
+        let mut out = Vec::new();
+        parser
+            .detections(&[rows], 0, (200, 100), &any, &mut out)
+            .unwrap();
+        assert_eq!(out.len(), 1, "the second row's best score is under 0.3");
+        assert_eq!((out[0].class_id, out[0].confidence), (1, 0.9));
+        // Centre (100, 25), 40 x 10 network pixels.
+        assert_eq!(out[0].bbox, BBox::new(80.0, 20.0, 40.0, 10.0));
+        let err = OutputParser::Detr { output: 0 }
+            .detections(
+                &[tensor("o", &[1, 2, 4], vec![0.0; 8])],
+                0,
+                (1, 1),
+                &any,
+                &mut out,
+            )
+            .unwrap_err();
+        assert!(err.contains("4+C"), "{err}");
+    }
+
+    #[test]
+    fn selected_rows_decode_like_the_whole_outputs() {
+        // What the GPU path does: select anchors by the layout's test, gather their rows, and
+        // decode each row; it must give exactly what parsing the whole outputs gives.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut random = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32
+        };
+        let (anchors, classes) = (50, 5);
+        let v8 = tensor(
+            "o",
+            &[2, 4 + classes, anchors],
+            (0..2 * (4 + classes) * anchors)
+                .map(|_| random() * 100.0 / 99.0)
+                .collect(),
+        );
+        let parser = OutputParser::YoloV8 { output: 0 };
+        let shapes = [v8.shape.as_slice()];
+        let layout = parser.anchor_layout(&shapes).unwrap().unwrap();
+        let attrs = |c: u32| ClassAttrs {
+            pre_cluster_threshold: 0.5 + c as f32 * 0.1,
+            ..Default::default()
+        };
+        let min = parser.min_threshold(&layout, &attrs);
+        assert_eq!(min, 0.5);
+        for item in 0..2 {
+            let mut whole = Vec::new();
+            parser
+                .detections(
+                    std::slice::from_ref(&v8),
+                    item,
+                    (640, 640),
+                    &attrs,
+                    &mut whole,
+                )
+                .unwrap();
+            let mut selected = Vec::new();
+            let mut row = Vec::new();
+            let mut kept = 0;
+            for anchor in 0..anchors {
+                layout.gather(&[v8.item(item)], anchor, &mut row).unwrap();
+                if layout.select.passes(&row, min) {
+                    kept += 1;
+                    parser.decode_anchor(&row, anchor, 1, (640, 640), &attrs, min, &mut selected);
+                }
+            }
+            assert!(kept < anchors && !whole.is_empty());
+            assert_eq!(selected, whole);
+        }
+    }
+
+    #[test]
     fn centerface_decodes_a_peak() {
         // 2x2 heat map (network 8x8), one peak at row 1, col 0.
         let plane = 4;

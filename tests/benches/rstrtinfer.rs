@@ -143,6 +143,7 @@ fn bare_engine() -> OrtEngine {
         threads: 0,
         dla: None,
         stream_priority: 0,
+        cuda_graph: None,
     })
     .unwrap()
 }

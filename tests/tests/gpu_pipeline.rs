@@ -228,6 +228,7 @@ fn cuda_engine() -> bool {
             threads: 0,
             dla: None,
             stream_priority: 0,
+            cuda_graph: None,
         })
         .is_ok()
     })

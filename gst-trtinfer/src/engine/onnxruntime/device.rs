@@ -31,6 +31,14 @@ pub struct CudaIo {
     input_name: CString,
     input_type: ElementType,
     output_names: Vec<String>,
+    /// CUDA graph mode: outputs bound to buffers of ours at fixed addresses after the first
+    /// run (a replayed graph writes where it was captured), and the input bound once.
+    graph: bool,
+    fixed_outputs: Vec<(
+        ferrostream_core::cuda::DeviceBuffer,
+        DynValueRefMut<'static>,
+    )>,
+    bound_at: Option<(u64, Vec<usize>)>,
     pub(super) stream: Arc<Stream>,
     pub(super) context: Arc<Context>,
 }
@@ -49,6 +57,7 @@ impl CudaIo {
         input_name: &str,
         input_type: ElementType,
         output_names: Vec<String>,
+        graph: bool,
     ) -> Result<Self, EngineError> {
         let memory = MemoryInfo::new(
             AllocationDevice::CUDA,
@@ -75,6 +84,9 @@ impl CudaIo {
                 .map_err(|_| EngineError::Run(format!("input name {input_name:?}")))?,
             input_type,
             output_names,
+            graph,
+            fixed_outputs: Vec::new(),
+            bound_at: None,
             stream,
             context,
         })
@@ -91,6 +103,10 @@ impl CudaIo {
         input: u64,
         shape: &[usize],
     ) -> Result<&[DeviceTensor], EngineError> {
+        if self.graph && !self.fixed_outputs.is_empty() {
+            // SAFETY: as this function's contract.
+            return unsafe { self.replay(session, input, shape) };
+        }
         let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
         let info = self.memory.clone();
         let data = input as usize as *mut ort::sys::c_void;
@@ -138,8 +154,133 @@ impl CudaIo {
             self.tensors.push(device_tensor(name, &value)?);
             self.held.push(value);
         }
+        drop(results);
+        self.bound_at = Some((input, shape.to_vec()));
+        if self.graph {
+            self.fix_outputs()?;
+        }
         Ok(&self.tensors)
     }
+
+    /// After the first run of a graph session: binds every output to a buffer of ours of the
+    /// shape it had, so that the captured graph writes at fixed addresses.
+    fn fix_outputs(&mut self) -> Result<(), EngineError> {
+        let cuda = |e: ferrostream_core::cuda::CudaError| EngineError::Run(format!("CUDA: {e}"));
+        // The first run's outputs must be complete before ours replace them.
+        self.stream.synchronize().map_err(cuda)?;
+        let mut fixed = Vec::new();
+        for (name, t) in self.output_names.iter().zip(&self.tensors) {
+            let buffer =
+                ferrostream_core::cuda::DeviceBuffer::new(&self.context, t.bytes).map_err(cuda)?;
+            let dims: Vec<i64> = t.shape.iter().map(|&d| d as i64).collect();
+            let data = buffer.ptr() as usize as *mut ort::sys::c_void;
+            let info = self.memory.clone();
+            // SAFETY: the buffer holds the output's bytes and lives as long as the value
+            // (both kept in `fixed_outputs`).
+            let value: DynValueRefMut<'static> =
+                unsafe {
+                    match t.element_type {
+                        ElementType::F32 => TensorRefMut::<f32>::from_raw(info, data, dims.into())
+                            .map(|v| v.into_dyn()),
+                        ElementType::F16 => {
+                            TensorRefMut::<half::f16>::from_raw(info, data, dims.into())
+                                .map(|v| v.into_dyn())
+                        }
+                        ElementType::I64 => TensorRefMut::<i64>::from_raw(info, data, dims.into())
+                            .map(|v| v.into_dyn()),
+                        ElementType::I32 => TensorRefMut::<i32>::from_raw(info, data, dims.into())
+                            .map(|v| v.into_dyn()),
+                        other => {
+                            return Err(EngineError::Run(format!(
+                                "output `{name}` of type {other} cannot be bound for a CUDA graph"
+                            )));
+                        }
+                    }
+                }
+                .map_err(ort_error("describing a graph output"))?;
+            let cname = CString::new(name.as_str())
+                .map_err(|_| EngineError::Run(format!("output name {name:?}")))?;
+            // SAFETY: the binding and the value are live; the value stays bound and alive.
+            unsafe { bind_output(&mut self.binding, &cname, value.ptr()) }?;
+            fixed.push((buffer, value));
+        }
+        self.fixed_outputs = fixed;
+        self.held.clear();
+        self.tensors = self
+            .tensors
+            .iter()
+            .zip(&self.fixed_outputs)
+            .map(|(t, (buffer, _))| DeviceTensor {
+                ptr: buffer.ptr(),
+                ..t.clone()
+            })
+            .collect();
+        Ok(())
+    }
+
+    /// A run of a graph session whose outputs are fixed: the same input address and shape as
+    /// the first run (the tensor of the element's runner, at the fixed batch).
+    ///
+    /// # Safety
+    /// As [`CudaIo::enqueue`].
+    unsafe fn replay(
+        &mut self,
+        session: &mut Session,
+        input: u64,
+        shape: &[usize],
+    ) -> Result<&[DeviceTensor], EngineError> {
+        if self
+            .bound_at
+            .as_ref()
+            .is_none_or(|(at, s)| *at != input || s != shape)
+        {
+            return Err(EngineError::Run(format!(
+                "a CUDA graph replays one input address and shape; this run has {shape:?} at \
+                 {input:#x}, the graph {:?}",
+                self.bound_at
+            )));
+        }
+        session
+            .run_binding_with_options(&self.binding, &self.run_options)
+            .map_err(ort_error("replaying the CUDA graph"))?;
+        Ok(&self.tensors)
+    }
+}
+
+/// `BindOutput` of the C API: binds output `name` to `value` as it is.
+///
+/// # Safety
+/// `value` must be a live OrtValue that stays alive while bound.
+unsafe fn bind_output(
+    binding: &mut IoBinding,
+    name: &std::ffi::CStr,
+    value: *const ort::sys::OrtValue,
+) -> Result<(), EngineError> {
+    let api = ort::api();
+    // SAFETY: the binding is live; `name` is NUL-terminated; the caller vouches for `value`.
+    let status = unsafe { (api.BindOutput)(binding.ptr_mut(), name.as_ptr(), value) };
+    // SAFETY: the status comes from the call above.
+    unsafe { status_result(status, "binding an output in place") }
+}
+
+/// The error of a C API status, released here.
+///
+/// # Safety
+/// `status` must come from an ONNX Runtime C API call.
+unsafe fn status_result(status: ort::sys::OrtStatusPtr, what: &str) -> Result<(), EngineError> {
+    if status.0.is_null() {
+        return Ok(());
+    }
+    let api = ort::api();
+    // SAFETY: a non-null status carries a message; it is released once, after reading.
+    let message = unsafe {
+        let message = std::ffi::CStr::from_ptr((api.GetErrorMessage)(status.0))
+            .to_string_lossy()
+            .into_owned();
+        (api.ReleaseStatus)(status.0);
+        message
+    };
+    Err(EngineError::Run(format!("{what}: {message}")))
 }
 
 /// Describes output `name` (a tensor in device memory) without reading it.
@@ -177,18 +318,6 @@ unsafe fn bind_input(
     let api = ort::api();
     // SAFETY: the binding is live; `name` is NUL-terminated; the caller vouches for `value`.
     let status = unsafe { (api.BindInput)(binding.ptr_mut(), name.as_ptr(), value) };
-    if status.0.is_null() {
-        return Ok(());
-    }
-    // SAFETY: a non-null status carries a message; it is released once, after reading.
-    let message = unsafe {
-        let message = std::ffi::CStr::from_ptr((api.GetErrorMessage)(status.0))
-            .to_string_lossy()
-            .into_owned();
-        (api.ReleaseStatus)(status.0);
-        message
-    };
-    Err(EngineError::Run(format!(
-        "binding the device input in place: {message}"
-    )))
+    // SAFETY: the status comes from the call above.
+    unsafe { status_result(status, "binding the device input in place") }
 }

@@ -97,6 +97,17 @@ pub struct OrtOptions {
     /// Priority of the CUDA stream the CUDA provider runs on (CUDA convention: 0 default, lower
     /// is more urgent).
     pub stream_priority: i32,
+    /// Run the CUDA provider's work as a captured CUDA graph, replayed for each batch of
+    /// `batch`: the model must run entirely on the CUDA provider, at one input shape. Opening
+    /// falls back to plain runs, saying why, when the model cannot.
+    pub cuda_graph: Option<CudaGraph>,
+}
+
+/// CUDA graph capture for the CUDA provider (see [`OrtOptions::cuda_graph`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CudaGraph {
+    /// The one batch size every run has.
+    pub batch: usize,
 }
 
 /// The TensorRT execution provider's DLA settings.
@@ -106,16 +117,38 @@ pub struct DlaOptions {
     pub int8: bool,
 }
 
+/// Why the CUDA graph requested in [`OrtOptions::cuda_graph`] is not used, when it is not.
+pub fn cuda_graph_refusal(engine: &OrtEngine) -> Option<&str> {
+    engine.graph_refused.as_deref()
+}
+
 pub struct OrtEngine {
     /// Device-resident I/O, when the CUDA provider runs the model (dropped before the session).
     #[cfg(feature = "cuda")]
     cuda: Option<device::CudaIo>,
     session: Session,
     description: EngineDescription,
+    graph_refused: Option<String>,
 }
 
 impl OrtEngine {
     pub fn open(options: &OrtOptions) -> Result<Self, EngineError> {
+        match Self::open_once(options) {
+            Err(e) if options.cuda_graph.is_some() => {
+                // Models with nodes outside the CUDA provider (control flow, shape arithmetic
+                // on the CPU) cannot be captured: run them without the graph.
+                let mut plain = Self::open_once(&OrtOptions {
+                    cuda_graph: None,
+                    ..options.clone()
+                })?;
+                plain.graph_refused = Some(e.to_string());
+                Ok(plain)
+            }
+            other => other,
+        }
+    }
+
+    fn open_once(options: &OrtOptions) -> Result<Self, EngineError> {
         let env = environment()?;
         let model_error = |reason: String| EngineError::Model {
             path: options.model.display().to_string(),
@@ -150,7 +183,14 @@ impl OrtEngine {
                     .join(", ")
             )));
         };
-        let input = tensor_info(input.name(), input.dtype()).map_err(model_error)?;
+        let mut input = tensor_info(input.name(), input.dtype()).map_err(model_error)?;
+        let graph = options.cuda_graph.filter(|_| cuda_stream.is_some());
+        if let Some(graph) = graph {
+            // Every run has the captured shape: the batch is fixed.
+            if let Some(b) = input.dims.first_mut() {
+                *b = Some(graph.batch);
+            }
+        }
         let outputs = session
             .outputs()
             .iter()
@@ -167,11 +207,18 @@ impl OrtEngine {
                     &input.name,
                     input.element_type,
                     outputs.iter().map(|o| o.name.clone()).collect(),
+                    graph.is_some(),
                 )
             })
             .transpose()?;
         #[cfg(not(feature = "cuda"))]
         let _ = cuda_stream;
+        let mut providers = providers;
+        if graph.is_some()
+            && let Some(p) = providers.iter_mut().find(|p| *p == "CUDA")
+        {
+            *p = "CUDA (graph)".to_string();
+        }
         let description = EngineDescription {
             backend: "onnxruntime",
             providers,
@@ -184,6 +231,7 @@ impl OrtEngine {
             cuda,
             session,
             description,
+            graph_refused: None,
         })
     }
 }
@@ -216,7 +264,8 @@ fn cuda_provider(options: &OrtOptions) -> Result<(ep::CUDA, Option<CudaStream>),
         );
         // SAFETY: the stream is kept by the engine's device side, which is dropped after the
         // session (field order of `OrtEngine`), so it outlives every use by the provider.
-        let cuda = unsafe { cuda.with_compute_stream(stream.raw().cast()) };
+        let cuda = unsafe { cuda.with_compute_stream(stream.raw().cast()) }
+            .with_cuda_graph(options.cuda_graph.is_some());
         Ok((cuda, Some((context, stream))))
     }
     #[cfg(not(feature = "cuda"))]
