@@ -172,6 +172,10 @@ impl CudaIo {
         for (name, t) in self.output_names.iter().zip(&self.tensors) {
             let buffer =
                 ferrostream_core::cuda::DeviceBuffer::new(&self.context, t.bytes).map_err(cuda)?;
+            // This run's results move into the buffer the graph will write.
+            // SAFETY: both ranges hold `t.bytes` bytes of this context; the source (held
+            // until the copy below has run) is complete (synchronised above).
+            unsafe { self.stream.copy_dtod(buffer.ptr(), t.ptr, t.bytes) }.map_err(cuda)?;
             let dims: Vec<i64> = t.shape.iter().map(|&d| d as i64).collect();
             let data = buffer.ptr() as usize as *mut ort::sys::c_void;
             let info = self.memory.clone();
@@ -205,6 +209,7 @@ impl CudaIo {
             fixed.push((buffer, value));
         }
         self.fixed_outputs = fixed;
+        self.stream.synchronize().map_err(cuda)?;
         self.held.clear();
         self.tensors = self
             .tensors
