@@ -384,9 +384,11 @@ impl Inference {
         self.input_shape[0] = batch;
         let result = (|| {
             let cuda = |e: ferrostream_core::cuda::CudaError| format!("CUDA: {e}");
+            let slot = runner.slot().map_err(cuda)?;
             let (letterboxes, copied) = runner
                 .preprocess(jobs, frames_ctx, &self.network, element, priority)
                 .map_err(cuda)?;
+            slot.preprocessed.record(&runner.stream).map_err(cuda)?;
             // SAFETY: the input tensor belongs to the engine's context, holds `batch` slots of
             // the engine's element type (the tensor is sized for the capacity, the fixed batch
             // included) written on the engine's stream, and is rewritten only by the next
@@ -410,8 +412,9 @@ impl Inference {
                     None => None,
                 }
             };
-            let (slot, readback) = runner.read_back(&tensors, layout, count).map_err(cuda)?;
-            slot.preprocessed.record(&runner.stream).map_err(cuda)?;
+            let (slot, readback) = runner
+                .read_back(slot, &tensors, layout, count)
+                .map_err(cuda)?;
             Ok(crate::gpu::run::Pending {
                 slot,
                 readback,

@@ -153,10 +153,20 @@ impl DeviceRunner {
         Ok((stage.letterboxes().to_vec(), bytes))
     }
 
-    /// A read-back slot with at least `host_bytes` of pinned memory (and, for a selection,
-    /// `selection_bytes` of device memory).
-    fn slot(&mut self, host_bytes: usize, selection_bytes: usize) -> Result<Slot, CudaError> {
-        let mut slot = match self.free.pop() {
+    /// A read-back slot for the next batch (recycled when one is free).
+    pub fn slot(&mut self) -> Result<Slot, CudaError> {
+        self.grow(None, 0, 0)
+    }
+
+    /// `slot` (or a new one) with at least `host_bytes` of pinned memory and, for a selection,
+    /// `selection_bytes` of device memory.
+    fn grow(
+        &mut self,
+        slot: Option<Slot>,
+        host_bytes: usize,
+        selection_bytes: usize,
+    ) -> Result<Slot, CudaError> {
+        let mut slot = match slot.or_else(|| self.free.pop()) {
             Some(slot) => slot,
             None => Slot {
                 host: HostBuffer::new(&self.context, host_bytes)?,
@@ -179,11 +189,12 @@ impl DeviceRunner {
         Ok(slot)
     }
 
-    /// Queues the read-back of a run's `tensors` for the first `items` batch items: the anchor
-    /// selection when `layout` is given and the outputs allow it, else the whole outputs.
-    /// Records the slot's events.
+    /// Queues the read-back of a run's `tensors` for the first `items` batch items into `slot`:
+    /// the anchor selection when `layout` is given and the outputs allow it, else the whole
+    /// outputs. Records the slot's `done` event.
     pub fn read_back(
         &mut self,
+        slot: Slot,
         tensors: &[DeviceTensor],
         layout: Option<(AnchorLayout, f32)>,
         items: usize,
@@ -193,7 +204,8 @@ impl DeviceRunner {
             let capacity = items * layout.anchors;
             let expected = self.expected.min(capacity);
             let record = select::record_bytes(&layout);
-            let slot = self.slot(
+            let slot = self.grow(
+                Some(slot),
                 select::HEADER_BYTES + expected * record,
                 select::buffer_bytes(&layout, items),
             )?;
@@ -237,7 +249,7 @@ impl DeviceRunner {
             )
         } else {
             let total: usize = tensors.iter().map(|t| t.bytes).sum();
-            let mut slot = self.slot(total, 0)?;
+            let mut slot = self.grow(Some(slot), total, 0)?;
             let mut offset = 0;
             for t in tensors {
                 // SAFETY: each output holds `bytes` bytes in the engine's context; the slot's
