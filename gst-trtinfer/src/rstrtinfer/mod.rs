@@ -7,7 +7,8 @@
 //! from `onnx-file` once (`network-mode`, `workspace-size`, `enable-dla`...) and cached. Pre-processing follows nvinfer: scale (optionally keeping the
 //! aspect ratio with symmetric padding), colour order, `net-scale-factor` and `offsets`, NCHW or
 //! NHWC, f32/f16/u8 inputs. Output parsers: SSD, TensorFlow Object Detection API, YOLOv5,
-//! YOLOv8, CenterFace and classifiers, with per-class NMS and `[class-attrs-*]` thresholds.
+//! YOLOv8, DETR/RT-DETR rows, CenterFace and classifiers, with per-class NMS and
+//! `[class-attrs-*]` thresholds.
 //!
 //! Every setting is a property and a key of an nvinfer-style `config-file-path`; properties set
 //! on the element override the file.
@@ -34,6 +35,25 @@
 //!
 //! On start the element posts an element message `rstrtinfer-engine` saying which backend,
 //! execution providers, model and input shape it uses.
+//!
+//! On a GPU (frames in CUDA memory or NVMM, and an engine with a device side: ONNX Runtime's
+//! CUDA provider, TensorRT, cuDLA) nothing goes through the host but a few kilobytes of
+//! results: the frames are pre-processed into the engine's input tensor, which the engine reads
+//! in place; detector outputs stay on the GPU, where the anchors that may hold a detection are
+//! selected and only their rows are copied back. Up to three buffers are in flight: buffer k+1 is
+//! pre-processed and queued while k runs, an output thread pushes them in order, and the
+//! element's latency (the time buffers spend in it) is reported in the latency query. The
+//! element offers its engine's CUDA context (the primary context of `gpu-id`) to upstream CUDA
+//! elements, so `nvh264dec` decodes straight into memory the engine reads; frames from another
+//! context are copied device to device, never through the host.
+//!
+//! ```text
+//! gst-launch-1.0 rsstreammux name=mux batch-size=8 \
+//!     ! rstrtinfer config-file-path=pipelines/coco_ssd.txt device=cuda batch-size=8 \
+//!     ! rstracker ! rsosd ! fakesink \
+//!     filesrc location=cam0.mp4 ! qtdemux ! h264parse ! nvh264dec ! mux.sink_0 \
+//!     filesrc location=cam1.mp4 ! qtdemux ! h264parse ! nvh264dec ! mux.sink_1
+//! ```
 
 use gst::glib;
 use gst::glib::subclass::prelude::*;
