@@ -380,7 +380,10 @@ impl Inference {
                 Err(e) => return Some(Err(format!("CUDA: {e}"))),
             },
         };
-        let batch = self.fixed_batch.unwrap_or(count);
+        // One input shape for every call: a partial batch runs padded to the capacity. Engines
+        // tune themselves per shape (cuDNN's algorithm search takes seconds), and a stream of
+        // batches whose sizes vary would pay it again and again.
+        let batch = self.fixed_batch.unwrap_or(self.capacity);
         self.input_shape[0] = batch;
         let result = (|| {
             let cuda = |e: ferrostream_core::cuda::CudaError| format!("CUDA: {e}");

@@ -358,8 +358,10 @@ fn cuda_engine_in_one_context_detects_like_the_cpu_engine() {
     assert_eq!(device.counters["infer.gpu-frames"], 480);
     assert_eq!(device.transfers.between_contexts, 0, "one CUDA context");
     let per_batch = device.transfers.to_host as f64 / 120.0;
+    // The whole outputs of a batch of 4 are 2.9 MB; the selected rows (384 bytes an anchor)
+    // are a few kilobytes.
     assert!(
-        per_batch < 16_384.0,
+        per_batch < 65_536.0,
         "{per_batch} bytes to the host per batch of 4 (the whole outputs are 2.9 MB)"
     );
     // Host path of the same engine: frames downloaded, pre-processed on the CPU, outputs read
@@ -384,7 +386,7 @@ fn cuda_engine_in_one_context_detects_like_the_cpu_engine() {
         480 * TENSOR_BYTES,
         "one tensor copy between contexts per frame"
     );
-    assert!(foreign.transfers.to_host < 120 * 16_384);
+    assert!(foreign.transfers.to_host < 120 * 65_536);
     assert_eq!(foreign.objects, device.objects);
     // The CPU provider on the same frames: the providers round differently, so boxes may move
     // by a pixel and a borderline score may cross the threshold, rarely.

@@ -19,9 +19,9 @@ use crate::engine::{DeviceTensor, ElementType};
 use crate::parse::AnchorLayout;
 use crate::preprocess::{Letterbox, NetworkInput};
 
-/// Records copied with the first download of a selection before the count is known; grows
-/// with the counts seen.
-const MIN_EXPECTED_RECORDS: usize = 256;
+/// Records copied with the first download of a selection before the count is known; follows
+/// the counts seen (one and a half times the last), so a second copy is rare.
+const MIN_EXPECTED_RECORDS: usize = 32;
 
 /// Read-back memory of one batch in flight, recycled when the batch is finished.
 #[derive(Debug)]
@@ -86,9 +86,12 @@ impl DeviceRunner {
         stream: Arc<Stream>,
         tensor_bytes: usize,
     ) -> Result<Self, CudaError> {
+        let input = DeviceBuffer::new(&context, tensor_bytes)?;
+        // Slots a partial batch leaves unwritten are run too: zeros, not whatever was there.
+        input.fill(&stream, 0)?;
         Ok(Self {
             preprocessor: GpuPreprocessor::new(&context)?,
-            input: DeviceBuffer::new(&context, tensor_bytes)?,
+            input,
             selector: None,
             foreign: None,
             free: Vec::new(),
@@ -299,7 +302,7 @@ impl DeviceRunner {
 
     /// Adapts the records copied with the first download to the last count seen.
     pub fn saw_records(&mut self, count: usize) {
-        self.expected = (count * 2).max(MIN_EXPECTED_RECORDS);
+        self.expected = (count + count / 2).max(MIN_EXPECTED_RECORDS);
     }
 
     /// Gives a finished batch's slot back for reuse.

@@ -141,9 +141,39 @@ pub struct LatencyTracker {
     reported: Option<gst::ClockTime>,
 }
 
-/// Batches not counted towards the reported latency: the first ones include cuDNN's algorithm
-/// search and memory pool growth.
+/// Batches not counted towards the reported latency and the steady throughput: the first ones
+/// include cuDNN's algorithm search and memory pool growth.
 const WARM_UP: usize = 8;
+
+/// Frames per second once warmed up: from the output of the batch after the warm-up to the last
+/// one (what a pipeline that runs for hours sustains; the first batches take seconds of tuning).
+#[derive(Debug, Default)]
+pub struct Throughput {
+    batches: usize,
+    frames: u64,
+    start: Option<(Instant, u64)>,
+    last: Option<Instant>,
+}
+
+impl Throughput {
+    pub fn record(&mut self, frames: u64) {
+        let now = Instant::now();
+        self.batches += 1;
+        self.frames += frames;
+        if self.batches == WARM_UP + 1 {
+            self.start = Some((now, self.frames));
+        }
+        self.last = Some(now);
+    }
+
+    /// Frames per second after the warm-up, and the seconds that covers; `None` before two
+    /// batches past it.
+    pub fn steady(&self) -> Option<(f64, f64)> {
+        let (t0, before) = self.start?;
+        let seconds = self.last?.duration_since(t0).as_secs_f64();
+        (seconds > 0.0).then(|| ((self.frames - before) as f64 / seconds, seconds))
+    }
+}
 /// Times kept for the summary.
 const MAX_KEPT: usize = 1 << 20;
 
@@ -211,6 +241,21 @@ mod tests {
         assert_eq!(t.reported(), Some(gst::ClockTime::from_mseconds(25)));
         let (p50, p95) = t.summary();
         assert_eq!((p50, p95), (20.0, 500.0));
+    }
+
+    #[test]
+    fn steady_throughput_starts_after_the_warm_up() {
+        let mut t = Throughput::default();
+        for _ in 0..=WARM_UP {
+            t.record(4);
+        }
+        assert_eq!(t.steady(), None, "one batch past the warm-up");
+        std::thread::sleep(Duration::from_millis(20));
+        t.record(4);
+        let (fps, seconds) = t.steady().expect("two batches past the warm-up");
+        assert!(seconds >= 0.02);
+        // The last batch's 4 frames over at least 20 ms.
+        assert!(fps > 0.0 && fps <= 4.0 / 0.02, "{fps}");
     }
 
     #[test]

@@ -16,7 +16,7 @@ use gst_base::subclass::prelude::*;
 #[cfg(feature = "cuda")]
 use super::crops::GpuFrames;
 use super::crops::{self, Crop, FrameError, Work};
-use super::flight::{Flight, InFlight, LatencyTracker};
+use super::flight::{Flight, InFlight, LatencyTracker, Throughput};
 use crate::config::{
     Backend, BoxFormat, ClusterMode, ColorFormat, Device, InferConfig, InputOrder, NetworkMode,
     NetworkType, ParserKind, ProcessMode, Softmax, infer_dims, offsets,
@@ -117,6 +117,7 @@ pub struct TrtInfer {
     /// Whether buffers go through `flight` (decided when the caps are set).
     pipelined: AtomicBool,
     latency: Mutex<LatencyTracker>,
+    throughput: Mutex<Throughput>,
     /// The engine's CUDA context as offered to GStreamer's CUDA elements (`gst.cuda.context`),
     /// from READY to NULL.
     #[cfg(feature = "cuda")]
@@ -902,6 +903,7 @@ impl BaseTransformImpl for TrtInfer {
         self.post_engine_message(&inference);
         *self.stats.lock().unwrap() = Stats::default();
         *self.latency.lock().unwrap() = LatencyTracker::default();
+        *self.throughput.lock().unwrap() = Throughput::default();
         self.flight.stop(false);
         self.pipelined.store(false, Ordering::SeqCst);
         #[cfg(feature = "cuda")]
@@ -1109,6 +1111,9 @@ impl BaseTransformImpl for TrtInfer {
             gst::element_imp_error!(self, kind, ("{message}"));
             gst::FlowError::Error
         })?;
+        if work.is_some() {
+            self.throughput.lock().unwrap().record(frames as u64);
+        }
         let mut stats = self.stats.lock().unwrap();
         stats.record(frames as u64, work.as_ref());
         stats.objects += counts.objects;
@@ -1179,11 +1184,13 @@ impl TrtInfer {
         #[cfg(feature = "cuda")]
         let t = (t.to_host, t.to_device, t.between_contexts);
         let (p50, p95) = self.latency.lock().unwrap().summary();
+        let (steady, steady_s) = self.throughput.lock().unwrap().steady().unwrap_or_default();
         gst::info!(
             CAT,
             imp = self,
             "summary: frames={} batches={} engine-calls={} to-host-bytes={} to-device-bytes={} \
-             device-copy-bytes={} latency-ms-p50={p50:.2} latency-ms-p95={p95:.2}",
+             device-copy-bytes={} latency-ms-p50={p50:.2} latency-ms-p95={p95:.2} \
+             steady-fps={steady:.1} steady-seconds={steady_s:.3}",
             st.frames,
             st.batches,
             st.engine_calls,
@@ -1337,6 +1344,9 @@ impl TrtInfer {
             .lock()
             .unwrap()
             .record(frames as u64, inferred.then_some(&work));
+        if inferred {
+            self.throughput.lock().unwrap().record(frames as u64);
+        }
         if inferred && let Some(latency) = self.latency.lock().unwrap().record(arrived.elapsed()) {
             gst::info!(CAT, imp = self, "latency raised to {latency}");
             let _ = self
