@@ -39,6 +39,13 @@ def export(name, out_dir, seed, imgsz):
 
     torch.manual_seed(seed)
     model = build(name).eval()
+    if name == "rtdetr-l":
+        # Recent ultralytics releases end RT-DETR's export with their own top-k ([N,300,6]:
+        # box, score, class index); keep the decoder's own rows instead (boxes and every class
+        # score, [N,300,84]), the layout DETR-family exports share.
+        from ultralytics.nn.modules.head import RTDETRDecoder
+
+        RTDETRDecoder.postprocess = lambda self, boxes, scores: torch.cat((boxes, scores), -1)
     for m in model.modules():
         # The inference heads return only the decoded predictions in export mode.
         if hasattr(m, "export"):
