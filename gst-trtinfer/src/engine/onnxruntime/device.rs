@@ -92,6 +92,43 @@ impl CudaIo {
         })
     }
 
+    /// An ONNX Runtime tensor describing `shape` elements of `element_type` at device address
+    /// `ptr` (no copy, no ownership).
+    ///
+    /// # Safety
+    /// `ptr` must be device memory of the session's GPU holding the whole tensor, alive as long
+    /// as the value is used.
+    unsafe fn device_value(
+        &self,
+        ptr: u64,
+        shape: &[usize],
+        element_type: ElementType,
+    ) -> Result<DynValueRefMut<'static>, String> {
+        let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        let (info, data) = (self.memory.clone(), ptr as usize as *mut ort::sys::c_void);
+        // SAFETY: the caller guarantees the memory.
+        let value = unsafe {
+            match element_type {
+                ElementType::F32 => {
+                    TensorRefMut::<f32>::from_raw(info, data, dims.into()).map(|v| v.into_dyn())
+                }
+                ElementType::F16 => TensorRefMut::<half::f16>::from_raw(info, data, dims.into())
+                    .map(|v| v.into_dyn()),
+                ElementType::U8 => {
+                    TensorRefMut::<u8>::from_raw(info, data, dims.into()).map(|v| v.into_dyn())
+                }
+                ElementType::I32 => {
+                    TensorRefMut::<i32>::from_raw(info, data, dims.into()).map(|v| v.into_dyn())
+                }
+                ElementType::I64 => {
+                    TensorRefMut::<i64>::from_raw(info, data, dims.into()).map(|v| v.into_dyn())
+                }
+                other => return Err(format!("element type {other} cannot be bound on the GPU")),
+            }
+        };
+        value.map_err(|e| e.to_string())
+    }
+
     /// Queues a run of `session` over the input of `shape` at device address `input`.
     ///
     /// # Safety
@@ -107,29 +144,10 @@ impl CudaIo {
             // SAFETY: as this function's contract.
             return unsafe { self.replay(session, input, shape) };
         }
-        let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
-        let info = self.memory.clone();
-        let data = input as usize as *mut ort::sys::c_void;
         // SAFETY: the caller guarantees the memory; the value only describes it (no copy) and
         // is kept bound until the next call replaces it.
-        let value: DynValueRefMut<'static> = unsafe {
-            match self.input_type {
-                ElementType::F32 => {
-                    TensorRefMut::<f32>::from_raw(info, data, dims.into()).map(|v| v.into_dyn())
-                }
-                ElementType::F16 => TensorRefMut::<half::f16>::from_raw(info, data, dims.into())
-                    .map(|v| v.into_dyn()),
-                ElementType::U8 => {
-                    TensorRefMut::<u8>::from_raw(info, data, dims.into()).map(|v| v.into_dyn())
-                }
-                other => {
-                    return Err(EngineError::Run(format!(
-                        "input element type {other} cannot be bound on the GPU"
-                    )));
-                }
-            }
-        }
-        .map_err(ort_error("describing the device input"))?;
+        let value = unsafe { self.device_value(input, shape, self.input_type) }
+            .map_err(|e| EngineError::Run(format!("the device input: {e}")))?;
         // Bound through the C API: `IoBinding::bind_input` would copy a tensor it does not own.
         // SAFETY: the binding and the value are live; ONNX Runtime reads the value's memory in
         // place during the run.
@@ -176,32 +194,10 @@ impl CudaIo {
             // SAFETY: both ranges hold `t.bytes` bytes of this context; the source (held
             // until the copy below has run) is complete (synchronised above).
             unsafe { self.stream.copy_dtod(buffer.ptr(), t.ptr, t.bytes) }.map_err(cuda)?;
-            let dims: Vec<i64> = t.shape.iter().map(|&d| d as i64).collect();
-            let data = buffer.ptr() as usize as *mut ort::sys::c_void;
-            let info = self.memory.clone();
             // SAFETY: the buffer holds the output's bytes and lives as long as the value
             // (both kept in `fixed_outputs`).
-            let value: DynValueRefMut<'static> =
-                unsafe {
-                    match t.element_type {
-                        ElementType::F32 => TensorRefMut::<f32>::from_raw(info, data, dims.into())
-                            .map(|v| v.into_dyn()),
-                        ElementType::F16 => {
-                            TensorRefMut::<half::f16>::from_raw(info, data, dims.into())
-                                .map(|v| v.into_dyn())
-                        }
-                        ElementType::I64 => TensorRefMut::<i64>::from_raw(info, data, dims.into())
-                            .map(|v| v.into_dyn()),
-                        ElementType::I32 => TensorRefMut::<i32>::from_raw(info, data, dims.into())
-                            .map(|v| v.into_dyn()),
-                        other => {
-                            return Err(EngineError::Run(format!(
-                                "output `{name}` of type {other} cannot be bound for a CUDA graph"
-                            )));
-                        }
-                    }
-                }
-                .map_err(ort_error("describing a graph output"))?;
+            let value = unsafe { self.device_value(buffer.ptr(), &t.shape, t.element_type) }
+                .map_err(|e| EngineError::Run(format!("graph output `{name}`: {e}")))?;
             let cname = CString::new(name.as_str())
                 .map_err(|_| EngineError::Run(format!("output name {name:?}")))?;
             // SAFETY: the binding and the value are live; the value stays bound and alive.
