@@ -575,6 +575,8 @@ impl InferConfig {
                 }
             }
             "maintain-aspect-ratio" => self.maintain_aspect_ratio = ini.bool_value(e)?,
+            // Ferrostream's own key (the `cuda-graph` property), not nvinfer's.
+            "cuda-graph" => self.cuda_graph = ini.bool_value(e)?,
             "symmetric-padding" => self.symmetric_padding = ini.bool_value(e)?,
             "network-input-order" => {
                 self.network_input_order = match ini.value::<u32>(e)? {
@@ -934,6 +936,46 @@ mod tests {
         assert!(loaded.warnings[0].contains("`frobnicate`") && loaded.warnings[0].contains(":2:"));
         assert!(loaded.warnings[1].contains("`custom-lib-path`"));
         assert!(loaded.warnings[2].contains("`eps`"));
+    }
+
+    #[test]
+    fn benchmark_detector_configurations_load_without_warnings() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pipelines");
+        for (file, parser, graph, clustering) in [
+            ("yolov8s.txt", ParserKind::YoloV8, true, ClusterMode::Nms),
+            ("yolov8m.txt", ParserKind::YoloV8, true, ClusterMode::Nms),
+            ("rtdetr_l.txt", ParserKind::Detr, false, ClusterMode::None),
+        ] {
+            let loaded = InferConfig::from_file(&dir.join(file)).unwrap();
+            assert!(loaded.warnings.is_empty(), "{file}: {:?}", loaded.warnings);
+            let c = loaded.config;
+            assert_eq!(
+                (c.output_parser, c.cuda_graph, c.cluster_mode),
+                (parser, graph, clustering),
+                "{file}"
+            );
+            assert_eq!(c.infer_dims, Some([3, 640, 640]), "{file}");
+            assert!(c.maintain_aspect_ratio && c.symmetric_padding, "{file}");
+            assert_eq!(c.num_detected_classes, 80, "{file}");
+        }
+        let labels = std::fs::read_to_string(dir.join("coco80_labels.txt")).unwrap();
+        let labels: Vec<&str> = labels.lines().collect();
+        assert_eq!(
+            (labels.len(), labels[0], labels[79]),
+            (80, "person", "toothbrush")
+        );
+    }
+
+    #[test]
+    fn cuda_graph_key() {
+        assert!(
+            load("[property]\ncuda-graph=1\n")
+                .unwrap()
+                .config
+                .cuda_graph
+        );
+        assert!(!load("[property]\n").unwrap().config.cuda_graph);
+        assert!(load("[property]\ncuda-graph=maybe\n").is_err());
     }
 
     #[test]

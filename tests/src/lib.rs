@@ -22,7 +22,13 @@ pub fn init() {
 }
 
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    // At run time first: cargo sets it, and so does scripts/gpu-check.sh, which runs the test
+    // binaries in a copy of the repository on another machine, where the build path is absent.
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.join("Cargo.toml").is_file())
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    manifest
         .parent()
         .expect("the tests crate sits in the repository")
         .to_owned()
