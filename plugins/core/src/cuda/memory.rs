@@ -64,6 +64,16 @@ pub unsafe fn download(stream: &Stream, src: u64, dst: &mut [u8]) -> Result<()> 
     stream.synchronize()
 }
 
+/// Checks that `len` bytes at `offset` lie within a buffer of `capacity` bytes.
+fn fits(offset: usize, len: usize, capacity: usize, what: &str) -> Result<()> {
+    if offset.checked_add(len).is_none_or(|end| end > capacity) {
+        return Err(CudaError::Invalid(format!(
+            "{what}: {len} bytes at {offset} do not fit {capacity} bytes"
+        )));
+    }
+    Ok(())
+}
+
 /// Device memory owned by this process, freed on drop.
 #[derive(Debug)]
 pub struct DeviceBuffer {
@@ -108,13 +118,7 @@ impl DeviceBuffer {
     /// Copies `src` to the start of the buffer, queued on `stream`. `src` must stay untouched
     /// until the stream has passed the copy, hence the synchronisation unless it is pinned.
     pub fn upload(&self, stream: &Stream, src: &[u8]) -> Result<()> {
-        if src.len() > self.len {
-            return Err(CudaError::Invalid(format!(
-                "upload of {} bytes into a {}-byte device buffer",
-                src.len(),
-                self.len
-            )));
-        }
+        fits(0, src.len(), self.len, "upload into a device buffer")?;
         let _bound = self.ctx.bind()?;
         // SAFETY: the destination holds `src.len()` bytes; the stream is synchronised before
         // returning, so `src` outlives the copy.
@@ -130,13 +134,7 @@ impl DeviceBuffer {
 
     /// Copies the start of the buffer into `dst` and waits for it.
     pub fn download(&self, stream: &Stream, dst: &mut [u8]) -> Result<()> {
-        if dst.len() > self.len {
-            return Err(CudaError::Invalid(format!(
-                "download of {} bytes from a {}-byte device buffer",
-                dst.len(),
-                self.len
-            )));
-        }
+        fits(0, dst.len(), self.len, "download from a device buffer")?;
         let _bound = self.ctx.bind()?;
         // SAFETY: the source holds `dst.len()` bytes; synchronised before `dst` is released.
         unsafe {
@@ -161,12 +159,7 @@ impl DeviceBuffer {
     /// `src` must be device memory of the buffer's context holding `len` bytes, ready in
     /// `stream` order and left unchanged until the stream has run the copy.
     pub unsafe fn copy_from_device(&self, stream: &Stream, src: u64, len: usize) -> Result<()> {
-        if len > self.len {
-            return Err(CudaError::Invalid(format!(
-                "copy of {len} bytes into a {}-byte device buffer",
-                self.len
-            )));
-        }
+        fits(0, len, self.len, "copy into a device buffer")?;
         let _bound = self.ctx.bind()?;
         // SAFETY: the caller vouches for the source; the destination holds `len` bytes.
         unsafe {
@@ -193,12 +186,7 @@ impl DeviceBuffer {
         src_ctx: &Context,
         len: usize,
     ) -> Result<()> {
-        if len > self.len {
-            return Err(CudaError::Invalid(format!(
-                "copy of {len} bytes into a {}-byte device buffer",
-                self.len
-            )));
-        }
+        fits(0, len, self.len, "copy into a device buffer")?;
         let _bound = self.ctx.bind()?;
         // SAFETY: both contexts are live; the caller vouches for the source range, the
         // destination holds `len` bytes.
@@ -373,12 +361,7 @@ impl HostBuffer {
     /// `dst..dst + len` must be device memory of this context that stays valid until the copy
     /// has run.
     pub unsafe fn upload_async(&self, stream: &Stream, dst: u64, len: usize) -> Result<()> {
-        if len > self.len {
-            return Err(CudaError::Invalid(format!(
-                "upload of {len} bytes from a {}-byte host buffer",
-                self.len
-            )));
-        }
+        fits(0, len, self.len, "upload from a host buffer")?;
         let _bound = self.ctx.bind()?;
         // SAFETY: pinned memory of `len` bytes; the caller guarantees the destination.
         unsafe {
@@ -414,12 +397,7 @@ impl HostBuffer {
         src: u64,
         len: usize,
     ) -> Result<()> {
-        if offset + len > self.len {
-            return Err(CudaError::Invalid(format!(
-                "download of {len} bytes at {offset} into a {}-byte host buffer",
-                self.len
-            )));
-        }
+        fits(offset, len, self.len, "download into a host buffer")?;
         let _bound = self.ctx.bind()?;
         // SAFETY: the range fits; the caller guarantees the source and the buffer's lifetime.
         unsafe {
@@ -434,12 +412,7 @@ impl HostBuffer {
 
     /// Copies `len` bytes from device address `src` into the start of this buffer and waits.
     pub fn download_from(&mut self, stream: &Stream, src: u64, len: usize) -> Result<()> {
-        if len > self.len {
-            return Err(CudaError::Invalid(format!(
-                "download of {len} bytes into a {}-byte host buffer",
-                self.len
-            )));
-        }
+        fits(0, len, self.len, "download into a host buffer")?;
         let _bound = self.ctx.bind()?;
         // SAFETY: `len` bytes fit; the caller's `src` range is device memory of this context
         // (checked by the driver: an invalid address is an error, not undefined behaviour on
