@@ -486,7 +486,8 @@ impl Inference {
                 let head = crate::gpu::select::HEADER_BYTES;
                 let host = slot.host.as_slice();
                 let count = u32::from_ne_bytes(host[..4].try_into().expect("4 bytes")) as usize;
-                let mut bytes = host[..head + count.min(expected) * record].to_vec();
+                let first = &host[..head + count.min(expected) * record];
+                let mut bytes = std::borrow::Cow::Borrowed(first);
                 if count > expected {
                     let mut rest = Vec::new();
                     runner
@@ -497,23 +498,23 @@ impl Inference {
                             &mut rest,
                         )
                         .map_err(|e| format!("CUDA: {e}"))?;
-                    bytes.extend_from_slice(&rest);
+                    bytes.to_mut().extend_from_slice(&rest);
                 }
                 runner.saw_records(count);
-                let (_, rows) = crate::gpu::select::records(&bytes, &layout);
+                let records = crate::gpu::select::Records::read(&bytes, &layout);
                 let shape_refs: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
                 let width = layout.heatmap_width(&shape_refs);
                 let net = (self.network.width, self.network.height);
                 let mut results = Vec::with_capacity(sizes.len());
-                let mut rows = rows.into_iter().peekable();
+                let mut rows = records.keys.iter().enumerate().peekable();
                 for (item, &(w, h)) in sizes.iter().enumerate() {
                     self.detections.clear();
                     let attrs = &self.class_attrs;
                     let all = self.config.class_attrs.all;
                     let attrs_of = |c: u32| attrs.get(c as usize).copied().unwrap_or(all);
-                    while let Some((_, anchor, row)) = rows.next_if(|r| r.0 == item) {
+                    while let Some((i, &(_, anchor))) = rows.next_if(|(_, k)| k.0 == item) {
                         self.parser.decode_anchor(
-                            &row,
+                            records.row(i),
                             anchor,
                             width,
                             net,

@@ -403,26 +403,17 @@ impl OutputParser {
                     Vec::new(),
                 );
             }
-            OutputParser::YoloV8 { .. } => {
+            OutputParser::YoloV8 { .. } | OutputParser::Detr { .. } => {
+                // YOLOv8 boxes are in network pixels, DETR's normalised to the network input.
+                let (sx, sy) = match self {
+                    OutputParser::Detr { .. } => (net_w, net_h),
+                    _ => (1.0, 1.0),
+                };
                 let (class, score) = argmax(&row[4..]);
                 push(
                     class as u32,
                     score,
-                    centre_box(row[0], row[1], row[2], row[3]),
-                    Vec::new(),
-                );
-            }
-            OutputParser::Detr { .. } => {
-                let (class, score) = argmax(&row[4..]);
-                push(
-                    class as u32,
-                    score,
-                    centre_box(
-                        row[0] * net_w,
-                        row[1] * net_h,
-                        row[2] * net_w,
-                        row[3] * net_h,
-                    ),
+                    centre_box(row[0] * sx, row[1] * sy, row[2] * sx, row[3] * sy),
                     Vec::new(),
                 );
             }

@@ -370,6 +370,29 @@ impl GpuStage {
     }
 }
 
+/// Checks that `source` compiles with NVRTC for Jetson Orin (8.7) and Hopper (9.0) and
+/// defines the kernels `names`; says it skipped where NVRTC is not installed.
+#[cfg(test)]
+pub(crate) fn assert_compiles(source: &KernelSource, names: &[&str]) {
+    if !ferrostream_core::cuda::nvrtc_present() {
+        println!("skipped: NVRTC is not installed (scripts/install-nvrtc.sh)");
+        return;
+    }
+    for cc in [(8, 7), (9, 0)] {
+        let ptx = ferrostream_core::cuda::compile_ptx(source, cc)
+            .unwrap_or_else(|e| panic!("{} for compute {cc:?}: {e}", source.name));
+        for name in names {
+            let name = name.as_bytes();
+            assert!(
+                ptx.to_bytes().windows(name.len()).any(|w| w == name),
+                "{} has no kernel {}",
+                source.name,
+                String::from_utf8_lossy(name)
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -396,16 +419,6 @@ mod tests {
 
     #[test]
     fn kernel_compiles_with_nvrtc() {
-        if !ferrostream_core::cuda::nvrtc_present() {
-            println!("skipped: NVRTC is not installed (scripts/install-nvrtc.sh)");
-            return;
-        }
-        for cc in [(8, 7), (9, 0)] {
-            let ptx = ferrostream_core::cuda::compile_ptx(&PREPROCESS_CU, cc)
-                .unwrap_or_else(|e| panic!("compute {cc:?}: {e}"));
-            for name in [&b"preprocess_x1"[..], b"preprocess_x4"] {
-                assert!(ptx.to_bytes().windows(name.len()).any(|w| w == name));
-            }
-        }
+        assert_compiles(&PREPROCESS_CU, &["preprocess_x1", "preprocess_x4"]);
     }
 }

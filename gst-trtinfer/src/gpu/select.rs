@@ -178,27 +178,54 @@ impl AnchorSelector {
     }
 }
 
-/// The selected rows in `bytes` (a downloaded selection: header and records), sorted by batch
-/// item and anchor, as `(item, anchor, row)`; and the record count the kernel wrote.
-pub fn records(bytes: &[u8], layout: &AnchorLayout) -> (usize, Vec<(usize, usize, Vec<f32>)>) {
-    let word = |b: &[u8]| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
-    let count = bytes.get(..4).map_or(0, word) as usize;
-    let size = record_bytes(layout);
-    let mut rows: Vec<(usize, usize, Vec<f32>)> = bytes
-        .get(HEADER_BYTES..)
-        .unwrap_or(&[])
-        .chunks_exact(size)
-        .take(count)
-        .map(|r| {
-            let values = r[8..]
-                .chunks_exact(4)
-                .map(|v| f32::from_ne_bytes([v[0], v[1], v[2], v[3]]))
-                .collect();
-            (word(&r[..4]) as usize, word(&r[4..8]) as usize, values)
-        })
-        .collect();
-    rows.sort_unstable_by_key(|&(item, anchor, _)| (item, anchor));
-    (count, rows)
+/// The selected rows of a downloaded selection (header and records), sorted by batch item and
+/// anchor: two allocations per batch, none per row.
+#[derive(Debug, Default, PartialEq)]
+pub struct Records {
+    /// The record count the kernel wrote.
+    pub count: usize,
+    /// `(item, anchor)` of each row, sorted.
+    pub keys: Vec<(usize, usize)>,
+    /// The rows' values, row after row in the order of `keys`.
+    pub values: Vec<f32>,
+    pub row_len: usize,
+}
+
+impl Records {
+    /// Reads the records of `layout` in `bytes`.
+    pub fn read(bytes: &[u8], layout: &AnchorLayout) -> Self {
+        let word = |b: &[u8]| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
+        let count = bytes.get(..4).map_or(0, word) as usize;
+        let raw: Vec<&[u8]> = bytes
+            .get(HEADER_BYTES..)
+            .unwrap_or(&[])
+            .chunks_exact(record_bytes(layout))
+            .take(count)
+            .collect();
+        let mut order: Vec<usize> = (0..raw.len()).collect();
+        let key = |r: &[u8]| (word(&r[..4]) as usize, word(&r[4..8]) as usize);
+        order.sort_unstable_by_key(|&i| key(raw[i]));
+        let row_len = layout.row_len();
+        let mut values = Vec::with_capacity(raw.len() * row_len);
+        for &i in &order {
+            values.extend(
+                raw[i][8..]
+                    .chunks_exact(4)
+                    .map(|v| f32::from_ne_bytes([v[0], v[1], v[2], v[3]])),
+            );
+        }
+        Self {
+            count,
+            keys: order.iter().map(|&i| key(raw[i])).collect(),
+            values,
+            row_len,
+        }
+    }
+
+    /// Row `i` (in sorted order).
+    pub fn row(&self, i: usize) -> &[f32] {
+        &self.values[i * self.row_len..(i + 1) * self.row_len]
+    }
 }
 
 #[cfg(test)]
@@ -222,15 +249,7 @@ mod tests {
 
     #[test]
     fn kernel_compiles_with_nvrtc() {
-        if !ferrostream_core::cuda::nvrtc_present() {
-            println!("skipped: NVRTC is not installed (scripts/install-nvrtc.sh)");
-            return;
-        }
-        for cc in [(8, 7), (9, 0)] {
-            let ptx = ferrostream_core::cuda::compile_ptx(&SELECT_CU, cc)
-                .unwrap_or_else(|e| panic!("compute {cc:?}: {e}"));
-            assert!(ptx.to_bytes().windows(14).any(|w| w == b"select_anchors"));
-        }
+        super::super::assert_compiles(&SELECT_CU, &["select_anchors"]);
     }
 
     #[test]
@@ -254,10 +273,10 @@ mod tests {
             bytes.extend(v.to_ne_bytes());
             bytes.extend((v * 2.0).to_ne_bytes());
         }
-        let (count, rows) = records(&bytes, &layout);
-        assert_eq!(count, 3);
-        let keys: Vec<_> = rows.iter().map(|r| (r.0, r.1)).collect();
-        assert_eq!(keys, vec![(0, 3), (0, 7), (1, 2)]);
-        assert_eq!(rows[0].2, vec![0.75, 1.5]);
+        let records = Records::read(&bytes, &layout);
+        assert_eq!(records.count, 3);
+        assert_eq!(records.keys, vec![(0, 3), (0, 7), (1, 2)]);
+        assert_eq!(records.row(0), [0.75, 1.5]);
+        assert_eq!(records.row(2), [0.5, 1.0]);
     }
 }
