@@ -18,6 +18,11 @@ echo "== TensorRT backend: compile check"
 export FERROSTREAM_TENSORRT_COMPILE_CHECK=1
 cargo clippy -p gst-trtinfer -p gst-dlainfer --features gst-trtinfer/tensorrt,gst-dlainfer/tensorrt --all-targets --locked -- -D warnings
 echo "== cargo test"
+# A test binary that hangs is killed after 15 minutes (the slowest takes about one), so a
+# deadlock fails the run with the name of the test still running instead of stalling it.
+host="$(rustc -vV | sed -n 's/^host: //p')"
+runner_var="CARGO_TARGET_$(echo "$host" | tr 'a-z-' 'A-Z_')_RUNNER"
+export "$runner_var"="timeout --kill-after=30 900"
 log="${CARGO_TARGET_DIR:-target}/test-output.txt"
 mkdir -p "$(dirname "$log")"
 {

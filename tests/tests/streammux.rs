@@ -275,14 +275,7 @@ fn sources_released_and_added_while_playing() {
         if changed || per_source(batches).get(&0).map_or(0, Vec::len) < 10 {
             return;
         }
-        changed = true;
-        // Release the appsrc's pad mid-stream...
-        let pad = mux.static_pad("sink_1").unwrap();
-        leaving.set_state(gst::State::Null).unwrap();
-        leaving.static_pad("src").unwrap().unlink(&pad).unwrap();
-        mux.release_request_pad(&pad);
-        pipeline.remove(&leaving).unwrap();
-        // ...and add a new source.
+        // Add a new source...
         let src = gst::ElementFactory::make("videotestsrc")
             .property("num-buffers", 12i32)
             .build()
@@ -305,6 +298,17 @@ fn sources_released_and_added_while_playing() {
         caps.static_pad("src").unwrap().link(&pad).unwrap();
         caps.sync_state_with_parent().unwrap();
         src.sync_state_with_parent().unwrap();
+        // ...and release the appsrc's pad mid-stream, from the thread that pulls batches: the
+        // source's pad is blocked first, so its streaming thread (perhaps waiting in the muxer
+        // for this thread's next pull) gets FLUSHING from the release, never NOT_LINKED.
+        let src_pad = leaving.static_pad("src").unwrap();
+        src_pad.add_probe(gst::PadProbeType::BLOCK_DOWNSTREAM, |_, _| {
+            gst::PadProbeReturn::Ok
+        });
+        mux.release_request_pad(&mux.static_pad("sink_1").unwrap());
+        leaving.set_state(gst::State::Null).unwrap();
+        pipeline.remove(&leaving).unwrap();
+        changed = true;
     })
     .unwrap();
     assert!(changed, "the sources changed mid-stream");

@@ -10,7 +10,11 @@
 //!
 //! A batch leaves when every source has contributed a frame (or reached EOS), or when
 //! `batched-push-timeout` has passed since the first frame of the batch arrived, so a stalled
-//! source does not stall the others. Sources may be added and released while playing; after a
+//! source does not stall the others. Sources may be added and released while playing: set the
+//! source to `NULL`, then release its pad (its queued frames are dropped). From the thread that
+//! takes the muxer's output (an `appsink` pull loop, say), block the source's pad with a probe
+//! and release the muxer's pad before setting the source to `NULL`: its streaming thread may be
+//! waiting in the muxer for that thread's next pull. After a
 //! source's last frame a `ferrostream-stream-eos` custom event (see
 //! [`ferrostream_core::batch::events`]) tells downstream elements (`rstracker`,
 //! `rsstreamdemux`) that it ended. EOS goes downstream when every source is done.
