@@ -151,6 +151,18 @@ pub enum ParserKind {
         nick = "detr"
     )]
     Detr = 8,
+    #[enum_value(
+        name = "End-to-end rows [N,K,6|7] or [K,7]: box, score, class (end-to-end-columns)",
+        nick = "end-to-end"
+    )]
+    EndToEnd = 9,
+    #[enum_value(
+        name = "Boxes [N,K,4], scores [N,K] and labels [N,K] (DETR-style exports)",
+        nick = "boxes-scores-labels"
+    )]
+    BoxesScoresLabels = 10,
+    #[enum_value(name = "YOLOX: [N,A,5+C] grid offsets (yolox-strides)", nick = "yolox")]
+    Yolox = 11,
 }
 
 /// nvinfer `cluster-mode` (only NMS and none are implemented).
@@ -165,17 +177,45 @@ pub enum ClusterMode {
     None = 4,
 }
 
-/// Coordinate order of SSD box tensors.
+/// How the four values of a box are ordered (`box-format`).
 #[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
 #[repr(u32)]
 #[enum_type(name = "GstRsTrtInferBoxFormat")]
 pub enum BoxFormat {
-    /// TensorFlow order: ymin, xmin, ymax, xmax (normalised).
-    #[default]
+    /// TensorFlow order: ymin, xmin, ymax, xmax.
     #[enum_value(name = "ymin,xmin,ymax,xmax (TensorFlow)", nick = "yxyx")]
     Yxyx = 0,
     #[enum_value(name = "xmin,ymin,xmax,ymax", nick = "xyxy")]
     Xyxy = 1,
+    #[enum_value(name = "centre x, centre y, width, height", nick = "cxcywh")]
+    Cxcywh = 2,
+    #[enum_value(name = "left, top, width, height", nick = "xywh")]
+    Xywh = 3,
+    /// The parser's usual order: yxyx for SSD and the TensorFlow Object Detection API; for
+    /// end-to-end rows and boxes/scores/labels, xyxy or cxcywh as the first real boxes show.
+    #[default]
+    #[enum_value(name = "Auto: the parser's usual order", nick = "auto")]
+    Auto = 4,
+}
+
+/// Whether box coordinates are in network-input pixels or normalised to [0, 1]
+/// (`box-coordinates`).
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
+#[repr(u32)]
+#[enum_type(name = "GstRsTrtInferBoxCoordinates")]
+pub enum BoxCoords {
+    /// The parser's convention; where parsers differ (end-to-end rows, boxes/scores/labels),
+    /// decided once from the first confident boxes.
+    #[default]
+    #[enum_value(
+        name = "Auto: as the parser's family, or from the first boxes",
+        nick = "auto"
+    )]
+    Auto = 0,
+    #[enum_value(name = "Normalised to the network input", nick = "normalized")]
+    Normalized = 1,
+    #[enum_value(name = "Network-input pixels", nick = "pixels")]
+    Pixels = 2,
 }
 
 /// Whether classifier outputs need a softmax.
@@ -325,7 +365,12 @@ pub struct InferConfig {
     pub output_blob_names: Vec<String>,
     pub output_parser: ParserKind,
     pub cluster_mode: ClusterMode,
-    pub ssd_box_format: BoxFormat,
+    pub box_format: BoxFormat,
+    pub box_coordinates: BoxCoords,
+    /// Column order of end-to-end rows; `None` guesses from the row width.
+    pub end_to_end_columns: Option<crate::parse::Columns>,
+    /// Strides of a YOLOX head's grids.
+    pub yolox_strides: Vec<u32>,
     pub classifier_threshold: f32,
     pub classifier_softmax: Softmax,
     pub class_attrs: ClassAttrsTable,
@@ -423,7 +468,10 @@ impl Default for InferConfig {
             output_blob_names: Vec::new(),
             output_parser: ParserKind::Auto,
             cluster_mode: ClusterMode::Nms,
-            ssd_box_format: BoxFormat::Yxyx,
+            box_format: BoxFormat::Auto,
+            box_coordinates: BoxCoords::Auto,
+            end_to_end_columns: None,
+            yolox_strides: vec![8, 16, 32],
             classifier_threshold: 0.0,
             classifier_softmax: Softmax::Auto,
             class_attrs: ClassAttrsTable::default(),
@@ -619,7 +667,19 @@ impl InferConfig {
                     }
                 }
             }
-            "ssd-box-format" => self.ssd_box_format = enum_value(ini, e)?,
+            // `ssd-box-format` is the key's earlier name.
+            "box-format" | "ssd-box-format" => self.box_format = enum_value(ini, e)?,
+            "box-coordinates" => self.box_coordinates = enum_value(ini, e)?,
+            "end-to-end-columns" => {
+                self.end_to_end_columns =
+                    Some(crate::parse::Columns::parse(&e.value).map_err(|m| ini.error(e, m))?)
+            }
+            "yolox-strides" => {
+                self.yolox_strides = ini.list_value(e)?;
+                if self.yolox_strides.is_empty() || self.yolox_strides.contains(&0) {
+                    return Err(ini.error(e, "expected strides above 0, e.g. 8;16;32"));
+                }
+            }
             "classifier-threshold" => self.classifier_threshold = ini.value(e)?,
             "classifier-softmax" => self.classifier_softmax = enum_value(ini, e)?,
             "process-mode" => self.process_mode = enum_value(ini, e)?,
@@ -755,7 +815,10 @@ impl InferConfig {
                 "output-blob-names" => self.output_blob_names = props.output_blob_names.clone(),
                 "output-parser" => self.output_parser = props.output_parser,
                 "cluster-mode" => self.cluster_mode = props.cluster_mode,
-                "ssd-box-format" => self.ssd_box_format = props.ssd_box_format,
+                "box-format" => self.box_format = props.box_format,
+                "box-coordinates" => self.box_coordinates = props.box_coordinates,
+                "end-to-end-columns" => self.end_to_end_columns = props.end_to_end_columns.clone(),
+                "yolox-strides" => self.yolox_strides = props.yolox_strides.clone(),
                 "classifier-threshold" => self.classifier_threshold = props.classifier_threshold,
                 "classifier-softmax" => self.classifier_softmax = props.classifier_softmax,
                 "pre-cluster-threshold" => {

@@ -16,7 +16,7 @@ use crate::engine::{
     OutputTensor,
 };
 use crate::labels::{label_for, load as load_labels};
-use crate::parse::{Detection, OutputParser};
+use crate::parse::{Detection, OutputParser, ParserSettings};
 use crate::preprocess::{Letterbox, NetworkInput, Preprocessor, SourceImage, TensorElement};
 
 /// Why a model could not be set up; each maps to a GStreamer error domain.
@@ -90,7 +90,14 @@ pub struct Inference {
     /// Frames one engine call takes: the fixed batch, else `batch-size`.
     capacity: usize,
     tensor: InputTensor,
-    parser: OutputParser,
+    /// `None` until the first outputs, where the model leaves their shapes open.
+    parser: Option<OutputParser>,
+    parser_settings: ParserSettings,
+    /// The parser was guessed (`output-parser=auto`); `parser_checked` once the first
+    /// detections looked like detections.
+    parser_guessed: bool,
+    parser_checked: bool,
+    log: EngineLog,
     class_attrs: Vec<ClassAttrs>,
     labels: Vec<Arc<str>>,
     preprocessor: Preprocessor,
@@ -136,7 +143,9 @@ impl Inference {
                 }
             },
         };
-        Self::with_engine(config, model_path, engine)
+        let mut inference = Self::with_engine(config, model_path, engine)?;
+        inference.log = log;
+        Ok(inference)
     }
 
     /// Sets up around an engine that is already open.
@@ -160,15 +169,19 @@ impl Inference {
             .iter()
             .map(|&i| description.outputs[i].clone())
             .collect();
-        let parser = OutputParser::select(
-            config.output_parser,
-            config.network_type,
-            config.ssd_box_format,
-            config.classifier_softmax,
-            &infos,
-        )
-        .map_err(SetupError::Config)?
-        .remap(&considered);
+        let parser_settings = ParserSettings::new(&config, (network.width, network.height));
+        let parser = match OutputParser::select(&parser_settings, &infos) {
+            Ok(parser) => Some(parser.remap(&considered)),
+            // Symbolic output dims: the first inference's real shapes decide.
+            Err(_)
+                if infos
+                    .iter()
+                    .any(|o| o.dims.iter().skip(1).any(Option::is_none)) =>
+            {
+                None
+            }
+            Err(m) => return Err(SetupError::Config(m)),
+        };
 
         let labels: Vec<Arc<str>> = match &config.labelfile_path {
             Some(path) => {
@@ -178,20 +191,14 @@ impl Inference {
                 load_labels(&found).map_err(SetupError::NotFound)?
             }
             None => parser
-                .default_labels()
+                .as_ref()
+                .map_or(&[][..], OutputParser::default_labels)
                 .iter()
                 .map(|&l| Arc::from(l))
                 .collect(),
         };
-        let num_classes = [
-            parser.num_classes(&description.outputs).unwrap_or(0),
-            config.num_detected_classes as usize,
-            labels.len(),
-        ]
-        .into_iter()
-        .max()
-        .unwrap_or(0);
-        let class_attrs = config.class_attrs.resolve(num_classes.max(1));
+        let class_attrs = class_attrs(&config, parser.as_ref(), &description.outputs, &labels);
+        let parser_guessed = config.output_parser == crate::config::ParserKind::Auto;
         Ok(Self {
             config,
             model_path,
@@ -203,6 +210,10 @@ impl Inference {
             network,
             tensor,
             parser,
+            parser_guessed,
+            parser_checked: false,
+            parser_settings,
+            log: Arc::new(|_, _| {}),
             class_attrs,
             labels,
             preprocessor: Preprocessor::default(),
@@ -250,12 +261,138 @@ impl Inference {
         &self.network
     }
 
-    pub fn parser(&self) -> &OutputParser {
-        &self.parser
+    /// The output parser; `None` until the first inference where the model's output shapes
+    /// are symbolic.
+    pub fn parser(&self) -> Option<&OutputParser> {
+        self.parser.as_ref()
     }
 
     pub fn model_path(&self) -> &std::path::Path {
         &self.model_path
+    }
+
+    /// Chooses the parser from the real shapes of the first outputs (every engine output's
+    /// shape, batch first) where the model's shapes left it open; once.
+    fn choose_parser(&mut self, shapes: &[&[usize]]) -> Result<(), String> {
+        if self.parser.is_some() {
+            return Ok(());
+        }
+        let description = self.engine.description();
+        let infos: Vec<crate::engine::TensorInfo> = self
+            .considered
+            .iter()
+            .map(|&i| {
+                let mut info = description.outputs[i].clone();
+                if let Some(shape) = shapes.get(i) {
+                    info.dims = shape.iter().map(|&d| Some(d)).collect();
+                }
+                info
+            })
+            .collect();
+        let seen = infos
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let parser = OutputParser::select(&self.parser_settings, &infos)
+            .map_err(|m| format!("the first outputs ({seen}): {m}"))?
+            .remap(&self.considered);
+        let mut all = description.outputs.clone();
+        for (info, &i) in infos.into_iter().zip(&self.considered) {
+            all[i] = info;
+        }
+        self.class_attrs = class_attrs(&self.config, Some(&parser), &all, &self.labels);
+        if self.config.labelfile_path.is_none() && self.labels.is_empty() {
+            self.labels = parser
+                .default_labels()
+                .iter()
+                .map(|&l| Arc::from(l))
+                .collect();
+        }
+        (self.log)(
+            LogLevel::ParserChosen,
+            &format!(
+                "output parser {} chosen from the first outputs ({seen})",
+                parser.summary()
+            ),
+        );
+        self.parser = Some(parser);
+        Ok(())
+    }
+
+    /// Settles what the parser left open from the confident rows of slot `slot`, once they
+    /// come (see [`OutputParser::refine`]).
+    fn settle_parser(&mut self, slot: usize) -> Result<(), String> {
+        let Some(parser) = self.parser.as_ref().filter(|p| p.is_open()) else {
+            return Ok(());
+        };
+        let min = self
+            .class_attrs
+            .iter()
+            .chain([&self.config.class_attrs.all])
+            .map(|a| a.pre_cluster_threshold)
+            .fold(f32::INFINITY, f32::min);
+        let batch = self.input_shape.first().copied().unwrap_or(1);
+        if let Some((settled, what)) = parser.refine(&self.outputs, slot, batch, min)? {
+            (self.log)(
+                LogLevel::ParserChosen,
+                &format!("output parser settled from the first confident rows: {what}"),
+            );
+            self.parser = Some(settled);
+        }
+        Ok(())
+    }
+
+    /// A guessed parser's first detections must look like detections: finite probabilities,
+    /// boxes on or near the network input. Otherwise the guess was wrong, and what it would
+    /// emit is garbage.
+    fn check_guess(&mut self) -> Result<(), String> {
+        if !self.parser_guessed || self.parser_checked || self.detections.is_empty() {
+            return Ok(());
+        }
+        let (w, h) = (self.network.width as f32, self.network.height as f32);
+        let bad = self.detections.iter().find_map(|d| {
+            let b = d.bbox;
+            if !(0.0..=1.001).contains(&d.confidence) {
+                Some(format!("a confidence of {}", d.confidence))
+            } else if ![b.left, b.top, b.width, b.height]
+                .iter()
+                .all(|v| v.is_finite())
+                || b.right() < -0.5 * w
+                || b.left > 1.5 * w
+                || b.bottom() < -0.5 * h
+                || b.top > 1.5 * h
+                || b.width > 2.0 * w
+                || b.height > 2.0 * h
+            {
+                Some(format!(
+                    "a box at ({:.1}, {:.1}) of {:.1}x{:.1}, far outside the {w}x{h} network input",
+                    b.left, b.top, b.width, b.height
+                ))
+            } else {
+                None
+            }
+        });
+        if let Some(bad) = bad {
+            let parser = self
+                .parser
+                .as_ref()
+                .map_or_else(String::new, OutputParser::summary);
+            let outputs = self
+                .considered
+                .iter()
+                .filter_map(|&i| self.outputs.get(i))
+                .map(|o| format!("{} {:?}", o.name, o.shape))
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(format!(
+                "the outputs ({outputs}) were guessed to be {parser}, but the first detections \
+                 include {bad}: the guess is wrong. Set output-parser (and, for end-to-end rows, \
+                 end-to-end-columns, box-format, box-coordinates)"
+            ));
+        }
+        self.parser_checked = true;
+        Ok(())
     }
 
     /// The input tensor (every slot) as last filled by [`Inference::preprocess`].
@@ -385,8 +522,8 @@ impl Inference {
         // batches whose sizes vary would pay it again and again.
         let batch = self.fixed_batch.unwrap_or(self.capacity);
         self.input_shape[0] = batch;
-        let result = (|| {
-            let cuda = |e: ferrostream_core::cuda::CudaError| format!("CUDA: {e}");
+        let cuda = |e: ferrostream_core::cuda::CudaError| format!("CUDA: {e}");
+        let queued = (|| {
             let slot = runner.slot().map_err(cuda)?;
             let (letterboxes, copied) = runner
                 .preprocess(jobs, frames_ctx, &self.network, element, priority)
@@ -399,22 +536,28 @@ impl Inference {
             let tensors = unsafe { device.enqueue(runner.input(), &self.input_shape) }
                 .map_err(|e| e.to_string())?
                 .to_vec();
+            Ok((slot, letterboxes, copied, tensors))
+        })();
+        let result = queued.and_then(|(slot, letterboxes, copied, tensors)| {
+            let shapes: Vec<&[usize]> = tensors.iter().map(|t| t.shape.as_slice()).collect();
+            self.choose_parser(&shapes)?;
+            let parser = self.parser.as_ref().expect("chosen above");
             let layout = if self.config.output_tensor_meta {
                 None
             } else {
-                let shapes: Vec<&[usize]> = tensors.iter().map(|t| t.shape.as_slice()).collect();
-                match self.parser.anchor_layout(&shapes) {
+                match parser.anchor_layout(&shapes) {
                     Some(Ok(layout)) => {
                         let attrs = &self.class_attrs;
                         let all = self.config.class_attrs.all;
                         let attrs_of = |c: u32| attrs.get(c as usize).copied().unwrap_or(all);
-                        let min = self.parser.min_threshold(&layout, &attrs_of);
+                        let min = parser.min_threshold(&layout, &attrs_of);
                         Some((layout, min))
                     }
                     Some(Err(m)) => return Err(format!("Parsing the model outputs: {m}")),
                     None => None,
                 }
             };
+            let runner = self.runner.as_mut().expect("made above");
             let (slot, readback) = runner
                 .read_back(slot, &tensors, layout, count)
                 .map_err(cuda)?;
@@ -425,7 +568,7 @@ impl Inference {
                 sizes,
                 copied_between_contexts: copied,
             })
-        })();
+        });
         Some(result)
     }
 
@@ -507,13 +650,14 @@ impl Inference {
                 let net = (self.network.width, self.network.height);
                 let mut results = Vec::with_capacity(sizes.len());
                 let mut rows = records.keys.iter().enumerate().peekable();
+                let parser = self.parser.clone().ok_or("no output parser")?;
                 for (item, &(w, h)) in sizes.iter().enumerate() {
                     self.detections.clear();
                     let attrs = &self.class_attrs;
                     let all = self.config.class_attrs.all;
                     let attrs_of = |c: u32| attrs.get(c as usize).copied().unwrap_or(all);
                     while let Some((i, &(_, anchor))) = rows.next_if(|(_, k)| k.0 == item) {
-                        self.parser.decode_anchor(
+                        parser.decode_anchor(
                             records.row(i),
                             anchor,
                             width,
@@ -528,7 +672,7 @@ impl Inference {
                         .copied()
                         .ok_or("no letterbox for a region")?;
                     results.push(ItemResult {
-                        objects: self.objects_from_detections(lb, w, h),
+                        objects: self.objects_from_detections(lb, w, h)?,
                         ..ItemResult::default()
                     });
                 }
@@ -570,6 +714,9 @@ impl Inference {
             .flatten()
             .ok_or("no frame was pre-processed into this slot")?;
         let mut result = ItemResult::default();
+        let shapes: Vec<Vec<usize>> = self.outputs.iter().map(|o| o.shape.clone()).collect();
+        let shapes: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+        self.choose_parser(&shapes)?;
         if self.config.output_tensor_meta {
             result.tensors = self
                 .considered
@@ -583,11 +730,11 @@ impl Inference {
                 })
                 .collect();
         }
-        match &self.parser {
+        let parser = self.parser.as_ref().expect("chosen above");
+        match parser {
             OutputParser::Tensors => {}
             OutputParser::Classifier { .. } => {
-                result.classification = self
-                    .parser
+                result.classification = parser
                     .top_class(&self.outputs, slot)
                     .filter(|&(_, prob)| prob >= self.config.classifier_threshold)
                     .map(|(class_id, prob)| Classification {
@@ -610,28 +757,31 @@ impl Inference {
         frame_w: u32,
         frame_h: u32,
     ) -> Result<Vec<Object>, String> {
+        self.settle_parser(slot)?;
         let attrs = &self.class_attrs;
         let all = self.config.class_attrs.all;
         let attrs_of = |class: u32| attrs.get(class as usize).copied().unwrap_or(all);
         self.detections.clear();
-        self.parser.detections(
+        let parser = self.parser.as_ref().ok_or("no output parser")?;
+        parser.detections(
             &self.outputs,
             slot,
             (self.network.width, self.network.height),
             &attrs_of,
             &mut self.detections,
         )?;
-        Ok(self.objects_from_detections(lb, frame_w, frame_h))
+        self.objects_from_detections(lb, frame_w, frame_h)
     }
 
     /// Clusters `self.detections` and maps them to the pixels of a `frame_w` x `frame_h` frame
-    /// through `lb`.
+    /// through `lb`. A guessed parser's first detections are checked first.
     fn objects_from_detections(
         &mut self,
         lb: Letterbox,
         frame_w: u32,
         frame_h: u32,
-    ) -> Vec<Object> {
+    ) -> Result<Vec<Object>, String> {
+        self.check_guess()?;
         let component = self.config.gie_unique_id;
         let attrs = &self.class_attrs;
         let all = self.config.class_attrs.all;
@@ -665,7 +815,7 @@ impl Inference {
             }
             objects.push(object);
         }
-        objects
+        Ok(objects)
     }
 }
 
@@ -841,6 +991,24 @@ fn input_shape(n: &NetworkInput, batch: usize) -> Vec<usize> {
     }
 }
 
+/// The thresholds and limits of every class the model, the configuration or the labels know.
+fn class_attrs(
+    config: &InferConfig,
+    parser: Option<&OutputParser>,
+    outputs: &[crate::engine::TensorInfo],
+    labels: &[Arc<str>],
+) -> Vec<ClassAttrs> {
+    let num_classes = [
+        parser.and_then(|p| p.num_classes(outputs)).unwrap_or(0),
+        config.num_detected_classes as usize,
+        labels.len(),
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(0);
+    config.class_attrs.resolve(num_classes.max(1))
+}
+
 /// Indices of the engine outputs the parser reads: `output-blob-names` in its order, else all.
 fn considered_outputs(
     config: &InferConfig,
@@ -966,6 +1134,147 @@ mod tests {
             },
             outputs: vec![],
         }
+    }
+
+    /// An engine whose outputs are given: what a model with these outputs would return.
+    struct GivenOutputs {
+        description: EngineDescription,
+        outputs: Vec<OutputTensor>,
+    }
+
+    impl Engine for GivenOutputs {
+        fn description(&self) -> &EngineDescription {
+            &self.description
+        }
+
+        fn run(
+            &mut self,
+            _: InputData<'_>,
+            _: &[usize],
+            outputs: &mut Vec<OutputTensor>,
+        ) -> Result<(), EngineError> {
+            outputs.clone_from(&self.outputs);
+            Ok(())
+        }
+    }
+
+    /// One 64x64 grey frame through a detector whose outputs are `outputs`, declared with
+    /// `dims`; the frame's objects, or the error, and what was logged.
+    fn detect(
+        dims: &[Option<usize>],
+        outputs: Vec<OutputTensor>,
+    ) -> (Result<Vec<Object>, String>, Vec<String>) {
+        let mut description =
+            description(&[Some(1), Some(3), Some(64), Some(64)], ElementType::F32);
+        description.outputs = outputs
+            .iter()
+            .map(|o| TensorInfo {
+                name: o.name.clone(),
+                element_type: ElementType::F32,
+                dims: dims.to_vec(),
+            })
+            .collect();
+        let engine = GivenOutputs {
+            description,
+            outputs,
+        };
+        let mut inference =
+            Inference::with_engine(InferConfig::default(), "given".into(), Box::new(engine))
+                .unwrap();
+        let logged = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = logged.clone();
+        inference.log = Arc::new(move |_, m| sink.lock().unwrap().push(m.to_string()));
+        let pixels = vec![128u8; 64 * 64 * 3];
+        let image = SourceImage::packed(crate::preprocess::PackedImage {
+            data: &pixels,
+            stride: 64 * 3,
+            pixel_stride: 3,
+            rgb: [0, 1, 2],
+            width: 64,
+            height: 64,
+        })
+        .unwrap();
+        inference.preprocess(0, &image, BBox::new(0.0, 0.0, 64.0, 64.0));
+        inference.infer(1).unwrap();
+        let result = inference.result(0, 64, 64).map(|r| r.objects);
+        let logged = logged.lock().unwrap().clone();
+        (result, logged)
+    }
+
+    fn rows(name: &str, shape: &[usize], rows: &[[f32; 6]]) -> OutputTensor {
+        let mut data = vec![0.0; shape.iter().product()];
+        for (i, r) in rows.iter().enumerate() {
+            data[i * 6..i * 6 + 6].copy_from_slice(r);
+        }
+        OutputTensor {
+            name: name.into(),
+            shape: shape.to_vec(),
+            data,
+        }
+    }
+
+    #[test]
+    fn a_guess_whose_first_detections_are_not_detections_is_refused() {
+        // 2000 anchors of 6 values are guessed to be YOLOv5; these hold logits, not
+        // probabilities, so the "confidence" is 16.
+        let outputs = vec![rows(
+            "out",
+            &[1, 2000, 6],
+            &[[30.0, 30.0, 10.0, 10.0, 8.0, 2.0]],
+        )];
+        let (result, _) = detect(&[Some(1), Some(2000), Some(6)], outputs);
+        let err = result.unwrap_err();
+        assert!(
+            err.contains("guessed to be YoloV5")
+                && err.contains("a confidence of 16")
+                && err.contains("out [1, 2000, 6]")
+                && err.contains("Set output-parser"),
+            "{err}"
+        );
+        // Boxes far outside the network input are refused the same way.
+        let outputs = vec![rows(
+            "out",
+            &[1, 2000, 6],
+            &[[900.0, 30.0, 10.0, 10.0, 0.9, 0.9]],
+        )];
+        let err = detect(&[Some(1), Some(2000), Some(6)], outputs)
+            .0
+            .unwrap_err();
+        assert!(err.contains("far outside the 64x64 network input"), "{err}");
+        // Real detections pass.
+        let outputs = vec![rows(
+            "out",
+            &[1, 2000, 6],
+            &[[30.0, 30.0, 10.0, 10.0, 0.9, 0.9]],
+        )];
+        let objects = detect(&[Some(1), Some(2000), Some(6)], outputs).0.unwrap();
+        assert_eq!(objects.len(), 1);
+    }
+
+    #[test]
+    fn symbolic_outputs_are_parsed_from_the_first_real_shapes_or_named_in_the_error() {
+        let outputs = vec![rows(
+            "out",
+            &[1, 100, 6],
+            &[[10.0, 10.0, 30.0, 40.0, 0.9, 1.0]],
+        )];
+        let (result, logged) = detect(&[None, None, None], outputs);
+        let objects = result.unwrap();
+        assert_eq!(objects.len(), 1);
+        assert_eq!(objects[0].class_id, 1);
+        assert!(
+            logged[0].contains("chosen from the first outputs (out f32[1,100,6])"),
+            "{logged:?}"
+        );
+        // Shapes that fit no parser: the error names them.
+        let outputs = vec![rows("out", &[1, 2, 3, 4, 6], &[])];
+        let err = detect(&[None, None, None, None, None], outputs)
+            .0
+            .unwrap_err();
+        assert!(
+            err.contains("out f32[1,2,3,4,6]") && err.contains("set output-parser"),
+            "{err}"
+        );
     }
 
     fn fixture(name: &str) -> PathBuf {

@@ -123,3 +123,144 @@ fn tf_od_api_outputs_with_labels() {
     assert_eq!((&*frame[1].label, frame[1].class_id), ("car", 2));
     assert_box(frame[1].detector_bbox, BBox::new(0.0, 0.0, 64.0, 48.0));
 }
+
+/// The messages an element posted while running `infer` on one 128x128 frame, and the frame's
+/// objects; network inputs are 64x64, so every coordinate doubles.
+fn run_fixture(model: &str, infer: &str) -> Result<(Vec<Object>, Vec<String>), String> {
+    let source = "videotestsrc num-buffers=1 ! video/x-raw,format=RGB,width=128,height=128";
+    let out = run_pipeline(
+        &format!(
+            "{source} ! rstrtinfer onnx-file={} {infer} ! appsink name=sink",
+            quoted(&fixture(model))
+        ),
+        TIMEOUT,
+    )?;
+    let said = out
+        .element_messages
+        .iter()
+        .filter(|s| s.name().starts_with("rstrtinfer-"))
+        .filter_map(|s| s.get::<String>("parser").ok())
+        .collect();
+    let [frame] = &out.frames[..] else {
+        return Err(format!("{} frames", out.frames.len()));
+    };
+    Ok((frame.objects.clone(), said))
+}
+
+fn summary(objects: &[Object]) -> Vec<(i32, f32)> {
+    objects.iter().map(|o| (o.class_id, o.confidence)).collect()
+}
+
+#[test]
+fn fully_symbolic_tf_od_api_outputs_are_parsed_from_the_first_inference() {
+    let (objects, said) = run_fixture("tf_od_api_symbolic.onnx", "pre-cluster-threshold=0.5")
+        .expect("symbolic outputs run");
+    assert!(
+        said[0].contains("chosen from the first outputs"),
+        "the start message says the choice waits: {said:?}"
+    );
+    assert!(
+        said.iter()
+            .any(|s| s.contains("TfOdApi") && s.contains("detection_boxes:0 f32[1,3,4]")),
+        "the choice names the parser and the shapes it saw: {said:?}"
+    );
+    assert_eq!(summary(&objects), vec![(0, 0.95), (2, 0.6)]);
+    assert_box(objects[0].detector_bbox, BBox::new(64.0, 32.0, 64.0, 64.0));
+    assert_box(objects[1].detector_bbox, BBox::new(0.0, 0.0, 64.0, 64.0));
+}
+
+#[test]
+fn top_k_rows_are_end_to_end_detections_with_fixed_or_symbolic_shapes() {
+    for model in ["end_to_end_rows.onnx", "end_to_end_symbolic.onnx"] {
+        let (objects, said) =
+            run_fixture(model, "pre-cluster-threshold=0.5").expect("end-to-end rows run");
+        assert!(
+            said.iter()
+                .any(|s| s.contains("box,score,class") && s.contains("Xyxy in pixels")),
+            "{model}: {said:?}"
+        );
+        assert_eq!(summary(&objects), vec![(0, 0.92), (2, 0.7)], "{model}");
+        assert_box(objects[0].detector_bbox, BBox::new(16.0, 8.0, 32.0, 64.0));
+        assert_box(objects[1].detector_bbox, BBox::new(80.0, 80.0, 40.0, 44.0));
+    }
+    // The same with every key given: nothing is guessed.
+    let (objects, said) = run_fixture(
+        "end_to_end_rows.onnx",
+        "pre-cluster-threshold=0.5 output-parser=end-to-end end-to-end-columns=box,score,class \
+         box-format=xyxy box-coordinates=pixels",
+    )
+    .unwrap();
+    assert_eq!(summary(&objects), vec![(0, 0.92), (2, 0.7)]);
+    assert!(
+        said[0].contains("box,score,class, boxes Xyxy in pixels"),
+        "{said:?}"
+    );
+    let err = run_fixture(
+        "end_to_end_rows.onnx",
+        "output-parser=end-to-end end-to-end-columns=box,score",
+    )
+    .unwrap_err();
+    assert!(err.contains("end-to-end-columns"), "{err}");
+}
+
+#[test]
+fn yolov5_anchors_guessed_as_end_to_end_rows_are_refused() {
+    // [1,100,6] is also a one-class YOLOv5 output: the guess reads the first rows and refuses
+    // them, naming the key, rather than emitting boxes in the wrong places.
+    let err = run_fixture("yolov5_one_class.onnx", "pre-cluster-threshold=0.5").unwrap_err();
+    assert!(
+        err.contains("not end-to-end rows")
+            && err.contains("output0 [1, 100, 6]")
+            && err.contains("output-parser"),
+        "{err}"
+    );
+    let (objects, _) = run_fixture(
+        "yolov5_one_class.onnx",
+        "pre-cluster-threshold=0.5 output-parser=yolov5",
+    )
+    .unwrap();
+    assert_eq!(objects.len(), 2, "{objects:?}");
+    assert!((objects[0].confidence - 0.72).abs() < 1e-5);
+    assert_box(objects[0].detector_bbox, BBox::new(48.0, 16.0, 32.0, 48.0));
+}
+
+#[test]
+fn rows_without_a_batch_dimension_name_their_item() {
+    let (objects, said) =
+        run_fixture("yolov7_rows.onnx", "pre-cluster-threshold=0.5").expect("[K,7] rows run");
+    assert!(
+        said.iter().any(|s| s.contains("batch,box,class,score")),
+        "{said:?}"
+    );
+    assert_eq!(summary(&objects), vec![(1, 0.88)]);
+    assert_box(objects[0].detector_bbox, BBox::new(32.0, 16.0, 64.0, 64.0));
+}
+
+#[test]
+fn detr_style_boxes_scores_and_int64_labels() {
+    let (objects, said) = run_fixture("boxes_scores_labels.onnx", "pre-cluster-threshold=0.5")
+        .expect("boxes, scores and labels run");
+    assert!(
+        said.iter()
+            .any(|s| s.contains("boxes, scores and labels, boxes Cxcywh normalised")),
+        "{said:?}"
+    );
+    assert_eq!(summary(&objects), vec![(0, 0.9), (5, 0.75)]);
+    assert_box(objects[0].detector_bbox, BBox::new(48.0, 32.0, 32.0, 64.0));
+    assert_box(objects[1].detector_bbox, BBox::new(24.0, 24.0, 16.0, 16.0));
+}
+
+#[test]
+fn yolox_grid_offsets_are_decoded_per_stride() {
+    let (objects, said) =
+        run_fixture("yolox_raw.onnx", "pre-cluster-threshold=0.5").expect("YOLOX runs");
+    assert!(said[0].contains("YOLOX, strides [8, 16, 32]"), "{said:?}");
+    let [o] = &objects[..] else {
+        panic!("{objects:?}")
+    };
+    assert_eq!(o.class_id, 1);
+    assert!((o.confidence - 0.72).abs() < 1e-5);
+    assert_box(o.detector_bbox, BBox::new(16.0, 24.0, 64.0, 48.0));
+    let err = run_fixture("yolox_raw.onnx", "output-parser=yolox yolox-strides=8;16").unwrap_err();
+    assert!(err.contains("yolox-strides"), "{err}");
+}

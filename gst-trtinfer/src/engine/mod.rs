@@ -160,6 +160,9 @@ pub enum LogLevel {
     Warning,
     Info,
     Debug,
+    /// The output parser was chosen or settled from the first outputs (the model's shapes left
+    /// it open): what was chosen.
+    ParserChosen,
 }
 
 /// Receives an engine's messages (from any thread).

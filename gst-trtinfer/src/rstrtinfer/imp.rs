@@ -18,8 +18,8 @@ use super::crops::GpuFrames;
 use super::crops::{self, Crop, FrameError, Work};
 use super::flight::{Flight, InFlight, LatencyTracker, Throughput};
 use crate::config::{
-    Backend, BoxFormat, ClusterMode, ColorFormat, Device, InferConfig, InputOrder, NetworkMode,
-    NetworkType, ParserKind, ProcessMode, Softmax, infer_dims, offsets,
+    Backend, BoxCoords, BoxFormat, ClusterMode, ColorFormat, Device, InferConfig, InputOrder,
+    NetworkMode, NetworkType, ParserKind, ProcessMode, Softmax, infer_dims, offsets,
 };
 use crate::engine::{EngineLog, LogLevel};
 use crate::inference::{Inference, ItemResult, SetupError};
@@ -46,6 +46,8 @@ struct Settings {
     /// List properties are validated at start, where an error can be reported.
     offsets_text: String,
     infer_dims_text: String,
+    columns_text: String,
+    strides_text: String,
     class_ids_text: String,
     threads: u32,
     /// CUDA stream priority of the GPU pre-processing (0 default, lower is more urgent).
@@ -144,6 +146,23 @@ impl TrtInfer {
                 .map_err(|m| settings_error(format!("property infer-dims: {m}")))?;
             props.infer_dims = Some(dims);
         }
+        if settings.set.contains("end-to-end-columns") {
+            props.end_to_end_columns = Some(
+                crate::parse::Columns::parse(&settings.columns_text)
+                    .map_err(|m| settings_error(format!("property end-to-end-columns: {m}")))?,
+            );
+        }
+        if settings.set.contains("yolox-strides") {
+            props.yolox_strides = parse_list::<u32>(&settings.strides_text)
+                .ok()
+                .filter(|s| !s.is_empty() && !s.contains(&0))
+                .ok_or_else(|| {
+                    settings_error(format!(
+                        "property yolox-strides: expected strides above 0, e.g. 8;16;32, not {:?}",
+                        settings.strides_text
+                    ))
+                })?;
+        }
         if settings.set.contains("operate-on-class-ids") {
             props.operate_on_class_ids = parse_list::<i32>(&settings.class_ids_text)
                 .map_err(|m| settings_error(format!("property operate-on-class-ids: {m}")))?;
@@ -189,6 +208,20 @@ impl TrtInfer {
                 }
                 LogLevel::Info => gst::info!(CAT, obj = element, "{message}"),
                 LogLevel::Debug => gst::debug!(CAT, obj = element, "{message}"),
+                LogLevel::ParserChosen => {
+                    gst::info!(CAT, obj = element, "{message}");
+                    let name = element
+                        .factory()
+                        .map_or_else(|| "rstrtinfer".to_string(), |f| f.name().to_string());
+                    let structure = gst::Structure::builder(format!("{name}-parser"))
+                        .field("parser", message)
+                        .build();
+                    let _ = element.post_message(
+                        gst::message::Element::builder(structure)
+                            .src(&element)
+                            .build(),
+                    );
+                }
             }
         })
     }
@@ -204,7 +237,7 @@ impl TrtInfer {
             .field("input", d.input.to_string())
             .field("network-width", net.width)
             .field("network-height", net.height)
-            .field("parser", format!("{:?}", inference.parser().kind()))
+            .field("parser", parser_words(inference))
             .build();
         let _ = self.obj().post_message(
             gst::message::Element::builder(structure)
@@ -262,6 +295,15 @@ impl ObjectSubclass for TrtInfer {
         klass.defaults = InferConfig::default;
         klass.open = |_, config, threads, log| super::open_inference(config, threads, log);
     }
+}
+
+/// The parser for the start message and log: its kind and settings, or that the first outputs
+/// will decide.
+fn parser_words(inference: &Inference) -> String {
+    inference.parser().map_or_else(
+        || "chosen from the first outputs (the model's output shapes are symbolic)".into(),
+        |p| p.summary(),
+    )
 }
 
 fn string_prop(name: &'static str, nick: &'static str, blurb: &'static str) -> glib::ParamSpec {
@@ -410,11 +452,27 @@ impl ObjectImpl for TrtInfer {
                     .blurb("Clustering of raw detections")
                     .mutable_ready()
                     .build(),
-                glib::ParamSpecEnum::builder_with_default("ssd-box-format", d.ssd_box_format)
-                    .nick("SSD box format")
-                    .blurb("Coordinate order of SSD box outputs")
+                glib::ParamSpecEnum::builder_with_default("box-format", d.box_format)
+                    .nick("Box format")
+                    .blurb("Order of a box's four values in the outputs")
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecEnum::builder_with_default("box-coordinates", d.box_coordinates)
+                    .nick("Box coordinates")
+                    .blurb("Boxes normalised to the network input or in its pixels")
+                    .mutable_ready()
+                    .build(),
+                string_prop(
+                    "end-to-end-columns",
+                    "End-to-end columns",
+                    "Columns of end-to-end rows, e.g. box,score,class or batch,box,class,score \
+                     (empty: guessed from the row width)",
+                ),
+                string_prop(
+                    "yolox-strides",
+                    "YOLOX strides",
+                    "Strides of a YOLOX head's grids, ';'-separated (default 8;16;32)",
+                ),
                 glib::ParamSpecFloat::builder("pre-cluster-threshold")
                     .nick("Threshold")
                     .blurb("Minimum confidence of a detection, for every class ([class-attrs-all])")
@@ -672,9 +730,12 @@ impl ObjectImpl for TrtInfer {
             "cluster-mode" => {
                 p.cluster_mode = value.get::<ClusterMode>().expect("type checked upstream")
             }
-            "ssd-box-format" => {
-                p.ssd_box_format = value.get::<BoxFormat>().expect("type checked upstream")
+            "box-format" => p.box_format = value.get::<BoxFormat>().expect("type checked upstream"),
+            "box-coordinates" => {
+                p.box_coordinates = value.get::<BoxCoords>().expect("type checked upstream")
             }
+            "end-to-end-columns" => s.columns_text = text(),
+            "yolox-strides" => s.strides_text = text(),
             "pre-cluster-threshold" => {
                 p.class_attrs.all.pre_cluster_threshold =
                     value.get().expect("type checked upstream")
@@ -776,7 +837,10 @@ impl ObjectImpl for TrtInfer {
             "output-blob-names" => p.output_blob_names.join(";").to_value(),
             "output-parser" => p.output_parser.to_value(),
             "cluster-mode" => p.cluster_mode.to_value(),
-            "ssd-box-format" => p.ssd_box_format.to_value(),
+            "box-format" => p.box_format.to_value(),
+            "box-coordinates" => p.box_coordinates.to_value(),
+            "end-to-end-columns" => s.columns_text.to_value(),
+            "yolox-strides" => s.strides_text.to_value(),
             "pre-cluster-threshold" => p.class_attrs.all.pre_cluster_threshold.to_value(),
             "nms-iou-threshold" => p.class_attrs.all.nms_iou_threshold.to_value(),
             "topk" => p.class_attrs.all.topk.to_value(),
@@ -891,13 +955,13 @@ impl BaseTransformImpl for TrtInfer {
         gst::info!(
             CAT,
             imp = self,
-            "{} {} on [{}]: model {}, input {}, parser {:?}, {:?} mode",
+            "{} {} on [{}]: model {}, input {}, parser {}, {:?} mode",
             d.backend,
             d.version,
             d.providers.join(", "),
             inference.model_path().display(),
             d.input,
-            inference.parser().kind(),
+            parser_words(&inference),
             inference.config().process_mode
         );
         self.post_engine_message(&inference);

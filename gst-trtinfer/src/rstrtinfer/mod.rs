@@ -69,8 +69,8 @@ mod flight;
 mod imp;
 
 pub use crate::config::{
-    Backend, BoxFormat, ClusterMode, ColorFormat, Device, InputOrder, NetworkMode, NetworkType,
-    ParserKind, ProcessMode, Softmax,
+    Backend, BoxCoords, BoxFormat, ClusterMode, ColorFormat, Device, InputOrder, NetworkMode,
+    NetworkType, ParserKind, ProcessMode, Softmax,
 };
 
 glib::wrapper! {
@@ -163,6 +163,7 @@ pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
         ParserKind::static_type(),
         ClusterMode::static_type(),
         BoxFormat::static_type(),
+        BoxCoords::static_type(),
         Softmax::static_type(),
         ProcessMode::static_type(),
         NetworkMode::static_type(),

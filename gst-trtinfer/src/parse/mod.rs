@@ -1,13 +1,50 @@
 //! Output parsers: raw output tensors to detections (in network-input pixels) or class scores.
 //!
-//! The parser is chosen by `output-parser`, or guessed from the number and shapes of the model's
-//! outputs. Class ids are 0-based indices into the label file: for SSD column `i` of the scores,
-//! for the TensorFlow Object Detection API its 1-based `detection_classes` minus one.
+//! The parser is chosen by `output-parser`, or guessed from the number, names and shapes of the
+//! model's outputs; where the model leaves output dimensions symbolic, from the first
+//! inference's real shapes. Class ids are 0-based indices into the label file: for SSD column
+//! `i` of the scores, for the TensorFlow Object Detection API its 1-based `detection_classes`
+//! minus one.
+
+mod rows;
 
 use ferrostream_core::BBox;
 
-use crate::config::{BoxFormat, ClassAttrs, NetworkType, ParserKind, Softmax};
+pub use self::rows::Columns;
+use self::rows::Row;
+use crate::config::{
+    BoxCoords, BoxFormat, ClassAttrs, InferConfig, NetworkType, ParserKind, Softmax,
+};
 use crate::engine::{OutputTensor, TensorInfo};
+
+/// What the configuration says about parsing, and the network input size.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParserSettings {
+    pub kind: ParserKind,
+    pub network_type: NetworkType,
+    pub box_format: BoxFormat,
+    pub box_coordinates: BoxCoords,
+    pub columns: Option<Columns>,
+    pub softmax: Softmax,
+    pub yolox_strides: Vec<u32>,
+    /// Network input width and height.
+    pub net: (u32, u32),
+}
+
+impl ParserSettings {
+    pub fn new(config: &InferConfig, net: (u32, u32)) -> Self {
+        Self {
+            kind: config.output_parser,
+            network_type: config.network_type,
+            box_format: config.box_format,
+            box_coordinates: config.box_coordinates,
+            columns: config.end_to_end_columns.clone(),
+            softmax: config.classifier_softmax,
+            yolox_strides: config.yolox_strides.clone(),
+            net,
+        }
+    }
+}
 
 /// A detection in network-input pixels.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,6 +80,30 @@ pub enum OutputParser {
     Detr {
         output: usize,
     },
+    /// Finished detections, one row each (see [`rows`]). `columns`, `format` and `coords` may
+    /// be open (`None`, `Auto`) until [`OutputParser::refine`] reads the first confident rows.
+    EndToEnd {
+        output: usize,
+        columns: Option<Columns>,
+        format: BoxFormat,
+        coords: BoxCoords,
+    },
+    /// Boxes `[N,K,4]`, scores `[N,K]` (or boxes `[N,K,5]` whose fifth value is the score),
+    /// 0-based labels `[N,K]`, optionally a count `[N]`.
+    BoxesScoresLabels {
+        boxes: usize,
+        scores: Option<usize>,
+        labels: usize,
+        num: Option<usize>,
+        format: BoxFormat,
+        coords: BoxCoords,
+    },
+    /// YOLOX `[N,A,5+C]`: per grid cell x,y offsets, log w,h, objectness and class scores, the
+    /// cells of each stride's grid in turn.
+    Yolox {
+        output: usize,
+        strides: Vec<u32>,
+    },
     CenterFace {
         heatmap: usize,
         scale: usize,
@@ -76,13 +137,9 @@ fn describe(outputs: &[TensorInfo]) -> String {
 
 impl OutputParser {
     /// Chooses the parser for `outputs` (the outputs to consider, in order).
-    pub fn select(
-        kind: ParserKind,
-        network_type: NetworkType,
-        box_format: BoxFormat,
-        softmax: Softmax,
-        outputs: &[TensorInfo],
-    ) -> Result<Self, String> {
+    pub fn select(settings: &ParserSettings, outputs: &[TensorInfo]) -> Result<Self, String> {
+        let (kind, network_type) = (settings.kind, settings.network_type);
+        let (box_format, softmax) = (settings.box_format, settings.softmax);
         match (kind, network_type) {
             (ParserKind::Auto | ParserKind::None, NetworkType::Other) => {
                 return Ok(OutputParser::Tensors);
@@ -103,7 +160,7 @@ impl OutputParser {
         }
         let kind = match (kind, network_type) {
             (ParserKind::Auto, NetworkType::Classifier) => ParserKind::Classifier,
-            (ParserKind::Auto, NetworkType::Detector) => guess(outputs)?,
+            (ParserKind::Auto, NetworkType::Detector) => guess(outputs, settings)?,
             (kind, _) => kind,
         };
         if kind == ParserKind::Classifier && network_type == NetworkType::Detector {
@@ -123,6 +180,9 @@ impl OutputParser {
             ParserKind::Auto | ParserKind::None => unreachable!("resolved above"),
             ParserKind::Ssd => select_ssd(outputs, box_format)?,
             ParserKind::TfOdApi => select_tf_od_api(outputs)?,
+            ParserKind::EndToEnd => select_end_to_end(outputs, settings)?,
+            ParserKind::BoxesScoresLabels => select_boxes_scores_labels(outputs, settings)?,
+            ParserKind::Yolox => select_yolox(outputs, settings)?,
             ParserKind::YoloV5 | ParserKind::YoloV8 | ParserKind::Detr => {
                 let [output] = outputs else {
                     return Err(format!(
@@ -181,6 +241,36 @@ impl OutputParser {
             OutputParser::YoloV5 { output } => OutputParser::YoloV5 { output: m(output) },
             OutputParser::YoloV8 { output } => OutputParser::YoloV8 { output: m(output) },
             OutputParser::Detr { output } => OutputParser::Detr { output: m(output) },
+            OutputParser::EndToEnd {
+                output,
+                columns,
+                format,
+                coords,
+            } => OutputParser::EndToEnd {
+                output: m(output),
+                columns,
+                format,
+                coords,
+            },
+            OutputParser::BoxesScoresLabels {
+                boxes,
+                scores,
+                labels,
+                num,
+                format,
+                coords,
+            } => OutputParser::BoxesScoresLabels {
+                boxes: m(boxes),
+                scores: scores.map(m),
+                labels: m(labels),
+                num: num.map(m),
+                format,
+                coords,
+            },
+            OutputParser::Yolox { output, strides } => OutputParser::Yolox {
+                output: m(output),
+                strides,
+            },
             OutputParser::CenterFace {
                 heatmap,
                 scale,
@@ -207,6 +297,9 @@ impl OutputParser {
             OutputParser::YoloV5 { .. } => ParserKind::YoloV5,
             OutputParser::YoloV8 { .. } => ParserKind::YoloV8,
             OutputParser::Detr { .. } => ParserKind::Detr,
+            OutputParser::EndToEnd { .. } => ParserKind::EndToEnd,
+            OutputParser::BoxesScoresLabels { .. } => ParserKind::BoxesScoresLabels,
+            OutputParser::Yolox { .. } => ParserKind::Yolox,
             OutputParser::CenterFace { .. } => ParserKind::CenterFace,
             OutputParser::Classifier { .. } => ParserKind::Classifier,
             OutputParser::Tensors => ParserKind::None,
@@ -219,8 +312,12 @@ impl OutputParser {
             |index: usize, axis: usize| item_dims(&outputs[index]).get(axis).copied().flatten();
         match *self {
             OutputParser::Ssd { scores, .. } => dim(scores, 1),
-            OutputParser::TfOdApi { .. } => None,
-            OutputParser::YoloV5 { output } => dim(output, 1).map(|d| d.saturating_sub(5)),
+            OutputParser::TfOdApi { .. }
+            | OutputParser::EndToEnd { .. }
+            | OutputParser::BoxesScoresLabels { .. } => None,
+            OutputParser::YoloV5 { output } | OutputParser::Yolox { output, .. } => {
+                dim(output, 1).map(|d| d.saturating_sub(5))
+            }
             OutputParser::YoloV8 { output } => dim(output, 0).map(|d| d.saturating_sub(4)),
             OutputParser::Detr { output } => dim(output, 1).map(|d| d.saturating_sub(4)),
             OutputParser::CenterFace { .. } => Some(1),
@@ -273,18 +370,20 @@ impl OutputParser {
                     "SSD scores {s:?} and boxes {b:?} do not describe the same anchors"
                 )),
             },
-            OutputParser::YoloV5 { output } => match shape(output) {
-                [_, boxes, stride] if *stride >= 6 => Ok(AnchorLayout {
-                    anchors: *boxes,
-                    groups: vec![group(output, 0, *stride, 1, *stride)],
-                    select: Select::BestClass {
-                        start: 5,
-                        count: stride - 5,
-                        objectness: Some(4),
-                    },
-                }),
-                other => Err(format!("YOLOv5 output {other:?} has no class scores")),
-            },
+            OutputParser::YoloV5 { output } | OutputParser::Yolox { output, .. } => {
+                match shape(output) {
+                    [_, boxes, stride] if *stride >= 6 => Ok(AnchorLayout {
+                        anchors: *boxes,
+                        groups: vec![group(output, 0, *stride, 1, *stride)],
+                        select: Select::BestClass {
+                            start: 5,
+                            count: stride - 5,
+                            objectness: Some(4),
+                        },
+                    }),
+                    other => Err(format!("YOLOv5/YOLOX output {other:?} has no class scores")),
+                }
+            }
             OutputParser::YoloV8 { output } => match shape(output) {
                 [_, rows, boxes] if *rows >= 5 => Ok(AnchorLayout {
                     anchors: *boxes,
@@ -347,6 +446,8 @@ impl OutputParser {
                 })
             }
             OutputParser::TfOdApi { .. }
+            | OutputParser::EndToEnd { .. }
+            | OutputParser::BoxesScoresLabels { .. }
             | OutputParser::Classifier { .. }
             | OutputParser::Tensors => return None,
         })
@@ -382,11 +483,8 @@ impl OutputParser {
         match *self {
             OutputParser::Ssd { format, .. } => {
                 let (scores, coords) = row.split_at(row.len() - 4);
-                let (x0, y0, x1, y1) = match format {
-                    BoxFormat::Yxyx => (coords[1], coords[0], coords[3], coords[2]),
-                    BoxFormat::Xyxy => (coords[0], coords[1], coords[2], coords[3]),
-                };
-                let bbox = BBox::from_corners(x0 * net_w, y0 * net_h, x1 * net_w, y1 * net_h);
+                let v = [coords[0], coords[1], coords[2], coords[3]];
+                let bbox = rows::to_bbox(format, true, v, (net_w, net_h));
                 for (class, &score) in scores.iter().enumerate() {
                     // Cheap reject before looking up per-class attributes.
                     if score >= min_threshold {
@@ -400,6 +498,23 @@ impl OutputParser {
                     class as u32,
                     row[4] * score,
                     centre_box(row[0], row[1], row[2], row[3]),
+                    Vec::new(),
+                );
+            }
+            OutputParser::Yolox { ref strides, .. } => {
+                let Some((gx, gy, stride)) = yolox_cell(anchor, net_size, strides) else {
+                    return;
+                };
+                let (class, score) = argmax(&row[5..]);
+                push(
+                    class as u32,
+                    row[4] * score,
+                    centre_box(
+                        (row[0] + gx) * stride,
+                        (row[1] + gy) * stride,
+                        row[2].exp() * stride,
+                        row[3].exp() * stride,
+                    ),
                     Vec::new(),
                 );
             }
@@ -440,6 +555,8 @@ impl OutputParser {
                 push(0, score, bbox, points);
             }
             OutputParser::TfOdApi { .. }
+            | OutputParser::EndToEnd { .. }
+            | OutputParser::BoxesScoresLabels { .. }
             | OutputParser::Classifier { .. }
             | OutputParser::Tensors => {}
         }
@@ -477,35 +594,71 @@ impl OutputParser {
                 });
             }
         };
-        match *self {
+        let net = (net_w, net_h);
+        match self {
             OutputParser::TfOdApi {
                 boxes,
                 scores,
                 classes,
                 num,
             } => {
-                let (b, s, c) = (
-                    outputs[boxes].item(item),
-                    outputs[scores].item(item),
-                    outputs[classes].item(item),
-                );
-                let max = s.len().min(c.len()).min(b.len() / 4);
-                let count = num
-                    .map(|n| outputs[n].item(item).first().copied().unwrap_or(0.0) as usize)
-                    .unwrap_or(max)
-                    .min(max);
-                for i in 0..count {
-                    let class = c[i].round() as i64 - 1;
-                    if class < 0 {
-                        continue; // background
+                for r in triple_rows(outputs, *boxes, Some(*scores), *classes, *num, item)? {
+                    let class = r.class.round() as i64 - 1;
+                    if class >= 0 {
+                        push(
+                            class as u32,
+                            r.score,
+                            rows::to_bbox(BoxFormat::Yxyx, true, r.bbox, net),
+                        );
                     }
-                    let bbox = BBox::from_corners(
-                        b[i * 4 + 1] * net_w,
-                        b[i * 4] * net_h,
-                        b[i * 4 + 3] * net_w,
-                        b[i * 4 + 2] * net_h,
-                    );
-                    push(class as u32, s[i], bbox);
+                }
+                Ok(())
+            }
+            OutputParser::BoxesScoresLabels {
+                boxes,
+                scores,
+                labels,
+                num,
+                format,
+                coords,
+            } => {
+                let (Some(normalized), false) =
+                    (rows::normalized(*coords), *format == BoxFormat::Auto)
+                else {
+                    return Ok(()); // open until confident rows arrive (OutputParser::refine)
+                };
+                for r in triple_rows(outputs, *boxes, *scores, *labels, *num, item)? {
+                    if let Some(class) = class_id(&r)? {
+                        push(
+                            class,
+                            r.score,
+                            rows::to_bbox(*format, normalized, r.bbox, net),
+                        );
+                    }
+                }
+                Ok(())
+            }
+            OutputParser::EndToEnd {
+                output,
+                columns,
+                format,
+                coords,
+            } => {
+                let (Some(columns), Some(normalized), false) = (
+                    columns,
+                    rows::normalized(*coords),
+                    *format == BoxFormat::Auto,
+                ) else {
+                    return Ok(()); // open until confident rows arrive (OutputParser::refine)
+                };
+                for r in end_to_end_rows(&outputs[*output], columns, item)? {
+                    if let Some(class) = class_id(&r)? {
+                        push(
+                            class,
+                            r.score,
+                            rows::to_bbox(*format, normalized, r.bbox, net),
+                        );
+                    }
                 }
                 Ok(())
             }
@@ -541,6 +694,188 @@ impl OutputParser {
                 }
                 Ok(())
             }
+        }
+    }
+
+    /// Whether some of the layout is still open ([`OutputParser::refine`] settles it).
+    pub fn is_open(&self) -> bool {
+        match self {
+            OutputParser::EndToEnd {
+                columns,
+                format,
+                coords,
+                ..
+            } => columns.is_none() || *format == BoxFormat::Auto || *coords == BoxCoords::Auto,
+            OutputParser::BoxesScoresLabels { format, coords, .. } => {
+                *format == BoxFormat::Auto || *coords == BoxCoords::Auto
+            }
+            _ => false,
+        }
+    }
+
+    /// Settles what the shapes left open (the column order of end-to-end rows, the box format,
+    /// normalisation) from the confident rows (score at least `min`) of batch item `item` of a
+    /// batch of `batch` items. Returns the settled parser and what was decided; `None` while no
+    /// row is confident. Rows that fit no reading are an error naming the outputs and the key
+    /// that says how to read them.
+    pub fn refine(
+        &self,
+        outputs: &[OutputTensor],
+        item: usize,
+        batch: usize,
+        min: f32,
+    ) -> Result<Option<(OutputParser, String)>, String> {
+        if !self.is_open() {
+            return Ok(None);
+        }
+        let confident = |rows: Vec<Row>| -> Vec<Row> {
+            rows.into_iter()
+                .filter(|r| r.score >= min && r.class >= 0.0)
+                .collect()
+        };
+        let (rows, columns, seen) = match self {
+            OutputParser::EndToEnd {
+                output, columns, ..
+            } => {
+                let t = &outputs[*output];
+                let seen = format!("{} {:?}", t.name, t.shape);
+                let width = t.shape.last().copied().unwrap_or(0);
+                let candidates = match columns {
+                    Some(c) => vec![c.clone()],
+                    None => Columns::guesses(width),
+                };
+                if candidates.is_empty() {
+                    return Err(format!(
+                        "end-to-end rows of {width} values ({seen}): set end-to-end-columns"
+                    ));
+                }
+                let mut fits = Vec::new();
+                let mut misfits = Vec::new();
+                for c in candidates {
+                    let rows = confident(end_to_end_rows(t, &c, item)?);
+                    if rows.is_empty() {
+                        continue;
+                    }
+                    match rows::misfit(&rows, batch) {
+                        None => fits.push((c, rows)),
+                        Some(why) => misfits.push(format!("read as {c}, {why}")),
+                    }
+                }
+                match fits.len() {
+                    0 if misfits.is_empty() => return Ok(None),
+                    0 => {
+                        return Err(format!(
+                            "the outputs ({seen}) are not end-to-end rows: {}; set output-parser \
+                             (e.g. yolov5 for [N,B,5+C] anchors) or end-to-end-columns",
+                            misfits.join("; ")
+                        ));
+                    }
+                    1 => {
+                        let (c, rows) = fits.pop().expect("one fit");
+                        (rows, Some(c), seen)
+                    }
+                    _ => {
+                        let names: Vec<String> = fits.iter().map(|f| f.0.to_string()).collect();
+                        return Err(format!(
+                            "the rows of {seen} read equally well as {}; set end-to-end-columns",
+                            names.join(" and ")
+                        ));
+                    }
+                }
+            }
+            OutputParser::BoxesScoresLabels {
+                boxes,
+                scores,
+                labels,
+                num,
+                ..
+            } => {
+                let seen = describe_tensors(outputs, &[Some(*boxes), *scores, Some(*labels), *num]);
+                let rows = confident(triple_rows(outputs, *boxes, *scores, *labels, *num, item)?);
+                if rows.is_empty() {
+                    return Ok(None);
+                }
+                if let Some(why) = rows::misfit(&rows, batch) {
+                    return Err(format!(
+                        "the outputs ({seen}) are not boxes, scores and labels: {why}; set \
+                         output-parser"
+                    ));
+                }
+                (rows, None, seen)
+            }
+            _ => return Ok(None),
+        };
+        let boxes: Vec<[f32; 4]> = rows.iter().map(|r| r.bbox).collect();
+        let (format, coords) = match self {
+            OutputParser::EndToEnd { format, coords, .. }
+            | OutputParser::BoxesScoresLabels { format, coords, .. } => (*format, *coords),
+            _ => unreachable!("only row parsers are open"),
+        };
+        let format = match format {
+            BoxFormat::Auto => rows::guess_box_format(&boxes)
+                .expect("rows are not empty")
+                .map_err(|m| format!("{seen}: {m}"))?,
+            f => f,
+        };
+        let coords = match coords {
+            BoxCoords::Auto => {
+                if rows::guess_normalized(&boxes).expect("rows are not empty") {
+                    BoxCoords::Normalized
+                } else {
+                    BoxCoords::Pixels
+                }
+            }
+            c => c,
+        };
+        let mut settled = self.clone();
+        match &mut settled {
+            OutputParser::EndToEnd {
+                columns: c,
+                format: f,
+                coords: n,
+                ..
+            } => {
+                *c = columns;
+                *f = format;
+                *n = coords;
+            }
+            OutputParser::BoxesScoresLabels {
+                format: f,
+                coords: n,
+                ..
+            } => {
+                *f = format;
+                *n = coords;
+            }
+            _ => {}
+        }
+        let what = format!("{seen}: {}", settled.summary());
+        Ok(Some((settled, what)))
+    }
+
+    /// The parser in words: its kind and how it reads rows.
+    pub fn summary(&self) -> String {
+        match self {
+            OutputParser::EndToEnd {
+                columns,
+                format,
+                coords,
+                ..
+            } => format!(
+                "end-to-end rows of {}, boxes {format:?} {}",
+                columns
+                    .as_ref()
+                    .map_or_else(|| "columns to be seen".to_string(), ToString::to_string),
+                coords_words(*coords)
+            ),
+            OutputParser::BoxesScoresLabels { format, coords, .. } => {
+                format!(
+                    "boxes, scores and labels, boxes {format:?} {}",
+                    coords_words(*coords)
+                )
+            }
+            OutputParser::Yolox { strides, .. } => format!("YOLOX, strides {strides:?}"),
+            other => format!("{:?}", other.kind()),
         }
     }
 
@@ -683,16 +1018,173 @@ fn argmax(values: &[f32]) -> (usize, f32) {
     )
 }
 
-fn guess(outputs: &[TensorInfo]) -> Result<ParserKind, String> {
-    let names_have = |words: &[&str]| {
-        words.iter().all(|w| {
-            outputs
-                .iter()
-                .any(|o| o.name.to_ascii_lowercase().contains(w))
+fn coords_words(coords: BoxCoords) -> &'static str {
+    match coords {
+        BoxCoords::Auto => "(normalisation to be seen)",
+        BoxCoords::Normalized => "normalised",
+        BoxCoords::Pixels => "in pixels",
+    }
+}
+
+fn describe_tensors(outputs: &[OutputTensor], which: &[Option<usize>]) -> String {
+    which
+        .iter()
+        .flatten()
+        .filter_map(|&i| outputs.get(i))
+        .map(|t| format!("{} {:?}", t.name, t.shape))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The values of batch item `item` of `t`, or an error naming what is missing.
+fn item_of(t: &OutputTensor, item: usize) -> Result<&[f32], String> {
+    if t.shape.first().is_some_and(|&n| item < n) {
+        Ok(t.item(item))
+    } else {
+        Err(format!(
+            "output {} {:?} has no batch item {item}",
+            t.name, t.shape
+        ))
+    }
+}
+
+/// The rows of batch item `item` in an end-to-end output read as `columns`.
+fn end_to_end_rows(t: &OutputTensor, columns: &Columns, item: usize) -> Result<Vec<Row>, String> {
+    let width = columns.width();
+    if t.shape.last() != Some(&width) {
+        return Err(format!(
+            "output {} {:?} holds rows of {} values; columns {columns} need {width}",
+            t.name,
+            t.shape,
+            t.shape.last().copied().unwrap_or(0)
+        ));
+    }
+    if columns.has_batch() {
+        // Rows of every item, each naming its own.
+        return Ok(t
+            .data
+            .chunks_exact(width)
+            .map(|r| columns.read(r))
+            .filter(|r| r.batch.is_some_and(|b| b.round() == item as f32))
+            .collect());
+    }
+    if t.shape.len() < 3 {
+        return Err(format!(
+            "output {} {:?} has no batch dimension and its columns ({columns}) name no batch \
+             item; set end-to-end-columns with a batch column",
+            t.name, t.shape
+        ));
+    }
+    Ok(item_of(t, item)?
+        .chunks_exact(width)
+        .map(|r| columns.read(r))
+        .collect())
+}
+
+/// The rows of batch item `item` of separate boxes, scores (or the fifth value of each box
+/// when `scores` is `None`), labels and count outputs.
+fn triple_rows(
+    outputs: &[OutputTensor],
+    boxes: usize,
+    scores: Option<usize>,
+    labels: usize,
+    num: Option<usize>,
+    item: usize,
+) -> Result<Vec<Row>, String> {
+    let width = if scores.is_some() { 4 } else { 5 };
+    let b_tensor = &outputs[boxes];
+    if b_tensor.shape.last() != Some(&width) {
+        return Err(format!(
+            "boxes {} {:?} should hold {width} values per box{}",
+            b_tensor.name,
+            b_tensor.shape,
+            if width == 5 {
+                " (with the score last, as there is no scores output)"
+            } else {
+                ""
+            }
+        ));
+    }
+    let b = item_of(b_tensor, item)?;
+    let l = item_of(&outputs[labels], item)?;
+    let s = scores.map(|i| item_of(&outputs[i], item)).transpose()?;
+    let mut count = (b.len() / width).min(l.len());
+    if let Some(s) = s {
+        count = count.min(s.len());
+    }
+    if let Some(n) = num {
+        let n = item_of(&outputs[n], item)?.first().copied().unwrap_or(0.0);
+        count = count.min(if n.is_finite() {
+            n.max(0.0) as usize
+        } else {
+            0
+        });
+    }
+    Ok((0..count)
+        .map(|i| {
+            let v = &b[i * width..];
+            Row {
+                bbox: [v[0], v[1], v[2], v[3]],
+                score: s.map_or_else(|| v[4], |s| s[i]),
+                class: l[i],
+                batch: None,
+            }
         })
-    };
-    if outputs.len() >= 3 && names_have(&["box", "score", "class"]) {
+        .collect())
+}
+
+/// The class id of a finished detection: `None` for padding (negative class or no score), an
+/// error where the class is not an integer (the outputs are not laid out as the parser reads
+/// them).
+fn class_id(r: &Row) -> Result<Option<u32>, String> {
+    if r.class < 0.0 || r.score.is_nan() || r.score <= 0.0 {
+        return Ok(None);
+    }
+    if !rows::is_integral(r.class) {
+        return Err(format!(
+            "a detection's class is {} (not a class id): the outputs are not laid out as the \
+             parser reads them; set output-parser or end-to-end-columns",
+            r.class
+        ));
+    }
+    Ok(Some(r.class.round() as u32))
+}
+
+/// Cells of the YOLOX grids of `strides` on a `net` input.
+fn grid_cells(net: (u32, u32), strides: &[u32]) -> usize {
+    strides
+        .iter()
+        .map(|&s| (net.0 / s.max(1)) as usize * (net.1 / s.max(1)) as usize)
+        .sum()
+}
+
+/// The grid column, row and stride of YOLOX anchor `anchor`.
+fn yolox_cell(anchor: usize, net: (u32, u32), strides: &[u32]) -> Option<(f32, f32, f32)> {
+    let mut a = anchor;
+    for &s in strides {
+        let (w, h) = ((net.0 / s.max(1)) as usize, (net.1 / s.max(1)) as usize);
+        if a < w * h {
+            return Some(((a % w) as f32, (a / w) as f32, s as f32));
+        }
+        a -= w * h;
+    }
+    None
+}
+
+fn guess(outputs: &[TensorInfo], settings: &ParserSettings) -> Result<ParserKind, String> {
+    let names: Vec<String> = outputs
+        .iter()
+        .map(|o| o.name.to_ascii_lowercase())
+        .collect();
+    let has = |word: &str| names.iter().any(|n| n.contains(word));
+    if outputs.len() >= 3 && has("box") && has("score") && has("class") && has("detection") {
         return Ok(ParserKind::TfOdApi);
+    }
+    if (2..=4).contains(&outputs.len())
+        && (has("box") || has("dets"))
+        && (has("label") || has("class"))
+    {
+        return Ok(ParserKind::BoxesScoresLabels);
     }
     if select_centerface(outputs).is_ok() {
         return Ok(ParserKind::CenterFace);
@@ -701,12 +1193,21 @@ fn guess(outputs: &[TensorInfo]) -> Result<ParserKind, String> {
         return Ok(ParserKind::Ssd);
     }
     if let [single] = outputs {
+        if single.dims.len() == 2 && single.dims[1] == Some(7) {
+            return Ok(ParserKind::EndToEnd); // [K,7] rows that name their batch item
+        }
         if is_classifier_shape(single) {
             return Ok(ParserKind::Classifier);
         }
         if let [Some(a), Some(b)] = item_dims(single) {
-            // YOLOv8 puts the (few) box attributes first, YOLOv5 last.
-            return Ok(if a < b {
+            // YOLOX has one row per cell of its grids; a few hundred rows of 6 or 7 values are
+            // finished detections (box, score, class, perhaps batch); else anchors: YOLOv8 puts
+            // the (few) box attributes first, YOLOv5 last.
+            return Ok(if *a == grid_cells(settings.net, &settings.yolox_strides) {
+                ParserKind::Yolox
+            } else if matches!(b, 6 | 7) && *a <= 1000 {
+                ParserKind::EndToEnd
+            } else if a < b {
                 ParserKind::YoloV8
             } else {
                 ParserKind::YoloV5
@@ -719,7 +1220,131 @@ fn guess(outputs: &[TensorInfo]) -> Result<ParserKind, String> {
     ))
 }
 
+fn select_end_to_end(
+    outputs: &[TensorInfo],
+    settings: &ParserSettings,
+) -> Result<OutputParser, String> {
+    let [o] = outputs else {
+        return Err(format!(
+            "end-to-end rows come in one output; found {}",
+            describe(outputs)
+        ));
+    };
+    let width = o.dims.last().copied().flatten();
+    let columns = settings.columns.clone();
+    let batch_column = columns.as_ref().is_none_or(Columns::has_batch);
+    match (&columns, width) {
+        _ if o.dims.len() < 2 => {
+            return Err(format!(
+                "end-to-end rows should be [N,K,W] or [K,W]; found {o}"
+            ));
+        }
+        (Some(c), Some(w)) if c.width() != w => {
+            return Err(format!(
+                "end-to-end-columns {c} need rows of {} values; {o} has {w}",
+                c.width()
+            ));
+        }
+        (None, Some(w)) if Columns::guesses(w).is_empty() => {
+            return Err(format!(
+                "{o} holds rows of {w} values; set end-to-end-columns (e.g. box,score,class)"
+            ));
+        }
+        _ if o.dims.len() == 2 && !batch_column => {
+            return Err(format!(
+                "{o} has no batch dimension, so its rows must name their batch item: add a \
+                 batch column to end-to-end-columns"
+            ));
+        }
+        _ => {}
+    }
+    Ok(OutputParser::EndToEnd {
+        output: 0,
+        columns,
+        format: settings.box_format,
+        coords: settings.box_coordinates,
+    })
+}
+
+fn select_boxes_scores_labels(
+    outputs: &[TensorInfo],
+    settings: &ParserSettings,
+) -> Result<OutputParser, String> {
+    let by_name = |words: &[&str]| {
+        outputs.iter().position(|o| {
+            let n = o.name.to_ascii_lowercase();
+            words.iter().any(|w| n.contains(w))
+        })
+    };
+    let found = (
+        by_name(&["box", "dets"]),
+        by_name(&["score"]),
+        by_name(&["label", "class"]),
+        by_name(&["num"]),
+    );
+    let (boxes, scores, labels, num) = match found {
+        (Some(b), s, Some(l), n) => (b, s, l, n),
+        // Unnamed outputs: boxes, scores, labels; or boxes with scores, labels.
+        _ if outputs.len() == 3 => (0, Some(1), 2, None),
+        _ if outputs.len() == 2 => (0, None, 1, None),
+        _ => {
+            return Err(format!(
+                "boxes/scores/labels need outputs named boxes (or dets), scores and labels (or \
+                 classes); found {}",
+                describe(outputs)
+            ));
+        }
+    };
+    let width = if scores.is_some() { 4 } else { 5 };
+    let b = &outputs[boxes];
+    if b.dims.len() < 2 || b.dims.last().copied().flatten().is_some_and(|w| w != width) {
+        return Err(format!(
+            "boxes should be [N,K,{width}]{}; found {b}",
+            if width == 5 {
+                " (the score last, as no output is named scores)"
+            } else {
+                ""
+            }
+        ));
+    }
+    Ok(OutputParser::BoxesScoresLabels {
+        boxes,
+        scores,
+        labels,
+        num,
+        format: settings.box_format,
+        coords: settings.box_coordinates,
+    })
+}
+
+fn select_yolox(outputs: &[TensorInfo], settings: &ParserSettings) -> Result<OutputParser, String> {
+    let [o] = outputs else {
+        return Err(format!(
+            "YOLOX expects one output, found {}",
+            describe(outputs)
+        ));
+    };
+    let cells = grid_cells(settings.net, &settings.yolox_strides);
+    match item_dims(o) {
+        [Some(a), _] if *a != cells => Err(format!(
+            "YOLOX output {o} has {a} rows, but the grids of strides {:?} on a {}x{} input have \
+             {cells} cells; set yolox-strides (or infer-dims)",
+            settings.yolox_strides, settings.net.0, settings.net.1
+        )),
+        [_, width] if width.is_none_or(|w| w >= 6) => Ok(OutputParser::Yolox {
+            output: 0,
+            strides: settings.yolox_strides.clone(),
+        }),
+        _ => Err(format!("YOLOX expects [N,A,5+C], found {o}")),
+    }
+}
+
 fn select_ssd(outputs: &[TensorInfo], format: BoxFormat) -> Result<OutputParser, String> {
+    // SSD boxes are normalised, in TensorFlow's order unless box-format says otherwise.
+    let format = match format {
+        BoxFormat::Auto => BoxFormat::Yxyx,
+        f => f,
+    };
     let may_be = |d: Option<usize>, v: usize| d.is_none_or(|d| d == v);
     // Boxes: [N,B,4] or [N,B,1,4]; dims may be dynamic (sizes are checked on every run).
     let is_boxes = |o: &TensorInfo| match item_dims(o) {
@@ -847,14 +1472,17 @@ mod tests {
         }
     }
 
+    fn settings(kind: ParserKind, network_type: NetworkType) -> ParserSettings {
+        let config = InferConfig {
+            output_parser: kind,
+            network_type,
+            ..Default::default()
+        };
+        ParserSettings::new(&config, (640, 640))
+    }
+
     fn select(outputs: &[TensorInfo]) -> Result<OutputParser, String> {
-        OutputParser::select(
-            ParserKind::Auto,
-            NetworkType::Detector,
-            BoxFormat::Yxyx,
-            Softmax::Auto,
-            outputs,
-        )
+        OutputParser::select(&settings(ParserKind::Auto, NetworkType::Detector), outputs)
     }
 
     #[test]
@@ -915,18 +1543,12 @@ mod tests {
         let err = select(&logits).unwrap_err();
         assert!(err.contains("network-type"), "{err}");
         let ok = OutputParser::select(
-            ParserKind::Auto,
-            NetworkType::Classifier,
-            BoxFormat::Yxyx,
-            Softmax::Auto,
+            &settings(ParserKind::Auto, NetworkType::Classifier),
             &logits,
         );
         assert_eq!(ok.unwrap().kind(), ParserKind::Classifier);
         let detector_as_classifier = OutputParser::select(
-            ParserKind::Auto,
-            NetworkType::Classifier,
-            BoxFormat::Yxyx,
-            Softmax::Auto,
+            &settings(ParserKind::Auto, NetworkType::Classifier),
             &[info("out", &[Some(1), Some(84), Some(8400)])],
         );
         assert!(detector_as_classifier.unwrap_err().contains("[N,C]"));
@@ -935,9 +1557,8 @@ mod tests {
     #[test]
     fn network_type_other_parses_nothing() {
         let outputs = [info("embedding", &[None, Some(128)])];
-        let select = |kind, network_type| {
-            OutputParser::select(kind, network_type, BoxFormat::Yxyx, Softmax::Auto, &outputs)
-        };
+        let select =
+            |kind, network_type| OutputParser::select(&settings(kind, network_type), &outputs);
         let parser = select(ParserKind::Auto, NetworkType::Other).unwrap();
         assert_eq!(parser.kind(), ParserKind::None);
         assert!(select(ParserKind::Ssd, NetworkType::Other).is_err());

@@ -1,0 +1,330 @@
+//! Detectors whose outputs are finished detections, one row each: end-to-end exports (`[N,K,6]`
+//! or `[N,K,7]` rows of box, score and class, or `[K,7]` rows that name their batch item), and
+//! the separate boxes, scores and labels of DETR-style and TensorFlow Object Detection API
+//! exports. What the shapes leave open (column order, box format, normalisation) is guessed
+//! from the first confident rows, once, and checked: rows that fit no reading are refused.
+
+use std::fmt;
+
+use ferrostream_core::BBox;
+
+use crate::config::{BoxCoords, BoxFormat};
+
+/// One column (or, for `Box`, four) of an end-to-end row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Column {
+    /// Four values in `box-format` order.
+    Box,
+    Score,
+    /// A 0-based class id (a float holding an integer; -1 marks padding).
+    Class,
+    /// The batch item the row belongs to (rows of a `[K,7]` output).
+    Batch,
+    /// A value the parser ignores.
+    Skip,
+}
+
+impl Column {
+    fn name(self) -> &'static str {
+        match self {
+            Column::Box => "box",
+            Column::Score => "score",
+            Column::Class => "class",
+            Column::Batch => "batch",
+            Column::Skip => "skip",
+        }
+    }
+}
+
+/// The column order of end-to-end rows (`end-to-end-columns`, e.g. `box,score,class`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Columns(Vec<Column>);
+
+impl Columns {
+    /// Reads a list of `box`, `score`, `class`, `batch` and `skip`, separated by commas,
+    /// semicolons or spaces; `box`, `score` and `class` exactly once, `batch` at most once.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut columns = Vec::new();
+        for word in text
+            .split([',', ';', ' '])
+            .map(str::trim)
+            .filter(|w| !w.is_empty())
+        {
+            columns.push(match word.to_ascii_lowercase().as_str() {
+                "box" => Column::Box,
+                "score" => Column::Score,
+                "class" | "label" => Column::Class,
+                "batch" => Column::Batch,
+                "skip" | "_" => Column::Skip,
+                other => {
+                    return Err(format!(
+                        "unknown column {other:?}: use box, score, class, batch and skip"
+                    ));
+                }
+            });
+        }
+        let count = |c: Column| columns.iter().filter(|&&x| x == c).count();
+        if count(Column::Box) != 1 || count(Column::Score) != 1 || count(Column::Class) != 1 {
+            return Err(format!(
+                "{text:?}: the columns need box, score and class exactly once each"
+            ));
+        }
+        if count(Column::Batch) > 1 {
+            return Err(format!("{text:?}: batch appears more than once"));
+        }
+        Ok(Self(columns))
+    }
+
+    /// The orders in use for rows of `width` values, most common first: `box,score,class`
+    /// (YOLOv10, YOLO11 and RT-DETR end-to-end exports) for 6; for 7, `batch,box,class,score`
+    /// (YOLOv7's end-to-end export) and `batch,class,score,box` (SSD's DetectionOutput and
+    /// TensorRT's NMS plugins).
+    pub fn guesses(width: usize) -> Vec<Self> {
+        use Column::*;
+        match width {
+            6 => vec![Self(vec![Box, Score, Class])],
+            7 => vec![
+                Self(vec![Batch, Box, Class, Score]),
+                Self(vec![Batch, Class, Score, Box]),
+            ],
+            _ => Vec::new(),
+        }
+    }
+
+    /// Values per row.
+    pub fn width(&self) -> usize {
+        self.0
+            .iter()
+            .map(|&c| if c == Column::Box { 4 } else { 1 })
+            .sum()
+    }
+
+    pub fn has_batch(&self) -> bool {
+        self.0.contains(&Column::Batch)
+    }
+
+    fn offset(&self, column: Column) -> Option<usize> {
+        let mut at = 0;
+        for &c in &self.0 {
+            if c == column {
+                return Some(at);
+            }
+            at += if c == Column::Box { 4 } else { 1 };
+        }
+        None
+    }
+
+    /// The values of one row of [`Columns::width`] values.
+    pub fn read(&self, row: &[f32]) -> Row {
+        let at = |c| {
+            self.offset(c)
+                .expect("box, score and class are always present")
+        };
+        let b = at(Column::Box);
+        Row {
+            bbox: [row[b], row[b + 1], row[b + 2], row[b + 3]],
+            score: row[at(Column::Score)],
+            class: row[at(Column::Class)],
+            batch: self.offset(Column::Batch).map(|i| row[i]),
+        }
+    }
+}
+
+impl fmt::Display for Columns {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.0.iter().map(|c| c.name()).collect();
+        f.write_str(&names.join(","))
+    }
+}
+
+/// One finished detection as the outputs hold it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Row {
+    pub bbox: [f32; 4],
+    pub score: f32,
+    /// The class id as stored (before any offset).
+    pub class: f32,
+    pub batch: Option<f32>,
+}
+
+/// Whether `v` holds an integer, as class ids and batch indices stored as floats do.
+pub fn is_integral(v: f32) -> bool {
+    v.is_finite() && (v - v.round()).abs() < 1e-3
+}
+
+/// The box of `v` (four values in `format` order; `Auto` is not allowed here), scaled to
+/// network pixels when `normalized`.
+pub fn to_bbox(format: BoxFormat, normalized: bool, v: [f32; 4], net: (f32, f32)) -> BBox {
+    let (sx, sy) = if normalized { net } else { (1.0, 1.0) };
+    match format {
+        BoxFormat::Yxyx => BBox::from_corners(v[1] * sx, v[0] * sy, v[3] * sx, v[2] * sy),
+        BoxFormat::Cxcywh => BBox::new(
+            (v[0] - v[2] / 2.0) * sx,
+            (v[1] - v[3] / 2.0) * sy,
+            v[2] * sx,
+            v[3] * sy,
+        ),
+        BoxFormat::Xywh => BBox::new(v[0] * sx, v[1] * sy, v[2] * sx, v[3] * sy),
+        BoxFormat::Xyxy | BoxFormat::Auto => {
+            BBox::from_corners(v[0] * sx, v[1] * sy, v[2] * sx, v[3] * sy)
+        }
+    }
+}
+
+/// The box format of confident boxes `boxes` when the configuration leaves it open: corners
+/// (`xyxy`) when every box has its second corner below and right of the first, else centre and
+/// size (`cxcywh`) when every width and height is positive. `None` without boxes.
+pub fn guess_box_format(boxes: &[[f32; 4]]) -> Option<Result<BoxFormat, String>> {
+    if boxes.is_empty() {
+        return None;
+    }
+    if boxes.iter().all(|b| b[2] > b[0] && b[3] > b[1]) {
+        return Some(Ok(BoxFormat::Xyxy));
+    }
+    if boxes.iter().all(|b| b[2] > 0.0 && b[3] > 0.0) {
+        return Some(Ok(BoxFormat::Cxcywh));
+    }
+    let bad = boxes
+        .iter()
+        .find(|b| !(b[2] > 0.0 && b[3] > 0.0))
+        .expect("some box fails both readings");
+    Some(Err(format!(
+        "the box {bad:?} is neither corners (x1,y1,x2,y2) nor centre and size with a \
+         positive size; set box-format"
+    )))
+}
+
+/// Whether confident boxes `boxes` are normalised (every value within [-0.05, 1.05]) or in
+/// pixels, when the configuration leaves it open. `None` without boxes.
+pub fn guess_normalized(boxes: &[[f32; 4]]) -> Option<bool> {
+    (!boxes.is_empty()).then(|| boxes.iter().flatten().all(|v| (-0.05..=1.05).contains(v)))
+}
+
+/// `coords` resolved: `Some(normalized)` once known.
+pub fn normalized(coords: BoxCoords) -> Option<bool> {
+    match coords {
+        BoxCoords::Normalized => Some(true),
+        BoxCoords::Pixels => Some(false),
+        BoxCoords::Auto => None,
+    }
+}
+
+/// Why the confident rows `rows` are not finished detections, if they are not: class ids and batch
+/// indices must be integers (batch within `0..items`), scores probabilities.
+pub fn misfit(rows: &[Row], items: usize) -> Option<String> {
+    for r in rows {
+        if !is_integral(r.class) || r.class < -1.0 {
+            return Some(format!(
+                "the class column holds {} (not a class id)",
+                r.class
+            ));
+        }
+        if !(0.0..=1.001).contains(&r.score) {
+            return Some(format!(
+                "the score column holds {} (not a probability)",
+                r.score
+            ));
+        }
+        if let Some(b) = r.batch
+            && (!is_integral(b) || b < 0.0 || b as usize >= items.max(1))
+        {
+            return Some(format!(
+                "the batch column holds {b} (not an index below {})",
+                items.max(1)
+            ));
+        }
+        if r.bbox.iter().any(|v| !v.is_finite()) {
+            return Some(format!("a box holds {:?}", r.bbox));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_parse_and_read_rows() {
+        let c = Columns::parse("batch, box ; class,score").unwrap();
+        assert_eq!(c.width(), 7);
+        assert!(c.has_batch());
+        assert_eq!(c.to_string(), "batch,box,class,score");
+        let row = c.read(&[1.0, 10.0, 20.0, 30.0, 40.0, 3.0, 0.9]);
+        assert_eq!(
+            row,
+            Row {
+                bbox: [10.0, 20.0, 30.0, 40.0],
+                score: 0.9,
+                class: 3.0,
+                batch: Some(1.0)
+            }
+        );
+        for bad in [
+            "box,score",
+            "box,score,class,class",
+            "box,score,class,colour",
+            "",
+        ] {
+            assert!(Columns::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(Columns::guesses(6)[0].to_string(), "box,score,class");
+        assert_eq!(Columns::guesses(7).len(), 2);
+        assert!(Columns::guesses(5).is_empty());
+    }
+
+    #[test]
+    fn box_formats_convert_to_network_pixels() {
+        let net = (200.0, 100.0);
+        let want = BBox::new(20.0, 10.0, 40.0, 30.0);
+        let cases = [
+            (BoxFormat::Xyxy, false, [20.0, 10.0, 60.0, 40.0]),
+            (BoxFormat::Yxyx, false, [10.0, 20.0, 40.0, 60.0]),
+            (BoxFormat::Cxcywh, false, [40.0, 25.0, 40.0, 30.0]),
+            (BoxFormat::Xywh, false, [20.0, 10.0, 40.0, 30.0]),
+            (BoxFormat::Xyxy, true, [0.1, 0.1, 0.3, 0.4]),
+            (BoxFormat::Cxcywh, true, [0.2, 0.25, 0.2, 0.3]),
+        ];
+        for (format, norm, v) in cases {
+            let b = to_bbox(format, norm, v, net);
+            assert!(
+                (b.left - want.left).abs() < 1e-3
+                    && (b.top - want.top).abs() < 1e-3
+                    && (b.width - want.width).abs() < 1e-3
+                    && (b.height - want.height).abs() < 1e-3,
+                "{format:?} {norm}: {b:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn guesses_follow_the_boxes() {
+        assert_eq!(guess_box_format(&[]), None);
+        let corners = [[10.0, 10.0, 50.0, 80.0], [100.0, 5.0, 120.0, 30.0]];
+        assert_eq!(guess_box_format(&corners), Some(Ok(BoxFormat::Xyxy)));
+        let centres = [[50.0, 50.0, 20.0, 30.0], [10.0, 10.0, 15.0, 12.0]];
+        assert_eq!(guess_box_format(&centres), Some(Ok(BoxFormat::Cxcywh)));
+        assert!(matches!(
+            guess_box_format(&[[50.0, 50.0, -20.0, 30.0]]),
+            Some(Err(_))
+        ));
+        assert_eq!(guess_normalized(&[[0.1, 0.2, 0.5, 1.0]]), Some(true));
+        assert_eq!(guess_normalized(&[[0.1, 0.2, 50.0, 1.0]]), Some(false));
+        assert_eq!(guess_normalized(&[]), None);
+    }
+
+    #[test]
+    fn rows_that_are_not_detections_do_not_fit() {
+        let c = &Columns::guesses(6)[0];
+        let good = c.read(&[1.0, 2.0, 30.0, 40.0, 0.8, 2.0]);
+        assert_eq!(misfit(&[good], 1), None);
+        // YOLOv5 rows read as end-to-end rows: objectness and a class probability.
+        let yolo = c.read(&[320.0, 200.0, 40.0, 90.0, 0.9, 0.7]);
+        assert!(misfit(&[yolo], 1).unwrap().contains("class column"));
+        let logit = c.read(&[1.0, 2.0, 30.0, 40.0, 15.0, 2.0]);
+        assert!(misfit(&[logit], 1).unwrap().contains("score column"));
+        let c7 = &Columns::guesses(7)[0];
+        let far = c7.read(&[3.0, 1.0, 2.0, 30.0, 40.0, 2.0, 0.9]);
+        assert!(misfit(&[far], 2).unwrap().contains("batch column"));
+    }
+}
