@@ -1,4 +1,6 @@
-//! Builds the TensorRT shim (`tensorrt/fs_trt.cpp`) when the `tensorrt` feature is on.
+//! Builds the shim that calls nvinfer custom parser libraries (`nvdsinfer/fs_nvdsparse.cpp`,
+//! always: it needs only the system C++ compiler), and the TensorRT shim
+//! (`tensorrt/fs_trt.cpp`) when the `tensorrt` feature is on.
 //!
 //! The TensorRT headers are taken from `TENSORRT_ROOT/include`, else from the standard locations
 //! of JetPack (`/usr/include/aarch64-linux-gnu`) and of NVIDIA's x86 packages
@@ -9,8 +11,29 @@
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    nvdsinfer_shim();
     #[cfg(feature = "tensorrt")]
     tensorrt::build();
+}
+
+fn nvdsinfer_shim() {
+    for file in [
+        "nvdsinfer/fs_nvdsparse.cpp",
+        "nvdsinfer/fs_nvdsparse.h",
+        "nvdsinfer/include/nvdsinfer.h",
+        "nvdsinfer/include/nvdsinfer_custom_impl.h",
+    ] {
+        println!("cargo:rerun-if-changed={file}");
+    }
+    cc::Build::new()
+        .cpp(true)
+        .std("c++14")
+        .file("nvdsinfer/fs_nvdsparse.cpp")
+        .include("nvdsinfer")
+        .include("nvdsinfer/include")
+        .warnings(true)
+        .extra_warnings(true)
+        .compile("fs_nvdsparse");
 }
 
 #[cfg(feature = "tensorrt")]

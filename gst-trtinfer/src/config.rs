@@ -163,16 +163,35 @@ pub enum ParserKind {
     BoxesScoresLabels = 10,
     #[enum_value(name = "YOLOX: [N,A,5+C] grid offsets (yolox-strides)", nick = "yolox")]
     Yolox = 11,
+    /// An nvinfer custom parser library (`custom-lib-path` and a `parse-*-func-name`); chosen
+    /// by those keys, not by this one.
+    #[enum_value(
+        name = "nvinfer custom parser library (custom-lib-path)",
+        nick = "custom"
+    )]
+    Custom = 12,
 }
 
-/// nvinfer `cluster-mode` (only NMS and none are implemented).
+/// nvinfer `cluster-mode`: how the raw detections of each class become objects.
 #[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
 #[repr(u32)]
 #[enum_type(name = "GstRsTrtInferClusterMode")]
 pub enum ClusterMode {
+    /// OpenCV's groupRectangles (`group-threshold`, `eps`).
+    #[enum_value(
+        name = "Group similar rectangles (OpenCV groupRectangles)",
+        nick = "group-rectangles"
+    )]
+    GroupRectangles = 0,
+    /// DBSCAN (`eps`, `minBoxes`, `dbscan-min-score`).
+    #[enum_value(name = "DBSCAN", nick = "dbscan")]
+    Dbscan = 1,
     #[default]
     #[enum_value(name = "Non-maximum suppression per class", nick = "nms")]
     Nms = 2,
+    /// DBSCAN, then non-maximum suppression of what it kept.
+    #[enum_value(name = "DBSCAN, then non-maximum suppression", nick = "dbscan-nms")]
+    Hybrid = 3,
     #[enum_value(name = "No clustering", nick = "none")]
     None = 4,
 }
@@ -246,6 +265,14 @@ pub struct ClassAttrs {
     pub detected_min_h: f32,
     pub detected_max_w: f32,
     pub detected_max_h: f32,
+    /// Similarity of boxes grouped by cluster modes 0, 1 and 3 (`eps`).
+    pub eps: f32,
+    /// Cluster mode 0: groups of at most this many boxes are dropped (`group-threshold`).
+    pub group_threshold: i32,
+    /// Cluster modes 1 and 3: boxes a dense region needs (`minBoxes`).
+    pub min_boxes: i32,
+    /// Cluster modes 1 and 3: the least sum of confidences of a cluster (`dbscan-min-score`).
+    pub dbscan_min_score: f32,
 }
 
 impl Default for ClassAttrs {
@@ -260,6 +287,10 @@ impl Default for ClassAttrs {
             detected_min_h: 0.0,
             detected_max_w: 0.0,
             detected_max_h: 0.0,
+            eps: 0.0,
+            group_threshold: 0,
+            min_boxes: 0,
+            dbscan_min_score: 0.0,
         }
     }
 }
@@ -292,6 +323,10 @@ enum ClassKey {
     MinH,
     MaxW,
     MaxH,
+    Eps,
+    GroupThreshold,
+    MinBoxes,
+    DbscanMinScore,
 }
 
 impl ClassKey {
@@ -305,6 +340,10 @@ impl ClassKey {
             "detected-min-h" => Self::MinH,
             "detected-max-w" => Self::MaxW,
             "detected-max-h" => Self::MaxH,
+            "eps" => Self::Eps,
+            "group-threshold" => Self::GroupThreshold,
+            "minBoxes" | "min-boxes" => Self::MinBoxes,
+            "dbscan-min-score" => Self::DbscanMinScore,
             _ => return None,
         })
     }
@@ -319,6 +358,10 @@ impl ClassKey {
             Self::MinH => attrs.detected_min_h = v,
             Self::MaxW => attrs.detected_max_w = v,
             Self::MaxH => attrs.detected_max_h = v,
+            Self::Eps => attrs.eps = v,
+            Self::GroupThreshold => attrs.group_threshold = v as i32,
+            Self::MinBoxes => attrs.min_boxes = v as i32,
+            Self::DbscanMinScore => attrs.dbscan_min_score = v,
         }
     }
 }
@@ -371,6 +414,9 @@ pub struct InferConfig {
     pub end_to_end_columns: Option<crate::parse::Columns>,
     /// Strides of a YOLOX head's grids.
     pub yolox_strides: Vec<u32>,
+    /// An nvinfer custom parser library and the function in it that parses the outputs.
+    pub custom_lib_path: Option<PathBuf>,
+    pub custom_parser: Option<(crate::custom::CustomKind, String)>,
     pub classifier_threshold: f32,
     pub classifier_softmax: Softmax,
     pub class_attrs: ClassAttrsTable,
@@ -472,6 +518,8 @@ impl Default for InferConfig {
             box_coordinates: BoxCoords::Auto,
             end_to_end_columns: None,
             yolox_strides: vec![8, 16, 32],
+            custom_lib_path: None,
+            custom_parser: None,
             classifier_threshold: 0.0,
             classifier_softmax: Softmax::Auto,
             class_attrs: ClassAttrsTable::default(),
@@ -490,8 +538,6 @@ impl Default for InferConfig {
 
 /// nvinfer keys that are understood but not implemented; the file still loads, with a warning.
 const UNSUPPORTED_KEYS: &[&str] = &[
-    "custom-lib-path",
-    "parse-bbox-func-name",
     "engine-create-func-name",
     "model-file",
     "proto-file",
@@ -648,21 +694,18 @@ impl InferConfig {
             "output-parser" => self.output_parser = enum_value(ini, e)?,
             "cluster-mode" => {
                 self.cluster_mode = match ini.value::<u32>(e)? {
+                    0 => ClusterMode::GroupRectangles,
+                    1 => ClusterMode::Dbscan,
                     2 => ClusterMode::Nms,
+                    3 => ClusterMode::Hybrid,
                     4 => ClusterMode::None,
-                    other @ (0 | 1 | 3) => {
-                        return Err(ini.error(
-                            e,
-                            format_args!(
-                                "cluster-mode {other} (group-rectangles/DBSCAN) is not implemented; \
-                                 use 2 (NMS) or 4 (none)"
-                            ),
-                        ));
-                    }
                     other => {
                         return Err(ini.error(
                             e,
-                            format_args!("unknown cluster-mode {other}; use 2 (NMS) or 4 (none)"),
+                            format_args!(
+                                "unknown cluster-mode {other}; use 0 (group rectangles), 1 \
+                                 (DBSCAN), 2 (NMS), 3 (DBSCAN + NMS) or 4 (none)"
+                            ),
                         ));
                     }
                 }
@@ -673,6 +716,13 @@ impl InferConfig {
             "end-to-end-columns" => {
                 self.end_to_end_columns =
                     Some(crate::parse::Columns::parse(&e.value).map_err(|m| ini.error(e, m))?)
+            }
+            "custom-lib-path" => self.custom_lib_path = Some(ini.resolve_path(&e.value)),
+            key @ ("parse-bbox-func-name"
+            | "parse-bbox-instance-mask-func-name"
+            | "parse-classifier-func-name") => {
+                let kind = crate::custom::CustomKind::from_key(key).expect("a parser key");
+                self.custom_parser = Some((kind, e.value.trim().to_string()))
             }
             "yolox-strides" => {
                 self.yolox_strides = ini.list_value(e)?;
@@ -748,6 +798,45 @@ impl InferConfig {
                 );
             }
         }
+        match (&self.custom_lib_path, &self.custom_parser) {
+            (Some(_), None) => {
+                return Err(
+                    "custom-lib-path is set but no parser function is named: set \
+                            parse-bbox-func-name, parse-bbox-instance-mask-func-name or \
+                            parse-classifier-func-name"
+                        .into(),
+                );
+            }
+            (None, Some((kind, _))) => {
+                return Err(format!(
+                    "{} names a function but custom-lib-path names no library",
+                    kind.key()
+                ));
+            }
+            (Some(_), Some((kind, _))) => {
+                use crate::custom::CustomKind;
+                if self.output_parser != ParserKind::Auto {
+                    return Err(format!(
+                        "{} selects a custom parser, but output-parser is {:?}; leave \
+                         output-parser at auto",
+                        kind.key(),
+                        self.output_parser
+                    ));
+                }
+                let fits = match kind {
+                    CustomKind::Classifier => self.network_type == NetworkType::Classifier,
+                    _ => self.network_type == NetworkType::Detector,
+                };
+                if !fits {
+                    return Err(format!(
+                        "{} does not fit network-type {:?}",
+                        kind.key(),
+                        self.network_type
+                    ));
+                }
+            }
+            (None, None) => {}
+        }
         let mut warnings = Vec::new();
         if secondary && self.interval > 0 {
             warnings.push(format!(
@@ -819,6 +908,10 @@ impl InferConfig {
                 "box-coordinates" => self.box_coordinates = props.box_coordinates,
                 "end-to-end-columns" => self.end_to_end_columns = props.end_to_end_columns.clone(),
                 "yolox-strides" => self.yolox_strides = props.yolox_strides.clone(),
+                "custom-lib-path" => self.custom_lib_path = props.custom_lib_path.clone(),
+                "parse-bbox-func-name"
+                | "parse-bbox-instance-mask-func-name"
+                | "parse-classifier-func-name" => self.custom_parser = props.custom_parser.clone(),
                 "classifier-threshold" => self.classifier_threshold = props.classifier_threshold,
                 "classifier-softmax" => self.classifier_softmax = props.classifier_softmax,
                 "pre-cluster-threshold" => {
@@ -916,7 +1009,10 @@ where
 }
 
 fn class_value(ini: &IniFile, e: &Entry, key: ClassKey) -> Result<f32, ConfigError> {
-    if key == ClassKey::TopK {
+    if matches!(
+        key,
+        ClassKey::TopK | ClassKey::GroupThreshold | ClassKey::MinBoxes
+    ) {
         Ok(ini.value::<i32>(e)? as f32)
     } else {
         ini.value::<f32>(e)
@@ -993,12 +1089,11 @@ mod tests {
     #[test]
     fn unknown_and_unsupported_keys_warn_with_their_name() {
         let loaded =
-            load("[property]\nfrobnicate=1\ncustom-lib-path=x.so\n[class-attrs-all]\neps=0.2\n")
-                .unwrap();
+            load("[property]\nfrobnicate=1\nuff-file=x.uff\n[class-attrs-all]\nhue=0.2\n").unwrap();
         assert_eq!(loaded.warnings.len(), 3, "{:?}", loaded.warnings);
         assert!(loaded.warnings[0].contains("`frobnicate`") && loaded.warnings[0].contains(":2:"));
-        assert!(loaded.warnings[1].contains("`custom-lib-path`"));
-        assert!(loaded.warnings[2].contains("`eps`"));
+        assert!(loaded.warnings[1].contains("`uff-file`"));
+        assert!(loaded.warnings[2].contains("`hue`"));
     }
 
     #[test]
@@ -1052,8 +1147,8 @@ mod tests {
         );
         let err = load("[property]\nmaintain-aspect-ratio=yes\n").unwrap_err();
         assert!(err.to_string().contains("maintain-aspect-ratio"));
-        let err = load("[property]\ncluster-mode=1\n").unwrap_err();
-        assert!(err.to_string().contains("not implemented"));
+        let err = load("[property]\ncluster-mode=5\n").unwrap_err();
+        assert!(err.to_string().contains("unknown cluster-mode 5"), "{err}");
         let err = load("[property]\noutput-parser=retinanet\n").unwrap_err();
         assert!(
             err.to_string().contains("expected one of auto, ssd"),

@@ -98,6 +98,8 @@ pub struct Inference {
     parser_guessed: bool,
     parser_checked: bool,
     log: EngineLog,
+    /// The nvinfer custom parser library, when one is configured.
+    custom: Option<crate::custom::CustomParser>,
     class_attrs: Vec<ClassAttrs>,
     labels: Vec<Arc<str>>,
     preprocessor: Preprocessor,
@@ -170,7 +172,25 @@ impl Inference {
             .map(|&i| description.outputs[i].clone())
             .collect();
         let parser_settings = ParserSettings::new(&config, (network.width, network.height));
+        let custom = match (&config.custom_lib_path, &config.custom_parser) {
+            (Some(path), Some((kind, name))) => {
+                let path = ferrostream_core::paths::resolve_model(path).map_err(|_| {
+                    SetupError::NotFound(format!(
+                        "custom-lib-path {}: no such file",
+                        path.display()
+                    ))
+                })?;
+                let names: Vec<String> =
+                    description.outputs.iter().map(|o| o.name.clone()).collect();
+                Some(
+                    crate::custom::CustomParser::load(&path, name, *kind, &names)
+                        .map_err(SetupError::Model)?,
+                )
+            }
+            _ => None,
+        };
         let parser = match OutputParser::select(&parser_settings, &infos) {
+            _ if custom.is_some() => custom.as_ref().map(|c| OutputParser::Custom(c.kind())),
             Ok(parser) => Some(parser.remap(&considered)),
             // Symbolic output dims: the first inference's real shapes decide.
             Err(_)
@@ -198,7 +218,8 @@ impl Inference {
                 .collect(),
         };
         let class_attrs = class_attrs(&config, parser.as_ref(), &description.outputs, &labels);
-        let parser_guessed = config.output_parser == crate::config::ParserKind::Auto;
+        let parser_guessed =
+            config.output_parser == crate::config::ParserKind::Auto && custom.is_none();
         Ok(Self {
             config,
             model_path,
@@ -214,6 +235,7 @@ impl Inference {
             parser_checked: false,
             parser_settings,
             log: Arc::new(|_, _| {}),
+            custom,
             class_attrs,
             labels,
             preprocessor: Preprocessor::default(),
@@ -733,8 +755,15 @@ impl Inference {
         let parser = self.parser.as_ref().expect("chosen above");
         match parser {
             OutputParser::Tensors => {}
+            OutputParser::Custom(crate::custom::CustomKind::Classifier) => {
+                result.classifications = self.custom_classifications(slot)?;
+            }
+            OutputParser::Custom(_) => {
+                self.custom_detections(slot)?;
+                result.objects = self.objects_from_detections(lb, frame_w, frame_h)?;
+            }
             OutputParser::Classifier { .. } => {
-                result.classification = parser
+                result.classifications = parser
                     .top_class(&self.outputs, slot)
                     .filter(|&(_, prob)| prob >= self.config.classifier_threshold)
                     .map(|(class_id, prob)| Classification {
@@ -742,11 +771,85 @@ impl Inference {
                         class_id: class_id as i32,
                         label: label_for(&self.labels, class_id),
                         prob,
-                    });
+                    })
+                    .into_iter()
+                    .collect();
             }
             _ => result.objects = self.detected_objects(slot, lb, frame_w, frame_h)?,
         }
         Ok(result)
+    }
+
+    /// Runs the custom detector parser on slot `slot` into `self.detections`, then filters what
+    /// it returned as nvinfer does: classes beyond the configured count are dropped, boxes
+    /// clipped to the network input, and each class's `pre-cluster-threshold` and size limits
+    /// applied.
+    fn custom_detections(&mut self, slot: usize) -> Result<(), String> {
+        let custom = self.custom.as_ref().ok_or("no custom parser")?;
+        let pre: Vec<f32> = self
+            .class_attrs
+            .iter()
+            .map(|a| a.pre_cluster_threshold)
+            .collect();
+        let post: Vec<f32> = self
+            .class_attrs
+            .iter()
+            .map(|a| a.post_cluster_threshold)
+            .collect();
+        let net = (
+            self.network.width,
+            self.network.height,
+            self.network.channels,
+        );
+        let found = custom.detect(&mut self.outputs, slot, net, &pre, &post)?;
+        let (w, h) = (net.0 as f32, net.1 as f32);
+        self.detections.clear();
+        for (mut d, _mask) in found {
+            let Some(a) = self.class_attrs.get(d.class_id as usize) else {
+                continue; // a class beyond num-detected-classes
+            };
+            let b = d.bbox;
+            let (left, top) = (b.left.clamp(0.0, w), b.top.clamp(0.0, h));
+            d.bbox = BBox::from_corners(
+                left,
+                top,
+                b.right().clamp(left, w),
+                b.bottom().clamp(top, h),
+            );
+            if d.confidence >= a.pre_cluster_threshold && a.size_ok(d.bbox.width, d.bbox.height) {
+                self.detections.push(d);
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the custom classifier parser on slot `slot`: its attributes as classifications
+    /// (labelled by the parser, else by the label file).
+    fn custom_classifications(&mut self, slot: usize) -> Result<Vec<Classification>, String> {
+        let custom = self.custom.as_ref().ok_or("no custom parser")?;
+        let net = (
+            self.network.width,
+            self.network.height,
+            self.network.channels,
+        );
+        let (attributes, _description) = custom.classify(
+            &mut self.outputs,
+            slot,
+            net,
+            self.config.classifier_threshold,
+        )?;
+        Ok(attributes
+            .into_iter()
+            .map(|a| Classification {
+                component_id: self.config.gie_unique_id,
+                class_id: a.value as i32,
+                label: a.label.map_or_else(
+                    || label_for(&self.labels, a.value),
+                    |l| Arc::from(l.as_str()),
+                ),
+                prob: a.confidence,
+            })
+            .collect())
     }
 
     /// The detections of slot `slot`, clustered and mapped to frame pixels through `lb`.
@@ -822,8 +925,9 @@ impl Inference {
 /// What a model said about one image or object (see [`Inference::result`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ItemResult {
-    /// A classifier's top class, when at or above `classifier-threshold`.
-    pub classification: Option<Classification>,
+    /// A classifier's top class, when at or above `classifier-threshold` (a custom classifier
+    /// parser's attributes, one each).
+    pub classifications: Vec<Classification>,
     /// A detector's objects, in frame pixels.
     pub objects: Vec<Object>,
     /// With `output-tensor-meta`: each parsed output's values for this item, by output name.
@@ -835,13 +939,13 @@ impl ItemResult {
     /// gives one frame-sized object carrying its classification (and, with
     /// `output-tensor-meta`, the raw outputs); a detector its objects.
     pub fn into_frame_objects(self, frame_w: u32, frame_h: u32) -> Vec<Object> {
-        let Some(c) = self.classification else {
+        let Some(c) = self.classifications.first() else {
             return self.objects;
         };
         let frame_box = BBox::new(0.0, 0.0, frame_w as f32, frame_h as f32);
         let component = c.component_id;
         let mut object = Object::new(c.class_id, c.label.clone(), c.prob, frame_box, component);
-        object.classifications.push(c);
+        object.classifications = self.classifications;
         attach_tensors(&mut object, component, self.tensors);
         vec![object]
     }

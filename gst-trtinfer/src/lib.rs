@@ -2,6 +2,7 @@
 
 pub mod cluster;
 pub mod config;
+pub mod custom;
 pub mod engine;
 #[cfg(feature = "cuda")]
 pub mod gpu;

@@ -326,11 +326,11 @@ impl ProducerCheck {
 /// secondary detector's objects as children appended to the frame.
 pub fn attach(frame: &mut Frame, object: usize, result: ItemResult, component: i32) {
     let target = &mut frame.objects[object];
-    if let Some(c) = result.classification {
+    if !result.classifications.is_empty() {
         target
             .classifications
             .retain(|old| old.component_id != component);
-        target.classifications.push(c);
+        target.classifications.extend(result.classifications);
     }
     attach_tensors(target, component, result.tensors);
     for mut child in result.objects {
@@ -367,12 +367,12 @@ mod tests {
 
     fn classified(label: &str) -> ItemResult {
         ItemResult {
-            classification: Some(Classification {
+            classifications: vec![Classification {
                 component_id: 2,
                 class_id: 1,
                 label: label.into(),
                 prob: 0.8,
-            }),
+            }],
             ..Default::default()
         }
     }

@@ -114,6 +114,8 @@ pub enum OutputParser {
         output: usize,
         softmax: Softmax,
     },
+    /// An nvinfer custom parser library, called by [`crate::inference::Inference`].
+    Custom(crate::custom::CustomKind),
     /// No parsing (network-type other): the outputs themselves are the result.
     Tensors,
 }
@@ -183,6 +185,11 @@ impl OutputParser {
             ParserKind::EndToEnd => select_end_to_end(outputs, settings)?,
             ParserKind::BoxesScoresLabels => select_boxes_scores_labels(outputs, settings)?,
             ParserKind::Yolox => select_yolox(outputs, settings)?,
+            ParserKind::Custom => {
+                return Err("output-parser custom is chosen by custom-lib-path and a \
+                            parse-*-func-name key, not set by itself"
+                    .into());
+            }
             ParserKind::YoloV5 | ParserKind::YoloV8 | ParserKind::Detr => {
                 let [output] = outputs else {
                     return Err(format!(
@@ -286,6 +293,7 @@ impl OutputParser {
                 output: m(output),
                 softmax,
             },
+            OutputParser::Custom(kind) => OutputParser::Custom(kind),
             OutputParser::Tensors => OutputParser::Tensors,
         }
     }
@@ -302,6 +310,7 @@ impl OutputParser {
             OutputParser::Yolox { .. } => ParserKind::Yolox,
             OutputParser::CenterFace { .. } => ParserKind::CenterFace,
             OutputParser::Classifier { .. } => ParserKind::Classifier,
+            OutputParser::Custom(_) => ParserKind::Custom,
             OutputParser::Tensors => ParserKind::None,
         }
     }
@@ -322,7 +331,7 @@ impl OutputParser {
             OutputParser::Detr { output } => dim(output, 1).map(|d| d.saturating_sub(4)),
             OutputParser::CenterFace { .. } => Some(1),
             OutputParser::Classifier { output, .. } => dim(output, 0),
-            OutputParser::Tensors => None,
+            OutputParser::Custom(_) | OutputParser::Tensors => None,
         }
     }
 
@@ -449,6 +458,7 @@ impl OutputParser {
             | OutputParser::EndToEnd { .. }
             | OutputParser::BoxesScoresLabels { .. }
             | OutputParser::Classifier { .. }
+            | OutputParser::Custom(_)
             | OutputParser::Tensors => return None,
         })
     }
@@ -558,6 +568,7 @@ impl OutputParser {
             | OutputParser::EndToEnd { .. }
             | OutputParser::BoxesScoresLabels { .. }
             | OutputParser::Classifier { .. }
+            | OutputParser::Custom(_)
             | OutputParser::Tensors => {}
         }
     }
@@ -668,6 +679,7 @@ impl OutputParser {
             OutputParser::Tensors => {
                 Err("network-type other produces raw tensors, not detections".into())
             }
+            OutputParser::Custom(_) => Err("a custom parser runs in its library".into()),
             _ => {
                 let shapes: Vec<&[usize]> = outputs.iter().map(|o| o.shape.as_slice()).collect();
                 let layout = self
@@ -875,6 +887,7 @@ impl OutputParser {
                 )
             }
             OutputParser::Yolox { strides, .. } => format!("YOLOX, strides {strides:?}"),
+            OutputParser::Custom(kind) => format!("custom parser ({})", kind.key()),
             other => format!("{:?}", other.kind()),
         }
     }

@@ -336,6 +336,26 @@ impl ObjectImpl for TrtInfer {
                 ),
                 string_prop("onnx-file", "ONNX model", "Path of the ONNX model"),
                 string_prop(
+                    "custom-lib-path",
+                    "Custom parser library",
+                    "nvinfer custom parser library (with a parse-*-func-name)",
+                ),
+                string_prop(
+                    "parse-bbox-func-name",
+                    "Bounding-box parser",
+                    "Function of custom-lib-path that parses a detector's outputs",
+                ),
+                string_prop(
+                    "parse-bbox-instance-mask-func-name",
+                    "Instance-mask parser",
+                    "Function of custom-lib-path that parses boxes with instance masks",
+                ),
+                string_prop(
+                    "parse-classifier-func-name",
+                    "Classifier parser",
+                    "Function of custom-lib-path that parses a classifier's outputs",
+                ),
+                string_prop(
                     "model-engine-file",
                     "Engine file",
                     "Serialized TensorRT engine (.engine/.plan; backend=tensorrt or auto). When \
@@ -689,6 +709,13 @@ impl ObjectImpl for TrtInfer {
                 return;
             }
             "onnx-file" => p.onnx_file = path(),
+            "custom-lib-path" => p.custom_lib_path = path(),
+            key @ ("parse-bbox-func-name"
+            | "parse-bbox-instance-mask-func-name"
+            | "parse-classifier-func-name") => {
+                let kind = crate::custom::CustomKind::from_key(key).expect("a parser key");
+                p.custom_parser = Some(text()).filter(|t| !t.is_empty()).map(|t| (kind, t));
+            }
             "model-engine-file" => p.model_engine_file = path(),
             "labelfile-path" => p.labelfile_path = path(),
             "backend" => p.backend = value.get::<Backend>().expect("type checked upstream"),
@@ -816,6 +843,15 @@ impl ObjectImpl for TrtInfer {
             "gpu-frames" => self.stats.lock().unwrap().gpu_frames.to_value(),
             "pixel-copies" => self.stats.lock().unwrap().pixel_copies.to_value(),
             "onnx-file" => path(&p.onnx_file),
+            "custom-lib-path" => path(&p.custom_lib_path),
+            key @ ("parse-bbox-func-name"
+            | "parse-bbox-instance-mask-func-name"
+            | "parse-classifier-func-name") => p
+                .custom_parser
+                .as_ref()
+                .filter(|(kind, _)| kind.key() == key)
+                .map(|(_, name)| name.clone())
+                .to_value(),
             "model-engine-file" => path(&p.model_engine_file),
             "labelfile-path" => path(&p.labelfile_path),
             "backend" => p.backend.to_value(),

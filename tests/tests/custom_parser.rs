@@ -1,0 +1,169 @@
+//! nvinfer custom parser libraries in rstrtinfer: a library written against nvinfer's custom
+//! parser interface (tests/fixtures/nvdsparser/parsers.cpp), built here with the system C++
+//! compiler, loaded by `custom-lib-path` with `parse-bbox-func-name` or
+//! `parse-classifier-func-name`; and every way such a library can be wrong.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use ferrostream_core::{BBox, Object};
+use ferrostream_tests::{quoted, repo_root, run_pipeline};
+
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The fixture parser library, compiled once per test process.
+fn library() -> &'static Path {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nvdsparser");
+        std::fs::create_dir_all(&dir).unwrap();
+        let lib = dir.join(format!("libparsers-{}.so", std::process::id()));
+        let root = repo_root();
+        let status = std::process::Command::new("c++")
+            .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror"])
+            .arg("-I")
+            .arg(root.join("gst-trtinfer/nvdsinfer/include"))
+            .arg(root.join("tests/fixtures/nvdsparser/parsers.cpp"))
+            .arg("-o")
+            .arg(&lib)
+            .status()
+            .expect("the system C++ compiler (c++) runs");
+        assert!(status.success(), "the fixture parser library compiles");
+        lib
+    })
+}
+
+fn fixture(name: &str) -> PathBuf {
+    repo_root().join("tests/fixtures").join(name)
+}
+
+/// The objects of the one 128x128 frame of `videotestsrc` through `rstrtinfer {infer}`.
+fn run(pattern: &str, infer: &str) -> Result<Vec<Object>, String> {
+    let source = format!(
+        "videotestsrc pattern={pattern} num-buffers=1 ! video/x-raw,format=RGB,width=128,height=128"
+    );
+    let out = run_pipeline(
+        &format!("{source} ! rstrtinfer {infer} ! appsink name=sink"),
+        TIMEOUT,
+    )?;
+    Ok(out.frames.into_iter().next().ok_or("no frame")?.objects)
+}
+
+fn yolov8(extra: &str) -> Result<Vec<Object>, String> {
+    run(
+        "smpte",
+        &format!(
+            "onnx-file={} pre-cluster-threshold=0.5 net-scale-factor=0.00392156863 {extra}",
+            quoted(&fixture("yolov8_constant.onnx"))
+        ),
+    )
+}
+
+fn with_parser(function: &str) -> String {
+    format!(
+        "custom-lib-path={} parse-bbox-func-name={function} num-detected-classes=2",
+        quoted(library())
+    )
+}
+
+fn summary(objects: &[Object]) -> Vec<(i32, f32, BBox)> {
+    objects
+        .iter()
+        .map(|o| (o.class_id, o.confidence, o.detector_bbox))
+        .collect()
+}
+
+#[test]
+fn a_parser_library_gives_the_boxes_of_the_built_in_parser() {
+    let built_in = yolov8("output-parser=yolov8").unwrap();
+    assert_eq!(built_in.len(), 2, "{built_in:?}");
+    let custom = yolov8(&with_parser("NvDsInferParseCheckedYoloV8")).unwrap();
+    assert_eq!(summary(&custom), summary(&built_in));
+    // The same from a configuration file, the library path relative to it.
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nvdsparser");
+    let config = dir.join(format!("yolov8-{}.txt", std::process::id()));
+    std::fs::write(
+        &config,
+        format!(
+            "[property]\nonnx-file={}\nnet-scale-factor=0.00392156863\nnum-detected-classes=2\n\
+             custom-lib-path={}\nparse-bbox-func-name=NvDsInferParseCheckedYoloV8\n\
+             [class-attrs-all]\npre-cluster-threshold=0.5\n",
+            fixture("yolov8_constant.onnx").display(),
+            library().file_name().unwrap().to_string_lossy()
+        ),
+    )
+    .unwrap();
+    let from_file = run("smpte", &format!("config-file-path={}", quoted(&config))).unwrap();
+    assert_eq!(summary(&from_file), summary(&built_in));
+}
+
+#[test]
+fn parser_results_are_clipped_to_the_network_and_unknown_classes_dropped() {
+    let objects = yolov8(&with_parser("NvDsInferParseOutOfRange")).unwrap();
+    // Left 54 and 30 wide on a 64-pixel network: clipped at 64, then doubled to the frame.
+    assert_eq!(
+        summary(&objects),
+        vec![(0, 0.9, BBox::new(108.0, 8.0, 20.0, 40.0))],
+        "class 7 is beyond num-detected-classes=2"
+    );
+}
+
+#[test]
+fn bad_parser_libraries_and_failing_parsers_are_clear_errors() {
+    let err =
+        yolov8("custom-lib-path=/nonexistent/libparser.so parse-bbox-func-name=F").unwrap_err();
+    assert!(
+        err.contains("/nonexistent/libparser.so") && err.contains("no such file"),
+        "{err}"
+    );
+    let not_a_library = fixture("yolov8_constant.onnx");
+    let err = yolov8(&format!(
+        "custom-lib-path={} parse-bbox-func-name=F",
+        quoted(&not_a_library)
+    ))
+    .unwrap_err();
+    assert!(err.contains("cannot load it"), "{err}");
+    let err = yolov8(&with_parser("NvDsInferParseNothing")).unwrap_err();
+    assert!(
+        err.contains("has no function \"NvDsInferParseNothing\" (parse-bbox-func-name)"),
+        "{err}"
+    );
+    let err = yolov8(&with_parser("NvDsInferParseFails")).unwrap_err();
+    assert!(
+        err.contains("NvDsInferParseFails") && err.contains("returned false"),
+        "{err}"
+    );
+    let err = yolov8(&with_parser("NvDsInferParseThrows")).unwrap_err();
+    assert!(err.contains("threw: the fixture parser gives up"), "{err}");
+    let err = yolov8(&format!("custom-lib-path={}", quoted(library()))).unwrap_err();
+    assert!(err.contains("no parser function is named"), "{err}");
+    let err = yolov8(&format!(
+        "{} output-parser=yolov8",
+        with_parser("NvDsInferParseYoloV8")
+    ))
+    .unwrap_err();
+    assert!(err.contains("leave output-parser at auto"), "{err}");
+}
+
+#[test]
+fn a_classifier_parser_library_labels_the_frame() {
+    let objects = run(
+        "red",
+        &format!(
+            "onnx-file={} network-type=classifier net-scale-factor=0.00392156863 \
+             gie-unique-id=3 custom-lib-path={} parse-classifier-func-name=NvDsInferClassifyChannel",
+            quoted(&fixture("f16_channel_mean.onnx")),
+            quoted(library())
+        ),
+    )
+    .unwrap();
+    let [object] = &objects[..] else {
+        panic!("{objects:?}")
+    };
+    let [c] = &object.classifications[..] else {
+        panic!("{object:?}")
+    };
+    assert_eq!((c.component_id, c.class_id, &*c.label), (3, 0, "reddish"));
+    assert!((c.prob - 1.0).abs() < 1e-3, "{}", c.prob);
+}
