@@ -284,6 +284,8 @@ mod tests {
             confidence,
             bbox,
             landmarks: Vec::new(),
+            coefficients: Vec::new(),
+            mask: None,
         }
     }
 

@@ -53,6 +53,12 @@ pub enum NetworkType {
     Detector = 0,
     #[enum_value(name = "Classifier", nick = "classifier")]
     Classifier = 1,
+    /// A class per pixel: `[N,C,H,W]` scores become the frame's class map.
+    #[enum_value(name = "Semantic segmentation", nick = "segmentation")]
+    Segmentation = 2,
+    /// A detector whose objects carry instance masks (YOLOv8-seg, or an instance-mask parser).
+    #[enum_value(name = "Instance segmentation", nick = "instance-segmentation")]
+    InstanceSegmentation = 3,
     /// No parser: the raw outputs are attached to the objects (`output-tensor-meta`), e.g. the
     /// appearance embeddings of a re-identification model.
     #[enum_value(name = "Other: raw output tensors only", nick = "other")]
@@ -170,6 +176,17 @@ pub enum ParserKind {
         nick = "custom"
     )]
     Custom = 12,
+    #[enum_value(
+        name = "YOLOv8-seg: [N,4+C+M,B] rows and [N,M,h,w] prototype masks",
+        nick = "yolov8-seg"
+    )]
+    YoloV8Seg = 13,
+    /// Semantic segmentation (network-type segmentation): `[N,C,H,W]` class scores.
+    #[enum_value(
+        name = "Semantic segmentation: [N,C,H,W] scores",
+        nick = "segmentation"
+    )]
+    Segmentation = 14,
 }
 
 /// nvinfer `cluster-mode`: how the raw detections of each class become objects.
@@ -418,6 +435,9 @@ pub struct InferConfig {
     pub custom_lib_path: Option<PathBuf>,
     pub custom_parser: Option<(crate::custom::CustomKind, String)>,
     pub classifier_threshold: f32,
+    /// Segmentation: the least score of a pixel's class (semantic), the least mask value of an
+    /// object's pixel (instance masks).
+    pub segmentation_threshold: f32,
     pub classifier_softmax: Softmax,
     pub class_attrs: ClassAttrsTable,
     pub process_mode: ProcessMode,
@@ -521,6 +541,7 @@ impl Default for InferConfig {
             custom_lib_path: None,
             custom_parser: None,
             classifier_threshold: 0.0,
+            segmentation_threshold: 0.5,
             classifier_softmax: Softmax::Auto,
             class_attrs: ClassAttrsTable::default(),
             process_mode: ProcessMode::Primary,
@@ -642,13 +663,16 @@ impl InferConfig {
                 self.network_type = match ini.value::<u32>(e)? {
                     0 => NetworkType::Detector,
                     1 => NetworkType::Classifier,
+                    2 => NetworkType::Segmentation,
+                    3 => NetworkType::InstanceSegmentation,
                     100 => NetworkType::Other,
                     other => {
                         return Err(ini.error(
                             e,
                             format_args!(
                                 "network-type {other} is not supported (0 = detector, \
-                                 1 = classifier, 100 = other: raw tensors only)"
+                                 1 = classifier, 2 = segmentation, 3 = instance segmentation, \
+                                 100 = other: raw tensors only)"
                             ),
                         ));
                     }
@@ -731,6 +755,7 @@ impl InferConfig {
                 }
             }
             "classifier-threshold" => self.classifier_threshold = ini.value(e)?,
+            "segmentation-threshold" => self.segmentation_threshold = ini.value(e)?,
             "classifier-softmax" => self.classifier_softmax = enum_value(ini, e)?,
             "process-mode" => self.process_mode = enum_value(ini, e)?,
             "operate-on-gie-id" => {
@@ -798,6 +823,11 @@ impl InferConfig {
                 );
             }
         }
+        if secondary && self.network_type == NetworkType::Segmentation {
+            return Err("network-type segmentation gives a class map per frame: it needs \
+                        process-mode=primary"
+                .into());
+        }
         match (&self.custom_lib_path, &self.custom_parser) {
             (Some(_), None) => {
                 return Err(
@@ -825,7 +855,10 @@ impl InferConfig {
                 }
                 let fits = match kind {
                     CustomKind::Classifier => self.network_type == NetworkType::Classifier,
-                    _ => self.network_type == NetworkType::Detector,
+                    CustomKind::Detector => self.network_type == NetworkType::Detector,
+                    CustomKind::InstanceMask => {
+                        self.network_type == NetworkType::InstanceSegmentation
+                    }
                 };
                 if !fits {
                     return Err(format!(
@@ -913,6 +946,9 @@ impl InferConfig {
                 | "parse-bbox-instance-mask-func-name"
                 | "parse-classifier-func-name" => self.custom_parser = props.custom_parser.clone(),
                 "classifier-threshold" => self.classifier_threshold = props.classifier_threshold,
+                "segmentation-threshold" => {
+                    self.segmentation_threshold = props.segmentation_threshold
+                }
                 "classifier-softmax" => self.classifier_softmax = props.classifier_softmax,
                 "pre-cluster-threshold" => {
                     self.class_attrs.all.pre_cluster_threshold =

@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use ferrostream_core::mask::InstanceMask;
 use ferrostream_core::{AttributeValue, BBox, Classification, Object};
 
 use crate::cluster::cluster;
@@ -694,7 +695,7 @@ impl Inference {
                         .copied()
                         .ok_or("no letterbox for a region")?;
                     results.push(ItemResult {
-                        objects: self.objects_from_detections(lb, w, h)?,
+                        objects: self.objects_from_detections(lb, w, h, None)?,
                         ..ItemResult::default()
                     });
                 }
@@ -760,7 +761,10 @@ impl Inference {
             }
             OutputParser::Custom(_) => {
                 self.custom_detections(slot)?;
-                result.objects = self.objects_from_detections(lb, frame_w, frame_h)?;
+                result.objects = self.objects_from_detections(lb, frame_w, frame_h, None)?;
+            }
+            OutputParser::Segmentation { output } => {
+                result.segmentation = Some(self.class_map(*output, slot, lb)?);
             }
             OutputParser::Classifier { .. } => {
                 result.classifications = parser
@@ -804,7 +808,8 @@ impl Inference {
         let found = custom.detect(&mut self.outputs, slot, net, &pre, &post)?;
         let (w, h) = (net.0 as f32, net.1 as f32);
         self.detections.clear();
-        for (mut d, _mask) in found {
+        let threshold = self.config.segmentation_threshold;
+        for (mut d, mask) in found {
             let Some(a) = self.class_attrs.get(d.class_id as usize) else {
                 continue; // a class beyond num-detected-classes
             };
@@ -816,6 +821,10 @@ impl Inference {
                 b.right().clamp(left, w),
                 b.bottom().clamp(top, h),
             );
+            d.mask = mask.map(|m| {
+                let mask = InstanceMask::from_values(m.width, m.height, &m.values, threshold);
+                crate::masks::moved(&mask, b, d.bbox)
+            });
             if d.confidence >= a.pre_cluster_threshold && a.size_ok(d.bbox.width, d.bbox.height) {
                 self.detections.push(d);
             }
@@ -873,16 +882,92 @@ impl Inference {
             &attrs_of,
             &mut self.detections,
         )?;
-        self.objects_from_detections(lb, frame_w, frame_h)
+        self.objects_from_detections(lb, frame_w, frame_h, Some(slot))
+    }
+
+    /// The class map of slot `slot` from semantic segmentation output `output`, cropped to the
+    /// cells that cover the frame (not the letterbox padding).
+    fn class_map(
+        &self,
+        output: usize,
+        slot: usize,
+        lb: Letterbox,
+    ) -> Result<ferrostream_core::mask::ClassMap, String> {
+        let o = &self.outputs[output];
+        let [n, classes, h, w] = o.shape[..] else {
+            return Err(format!(
+                "segmentation output {} {:?} is not [N,C,H,W]",
+                o.name, o.shape
+            ));
+        };
+        if slot >= n {
+            return Err(format!(
+                "segmentation output {} {:?} has no item {slot}",
+                o.name, o.shape
+            ));
+        }
+        let (net_w, net_h) = (self.network.width as f32, self.network.height as f32);
+        let (sx, sy) = (w as f32 / net_w, h as f32 / net_h);
+        let x0 = (lb.pad_x as f32 * sx).floor() as usize;
+        let y0 = (lb.pad_y as f32 * sy).floor() as usize;
+        let x1 = (((lb.pad_x + lb.content_w) as f32 * sx).ceil() as usize).min(w);
+        let y1 = (((lb.pad_y + lb.content_h) as f32 * sy).ceil() as usize).min(h);
+        let region = (
+            x0,
+            y0,
+            x1.saturating_sub(x0).max(1),
+            y1.saturating_sub(y0).max(1),
+        );
+        Ok(crate::masks::class_map(
+            o.item(slot),
+            (classes, h, w),
+            region,
+            self.config.segmentation_threshold,
+            self.config.gie_unique_id,
+        ))
+    }
+
+    /// YOLOv8-seg: the instance mask of every clustered detection, from the prototype masks
+    /// of slot `slot`.
+    fn prototype_masks(&mut self, protos: usize, slot: usize) -> Result<(), String> {
+        let p = &self.outputs[protos];
+        let [n, masks, h, w] = p.shape[..] else {
+            return Err(format!(
+                "prototype masks {} {:?} are not [N,M,h,w]",
+                p.name, p.shape
+            ));
+        };
+        if slot >= n {
+            return Err(format!(
+                "prototype masks {} {:?} have no item {slot}",
+                p.name, p.shape
+            ));
+        }
+        let data = p.item(slot);
+        let net = (self.network.width, self.network.height);
+        let threshold = self.config.segmentation_threshold;
+        for d in &mut self.detections {
+            d.mask = Some(crate::masks::from_prototypes(
+                &d.coefficients,
+                data,
+                (masks, h, w),
+                net,
+                d.bbox,
+                threshold,
+            ));
+        }
+        Ok(())
     }
 
     /// Clusters `self.detections` and maps them to the pixels of a `frame_w` x `frame_h` frame
-    /// through `lb`. A guessed parser's first detections are checked first.
+    /// through `lb`. A guessed parser's first detections are checked first; YOLOv8-seg masks
+    /// are made for what clustering kept, from the prototypes of slot `slot`.
     fn objects_from_detections(
         &mut self,
         lb: Letterbox,
         frame_w: u32,
         frame_h: u32,
+        slot: Option<usize>,
     ) -> Result<Vec<Object>, String> {
         self.check_guess()?;
         let component = self.config.gie_unique_id;
@@ -890,9 +975,15 @@ impl Inference {
         let all = self.config.class_attrs.all;
         let attrs_of = |class: u32| attrs.get(class as usize).copied().unwrap_or(all);
         cluster(&mut self.detections, self.config.cluster_mode, &attrs_of);
+        if let (Some(slot), Some(&OutputParser::YoloV8Seg { protos, .. })) =
+            (slot, self.parser.as_ref())
+        {
+            self.prototype_masks(protos, slot)?;
+        }
         let mut objects = Vec::with_capacity(self.detections.len());
         for d in &self.detections {
-            let bbox = lb.to_source(d.bbox).clipped(frame_w as f32, frame_h as f32);
+            let full = lb.to_source(d.bbox);
+            let bbox = full.clipped(frame_w as f32, frame_h as f32);
             if bbox.area() <= 0.0 {
                 continue;
             }
@@ -916,6 +1007,7 @@ impl Inference {
                     .attributes
                     .insert("landmarks".into(), AttributeValue::Floats(points));
             }
+            object.mask = d.mask.as_ref().map(|m| crate::masks::moved(m, full, bbox));
             objects.push(object);
         }
         Ok(objects)
@@ -932,6 +1024,8 @@ pub struct ItemResult {
     pub objects: Vec<Object>,
     /// With `output-tensor-meta`: each parsed output's values for this item, by output name.
     pub tensors: Vec<(Arc<str>, Vec<f32>)>,
+    /// A semantic segmentation's class map over the frame.
+    pub segmentation: Option<ferrostream_core::mask::ClassMap>,
 }
 
 impl ItemResult {

@@ -8,6 +8,7 @@ pub mod engine;
 pub mod gpu;
 pub mod inference;
 pub mod labels;
+pub mod masks;
 pub mod parse;
 pub mod preprocess;
 pub mod rstrtinfer;

@@ -167,3 +167,33 @@ fn a_classifier_parser_library_labels_the_frame() {
     assert_eq!((c.component_id, c.class_id, &*c.label), (3, 0, "reddish"));
     assert!((c.prob - 1.0).abs() < 1e-3, "{}", c.prob);
 }
+
+#[test]
+fn an_instance_mask_parser_library_gives_objects_their_masks() {
+    let objects = yolov8(&format!(
+        "network-type=instance-segmentation custom-lib-path={} \
+         parse-bbox-instance-mask-func-name=NvDsInferParseMask num-detected-classes=2",
+        quoted(library())
+    ))
+    .unwrap();
+    let [object] = &objects[..] else {
+        panic!("{objects:?}")
+    };
+    assert_eq!(
+        (object.class_id, object.detector_bbox),
+        (1, BBox::new(16.0, 16.0, 64.0, 32.0))
+    );
+    let mask = object.mask.as_ref().expect("the parser's mask");
+    assert_eq!((mask.width, mask.height), (4, 2));
+    assert_eq!(
+        mask.cells(),
+        vec![true, false, true, false, false, true, false, true]
+    );
+    // A mask parser needs network-type instance-segmentation, as in nvinfer.
+    let err = yolov8(&format!(
+        "custom-lib-path={} parse-bbox-instance-mask-func-name=NvDsInferParseMask",
+        quoted(library())
+    ))
+    .unwrap_err();
+    assert!(err.contains("does not fit network-type"), "{err}");
+}

@@ -264,3 +264,61 @@ fn yolox_grid_offsets_are_decoded_per_stride() {
     let err = run_fixture("yolox_raw.onnx", "output-parser=yolox yolox-strides=8;16").unwrap_err();
     assert!(err.contains("yolox-strides"), "{err}");
 }
+
+#[test]
+fn yolov8_seg_masks_cover_what_the_prototypes_say() {
+    let (objects, said) = run_fixture("yolov8_seg_constant.onnx", "pre-cluster-threshold=0.5")
+        .expect("YOLOv8-seg runs");
+    assert!(
+        said[0].contains("YOLOv8-seg"),
+        "guessed from the two outputs: {said:?}"
+    );
+    assert_eq!(summary(&objects), vec![(0, 0.9), (1, 0.8)]);
+    assert_box(objects[0].detector_bbox, BBox::new(0.0, 0.0, 64.0, 128.0));
+    assert_box(objects[1].detector_bbox, BBox::new(64.0, 0.0, 64.0, 128.0));
+    // Prototypes at a quarter of the network's resolution: 8x16 cells over each box.
+    let whole = objects[0].mask.as_ref().expect("a mask");
+    assert_eq!((whole.width, whole.height, whole.area()), (8, 16, 128));
+    let top = objects[1].mask.as_ref().expect("a mask");
+    assert_eq!((top.width, top.height, top.area()), (8, 16, 64));
+    assert!(top.cells()[..64].iter().all(|&c| c), "the top half");
+}
+
+#[test]
+fn semantic_segmentation_gives_the_frame_a_class_map() {
+    let source = "videotestsrc num-buffers=1 ! video/x-raw,format=RGB,width=128,height=128";
+    let out = run_pipeline(
+        &format!(
+            "{source} ! rstrtinfer onnx-file={} network-type=segmentation gie-unique-id=4 \
+             ! appsink name=sink",
+            quoted(&fixture("segmentation_constant.onnx"))
+        ),
+        TIMEOUT,
+    )
+    .unwrap();
+    let frame = &out.frames[0];
+    assert!(frame.objects.is_empty());
+    let map = frame.segmentation.as_ref().expect("a class map");
+    assert_eq!(
+        (map.width, map.height, map.classes, map.component_id),
+        (4, 4, 3, 4)
+    );
+    #[rustfmt::skip]
+    let expected = vec![
+        0, 0, 2, 2,
+        0, 0, 2, 2,
+        0, 0, -1, -1,
+        0, 0, -1, -1,
+    ];
+    assert_eq!(map.cells(), expected);
+    let err = run_pipeline(
+        &format!(
+            "{source} ! rstrtinfer onnx-file={} network-type=segmentation output-parser=ssd \
+             ! appsink name=sink",
+            quoted(&fixture("segmentation_constant.onnx"))
+        ),
+        TIMEOUT,
+    )
+    .unwrap_err();
+    assert!(err.contains("network-type segmentation"), "{err}");
+}

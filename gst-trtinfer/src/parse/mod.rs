@@ -54,6 +54,11 @@ pub struct Detection {
     pub bbox: BBox,
     /// Landmark points as x,y pairs in network pixels (CenterFace: eyes, nose, mouth corners).
     pub landmarks: Vec<f32>,
+    /// Mask coefficients (YOLOv8-seg), turned into `mask` once the detection survives
+    /// clustering.
+    pub coefficients: Vec<f32>,
+    /// The instance mask over `bbox`.
+    pub mask: Option<ferrostream_core::mask::InstanceMask>,
 }
 
 /// The parser for one model, with the index of each output it reads.
@@ -116,6 +121,17 @@ pub enum OutputParser {
     },
     /// An nvinfer custom parser library, called by [`crate::inference::Inference`].
     Custom(crate::custom::CustomKind),
+    /// YOLOv8-seg: `[N,4+C+M,B]` rows (cx,cy,w,h in network pixels, C class scores, M mask
+    /// coefficients) and `[N,M,h,w]` prototype masks over the network input.
+    YoloV8Seg {
+        output: usize,
+        protos: usize,
+    },
+    /// Semantic segmentation: `[N,C,H,W]` class scores (`[N,1,H,W]`: one class against the
+    /// background) over the network input.
+    Segmentation {
+        output: usize,
+    },
     /// No parsing (network-type other): the outputs themselves are the result.
     Tensors,
 }
@@ -161,6 +177,22 @@ impl OutputParser {
             _ => {}
         }
         let kind = match (kind, network_type) {
+            (ParserKind::Auto | ParserKind::Segmentation, NetworkType::Segmentation) => {
+                return select_segmentation(outputs);
+            }
+            (kind, NetworkType::Segmentation) => {
+                return Err(format!(
+                    "network-type segmentation takes output-parser auto or segmentation, not \
+                     {kind:?}"
+                ));
+            }
+            (ParserKind::Segmentation, network_type) => {
+                return Err(format!(
+                    "output-parser segmentation needs network-type segmentation, not \
+                     {network_type:?}"
+                ));
+            }
+            (ParserKind::Auto, NetworkType::InstanceSegmentation) => ParserKind::YoloV8Seg,
             (ParserKind::Auto, NetworkType::Classifier) => ParserKind::Classifier,
             (ParserKind::Auto, NetworkType::Detector) => guess(outputs, settings)?,
             (kind, _) => kind,
@@ -185,6 +217,8 @@ impl OutputParser {
             ParserKind::EndToEnd => select_end_to_end(outputs, settings)?,
             ParserKind::BoxesScoresLabels => select_boxes_scores_labels(outputs, settings)?,
             ParserKind::Yolox => select_yolox(outputs, settings)?,
+            ParserKind::YoloV8Seg => select_yolov8_seg(outputs)?,
+            ParserKind::Segmentation => unreachable!("handled with network-type segmentation"),
             ParserKind::Custom => {
                 return Err("output-parser custom is chosen by custom-lib-path and a \
                             parse-*-func-name key, not set by itself"
@@ -294,6 +328,13 @@ impl OutputParser {
                 softmax,
             },
             OutputParser::Custom(kind) => OutputParser::Custom(kind),
+            OutputParser::YoloV8Seg { output, protos } => OutputParser::YoloV8Seg {
+                output: m(output),
+                protos: m(protos),
+            },
+            OutputParser::Segmentation { output } => {
+                OutputParser::Segmentation { output: m(output) }
+            }
             OutputParser::Tensors => OutputParser::Tensors,
         }
     }
@@ -311,6 +352,8 @@ impl OutputParser {
             OutputParser::CenterFace { .. } => ParserKind::CenterFace,
             OutputParser::Classifier { .. } => ParserKind::Classifier,
             OutputParser::Custom(_) => ParserKind::Custom,
+            OutputParser::YoloV8Seg { .. } => ParserKind::YoloV8Seg,
+            OutputParser::Segmentation { .. } => ParserKind::Segmentation,
             OutputParser::Tensors => ParserKind::None,
         }
     }
@@ -331,6 +374,12 @@ impl OutputParser {
             OutputParser::Detr { output } => dim(output, 1).map(|d| d.saturating_sub(4)),
             OutputParser::CenterFace { .. } => Some(1),
             OutputParser::Classifier { output, .. } => dim(output, 0),
+            OutputParser::YoloV8Seg { output, protos } => {
+                let rows = dim(output, 0)?;
+                let masks = dim(protos, 0)?;
+                rows.checked_sub(4 + masks)
+            }
+            OutputParser::Segmentation { output } => dim(output, 0),
             OutputParser::Custom(_) | OutputParser::Tensors => None,
         }
     }
@@ -459,6 +508,9 @@ impl OutputParser {
             | OutputParser::BoxesScoresLabels { .. }
             | OutputParser::Classifier { .. }
             | OutputParser::Custom(_)
+            // Prototype masks are needed whole, with the rows.
+            | OutputParser::YoloV8Seg { .. }
+            | OutputParser::Segmentation { .. }
             | OutputParser::Tensors => return None,
         })
     }
@@ -487,7 +539,12 @@ impl OutputParser {
                     confidence,
                     bbox,
                     landmarks,
+                    coefficients: Vec::new(),
+                    mask: None,
                 });
+                true
+            } else {
+                false
             }
         };
         match *self {
@@ -569,6 +626,8 @@ impl OutputParser {
             | OutputParser::BoxesScoresLabels { .. }
             | OutputParser::Classifier { .. }
             | OutputParser::Custom(_)
+            | OutputParser::YoloV8Seg { .. }
+            | OutputParser::Segmentation { .. }
             | OutputParser::Tensors => {}
         }
     }
@@ -602,6 +661,8 @@ impl OutputParser {
                     confidence,
                     bbox,
                     landmarks: Vec::new(),
+                    coefficients: Vec::new(),
+                    mask: None,
                 });
             }
         };
@@ -680,6 +741,53 @@ impl OutputParser {
                 Err("network-type other produces raw tensors, not detections".into())
             }
             OutputParser::Custom(_) => Err("a custom parser runs in its library".into()),
+            OutputParser::Segmentation { .. } => {
+                Err("semantic segmentation gives a class map, not detections".into())
+            }
+            OutputParser::YoloV8Seg { output, protos } => {
+                let (o, p) = (&outputs[*output], &outputs[*protos]);
+                let (rows, anchors) = match o.shape[..] {
+                    [_, rows, anchors] => (rows, anchors),
+                    _ => return Err(format!("YOLOv8-seg rows {:?} are not [N,R,B]", o.shape)),
+                };
+                let masks = p.shape.get(1).copied().unwrap_or(0);
+                let classes = rows
+                    .checked_sub(4 + masks)
+                    .filter(|&c| c > 0)
+                    .ok_or_else(|| {
+                        format!(
+                            "YOLOv8-seg rows {:?} leave no class scores beside {masks} mask \
+                         coefficients",
+                            o.shape
+                        )
+                    })?;
+                let data = item_of(o, item)?;
+                let at = |r: usize, a: usize| data[r * anchors + a];
+                for a in 0..anchors {
+                    let (mut best, mut score) = (0, f32::MIN);
+                    for c in 0..classes {
+                        let v = at(4 + c, a);
+                        if v > score {
+                            (best, score) = (c, v);
+                        }
+                    }
+                    let bbox = centre_box(at(0, a), at(1, a), at(2, a), at(3, a));
+                    let a_attrs = attrs(best as u32);
+                    if score >= a_attrs.pre_cluster_threshold
+                        && a_attrs.size_ok(bbox.width, bbox.height)
+                    {
+                        out.push(Detection {
+                            class_id: best as u32,
+                            confidence: score,
+                            bbox,
+                            landmarks: Vec::new(),
+                            coefficients: (0..masks).map(|k| at(4 + classes + k, a)).collect(),
+                            mask: None,
+                        });
+                    }
+                }
+                Ok(())
+            }
             _ => {
                 let shapes: Vec<&[usize]> = outputs.iter().map(|o| o.shape.as_slice()).collect();
                 let layout = self
@@ -888,6 +996,8 @@ impl OutputParser {
             }
             OutputParser::Yolox { strides, .. } => format!("YOLOX, strides {strides:?}"),
             OutputParser::Custom(kind) => format!("custom parser ({})", kind.key()),
+            OutputParser::YoloV8Seg { .. } => "YOLOv8-seg".into(),
+            OutputParser::Segmentation { .. } => "semantic segmentation".into(),
             other => format!("{:?}", other.kind()),
         }
     }
@@ -1202,6 +1312,14 @@ fn guess(outputs: &[TensorInfo], settings: &ParserSettings) -> Result<ParserKind
     if select_centerface(outputs).is_ok() {
         return Ok(ParserKind::CenterFace);
     }
+    if select_yolov8_seg(outputs).is_ok_and(|_| {
+        // Rows and masks of known sizes only: a guess on unknown shapes waits for real ones.
+        outputs
+            .iter()
+            .all(|o| o.dims.iter().skip(1).all(Option::is_some))
+    }) {
+        return Ok(ParserKind::YoloV8Seg);
+    }
     if select_ssd(outputs, BoxFormat::Yxyx).is_ok() {
         return Ok(ParserKind::Ssd);
     }
@@ -1349,6 +1467,39 @@ fn select_yolox(outputs: &[TensorInfo], settings: &ParserSettings) -> Result<Out
             strides: settings.yolox_strides.clone(),
         }),
         _ => Err(format!("YOLOX expects [N,A,5+C], found {o}")),
+    }
+}
+
+fn select_yolov8_seg(outputs: &[TensorInfo]) -> Result<OutputParser, String> {
+    let seg = || -> Option<OutputParser> {
+        let [a, b] = outputs else { return None };
+        let (output, protos) = match (item_dims(a).len(), item_dims(b).len()) {
+            (2, 3) => (0, 1),
+            (3, 2) => (1, 0),
+            _ => return None,
+        };
+        let rows = item_dims(&outputs[output])[0];
+        let masks = item_dims(&outputs[protos])[0];
+        match (rows, masks) {
+            (Some(r), Some(m)) if r <= 4 + m => None,
+            _ => Some(OutputParser::YoloV8Seg { output, protos }),
+        }
+    };
+    seg().ok_or_else(|| {
+        format!(
+            "YOLOv8-seg expects rows [N,4+C+M,B] and prototype masks [N,M,h,w]; found {}",
+            describe(outputs)
+        )
+    })
+}
+
+fn select_segmentation(outputs: &[TensorInfo]) -> Result<OutputParser, String> {
+    match outputs {
+        [o] if item_dims(o).len() == 3 => Ok(OutputParser::Segmentation { output: 0 }),
+        _ => Err(format!(
+            "semantic segmentation expects one output of class scores [N,C,H,W]; found {}",
+            describe(outputs)
+        )),
     }
 }
 

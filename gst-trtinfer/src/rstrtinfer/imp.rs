@@ -524,6 +524,14 @@ impl ObjectImpl for TrtInfer {
                     .default_value(d.classifier_threshold)
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecFloat::builder("segmentation-threshold")
+                    .nick("Segmentation threshold")
+                    .blurb("Least score of a pixel's class, or mask value of an object's pixel")
+                    .minimum(0.0)
+                    .maximum(1.0)
+                    .default_value(d.segmentation_threshold)
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecEnum::builder_with_default(
                     "classifier-softmax",
                     d.classifier_softmax,
@@ -771,6 +779,9 @@ impl ObjectImpl for TrtInfer {
                 p.class_attrs.all.nms_iou_threshold = value.get().expect("type checked upstream")
             }
             "topk" => p.class_attrs.all.topk = value.get().expect("type checked upstream"),
+            "segmentation-threshold" => {
+                p.segmentation_threshold = value.get().expect("type checked upstream")
+            }
             "classifier-threshold" => {
                 p.classifier_threshold = value.get().expect("type checked upstream")
             }
@@ -881,6 +892,7 @@ impl ObjectImpl for TrtInfer {
             "nms-iou-threshold" => p.class_attrs.all.nms_iou_threshold.to_value(),
             "topk" => p.class_attrs.all.topk.to_value(),
             "classifier-threshold" => p.classifier_threshold.to_value(),
+            "segmentation-threshold" => p.segmentation_threshold.to_value(),
             "classifier-softmax" => p.classifier_softmax.to_value(),
             "process-mode" => p.process_mode.to_value(),
             "network-mode" => p.tensorrt.network_mode.to_value(),
@@ -1632,7 +1644,10 @@ fn attach_primary(
     let Some(results) = results else {
         return;
     };
-    for (frame, result) in batch.frames.iter_mut().zip(results) {
+    for (frame, mut result) in batch.frames.iter_mut().zip(results) {
+        if let Some(map) = result.segmentation.take() {
+            frame.segmentation = Some(map);
+        }
         let objects = result.into_frame_objects(frame.width, frame.height);
         gst::log!(
             CAT,

@@ -123,6 +123,8 @@ pub struct Object {
     pub parent: Option<u32>,
     pub classifications: Vec<Classification>,
     pub attributes: BTreeMap<String, AttributeValue>,
+    /// The object's instance mask, laid over `detector_bbox` (instance segmentation).
+    pub mask: Option<crate::mask::InstanceMask>,
 }
 
 impl Object {
@@ -147,6 +149,7 @@ impl Object {
             parent: None,
             classifications: Vec::new(),
             attributes: BTreeMap::new(),
+            mask: None,
         }
     }
 
@@ -186,6 +189,8 @@ pub struct Frame {
     pub objects: Vec<Object>,
     /// Tracker ids of the targets that ended in this frame.
     pub terminated_ids: Vec<u64>,
+    /// The frame's class map (semantic segmentation), stretched over the whole frame.
+    pub segmentation: Option<crate::mask::ClassMap>,
 }
 
 impl Frame {

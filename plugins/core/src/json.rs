@@ -10,8 +10,13 @@
 //! ```
 //!
 //! `bbox` is the box to show (the tracker's when a tracker ran, else the detector's), in pixels
-//! of the frame. Added fields: `pad_index`, `source_width`, `source_height`, `components_run`, `terminated_ids`, and per object
-//! `detector_bbox`, `tracker_bbox`, `tracker_confidence`, `tracker_age`, `parent`.
+//! of the frame. Added fields: `pad_index`, `source_width`, `source_height`, `components_run`,
+//! `terminated_ids`, `segmentation` (a semantic segmentation's class map: `width` x `height`
+//! cells stretched over the frame, row by row as `[class, count]` runs, class -1 where none),
+//! and per object `detector_bbox`, `tracker_bbox`, `tracker_confidence`, `tracker_age`,
+//! `parent`, `mask` (an instance mask: `width` x `height` cells stretched over
+//! `detector_bbox`, row by row as run lengths alternating outside and inside, starting outside).
+//! `segmentation` and `mask` are left out when absent.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -20,6 +25,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::analytics::{AttributeValue, BBox, Classification, Frame, Object};
+use crate::mask::{ClassMap, InstanceMask};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FrameRecord {
@@ -39,6 +45,8 @@ pub struct FrameRecord {
     pub source_width: u32,
     #[serde(default)]
     pub source_height: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segmentation: Option<ClassMap>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -61,6 +69,8 @@ pub struct ObjectRecord {
     pub tracker_age: Option<u32>,
     #[serde(default)]
     pub parent: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mask: Option<InstanceMask>,
 }
 
 impl From<&Object> for ObjectRecord {
@@ -79,6 +89,7 @@ impl From<&Object> for ObjectRecord {
             tracker_confidence: o.tracker_confidence,
             tracker_age: o.tracker_age,
             parent: o.parent,
+            mask: o.mask.clone(),
         }
     }
 }
@@ -99,6 +110,7 @@ impl From<ObjectRecord> for Object {
             parent: r.parent,
             classifications: r.classifications,
             attributes: r.attributes,
+            mask: r.mask.filter(InstanceMask::is_consistent),
         }
     }
 }
@@ -117,6 +129,7 @@ impl From<&Frame> for FrameRecord {
             terminated_ids: f.terminated_ids.clone(),
             source_width: f.source_width,
             source_height: f.source_height,
+            segmentation: f.segmentation.clone(),
         }
     }
 }
@@ -145,6 +158,7 @@ impl From<FrameRecord> for Frame {
             components_run: r.components_run,
             terminated_ids: r.terminated_ids,
             objects: r.objects.into_iter().map(Object::from).collect(),
+            segmentation: r.segmentation,
         }
     }
 }
@@ -192,7 +206,13 @@ mod tests {
             .insert("landmarks".into(), AttributeValue::Floats(vec![1.0, 2.5]));
         o.attributes
             .insert("note".into(), AttributeValue::Text("parked".into()));
+        o.mask = Some(InstanceMask::from_cells(
+            3,
+            2,
+            [false, true, true, true, true, false].into_iter(),
+        ));
         frame.objects.push(o);
+        frame.segmentation = Some(ClassMap::from_cells(4, 1, 2, 5, &[-1, 1, 1, 0]));
         let mut child = Object::new(1, "face".into(), 0.5, BBox::new(5.0, 5.0, 8.0, 8.0), 3);
         child.parent = Some(0);
         frame.objects.push(child);

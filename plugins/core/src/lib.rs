@@ -9,6 +9,7 @@ pub mod device;
 pub mod element;
 pub mod ini;
 pub mod json;
+pub mod mask;
 pub mod meta;
 pub mod metaexport;
 pub mod nvmm;
