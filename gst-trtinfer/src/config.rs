@@ -824,9 +824,11 @@ impl InferConfig {
             }
         }
         if secondary && self.network_type == NetworkType::Segmentation {
-            return Err("network-type segmentation gives a class map per frame: it needs \
+            return Err(
+                "network-type segmentation gives a class map per frame: it needs \
                         process-mode=primary"
-                .into());
+                    .into(),
+            );
         }
         match (&self.custom_lib_path, &self.custom_parser) {
             (Some(_), None) => {

@@ -276,6 +276,18 @@ fn draw(
     objects: &[Object],
     props: &[(&str, &dyn ToValue)],
 ) -> Picture {
+    let mut frame = Frame::new(0, 0, info.width(), info.height());
+    frame.objects = objects.to_vec();
+    draw_frame(info, input, frame, props)
+}
+
+/// Runs one buffer of `info` carrying `frame`'s metadata through `rsosd` with `props`.
+fn draw_frame(
+    info: &VideoInfo,
+    input: &gst::Buffer,
+    frame: Frame,
+    props: &[(&str, &dyn ToValue)],
+) -> Picture {
     init();
     let osd = gst::ElementFactory::make("rsosd").build().unwrap();
     set_properties(&osd, props);
@@ -285,8 +297,6 @@ fn draw(
     {
         let b = buffer.get_mut().unwrap();
         b.set_pts(gst::ClockTime::ZERO);
-        let mut frame = Frame::new(0, 0, info.width(), info.height());
-        frame.objects = objects.to_vec();
         BatchMeta::add(b, Batch::single(frame));
     }
     h.push(buffer).unwrap();
@@ -1180,4 +1190,64 @@ fn appearance_changes_while_playing() {
     assert_eq!(push(&mut h, 40).color(41, 80), [0, 255, 0]);
     osd.set_property("border-color", 0xff0000ffu32);
     assert_eq!(push(&mut h, 80).color(41, 80), [255, 0, 0]);
+}
+
+/// `d` with `s` blended over it at alpha `a`, as the painters round.
+fn blend(d: [u8; 3], s: [u8; 3], a: u32) -> [u8; 3] {
+    let mix = |d: u8, s: u8| ((s as u32 * a + d as u32 * (255 - a) + 127) / 255) as u8;
+    [mix(d[0], s[0]), mix(d[1], s[1]), mix(d[2], s[2])]
+}
+
+#[test]
+fn instance_masks_and_class_maps_are_tinted_cell_by_cell() {
+    use ferrostream_core::mask::{ClassMap, InstanceMask};
+    let target = Target::rgb(VideoFormat::Rgba);
+    let info = target.info(W, H);
+    let input = Picture::noise(&info, 11);
+    let before = Picture::from_buffer(&input, &info);
+    let props: &[(&str, &dyn ToValue)] = &[
+        ("display-bbox", &false),
+        ("display-text", &false),
+        ("mask-alpha", &128u32),
+        ("class-colors", &"0=#ff0000,2=#0000ff"),
+    ];
+    // A 4x2 mask over the box (40,40)-(200,120): cells of 40x40 pixels.
+    let mut o = object(0, "person", BBox::new(40.0, 40.0, 160.0, 80.0));
+    o.mask = Some(InstanceMask::from_cells(
+        4,
+        2,
+        [true, false, false, true, false, true, true, false].into_iter(),
+    ));
+    let after = draw(&info, &input, &[o], props);
+    let red = [255, 0, 0];
+    for (x, y, inside) in [
+        (45, 45, true),
+        (79, 79, true),
+        (80, 45, false),
+        (185, 60, true),
+        (100, 100, true),
+        (60, 100, false),
+        (20, 20, false),
+        (210, 60, false),
+    ] {
+        let want = if inside {
+            blend(before.color(x, y), red, 128)
+        } else {
+            before.color(x, y)
+        };
+        assert_eq!(after.color(x, y), want, "({x}, {y}) inside={inside}");
+    }
+    // A 2x1 class map over the whole frame: the left half class 2, the right half none.
+    let mut frame = Frame::new(0, 0, W, H);
+    frame.segmentation = Some(ClassMap::from_cells(2, 1, 3, 1, &[2, -1]));
+    let after = draw_frame(&info, &input, frame.clone(), props);
+    assert_eq!(
+        after.color(10, 200),
+        blend(before.color(10, 200), [0, 0, 255], 128)
+    );
+    assert_eq!(after.color(300, 10), before.color(300, 10));
+    // display-mask=false draws neither.
+    let off: &[(&str, &dyn ToValue)] = &[("display-mask", &false)];
+    let after = draw_frame(&info, &input, frame, off);
+    assert_eq!(after.color(10, 200), before.color(10, 200));
 }

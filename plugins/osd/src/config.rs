@@ -159,6 +159,8 @@ fn osd_key(file: &IniFile, entry: &Entry, s: &mut Style) -> Result<bool, ConfigE
         "blur-class-ids" => s.blur_class_ids = file.list_value(entry)?,
         "blur-mode" => s.blur_mode = parsed(file, entry, |v| v.parse())?,
         "blur-strength" => s.blur_strength = file.value(entry)?,
+        "display-mask" => s.display_mask = file.bool_value(entry)?,
+        "mask-alpha" => s.mask_alpha = file.value(entry)?,
         _ => return Ok(false),
     }
     Ok(true)

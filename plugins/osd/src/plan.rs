@@ -164,6 +164,44 @@ impl DrawList {
         }
     }
 
+    /// Fills the cells of a `cols` x `rows` grid stretched over `area` (left, top, width,
+    /// height in list pixels) that `runs` names: `(first cell, cell count, colour)` in row-major
+    /// cell order. Cell edges are rounded the same way for every run, so neighbouring cells
+    /// never overlap (a translucent colour is blended once per pixel).
+    fn cells(
+        &mut self,
+        area: (f32, f32, f32, f32),
+        (cols, rows): (u32, u32),
+        runs: impl Iterator<Item = (usize, usize, Rgba)>,
+    ) {
+        let (left, top, width, height) = area;
+        if cols == 0 || rows == 0 || !(width > 0.0 && height > 0.0) {
+            return;
+        }
+        let (cols, rows) = (cols as usize, rows as usize);
+        let edge = |origin: f32, size: f32, count: usize, i: usize| {
+            (origin + i as f32 * size / count as f32)
+                .round()
+                .clamp(i32::MIN as f32 / 2.0, i32::MAX as f32 / 2.0) as i32
+        };
+        for (start, len, color) in runs {
+            let end = (start + len).min(cols * rows);
+            let mut at = start;
+            while at < end {
+                let (row, col) = (at / cols, at % cols);
+                let stop = end.min((row + 1) * cols);
+                let rect = PixelRect::new(
+                    edge(left, width, cols, col),
+                    edge(top, height, rows, row),
+                    edge(left, width, cols, col + (stop - at)),
+                    edge(top, height, rows, row + 1),
+                );
+                self.fill(rect, color);
+                at = stop;
+            }
+        }
+    }
+
     /// A border of `width` pixels along the inside of `rect`.
     fn border(&mut self, rect: PixelRect, width: u32, color: Rgba) {
         let w = (width as i32)
@@ -341,6 +379,24 @@ impl Planner {
             scale(list.width, frame.width),
             scale(list.height, frame.height),
         );
+        let alpha = style.mask_alpha;
+        let translucent = |c: Rgba| Rgba::new(c.r, c.g, c.b, alpha);
+        if let Some(map) = frame.segmentation.as_ref().filter(|_| style.display_mask) {
+            let area = (0.0, 0.0, frame.width as f32 * sx, frame.height as f32 * sy);
+            let mut at = 0usize;
+            let runs = map.runs.iter().filter_map(|&(class, n)| {
+                let start = at;
+                at += n as usize;
+                (class >= 0).then(|| {
+                    (
+                        start,
+                        n as usize,
+                        translucent(style.class(class).border_color),
+                    )
+                })
+            });
+            list.cells(area, (map.width, map.height), runs);
+        }
         for object in &frame.objects {
             let rect = PixelRect::of_box(object, sx, sy);
             // Nothing of a box outside the frame (or empty, or not a number) is shown, not even
@@ -351,6 +407,13 @@ impl Planner {
             let class = style.class(object.class_id);
             if class.blur {
                 list.blur(rect, style.blur_mode, style.blur_strength);
+            }
+            if let Some(mask) = object.mask.as_ref().filter(|_| style.display_mask) {
+                let b = object.detector_bbox;
+                let area = (b.left * sx, b.top * sy, b.width * sx, b.height * sy);
+                let color = translucent(class.border_color);
+                let runs = mask.spans().map(|(start, len)| (start, len, color));
+                list.cells(area, (mask.width, mask.height), runs);
             }
             list.fill(rect, class.bg_color);
             if style.display_bbox {
@@ -771,5 +834,59 @@ mod tests {
         assert_eq!(text_bg.y1, 100 - 10);
         // One run for the clock, one for the source text.
         assert_eq!(list.texts.len(), 2);
+    }
+
+    #[test]
+    fn masks_and_class_maps_fill_their_cells_once() {
+        use ferrostream_core::mask::{ClassMap, InstanceMask};
+        let style = Style {
+            display_bbox: false,
+            ..boxes_only()
+        };
+        // A 4x2 mask over a 40x20 box at (10, 10): cells of 10x10 pixels.
+        let mut frame = frame_with(&[BBox::new(10.0, 10.0, 40.0, 20.0)]);
+        frame.objects[0].mask = Some(InstanceMask::from_cells(
+            4,
+            2,
+            [true, true, false, true, false, false, true, true].into_iter(),
+        ));
+        let list = plan(&style, &frame, 200, 100);
+        let rects: Vec<PixelRect> = list.fills.iter().map(|f| f.rect).collect();
+        assert_eq!(
+            rects,
+            vec![
+                PixelRect::new(10, 10, 30, 20),
+                PixelRect::new(40, 10, 50, 20),
+                PixelRect::new(30, 20, 50, 30),
+            ]
+        );
+        let colour = style.class(0).border_color;
+        assert!(
+            list.fills
+                .iter()
+                .all(|f| f.color == Rgba::new(colour.r, colour.g, colour.b, 96))
+        );
+        // Not drawn when display-mask is off.
+        let off = Style {
+            display_mask: false,
+            ..style.clone()
+        };
+        assert!(plan(&off, &frame, 200, 100).fills.is_empty());
+        // A class map over the whole 200x100 frame drawn at 400x200: 2x2 cells of 200x100.
+        let mut frame = frame_with(&[]);
+        frame.segmentation = Some(ClassMap::from_cells(2, 2, 3, 1, &[0, -1, 2, 2]));
+        let list = plan(&style, &frame, 400, 200);
+        let fills: Vec<(PixelRect, Rgba)> = list.fills.iter().map(|f| (f.rect, f.color)).collect();
+        let tint = |c: i32| {
+            let c = style.class(c).border_color;
+            Rgba::new(c.r, c.g, c.b, 96)
+        };
+        assert_eq!(
+            fills,
+            vec![
+                (PixelRect::new(0, 0, 200, 100), tint(0)),
+                (PixelRect::new(0, 100, 400, 200), tint(2)),
+            ]
+        );
     }
 }

@@ -119,6 +119,9 @@ pub struct Style {
     pub blur_all: bool,
     pub blur_mode: BlurMode,
     pub blur_strength: u32,
+    /// Draw objects' instance masks and frames' class maps, in the class colour at `mask_alpha`.
+    pub display_mask: bool,
+    pub mask_alpha: u8,
 }
 
 impl Default for Style {
@@ -146,6 +149,8 @@ impl Default for Style {
             blur_all: false,
             blur_mode: BlurMode::default(),
             blur_strength: 16,
+            display_mask: true,
+            mask_alpha: 96,
         }
     }
 }

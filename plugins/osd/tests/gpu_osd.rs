@@ -251,8 +251,23 @@ fn objects(width: u32, height: u32, count: usize, blur_every: usize, rng: &mut R
             1,
         );
         o.object_id = Some(1000 + i as u64);
+        if i % 4 == 1 {
+            // Instance masks: translucent cells over the box.
+            let (cols, rows) = (1 + rng.below(12) as u32, 1 + rng.below(12) as u32);
+            let cells: Vec<bool> = (0..cols * rows).map(|_| rng.below(2) == 1).collect();
+            o.mask = Some(ferrostream_core::mask::InstanceMask::from_cells(
+                cols,
+                rows,
+                cells.into_iter(),
+            ));
+        }
         frame.objects.push(o);
     }
+    // A class map over the frame, some cells without a class.
+    let cells: Vec<i32> = (0..8 * 6).map(|_| rng.below(4) - 1).collect();
+    frame.segmentation = Some(ferrostream_core::mask::ClassMap::from_cells(
+        8, 6, 3, 2, &cells,
+    ));
     frame
 }
 

@@ -122,6 +122,8 @@ impl Settings {
                     .into()
             }
             "blur-strength" => s.blur_strength = uint(),
+            "display-mask" => s.display_mask = boolean(),
+            "mask-alpha" => s.mask_alpha = uint().min(255) as u8,
             other => unreachable!("unknown property {other}"),
         }
         Ok(())
@@ -151,6 +153,8 @@ fn copy_property(name: &str, from: &Style, to: &mut Style) {
         "blur-class-ids" => to.blur_class_ids = from.blur_class_ids.clone(),
         "blur-mode" => to.blur_mode = from.blur_mode,
         "blur-strength" => to.blur_strength = from.blur_strength,
+        "display-mask" => to.display_mask = from.display_mask,
+        "mask-alpha" => to.mask_alpha = from.mask_alpha,
         other => unreachable!("property {other} has no style field"),
     }
 }
@@ -557,6 +561,18 @@ impl ObjectImpl for RsOsd {
                 boolean("display-bbox", "Draw the objects' boxes", d.display_bbox),
                 boolean("display-text", "Draw the objects' labels", d.display_text),
                 boolean("display-clock", "Draw the local time", d.display_clock),
+                boolean(
+                    "display-mask",
+                    "Draw the objects' instance masks and the frames' class maps",
+                    d.display_mask,
+                ),
+                uint(
+                    "mask-alpha",
+                    "Opacity of masks and class maps, 0 (none) to 255 (opaque)",
+                    0,
+                    255,
+                    u32::from(d.mask_alpha),
+                ),
                 uint(
                     "border-width",
                     "Box border width in pixels",
@@ -764,6 +780,8 @@ impl ObjectImpl for RsOsd {
                 .to_value(),
             "blur-mode" => OsdBlurMode::from(s.blur_mode).to_value(),
             "blur-strength" => s.blur_strength.to_value(),
+            "display-mask" => s.display_mask.to_value(),
+            "mask-alpha" => u32::from(s.mask_alpha).to_value(),
             "stream-priority" => settings.stream_priority.to_value(),
             "gpu-frames" => self.gpu_frames.load(Ordering::Relaxed).to_value(),
             "pixel-copies" => self.pixel_copies.load(Ordering::Relaxed).to_value(),
