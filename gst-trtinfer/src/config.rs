@@ -431,6 +431,8 @@ pub struct InferConfig {
     pub end_to_end_columns: Option<crate::parse::Columns>,
     /// Strides of a YOLOX head's grids.
     pub yolox_strides: Vec<u32>,
+    /// Detected classes left out of the results (`filter-out-class-ids`).
+    pub filter_out_class_ids: Vec<u32>,
     /// An nvinfer custom parser library and the function in it that parses the outputs.
     pub custom_lib_path: Option<PathBuf>,
     pub custom_parser: Option<(crate::custom::CustomKind, String)>,
@@ -538,6 +540,7 @@ impl Default for InferConfig {
             box_coordinates: BoxCoords::Auto,
             end_to_end_columns: None,
             yolox_strides: vec![8, 16, 32],
+            filter_out_class_ids: Vec::new(),
             custom_lib_path: None,
             custom_parser: None,
             classifier_threshold: 0.0,
@@ -742,6 +745,11 @@ impl InferConfig {
                     Some(crate::parse::Columns::parse(&e.value).map_err(|m| ini.error(e, m))?)
             }
             "custom-lib-path" => self.custom_lib_path = Some(ini.resolve_path(&e.value)),
+            "filter-out-class-ids" => self.filter_out_class_ids = ini.list_value(e)?,
+            // nvinfer needs it for instance masks; here network-type 3 implies it.
+            "output-instance-mask" => {
+                ini.bool_value(e)?;
+            }
             key @ ("parse-bbox-func-name"
             | "parse-bbox-instance-mask-func-name"
             | "parse-classifier-func-name") => {
@@ -944,6 +952,9 @@ impl InferConfig {
                 "end-to-end-columns" => self.end_to_end_columns = props.end_to_end_columns.clone(),
                 "yolox-strides" => self.yolox_strides = props.yolox_strides.clone(),
                 "custom-lib-path" => self.custom_lib_path = props.custom_lib_path.clone(),
+                "filter-out-class-ids" => {
+                    self.filter_out_class_ids = props.filter_out_class_ids.clone()
+                }
                 "parse-bbox-func-name"
                 | "parse-bbox-instance-mask-func-name"
                 | "parse-classifier-func-name" => self.custom_parser = props.custom_parser.clone(),

@@ -974,6 +974,8 @@ impl Inference {
         let attrs = &self.class_attrs;
         let all = self.config.class_attrs.all;
         let attrs_of = |class: u32| attrs.get(class as usize).copied().unwrap_or(all);
+        let filtered = &self.config.filter_out_class_ids;
+        self.detections.retain(|d| !filtered.contains(&d.class_id));
         cluster(&mut self.detections, self.config.cluster_mode, &attrs_of);
         if let (Some(slot), Some(&OutputParser::YoloV8Seg { protos, .. })) =
             (slot, self.parser.as_ref())

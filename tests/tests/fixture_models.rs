@@ -195,6 +195,16 @@ fn top_k_rows_are_end_to_end_detections_with_fixed_or_symbolic_shapes() {
         said[0].contains("box,score,class, boxes Xyxy in pixels"),
         "{said:?}"
     );
+    let (objects, _) = run_fixture(
+        "end_to_end_rows.onnx",
+        "pre-cluster-threshold=0.5 filter-out-class-ids=2",
+    )
+    .unwrap();
+    assert_eq!(
+        summary(&objects),
+        vec![(0, 0.92)],
+        "class 2 is filtered out"
+    );
     let err = run_fixture(
         "end_to_end_rows.onnx",
         "output-parser=end-to-end end-to-end-columns=box,score",

@@ -1332,14 +1332,17 @@ fn guess(outputs: &[TensorInfo], settings: &ParserSettings) -> Result<ParserKind
         }
         if let [Some(a), Some(b)] = item_dims(single) {
             // YOLOX has one row per cell of its grids; a few hundred rows of 6 or 7 values are
-            // finished detections (box, score, class, perhaps batch); else anchors: YOLOv8 puts
-            // the (few) box attributes first, YOLOv5 last.
+            // finished detections (box, score, class, perhaps batch), of more values DETR's
+            // queries; else anchors: YOLOv8 puts the (few) box attributes first, YOLOv5 (three
+            // anchors per cell: thousands of rows) last.
             return Ok(if *a == grid_cells(settings.net, &settings.yolox_strides) {
                 ParserKind::Yolox
             } else if matches!(b, 6 | 7) && *a <= 1000 {
                 ParserKind::EndToEnd
             } else if a < b {
                 ParserKind::YoloV8
+            } else if *a <= 1000 {
+                ParserKind::Detr // a few hundred queries of box and class scores
             } else {
                 ParserKind::YoloV5
             });
@@ -1697,6 +1700,23 @@ mod tests {
                 .kind(),
             ParserKind::YoloV8
         );
+        // At 640x640: the cells of YOLOX's grids, DETR's queries, finished rows.
+        let kind = |dims: &[Option<usize>]| select(&[info("out", dims)]).map(|p| p.kind());
+        assert_eq!(
+            kind(&[Some(1), Some(8400), Some(85)]),
+            Ok(ParserKind::Yolox)
+        );
+        assert_eq!(kind(&[Some(1), Some(300), Some(84)]), Ok(ParserKind::Detr));
+        assert_eq!(
+            kind(&[Some(1), Some(100), Some(6)]),
+            Ok(ParserKind::EndToEnd)
+        );
+        assert_eq!(kind(&[None, Some(7)]), Ok(ParserKind::EndToEnd));
+        let seg = [
+            info("output0", &[Some(1), Some(116), Some(8400)]),
+            info("output1", &[Some(1), Some(32), Some(160), Some(160)]),
+        ];
+        assert_eq!(select(&seg).unwrap().kind(), ParserKind::YoloV8Seg);
         let err = select(&[info("a", &[None, Some(3), Some(4), Some(5), Some(6)])]).unwrap_err();
         assert!(err.contains("set output-parser"), "{err}");
     }

@@ -48,6 +48,7 @@ struct Settings {
     infer_dims_text: String,
     columns_text: String,
     strides_text: String,
+    filter_text: String,
     class_ids_text: String,
     threads: u32,
     /// CUDA stream priority of the GPU pre-processing (0 default, lower is more urgent).
@@ -151,6 +152,10 @@ impl TrtInfer {
                 crate::parse::Columns::parse(&settings.columns_text)
                     .map_err(|m| settings_error(format!("property end-to-end-columns: {m}")))?,
             );
+        }
+        if settings.set.contains("filter-out-class-ids") {
+            props.filter_out_class_ids = parse_list::<u32>(&settings.filter_text)
+                .map_err(|m| settings_error(format!("property filter-out-class-ids: {m}")))?;
         }
         if settings.set.contains("yolox-strides") {
             props.yolox_strides = parse_list::<u32>(&settings.strides_text)
@@ -489,6 +494,11 @@ impl ObjectImpl for TrtInfer {
                      (empty: guessed from the row width)",
                 ),
                 string_prop(
+                    "filter-out-class-ids",
+                    "Classes left out",
+                    "Detected classes left out of the results, ';'-separated",
+                ),
+                string_prop(
                     "yolox-strides",
                     "YOLOX strides",
                     "Strides of a YOLOX head's grids, ';'-separated (default 8;16;32)",
@@ -771,6 +781,7 @@ impl ObjectImpl for TrtInfer {
             }
             "end-to-end-columns" => s.columns_text = text(),
             "yolox-strides" => s.strides_text = text(),
+            "filter-out-class-ids" => s.filter_text = text(),
             "pre-cluster-threshold" => {
                 p.class_attrs.all.pre_cluster_threshold =
                     value.get().expect("type checked upstream")
@@ -888,6 +899,7 @@ impl ObjectImpl for TrtInfer {
             "box-coordinates" => p.box_coordinates.to_value(),
             "end-to-end-columns" => s.columns_text.to_value(),
             "yolox-strides" => s.strides_text.to_value(),
+            "filter-out-class-ids" => s.filter_text.to_value(),
             "pre-cluster-threshold" => p.class_attrs.all.pre_cluster_threshold.to_value(),
             "nms-iou-threshold" => p.class_attrs.all.nms_iou_threshold.to_value(),
             "topk" => p.class_attrs.all.topk.to_value(),
