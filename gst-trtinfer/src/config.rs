@@ -290,6 +290,10 @@ pub struct ClassAttrs {
     pub min_boxes: i32,
     /// Cluster modes 1 and 3: the least sum of confidences of a cluster (`dbscan-min-score`).
     pub dbscan_min_score: f32,
+    /// Objects whose box starts less than this far below the top of the network input, or ends
+    /// less than `roi_bottom_offset` above its bottom, are dropped (network pixels).
+    pub roi_top_offset: f32,
+    pub roi_bottom_offset: f32,
 }
 
 impl Default for ClassAttrs {
@@ -308,11 +312,19 @@ impl Default for ClassAttrs {
             group_threshold: 0,
             min_boxes: 0,
             dbscan_min_score: 0.0,
+            roi_top_offset: 0.0,
+            roi_bottom_offset: 0.0,
         }
     }
 }
 
 impl ClassAttrs {
+    /// Whether `b` (network pixels, on an input `net_h` high) lies inside the region between
+    /// `roi-top-offset` and `roi-bottom-offset`.
+    pub fn in_roi(&self, b: &ferrostream_core::BBox, net_h: f32) -> bool {
+        b.top >= self.roi_top_offset && b.bottom() <= net_h - self.roi_bottom_offset
+    }
+
     /// Whether a box of `w` x `h` network pixels passes the size limits.
     pub fn size_ok(&self, w: f32, h: f32) -> bool {
         w >= self.detected_min_w
@@ -344,6 +356,8 @@ enum ClassKey {
     GroupThreshold,
     MinBoxes,
     DbscanMinScore,
+    RoiTop,
+    RoiBottom,
 }
 
 impl ClassKey {
@@ -361,6 +375,8 @@ impl ClassKey {
             "group-threshold" => Self::GroupThreshold,
             "minBoxes" | "min-boxes" => Self::MinBoxes,
             "dbscan-min-score" => Self::DbscanMinScore,
+            "roi-top-offset" => Self::RoiTop,
+            "roi-bottom-offset" => Self::RoiBottom,
             _ => return None,
         })
     }
@@ -379,6 +395,8 @@ impl ClassKey {
             Self::GroupThreshold => attrs.group_threshold = v as i32,
             Self::MinBoxes => attrs.min_boxes = v as i32,
             Self::DbscanMinScore => attrs.dbscan_min_score = v,
+            Self::RoiTop => attrs.roi_top_offset = v,
+            Self::RoiBottom => attrs.roi_bottom_offset = v,
         }
     }
 }
@@ -1122,7 +1140,9 @@ mod tests {
         let loaded = load(
             "[class-attrs-2]\nnms-iou-threshold=0.6\n\
              [property]\nnum-detected-classes=3\n\
-             [class-attrs-all]\npre-cluster-threshold=0.4\ntopk=20\ndetected-min-w=8\n",
+             [class-attrs-all]\npre-cluster-threshold=0.4\ntopk=20\ndetected-min-w=8\n\
+             roi-top-offset=10\nroi-bottom-offset=20\neps=0.3\ngroup-threshold=2\nminBoxes=3\n\
+             dbscan-min-score=1.5\n",
         )
         .unwrap();
         let attrs = loaded.config.class_attrs.resolve(3);
@@ -1133,6 +1153,16 @@ mod tests {
         assert_eq!(attrs[2].topk, 20);
         assert!(!attrs[1].size_ok(7.0, 100.0));
         assert!(attrs[1].size_ok(8.0, 100.0));
+        let a = attrs[1];
+        assert_eq!(
+            (a.eps, a.group_threshold, a.min_boxes, a.dbscan_min_score),
+            (0.3, 2, 3, 1.5)
+        );
+        // On a 100-pixel-high input: objects from y 10 to y 80.
+        let b = |top: f32, height: f32| ferrostream_core::BBox::new(0.0, top, 5.0, height);
+        assert!(a.in_roi(&b(10.0, 70.0), 100.0));
+        assert!(!a.in_roi(&b(9.0, 20.0), 100.0));
+        assert!(!a.in_roi(&b(50.0, 31.0), 100.0));
     }
 
     #[test]

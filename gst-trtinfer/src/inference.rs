@@ -975,7 +975,10 @@ impl Inference {
         let all = self.config.class_attrs.all;
         let attrs_of = |class: u32| attrs.get(class as usize).copied().unwrap_or(all);
         let filtered = &self.config.filter_out_class_ids;
-        self.detections.retain(|d| !filtered.contains(&d.class_id));
+        let net_h = self.network.height as f32;
+        self.detections.retain(|d| {
+            !filtered.contains(&d.class_id) && attrs_of(d.class_id).in_roi(&d.bbox, net_h)
+        });
         cluster(&mut self.detections, self.config.cluster_mode, &attrs_of);
         if let (Some(slot), Some(&OutputParser::YoloV8Seg { protos, .. })) =
             (slot, self.parser.as_ref())
