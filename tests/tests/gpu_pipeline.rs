@@ -546,3 +546,67 @@ fn secondary_crops_cut_on_the_gpu_equal_the_cpu() {
         );
     }
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU and ONNX Runtime's GPU build; run by scripts/gpu-check.sh"]
+fn parser_families_read_device_outputs_like_host_outputs() {
+    if gpu("parser_families_read_device_outputs_like_host_outputs").is_none() {
+        return;
+    }
+    if !cuda_engine() {
+        assert!(
+            std::env::var_os("FERROSTREAM_REQUIRE_CUDA_ENGINE").is_none(),
+            "FERROSTREAM_REQUIRE_CUDA_ENGINE is set but ONNX Runtime has no CUDA provider here"
+        );
+        println!("skipped: the installed ONNX Runtime has no CUDA provider");
+        return;
+    }
+    // Outputs only known at the first inference (symbolic dims), end-to-end rows, instance
+    // masks from prototypes and a class map: the device path (frames in CUDA memory, outputs
+    // read back by the engine's stream) gives exactly the metadata of the host path.
+    let fixtures = [
+        ("tf_od_api_symbolic.onnx", ""),
+        ("end_to_end_symbolic.onnx", ""),
+        (
+            "yolov8_seg_constant.onnx",
+            "network-type=instance-segmentation",
+        ),
+        ("segmentation_constant.onnx", "network-type=segmentation"),
+    ];
+    for (model, keys) in fixtures {
+        let path = quoted(&repo_root().join("tests/fixtures").join(model));
+        let run = |upload: &str| {
+            ferrostream_tests::run_pipeline(
+                &format!(
+                    "videotestsrc num-buffers=3 ! video/x-raw,format=RGBA,width=128,height=128 \
+                     {upload} ! rstrtinfer name=infer onnx-file={path} device=cuda \
+                     pre-cluster-threshold=0.5 {keys} ! appsink name=sink"
+                ),
+                Duration::from_secs(120),
+            )
+            .unwrap_or_else(|e| panic!("{model}: {e}"))
+            .frames
+        };
+        let device = run("! cudaupload ! video/x-raw(memory:CUDAMemory)");
+        let host = run("");
+        assert_eq!(device.len(), 3, "{model}");
+        assert!(
+            device
+                .iter()
+                .all(|f| !f.objects.is_empty() || f.segmentation.is_some()),
+            "{model}: nothing found"
+        );
+        let meta = |frames: &[ferrostream_core::Frame]| {
+            frames
+                .iter()
+                .map(|f| (f.objects.clone(), f.segmentation.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            meta(&device),
+            meta(&host),
+            "{model}: device and host paths differ"
+        );
+        println!("GPU-RESULT parser_family {model}: device path equals host path");
+    }
+}
