@@ -6,9 +6,13 @@
 //! (`backend=tensorrt`, or `auto`, which prefers it): a `model-engine-file`, or an engine built
 //! from `onnx-file` once (`network-mode`, `workspace-size`, `enable-dla`...) and cached. Pre-processing follows nvinfer: scale (optionally keeping the
 //! aspect ratio with symmetric padding), colour order, `net-scale-factor` and `offsets`, NCHW or
-//! NHWC, f32/f16/u8 inputs. Output parsers: SSD, TensorFlow Object Detection API, YOLOv5,
-//! YOLOv8, DETR/RT-DETR rows, CenterFace and classifiers, with per-class NMS and
-//! `[class-attrs-*]` thresholds.
+//! NHWC, f32/f16/u8 inputs. Output parsers: SSD, TensorFlow Object Detection API,
+//! boxes/scores/labels, end-to-end rows, YOLOv5, YOLOX, YOLOv8, YOLOv8-seg (instance masks),
+//! DETR/RT-DETR rows, CenterFace, classifiers and semantic segmentation (a class map per frame);
+//! guessed from the outputs when `output-parser` is unset (from the first inference's shapes
+//! where the model's are symbolic, and checked against the first outputs), or nvinfer custom
+//! parser libraries (`custom-lib-path` with a `parse-*-func-name`). Then every nvinfer
+//! `cluster-mode` with `[class-attrs-*]` thresholds.
 //!
 //! Every setting is a property and a key of an nvinfer-style `config-file-path`; properties set
 //! on the element override the file.
@@ -34,7 +38,16 @@
 //! ```
 //!
 //! On start the element posts an element message `rstrtinfer-engine` saying which backend,
-//! execution providers, model and input shape it uses.
+//! execution providers, model, input shape and parser it uses; a parser chosen or settled from
+//! the first outputs is announced by an `rstrtinfer-parser` message.
+//!
+//! ```text
+//! # A YOLOv8 model with an nvinfer parser library, unchanged
+//! gst-launch-1.0 filesrc location=vtest.avi ! decodebin ! videoconvert \
+//!     ! rstrtinfer onnx-file=yolov8s.onnx num-detected-classes=80 \
+//!         custom-lib-path=libnvdsinfer_custom_impl_Yolo.so parse-bbox-func-name=NvDsInferParseYolo \
+//!     ! rsosd ! videoconvert ! autovideosink
+//! ```
 //!
 //! On a GPU (frames in CUDA memory or NVMM, and an engine with a device side: ONNX Runtime's
 //! CUDA provider, TensorRT, cuDLA) nothing goes through the host but a few kilobytes of
