@@ -80,6 +80,10 @@ fn a_parser_library_gives_the_boxes_of_the_built_in_parser() {
     assert_eq!(built_in.len(), 2, "{built_in:?}");
     let custom = yolov8(&with_parser("NvDsInferParseCheckedYoloV8")).unwrap();
     assert_eq!(summary(&custom), summary(&built_in));
+    // Libraries that read the thresholds by their older name (a reference into the same
+    // structure) see the same ones.
+    let old_name = yolov8(&with_parser("NvDsInferParseOldThresholdName")).unwrap();
+    assert_eq!(summary(&old_name), summary(&built_in));
     // The same from a configuration file, the library path relative to it.
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nvdsparser");
     let config = dir.join(format!("yolov8-{}.txt", std::process::id()));

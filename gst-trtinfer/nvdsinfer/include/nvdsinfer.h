@@ -31,13 +31,14 @@ typedef struct {
     unsigned int w;
 } NvDsInferDimsCHW;
 
-/* Element type of a layer's buffer. */
+/* Element type of a layer's buffer (INT64 and UINT8 since DeepStream 8). */
 typedef enum {
     FLOAT = 0,
     HALF = 1,
     INT8 = 2,
     INT32 = 3,
-    INT64 = 4
+    INT64 = 4,
+    UINT8 = 5
 } NvDsInferDataType;
 
 /* One layer of the network: its type, dimensions, name and (host) buffer for one batch item. */
@@ -60,7 +61,8 @@ typedef struct {
     unsigned int channels;
 } NvDsInferNetworkInfo;
 
-/* One detected object, in network-input pixels. */
+/* One detected object, in network-input pixels. (DeepStream 9 appends a rotation angle, making
+ * it 28 bytes: libraries built against DeepStream 9's headers do not match this layout.) */
 typedef struct {
     unsigned int classId;
     float left;

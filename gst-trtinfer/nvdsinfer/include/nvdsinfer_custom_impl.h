@@ -16,17 +16,14 @@
 #include "nvdsinfer.h"
 
 /* What a bounding-box parser is told about the configuration: the number of classes
- * (num-detected-classes) and each class's pre- and post-clustering thresholds. */
+ * (num-detected-classes) and each class's pre- and post-clustering thresholds.
+ * `perClassThreshold` is the older name of the pre-clustering thresholds: a reference member
+ * bound to them (so the structure refers to itself and is built in place, never copied). */
 typedef struct _NvDsInferParseDetectionParams {
     unsigned int numClassesConfigured;
-    union {
-        std::vector<float> perClassThreshold; /* older name of perClassPreclusterThreshold */
-        std::vector<float> perClassPreclusterThreshold;
-    };
+    std::vector<float> perClassPreclusterThreshold;
     std::vector<float> perClassPostclusterThreshold;
-
-    _NvDsInferParseDetectionParams() : perClassThreshold() {}
-    ~_NvDsInferParseDetectionParams() { perClassThreshold.~vector(); }
+    std::vector<float> &perClassThreshold = perClassPreclusterThreshold;
 } NvDsInferParseDetectionParams;
 
 /* parse-bbox-func-name: outputs of one frame -> objects in network-input pixels. */
@@ -63,7 +60,7 @@ typedef bool (*NvDsInferClassiferParseCustomFunc)(
     static_assert(std::is_same<decltype(&func), NvDsInferClassiferParseCustomFunc>::value,     \
                   #func " does not have the signature of a classifier parser")
 
-static_assert(sizeof(NvDsInferParseDetectionParams) == 8 + 2 * sizeof(std::vector<float>),
+static_assert(sizeof(NvDsInferParseDetectionParams) == 8 + 2 * sizeof(std::vector<float>) + 8,
               "NvDsInferParseDetectionParams layout");
 
 #endif /* FERROSTREAM_NVDSINFER_CUSTOM_IMPL_H */

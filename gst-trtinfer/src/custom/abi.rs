@@ -163,8 +163,9 @@ mod tests {
         // SAFETY: the shim's sizeof functions take no arguments and only return a constant.
         unsafe {
             assert_eq!(fs_nvds_sizeof_layer_info(), size_of::<LayerInfo>());
-            // numClassesConfigured, padding, two std::vector<float> of three pointers.
-            assert_eq!(fs_nvds_sizeof_detection_params(), 8 + 2 * 24);
+            // numClassesConfigured, padding, two std::vector<float> of three pointers, and the
+            // perClassThreshold reference (a pointer).
+            assert_eq!(fs_nvds_sizeof_detection_params(), 8 + 2 * 24 + 8);
         }
     }
 }
