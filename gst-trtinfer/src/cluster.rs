@@ -1,6 +1,8 @@
 //! Clustering of raw detections, class by class, as nvinfer's `cluster-mode` does: OpenCV's
 //! groupRectangles (0), DBSCAN (1), non-maximum suppression (2), DBSCAN then NMS (3) or none
-//! (4); then each class's `post-cluster-threshold` and `topk`.
+//! (4). Each mode applies `post-cluster-threshold` and `topk` as nvinfer does: NMS keeps
+//! confidences strictly above the threshold, DBSCAN at or above it, none and groupRectangles
+//! apply no threshold; all but groupRectangles keep the `topk` best.
 
 use ferrostream_core::BBox;
 
@@ -13,11 +15,8 @@ pub fn cluster(
     mode: ClusterMode,
     attrs: &dyn Fn(u32) -> ClassAttrs,
 ) {
-    detections.sort_by(|a, b| {
-        a.class_id
-            .cmp(&b.class_id)
-            .then(b.confidence.total_cmp(&a.confidence))
-    });
+    // By class, each class in the parser's order.
+    detections.sort_by_key(|d| d.class_id);
     let mut kept: Vec<Detection> = Vec::with_capacity(detections.len());
     let mut start = 0;
     while start < detections.len() {
@@ -31,18 +30,31 @@ pub fn cluster(
         let members = &detections[start..end];
         let mut objects = match mode {
             ClusterMode::None => members.to_vec(),
-            ClusterMode::Nms => nms(members, a.nms_iou_threshold),
+            ClusterMode::Nms => nms(members, &a),
             ClusterMode::GroupRectangles => group_rectangles(members, a.group_threshold, a.eps),
-            ClusterMode::Dbscan => dbscan(members, &a),
-            ClusterMode::Hybrid => {
+            ClusterMode::Dbscan if a.min_boxes > 0 => {
                 let mut merged = dbscan(members, &a);
-                sort_by_confidence(&mut merged);
-                nms(&merged, a.nms_iou_threshold)
+                merged.retain(|d| d.confidence >= a.post_cluster_threshold);
+                merged
+            }
+            ClusterMode::Dbscan => members.to_vec(),
+            ClusterMode::Hybrid => {
+                if a.min_boxes > 0 {
+                    let labels = dbscan_labels(members, a.eps, a.min_boxes);
+                    let clustered: Vec<Detection> = members
+                        .iter()
+                        .zip(&labels)
+                        .filter(|(_, l)| l.is_some())
+                        .map(|(d, _)| d.clone())
+                        .collect();
+                    nms(&clustered, &a)
+                } else {
+                    nms(members, &a)
+                }
             }
         };
         sort_by_confidence(&mut objects);
-        objects.retain(|d| d.confidence >= a.post_cluster_threshold);
-        if a.topk >= 0 {
+        if a.topk >= 0 && mode != ClusterMode::GroupRectangles {
             objects.truncate(a.topk as usize);
         }
         kept.extend(objects);
@@ -51,19 +63,26 @@ pub fn cluster(
     *detections = kept;
 }
 
+/// Stable: equal confidences keep their order.
 fn sort_by_confidence(detections: &mut [Detection]) {
     detections.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
 }
 
-/// Greedy non-maximum suppression of `sorted` (by falling confidence): a box is dropped when it
-/// overlaps a kept one by more than `iou`.
-fn nms(sorted: &[Detection], iou: f32) -> Vec<Detection> {
+/// Greedy non-maximum suppression: by falling confidence, a box is kept when it overlaps every
+/// kept one by at most `nms-iou-threshold`; then those strictly above `post-cluster-threshold`.
+fn nms(members: &[Detection], a: &ClassAttrs) -> Vec<Detection> {
+    let mut sorted = members.to_vec();
+    sort_by_confidence(&mut sorted);
     let mut kept: Vec<Detection> = Vec::with_capacity(sorted.len());
     for candidate in sorted {
-        if !kept.iter().any(|k| k.bbox.iou(&candidate.bbox) > iou) {
-            kept.push(candidate.clone());
+        if kept
+            .iter()
+            .all(|k| k.bbox.iou(&candidate.bbox) <= a.nms_iou_threshold)
+        {
+            kept.push(candidate);
         }
     }
+    kept.retain(|d| d.confidence > a.post_cluster_threshold);
     kept
 }
 
@@ -131,13 +150,22 @@ fn partition<T>(items: &[T], same: impl Fn(&T, &T) -> bool) -> (Vec<usize>, usiz
     (labels, count)
 }
 
-/// OpenCV's `groupRectangles(rects, group_threshold, eps)`: similar boxes are averaged (rounded
-/// to whole pixels), groups of at most `group_threshold` boxes dropped, and a group inside a
-/// larger, stronger one dropped too. The confidence of a group is that of its best member. With
-/// `group_threshold <= 0` nothing is grouped (as OpenCV returns the boxes untouched).
+/// OpenCV's `groupRectangles(rects, group_threshold, eps)` on the boxes in whole pixels (as
+/// nvinfer passes them): similar boxes are averaged (rounded half to even), groups of at most
+/// `group_threshold` boxes dropped, and a group inside a larger, better supported one dropped
+/// too. With `group_threshold <= 0` nothing is grouped (the boxes pass, in whole pixels). A
+/// group takes its best member's confidence (nvinfer reports -0.1 for every box of this mode).
 fn group_rectangles(members: &[Detection], group_threshold: i32, eps: f32) -> Vec<Detection> {
     if group_threshold <= 0 || members.is_empty() {
-        return members.to_vec();
+        return members
+            .iter()
+            .map(|d| {
+                let r = Rect::of(&d.bbox);
+                let mut d = d.clone();
+                d.bbox = BBox::new(r.x as f32, r.y as f32, r.w as f32, r.h as f32);
+                d
+            })
+            .collect();
     }
     let rects: Vec<Rect> = members.iter().map(|d| Rect::of(&d.bbox)).collect();
     let eps = f64::from(eps);
@@ -153,7 +181,8 @@ fn group_rectangles(members: &[Detection], group_threshold: i32, eps: f32) -> Ve
             best[l] = Some(d);
         }
     }
-    let mean = |sum: i64, n: i64| (sum as f64 / n as f64).round_ties_even() as i64;
+    // OpenCV: the sum times 1/n in single precision, rounded half to even.
+    let mean = |sum: i64, n: i64| (sum as f32 * (1.0f32 / n as f32)).round_ties_even() as i64;
     let groups: Vec<Rect> = sums
         .iter()
         .zip(&sizes)
@@ -195,75 +224,87 @@ fn group_rectangles(members: &[Detection], group_threshold: i32, eps: f32) -> Ve
     out
 }
 
-/// DBSCAN over boxes: two boxes are neighbours when similar within `eps` (OpenCV's
-/// `SimilarRects` measure, on float boxes); a box with at least `minBoxes` neighbours (itself
-/// included) is a core box, and clusters grow from core boxes through their neighbours. Each
-/// cluster whose confidences sum to at least `dbscan-min-score` becomes one object: the
-/// confidence-weighted mean box, with the best member's confidence. Boxes in no cluster are
-/// dropped.
-fn dbscan(members: &[Detection], a: &ClassAttrs) -> Vec<Detection> {
+/// DBSCAN labels of `members`, as NVIDIA's DBSCAN (nvdsinferutils) assigns them: boxes are
+/// neighbours when `1 - IoU < eps`; a box with at least `min_boxes - 1` neighbours is a core box;
+/// scanning in order, an unvisited core box starts a cluster that takes its unvisited
+/// neighbours that are core boxes themselves (one hop: border boxes and boxes visited earlier
+/// stay unlabelled, like noise).
+fn dbscan_labels(members: &[Detection], eps: f32, min_boxes: i32) -> Vec<Option<usize>> {
     let n = members.len();
-    let eps = f64::from(a.eps);
-    let min_boxes = a.min_boxes.max(1) as usize;
-    let near = |i: usize, j: usize| {
-        let (p, q) = (&members[i].bbox, &members[j].bbox);
-        let delta = eps * f64::from(p.width.min(q.width) + p.height.min(q.height)) * 0.5;
-        let close = |u: f32, v: f32| f64::from((u - v).abs()) <= delta;
-        close(p.left, q.left)
-            && close(p.top, q.top)
-            && close(p.right(), q.right())
-            && close(p.bottom(), q.bottom())
+    let neighbours = |i: usize| -> Vec<usize> {
+        (0..n)
+            .filter(|&j| j != i && 1.0 - members[i].bbox.iou(&members[j].bbox) < eps)
+            .collect()
     };
-    let neighbours: Vec<Vec<usize>> = (0..n)
-        .map(|i| (0..n).filter(|&j| near(i, j)).collect())
-        .collect();
-    let mut cluster_of = vec![None::<usize>; n];
-    let mut clusters: Vec<Vec<usize>> = Vec::new();
-    for seed in 0..n {
-        if cluster_of[seed].is_some() || neighbours[seed].len() < min_boxes {
+    let core = |count: usize| count as i64 + 1 >= i64::from(min_boxes);
+    let mut visited = vec![false; n];
+    let mut labels = vec![None; n];
+    let mut cluster = 0;
+    for i in 0..n {
+        if visited[i] {
             continue;
         }
-        let id = clusters.len();
-        let mut members_of = Vec::new();
-        let mut queue = vec![seed];
-        cluster_of[seed] = Some(id);
-        while let Some(i) = queue.pop() {
-            members_of.push(i);
-            if neighbours[i].len() < min_boxes {
-                continue; // a border box: in the cluster, but it does not extend it
+        visited[i] = true;
+        let around = neighbours(i);
+        if !core(around.len()) {
+            continue;
+        }
+        labels[i] = Some(cluster);
+        for &nb in &around {
+            if visited[nb] {
+                continue;
             }
-            for &j in &neighbours[i] {
-                if cluster_of[j].is_none() {
-                    cluster_of[j] = Some(id);
-                    queue.push(j);
-                }
+            visited[nb] = true;
+            if core(neighbours(nb).len()) {
+                labels[nb] = Some(cluster);
             }
         }
-        clusters.push(members_of);
+        cluster += 1;
     }
-    clusters
-        .into_iter()
-        .filter_map(|indices| {
-            let total: f32 = indices.iter().map(|&i| members[i].confidence).sum();
-            if total < a.dbscan_min_score || total <= 0.0 {
+    labels
+}
+
+/// Area-to-hit ratio above which nvinfer's DBSCAN drops a cluster (its fixed setting).
+const DBSCAN_AREA_TO_HIT_RATIO: f32 = 60.0;
+
+/// DBSCAN (cluster mode 1): each cluster of [`dbscan_labels`] becomes one object, its box the
+/// confidence-weighted mean of its members' and its confidence the best member's; clusters
+/// whose confidences sum to less than `dbscan-min-score`, or whose box is large for the boxes
+/// that found it (square root of its area over members + 1 above 60, as nvinfer fixes it), are
+/// dropped, and so are unclustered boxes.
+fn dbscan(members: &[Detection], a: &ClassAttrs) -> Vec<Detection> {
+    let labels = dbscan_labels(members, a.eps, a.min_boxes);
+    let clusters = labels.iter().flatten().max().map_or(0, |&m| m + 1);
+    (0..clusters)
+        .filter_map(|c| {
+            let of: Vec<&Detection> = members
+                .iter()
+                .zip(&labels)
+                .filter(|(_, l)| **l == Some(c))
+                .map(|(d, _)| d)
+                .collect();
+            let total: f32 = of.iter().map(|d| d.confidence).sum();
+            let weighted = |f: fn(&BBox) -> f32| {
+                of.iter().map(|d| f(&d.bbox) * d.confidence).sum::<f32>() / total
+            };
+            let bbox = BBox::new(
+                weighted(|b| b.left),
+                weighted(|b| b.top),
+                weighted(|b| b.width),
+                weighted(|b| b.height),
+            );
+            let hits = of.len() as f32 + 1.0;
+            if total < a.dbscan_min_score
+                || (bbox.width * bbox.height).sqrt() / hits > DBSCAN_AREA_TO_HIT_RATIO
+            {
                 return None;
             }
-            let weighted = |f: fn(&BBox) -> f32| {
-                indices
-                    .iter()
-                    .map(|&i| f(&members[i].bbox) * members[i].confidence)
-                    .sum::<f32>()
-                    / total
-            };
-            let best = indices
+            let best = of
                 .iter()
-                .map(|&i| &members[i])
-                .max_by(|x, y| x.confidence.total_cmp(&y.confidence))
-                .expect("clusters are not empty");
-            let (left, top) = (weighted(|b| b.left), weighted(|b| b.top));
-            let (right, bottom) = (weighted(BBox::right), weighted(BBox::bottom));
+                .copied()
+                .max_by(|x, y| x.confidence.total_cmp(&y.confidence))?;
             let mut d = best.clone();
-            d.bbox = BBox::from_corners(left, top, right, bottom);
+            d.bbox = bbox;
             d.landmarks.clear();
             Some(d)
         })
@@ -305,13 +346,19 @@ mod tests {
 
     #[test]
     fn none_mode_keeps_overlaps_and_topk_and_post_threshold_apply() {
-        let mut d = vec![det(0, 0.9, 0.0), det(0, 0.8, 1.0), det(0, 0.3, 2.0)];
+        let d = vec![det(0, 0.9, 0.0), det(0, 0.8, 1.0), det(0, 0.3, 2.0)];
         let attrs = |_| ClassAttrs {
             post_cluster_threshold: 0.5,
             ..Default::default()
         };
-        cluster(&mut d, ClusterMode::None, &attrs);
-        assert_eq!(d.len(), 2);
+        // Mode none applies no post-cluster threshold (as nvinfer); NMS keeps those strictly
+        // above it.
+        let mut none = d.clone();
+        cluster(&mut none, ClusterMode::None, &attrs);
+        assert_eq!(none.len(), 3);
+        let mut d = vec![det(0, 0.9, 0.0), det(0, 0.5, 100.0), det(0, 0.3, 200.0)];
+        cluster(&mut d, ClusterMode::Nms, &attrs);
+        assert_eq!(d.len(), 1);
         let mut d = vec![det(0, 0.9, 0.0), det(0, 0.8, 100.0), det(0, 0.7, 200.0)];
         let attrs = |_| ClassAttrs {
             topk: 2,
@@ -435,5 +482,50 @@ mod tests {
         cluster(&mut d, ClusterMode::Hybrid, &attrs);
         assert_eq!(d.len(), 1);
         assert_eq!(d[0].confidence, 0.9);
+    }
+
+    #[test]
+    fn dbscan_follows_nvidias_labelling_and_filters() {
+        let attrs = |min_boxes| ClassAttrs {
+            eps: 0.3,
+            min_boxes,
+            ..Default::default()
+        };
+        let b = |left: f32| BBox::new(left, 0.0, 50.0, 50.0);
+        // 0, 1, 2 are neighbours of each other (IoU above 0.7); 3 is a neighbour of 2 only: a
+        // border box, never labelled.
+        let members = vec![
+            boxed(0, 0.9, b(0.0)),
+            boxed(0, 0.8, b(2.0)),
+            boxed(0, 0.7, b(4.0)),
+            boxed(0, 0.6, b(12.0)),
+        ];
+        assert_eq!(
+            dbscan_labels(&members, 0.3, 3),
+            vec![Some(0), Some(0), Some(0), None]
+        );
+        // minBoxes 0: no DBSCAN, every box passes.
+        let mut all = members.clone();
+        cluster(&mut all, ClusterMode::Dbscan, &|_| attrs(0));
+        assert_eq!(all.len(), 4);
+        // The area-to-hit ratio: two 300x300 boxes are too few for their size.
+        let mut big = vec![
+            boxed(0, 0.9, BBox::new(0.0, 0.0, 300.0, 300.0)),
+            boxed(0, 0.9, BBox::new(1.0, 0.0, 300.0, 300.0)),
+        ];
+        cluster(&mut big, ClusterMode::Dbscan, &|_| attrs(2));
+        assert!(big.is_empty(), "{big:?}");
+        // Hybrid: DBSCAN only drops unclustered boxes; NMS then runs on the original boxes.
+        let mut hybrid = vec![
+            boxed(0, 0.6, b(2.0)),
+            boxed(0, 0.9, b(0.0)),
+            boxed(0, 0.95, b(300.0)),
+        ];
+        cluster(&mut hybrid, ClusterMode::Hybrid, &|_| ClassAttrs {
+            nms_iou_threshold: 0.5,
+            ..attrs(2)
+        });
+        assert_eq!(hybrid.len(), 1, "{hybrid:?}");
+        assert_eq!((hybrid[0].confidence, hybrid[0].bbox), (0.9, b(0.0)));
     }
 }

@@ -277,7 +277,8 @@ pub struct ClassAttrs {
     pub nms_iou_threshold: f32,
     /// Objects kept per class after clustering, by confidence; negative keeps all.
     pub topk: i32,
-    /// Size limits in network-input pixels (as nvinfer); a max of 0 means no limit.
+    /// Size limits in frame pixels, applied to clustered objects (as nvinfer); a max of 0
+    /// means no limit.
     pub detected_min_w: f32,
     pub detected_min_h: f32,
     pub detected_max_w: f32,
@@ -290,8 +291,8 @@ pub struct ClassAttrs {
     pub min_boxes: i32,
     /// Cluster modes 1 and 3: the least sum of confidences of a cluster (`dbscan-min-score`).
     pub dbscan_min_score: f32,
-    /// Objects whose box starts less than this far below the top of the network input, or ends
-    /// less than `roi_bottom_offset` above its bottom, are dropped (network pixels).
+    /// Objects whose box starts less than this far below the top of the frame, or ends less
+    /// than `roi_bottom_offset` above its bottom, are dropped (frame pixels, as nvinfer).
     pub roi_top_offset: f32,
     pub roi_bottom_offset: f32,
 }
@@ -319,13 +320,13 @@ impl Default for ClassAttrs {
 }
 
 impl ClassAttrs {
-    /// Whether `b` (network pixels, on an input `net_h` high) lies inside the region between
+    /// Whether `b` (frame pixels, on a frame `frame_h` high) lies inside the region between
     /// `roi-top-offset` and `roi-bottom-offset`.
-    pub fn in_roi(&self, b: &ferrostream_core::BBox, net_h: f32) -> bool {
-        b.top >= self.roi_top_offset && b.bottom() <= net_h - self.roi_bottom_offset
+    pub fn in_roi(&self, b: &ferrostream_core::BBox, frame_h: f32) -> bool {
+        b.top >= self.roi_top_offset && b.bottom() <= frame_h - self.roi_bottom_offset
     }
 
-    /// Whether a box of `w` x `h` network pixels passes the size limits.
+    /// Whether a box of `w` x `h` frame pixels passes the size limits.
     pub fn size_ok(&self, w: f32, h: f32) -> bool {
         w >= self.detected_min_w
             && h >= self.detected_min_h
@@ -458,6 +459,9 @@ pub struct InferConfig {
     /// Segmentation: the least score of a pixel's class (semantic), the least mask value of an
     /// object's pixel (instance masks).
     pub segmentation_threshold: f32,
+    /// Semantic segmentation scores are `[N,H,W,C]` rather than `[N,C,H,W]`
+    /// (`segmentation-output-order=1`).
+    pub segmentation_hwc: bool,
     pub classifier_softmax: Softmax,
     pub class_attrs: ClassAttrsTable,
     pub process_mode: ProcessMode,
@@ -562,7 +566,8 @@ impl Default for InferConfig {
             custom_lib_path: None,
             custom_parser: None,
             classifier_threshold: 0.0,
-            segmentation_threshold: 0.5,
+            segmentation_threshold: 0.0,
+            segmentation_hwc: false,
             classifier_softmax: Softmax::Auto,
             class_attrs: ClassAttrsTable::default(),
             process_mode: ProcessMode::Primary,
@@ -782,6 +787,18 @@ impl InferConfig {
             }
             "classifier-threshold" => self.classifier_threshold = ini.value(e)?,
             "segmentation-threshold" => self.segmentation_threshold = ini.value(e)?,
+            "segmentation-output-order" => {
+                self.segmentation_hwc = match ini.value::<u32>(e)? {
+                    0 => false,
+                    1 => true,
+                    other => {
+                        return Err(ini.error(
+                            e,
+                            format_args!("expected 0 (NCHW) or 1 (NHWC), found {other}"),
+                        ));
+                    }
+                }
+            }
             "classifier-softmax" => self.classifier_softmax = enum_value(ini, e)?,
             "process-mode" => self.process_mode = enum_value(ini, e)?,
             "operate-on-gie-id" => {
@@ -895,6 +912,13 @@ impl InferConfig {
                         self.network_type
                     ));
                 }
+                if *kind == CustomKind::InstanceMask && self.cluster_mode != ClusterMode::None {
+                    return Err(format!(
+                        "cluster-mode {:?} is not supported with an instance-mask parser (as in \
+                         nvinfer, which leaves clustering to the parser): set cluster-mode=4",
+                        self.cluster_mode
+                    ));
+                }
             }
             (None, None) => {}
         }
@@ -980,6 +1004,7 @@ impl InferConfig {
                 "segmentation-threshold" => {
                     self.segmentation_threshold = props.segmentation_threshold
                 }
+                "segmentation-output-order" => self.segmentation_hwc = props.segmentation_hwc,
                 "classifier-softmax" => self.classifier_softmax = props.classifier_softmax,
                 "pre-cluster-threshold" => {
                     self.class_attrs.all.pre_cluster_threshold =

@@ -103,6 +103,8 @@ pub struct Inference {
     custom: Option<crate::custom::CustomParser>,
     class_attrs: Vec<ClassAttrs>,
     labels: Vec<Arc<str>>,
+    /// Labels per output layer (nvinfer's classifier label files); `labels` is layer 0's.
+    layer_labels: Vec<Vec<Arc<str>>>,
     preprocessor: Preprocessor,
     outputs: Vec<OutputTensor>,
     /// Indices of the outputs the parser reads (`output-blob-names`, else all) and every
@@ -204,20 +206,25 @@ impl Inference {
             Err(m) => return Err(SetupError::Config(m)),
         };
 
-        let labels: Vec<Arc<str>> = match &config.labelfile_path {
+        let layer_labels: Vec<Vec<Arc<str>>> = match &config.labelfile_path {
             Some(path) => {
                 let found = ferrostream_core::paths::resolve_model(path).map_err(|_| {
                     SetupError::NotFound(format!("label file not found: {}", path.display()))
                 })?;
-                load_labels(&found).map_err(SetupError::NotFound)?
+                let lines = load_labels(&found).map_err(SetupError::NotFound)?;
+                let classifier = config.network_type == crate::config::NetworkType::Classifier;
+                crate::labels::per_layer(&lines, classifier)
             }
-            None => parser
-                .as_ref()
-                .map_or(&[][..], OutputParser::default_labels)
-                .iter()
-                .map(|&l| Arc::from(l))
-                .collect(),
+            None => vec![
+                parser
+                    .as_ref()
+                    .map_or(&[][..], OutputParser::default_labels)
+                    .iter()
+                    .map(|&l| Arc::from(l))
+                    .collect(),
+            ],
         };
+        let labels = layer_labels.first().cloned().unwrap_or_default();
         let class_attrs = class_attrs(&config, parser.as_ref(), &description.outputs, &labels);
         let parser_guessed =
             config.output_parser == crate::config::ParserKind::Auto && custom.is_none();
@@ -239,6 +246,7 @@ impl Inference {
             custom,
             class_attrs,
             labels,
+            layer_labels,
             preprocessor: Preprocessor::default(),
             outputs: Vec::new(),
             considered,
@@ -769,7 +777,8 @@ impl Inference {
             OutputParser::Classifier { .. } => {
                 result.classifications = parser
                     .top_class(&self.outputs, slot)
-                    .filter(|&(_, prob)| prob >= self.config.classifier_threshold)
+                    // Strictly above, as nvinfer's classifier parser.
+                    .filter(|&(_, prob)| prob > self.config.classifier_threshold)
                     .map(|(class_id, prob)| Classification {
                         component_id: self.config.gie_unique_id,
                         class_id: class_id as i32,
@@ -784,56 +793,44 @@ impl Inference {
         Ok(result)
     }
 
-    /// Runs the custom detector parser on slot `slot` into `self.detections`, then filters what
-    /// it returned as nvinfer does: classes beyond the configured count are dropped, boxes
-    /// clipped to the network input, and each class's `pre-cluster-threshold` and size limits
-    /// applied.
+    /// Runs the custom detector parser on slot `slot` into `self.detections`, keeping what
+    /// nvinfer keeps: objects of the configured classes (`num-detected-classes`) at or above
+    /// their `pre-cluster-threshold`. Boxes are not clipped here (nvinfer does not either); an
+    /// instance mask is binarised with `segmentation-threshold`.
     fn custom_detections(&mut self, slot: usize) -> Result<(), String> {
         let custom = self.custom.as_ref().ok_or("no custom parser")?;
-        let pre: Vec<f32> = self
-            .class_attrs
-            .iter()
-            .map(|a| a.pre_cluster_threshold)
-            .collect();
-        let post: Vec<f32> = self
-            .class_attrs
-            .iter()
-            .map(|a| a.post_cluster_threshold)
-            .collect();
+        let classes = match self.config.num_detected_classes as usize {
+            0 => self.class_attrs.len(),
+            n => n.min(self.class_attrs.len()),
+        };
+        let attrs = &self.class_attrs[..classes];
+        let pre: Vec<f32> = attrs.iter().map(|a| a.pre_cluster_threshold).collect();
+        let post: Vec<f32> = attrs.iter().map(|a| a.post_cluster_threshold).collect();
         let net = (
             self.network.width,
             self.network.height,
             self.network.channels,
         );
         let found = custom.detect(&mut self.outputs, slot, net, &pre, &post)?;
-        let (w, h) = (net.0 as f32, net.1 as f32);
         self.detections.clear();
         let threshold = self.config.segmentation_threshold;
         for (mut d, mask) in found {
-            let Some(a) = self.class_attrs.get(d.class_id as usize) else {
+            let Some(&min) = pre.get(d.class_id as usize) else {
                 continue; // a class beyond num-detected-classes
             };
-            let b = d.bbox;
-            let (left, top) = (b.left.clamp(0.0, w), b.top.clamp(0.0, h));
-            d.bbox = BBox::from_corners(
-                left,
-                top,
-                b.right().clamp(left, w),
-                b.bottom().clamp(top, h),
-            );
-            d.mask = mask.map(|m| {
-                let mask = InstanceMask::from_values(m.width, m.height, &m.values, threshold);
-                crate::masks::moved(&mask, b, d.bbox)
-            });
-            if d.confidence >= a.pre_cluster_threshold && a.size_ok(d.bbox.width, d.bbox.height) {
+            if d.confidence >= min {
+                d.mask = mask
+                    .map(|m| InstanceMask::from_values(m.width, m.height, &m.values, threshold));
                 self.detections.push(d);
             }
         }
         Ok(())
     }
 
-    /// Runs the custom classifier parser on slot `slot`: its attributes as classifications
-    /// (labelled by the parser, else by the label file).
+    /// Runs the custom classifier parser on slot `slot`: its attributes as classifications,
+    /// labelled by the parser, else by the label file (line `attributeIndex`, class
+    /// `attributeValue`). As nvinfer, a parser that leaves the description empty attaches
+    /// nothing.
     fn custom_classifications(&mut self, slot: usize) -> Result<Vec<Classification>, String> {
         let custom = self.custom.as_ref().ok_or("no custom parser")?;
         let net = (
@@ -841,22 +838,30 @@ impl Inference {
             self.network.height,
             self.network.channels,
         );
-        let (attributes, _description) = custom.classify(
+        let (attributes, description) = custom.classify(
             &mut self.outputs,
             slot,
             net,
             self.config.classifier_threshold,
         )?;
+        if description.is_empty() {
+            return Ok(Vec::new());
+        }
         Ok(attributes
             .into_iter()
-            .map(|a| Classification {
-                component_id: self.config.gie_unique_id,
-                class_id: a.value as i32,
-                label: a.label.map_or_else(
-                    || label_for(&self.labels, a.value),
-                    |l| Arc::from(l.as_str()),
-                ),
-                prob: a.confidence,
+            .map(|a| {
+                let layer = self
+                    .layer_labels
+                    .get(a.index as usize)
+                    .map_or(&[][..], Vec::as_slice);
+                Classification {
+                    component_id: self.config.gie_unique_id,
+                    class_id: a.value as i32,
+                    label: a
+                        .label
+                        .map_or_else(|| label_for(layer, a.value), |l| Arc::from(l.as_str())),
+                    prob: a.confidence,
+                }
             })
             .collect())
     }
@@ -894,11 +899,18 @@ impl Inference {
         lb: Letterbox,
     ) -> Result<ferrostream_core::mask::ClassMap, String> {
         let o = &self.outputs[output];
-        let [n, classes, h, w] = o.shape[..] else {
-            return Err(format!(
-                "segmentation output {} {:?} is not [N,C,H,W]",
-                o.name, o.shape
-            ));
+        let hwc = self.config.segmentation_hwc;
+        let (n, classes, h, w) = match (&o.shape[..], hwc) {
+            (&[n, c, h, w], false) => (n, c, h, w),
+            (&[n, h, w, c], true) => (n, c, h, w),
+            _ => {
+                return Err(format!(
+                    "segmentation output {} {:?} is not {} (segmentation-output-order)",
+                    o.name,
+                    o.shape,
+                    if hwc { "[N,H,W,C]" } else { "[N,C,H,W]" }
+                ));
+            }
         };
         if slot >= n {
             return Err(format!(
@@ -918,8 +930,14 @@ impl Inference {
             x1.saturating_sub(x0).max(1),
             y1.saturating_sub(y0).max(1),
         );
+        let order = if hwc {
+            crate::masks::ScoreOrder::Hwc
+        } else {
+            crate::masks::ScoreOrder::Chw
+        };
         Ok(crate::masks::class_map(
             o.item(slot),
+            order,
             (classes, h, w),
             region,
             self.config.segmentation_threshold,
@@ -971,25 +989,32 @@ impl Inference {
     ) -> Result<Vec<Object>, String> {
         self.check_guess()?;
         let component = self.config.gie_unique_id;
-        let attrs = &self.class_attrs;
         let all = self.config.class_attrs.all;
-        let attrs_of = |class: u32| attrs.get(class as usize).copied().unwrap_or(all);
-        let filtered = &self.config.filter_out_class_ids;
-        let net_h = self.network.height as f32;
-        self.detections.retain(|d| {
-            !filtered.contains(&d.class_id) && attrs_of(d.class_id).in_roi(&d.bbox, net_h)
-        });
-        cluster(&mut self.detections, self.config.cluster_mode, &attrs_of);
+        {
+            let attrs = &self.class_attrs;
+            let attrs_of = |class: u32| attrs.get(class as usize).copied().unwrap_or(all);
+            cluster(&mut self.detections, self.config.cluster_mode, &attrs_of);
+        }
         if let (Some(slot), Some(&OutputParser::YoloV8Seg { protos, .. })) =
             (slot, self.parser.as_ref())
         {
             self.prototype_masks(protos, slot)?;
         }
+        let attrs = &self.class_attrs;
+        let attrs_of = |class: u32| attrs.get(class as usize).copied().unwrap_or(all);
         let mut objects = Vec::with_capacity(self.detections.len());
+        let filtered = &self.config.filter_out_class_ids;
         for d in &self.detections {
             let full = lb.to_source(d.bbox);
             let bbox = full.clipped(frame_w as f32, frame_h as f32);
-            if bbox.area() <= 0.0 {
+            // As nvinfer attaches objects: classes filtered out, then the size limits and the
+            // region between roi-top-offset and roi-bottom-offset, in frame pixels.
+            let a = attrs_of(d.class_id);
+            if bbox.area() <= 0.0
+                || filtered.contains(&d.class_id)
+                || !a.size_ok(bbox.width, bbox.height)
+                || !a.in_roi(&bbox, frame_h as f32)
+            {
                 continue;
             }
             let mut object = Object::new(

@@ -7,7 +7,7 @@ use ferrostream_core::mask::{ClassMap, InstanceMask};
 /// The instance mask over `bbox` (network pixels) of a YOLOv8-seg detection with mask
 /// coefficients `coefficients`: each cell is the sigmoid of the coefficients' combination of
 /// the `protos` (`masks` x `h` x `w` prototype masks over the `net` input) at the cell's centre,
-/// kept at or above `threshold`. The grid has the prototypes' resolution.
+/// kept above `threshold`. The grid has the prototypes' resolution.
 pub fn from_prototypes(
     coefficients: &[f32],
     protos: &[f32],
@@ -31,7 +31,7 @@ pub fn from_prototypes(
             let sum: f32 = (0..masks.min(coefficients.len()))
                 .map(|k| coefficients[k] * protos[k * plane + at])
                 .sum();
-            1.0 / (1.0 + (-sum).exp()) >= threshold
+            1.0 / (1.0 + (-sum).exp()) > threshold
         });
     InstanceMask::from_cells(cols, rows, cells)
 }
@@ -63,12 +63,21 @@ pub fn moved(mask: &InstanceMask, from: BBox, to: BBox) -> InstanceMask {
     InstanceMask::from_cells(cols, rows, cells)
 }
 
-/// The class map of `scores` (`classes` x `h` x `w` class scores, one plane per class) over
+/// How class scores lie: one plane per class (`[C,H,W]`), or the classes of each cell together
+/// (`[H,W,C]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScoreOrder {
+    Chw,
+    Hwc,
+}
+
+/// The class map of `scores` (`classes` x `h` x `w` class scores, in `order`) over
 /// the cells `region` = (first column, first row, columns, rows) of the plane: each cell's best
-/// class, or -1 where its score is below `threshold`. One class alone is that class against the
-/// background.
+/// class among those scoring above `threshold` (the first on ties), or -1 where none does, as
+/// nvinfer computes it. One class alone is that class against the background.
 pub fn class_map(
     scores: &[f32],
+    order: ScoreOrder,
     (classes, h, w): (usize, usize, usize),
     region: (usize, usize, usize, usize),
     threshold: f32,
@@ -80,14 +89,17 @@ pub fn class_map(
     for y in y0..(y0 + rows).min(h) {
         for x in x0..(x0 + cols).min(w) {
             let at = y * w + x;
-            let (mut best, mut score) = (-1i32, f32::MIN);
+            let (mut best, mut score) = (-1i32, -1.0f32);
             for c in 0..classes {
-                let v = scores[c * plane + at];
-                if v > score {
+                let v = match order {
+                    ScoreOrder::Chw => scores[c * plane + at],
+                    ScoreOrder::Hwc => scores[at * classes + c],
+                };
+                if v > score && v > threshold {
                     (best, score) = (c as i32, v);
                 }
             }
-            cells.push(if score >= threshold { best } else { -1 });
+            cells.push(best);
         }
     }
     let cols = (x0 + cols).min(w).saturating_sub(x0) as u32;
@@ -144,14 +156,18 @@ mod tests {
     fn class_maps_take_the_best_class_above_the_threshold() {
         // Two classes over 2x2 cells.
         let scores = [0.9, 0.2, 0.4, 0.1, /* class 1 */ 0.05, 0.7, 0.3, 0.2];
-        let map = class_map(&scores, (2, 2, 2), (0, 0, 2, 2), 0.5, 4);
+        let map = class_map(&scores, ScoreOrder::Chw, (2, 2, 2), (0, 0, 2, 2), 0.5, 4);
         assert_eq!(map.cells(), vec![0, 1, -1, -1]);
         assert_eq!((map.classes, map.component_id), (2, 4));
         // A region: the right column.
-        let map = class_map(&scores, (2, 2, 2), (1, 0, 1, 2), 0.5, 4);
+        let map = class_map(&scores, ScoreOrder::Chw, (2, 2, 2), (1, 0, 1, 2), 0.5, 4);
         assert_eq!(
             ((map.width, map.height), map.cells()),
             ((1, 2), vec![1, -1])
         );
+        // The same scores with the classes of each cell together.
+        let hwc: Vec<f32> = (0..4).flat_map(|at| [scores[at], scores[4 + at]]).collect();
+        let map = class_map(&hwc, ScoreOrder::Hwc, (2, 2, 2), (0, 0, 2, 2), 0.5, 4);
+        assert_eq!(map.cells(), vec![0, 1, -1, -1]);
     }
 }

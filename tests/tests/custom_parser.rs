@@ -175,8 +175,9 @@ fn a_classifier_parser_library_labels_the_frame() {
 #[test]
 fn an_instance_mask_parser_library_gives_objects_their_masks() {
     let objects = yolov8(&format!(
-        "network-type=instance-segmentation custom-lib-path={} \
-         parse-bbox-instance-mask-func-name=NvDsInferParseMask num-detected-classes=2",
+        "network-type=instance-segmentation cluster-mode=none segmentation-threshold=0.5 \
+         custom-lib-path={} parse-bbox-instance-mask-func-name=NvDsInferParseMask \
+         num-detected-classes=2",
         quoted(library())
     ))
     .unwrap();
@@ -200,4 +201,11 @@ fn an_instance_mask_parser_library_gives_objects_their_masks() {
     ))
     .unwrap_err();
     assert!(err.contains("does not fit network-type"), "{err}");
+    let err = yolov8(&format!(
+        "network-type=instance-segmentation custom-lib-path={} \
+         parse-bbox-instance-mask-func-name=NvDsInferParseMask",
+        quoted(library())
+    ))
+    .unwrap_err();
+    assert!(err.contains("set cluster-mode=4"), "{err}");
 }

@@ -277,8 +277,11 @@ fn yolox_grid_offsets_are_decoded_per_stride() {
 
 #[test]
 fn yolov8_seg_masks_cover_what_the_prototypes_say() {
-    let (objects, said) = run_fixture("yolov8_seg_constant.onnx", "pre-cluster-threshold=0.5")
-        .expect("YOLOv8-seg runs");
+    let (objects, said) = run_fixture(
+        "yolov8_seg_constant.onnx",
+        "pre-cluster-threshold=0.5 segmentation-threshold=0.5",
+    )
+    .expect("YOLOv8-seg runs");
     assert!(
         said[0].contains("YOLOv8-seg"),
         "guessed from the two outputs: {said:?}"
@@ -300,7 +303,7 @@ fn semantic_segmentation_gives_the_frame_a_class_map() {
     let out = run_pipeline(
         &format!(
             "{source} ! rstrtinfer onnx-file={} network-type=segmentation gie-unique-id=4 \
-             ! appsink name=sink",
+             segmentation-threshold=0.5 ! appsink name=sink",
             quoted(&fixture("segmentation_constant.onnx"))
         ),
         TIMEOUT,

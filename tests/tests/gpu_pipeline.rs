@@ -580,7 +580,8 @@ fn parser_families_read_device_outputs_like_host_outputs() {
                 &format!(
                     "videotestsrc num-buffers=3 ! video/x-raw,format=RGBA,width=128,height=128 \
                      {upload} ! rstrtinfer name=infer onnx-file={path} device=cuda \
-                     pre-cluster-threshold=0.5 {keys} ! appsink name=sink"
+                     pre-cluster-threshold=0.5 segmentation-threshold=0.5 {keys} \
+                     ! appsink name=sink"
                 ),
                 Duration::from_secs(120),
             )

@@ -516,8 +516,9 @@ impl OutputParser {
     }
 
     /// Decodes the detections of anchor `anchor` from its `row` (the values of
-    /// [`AnchorLayout::groups`], in order), keeping those above their class's
-    /// `pre-cluster-threshold` and inside its size limits. `heatmap_width` is CenterFace's
+    /// [`AnchorLayout::groups`], in order), keeping those at or above their class's
+    /// `pre-cluster-threshold` (size limits apply later, to the clustered objects in frame
+    /// pixels, as in nvinfer). `heatmap_width` is CenterFace's
     /// heatmap width (ignored by the others).
     #[allow(clippy::too_many_arguments)]
     pub fn decode_anchor(
@@ -533,7 +534,7 @@ impl OutputParser {
         let (net_w, net_h) = (net_size.0 as f32, net_size.1 as f32);
         let mut push = |class_id: u32, confidence: f32, bbox: BBox, landmarks: Vec<f32>| {
             let a = attrs(class_id);
-            if confidence >= a.pre_cluster_threshold && a.size_ok(bbox.width, bbox.height) {
+            if confidence >= a.pre_cluster_threshold {
                 out.push(Detection {
                     class_id,
                     confidence,
@@ -642,8 +643,8 @@ impl OutputParser {
         min_threshold(attrs, classes)
     }
 
-    /// Decodes the detections of batch item `item`, keeping those above their class's
-    /// `pre-cluster-threshold` and inside its size limits.
+    /// Decodes the detections of batch item `item`, keeping those at or above their class's
+    /// `pre-cluster-threshold`.
     pub fn detections(
         &self,
         outputs: &[OutputTensor],
@@ -655,7 +656,7 @@ impl OutputParser {
         let (net_w, net_h) = (net_size.0 as f32, net_size.1 as f32);
         let mut push = |class_id: u32, confidence: f32, bbox: BBox| {
             let a = attrs(class_id);
-            if confidence >= a.pre_cluster_threshold && a.size_ok(bbox.width, bbox.height) {
+            if confidence >= a.pre_cluster_threshold {
                 out.push(Detection {
                     class_id,
                     confidence,
@@ -772,10 +773,7 @@ impl OutputParser {
                         }
                     }
                     let bbox = centre_box(at(0, a), at(1, a), at(2, a), at(3, a));
-                    let a_attrs = attrs(best as u32);
-                    if score >= a_attrs.pre_cluster_threshold
-                        && a_attrs.size_ok(bbox.width, bbox.height)
-                    {
+                    if score >= attrs(best as u32).pre_cluster_threshold {
                         out.push(Detection {
                             class_id: best as u32,
                             confidence: score,

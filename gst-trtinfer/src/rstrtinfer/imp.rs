@@ -534,6 +534,13 @@ impl ObjectImpl for TrtInfer {
                     .default_value(d.classifier_threshold)
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecUInt::builder("segmentation-output-order")
+                    .nick("Segmentation output order")
+                    .blurb("Semantic segmentation scores: 0 = [N,C,H,W], 1 = [N,H,W,C]")
+                    .maximum(1)
+                    .default_value(u32::from(d.segmentation_hwc))
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecFloat::builder("segmentation-threshold")
                     .nick("Segmentation threshold")
                     .blurb("Least score of a pixel's class, or mask value of an object's pixel")
@@ -793,6 +800,9 @@ impl ObjectImpl for TrtInfer {
             "segmentation-threshold" => {
                 p.segmentation_threshold = value.get().expect("type checked upstream")
             }
+            "segmentation-output-order" => {
+                p.segmentation_hwc = value.get::<u32>().expect("type checked upstream") == 1
+            }
             "classifier-threshold" => {
                 p.classifier_threshold = value.get().expect("type checked upstream")
             }
@@ -905,6 +915,7 @@ impl ObjectImpl for TrtInfer {
             "topk" => p.class_attrs.all.topk.to_value(),
             "classifier-threshold" => p.classifier_threshold.to_value(),
             "segmentation-threshold" => p.segmentation_threshold.to_value(),
+            "segmentation-output-order" => u32::from(p.segmentation_hwc).to_value(),
             "classifier-softmax" => p.classifier_softmax.to_value(),
             "process-mode" => p.process_mode.to_value(),
             "network-mode" => p.tensorrt.network_mode.to_value(),

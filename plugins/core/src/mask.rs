@@ -15,13 +15,13 @@ pub struct InstanceMask {
 }
 
 impl InstanceMask {
-    /// The cells of `values` (`width` x `height`, row by row) at or above `threshold`.
+    /// The cells of `values` (`width` x `height`, row by row) above `threshold`.
     pub fn from_values(width: u32, height: u32, values: &[f32], threshold: f32) -> Self {
         let cells = width as usize * height as usize;
         Self::from_cells(
             width,
             height,
-            values.iter().take(cells).map(|&v| v >= threshold),
+            values.iter().take(cells).map(|&v| v > threshold),
         )
     }
 
@@ -171,8 +171,11 @@ mod tests {
         assert_eq!(mask.cells(), vec![true, true, false, false]);
         let empty = InstanceMask::from_values(3, 1, &[0.1, 0.2, 0.3], 0.5);
         assert_eq!((empty.runs.clone(), empty.area()), (vec![3], 0));
-        let full = InstanceMask::from_values(2, 1, &[0.5, 0.9], 0.5);
+        let full = InstanceMask::from_values(2, 1, &[0.6, 0.9], 0.5);
         assert_eq!(full.runs, vec![0, 2]);
+        // Above the threshold, not at it.
+        let half = InstanceMask::from_values(2, 1, &[0.5, 0.9], 0.5);
+        assert_eq!(half.runs, vec![1, 1]);
     }
 
     #[test]
