@@ -170,6 +170,29 @@ fn a_classifier_parser_library_labels_the_frame() {
     };
     assert_eq!((c.component_id, c.class_id, &*c.label), (3, 0, "reddish"));
     assert!((c.prob - 1.0).abs() < 1e-3, "{}", c.prob);
+    // A label the parser leaves out comes from the label file, in nvinfer's classifier format
+    // (one line per output layer, its classes separated by ';').
+    let labels = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("nvdsparser")
+        .join(format!("channels-{}.txt", std::process::id()));
+    std::fs::write(&labels, "scarlet;emerald;azure\n").unwrap();
+    let classify = |function: &str| {
+        run(
+            "red",
+            &format!(
+                "onnx-file={} network-type=classifier net-scale-factor=0.00392156863 \
+                 labelfile-path={} custom-lib-path={} parse-classifier-func-name={function}",
+                quoted(&fixture("f16_channel_mean.onnx")),
+                quoted(&labels),
+                quoted(library())
+            ),
+        )
+        .unwrap()
+    };
+    let objects = classify("NvDsInferClassifyUnlabelled");
+    assert_eq!(&*objects[0].classifications[0].label, "scarlet");
+    // Attributes without a description: nothing attached, as in nvinfer.
+    assert!(classify("NvDsInferClassifyQuietly").is_empty());
 }
 
 #[test]
