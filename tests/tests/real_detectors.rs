@@ -1,0 +1,112 @@
+//! Pretrained detectors as users export them, through rstrtinfer with configurations that name no
+//! parser: a YOLOv8 export ([1, 6, 8400]), a TensorFlow Object Detection API graph converted by
+//! tf2onnx (every output dimension symbolic) and a CenterNet top-K export ([1, 100, 6] rows of
+//! x1, y1, x2, y2, score, class). Each must find the people where they are; the reference boxes
+//! come from running the same model with ONNX Runtime's Python API and the model's own
+//! pre-processing (scripts/fetch-models.sh produces the models).
+
+use std::time::Duration;
+
+use ferrostream_core::Object;
+use ferrostream_tests::{iou_ltrb, media, quoted, repo_root, run_pipeline, run_pipeline_frames};
+
+const TIMEOUT: Duration = Duration::from_secs(300);
+
+fn config(name: &str) -> String {
+    quoted(&repo_root().join("pipelines").join(name))
+}
+
+/// The objects rstrtinfer finds in a still image.
+fn detect_image(image: &str, infer: &str) -> Vec<Object> {
+    let decoder = if image.ends_with(".png") {
+        "pngdec"
+    } else {
+        "jpegdec"
+    };
+    let desc = format!(
+        "filesrc location={} ! {decoder} ! videoconvert ! rstrtinfer {infer} ! appsink name=sink",
+        quoted(&media(image))
+    );
+    let out = run_pipeline(&desc, TIMEOUT).unwrap();
+    assert_eq!(out.frames.len(), 1);
+    out.frames.into_iter().next().unwrap().objects
+}
+
+fn ltrb(o: &Object) -> [f32; 4] {
+    let b = o.detector_bbox;
+    [b.left, b.top, b.right(), b.bottom()]
+}
+
+/// Every expected (label, box) is matched by a detection of that label with IoU >= 0.8, and
+/// nothing else of that label is found.
+fn assert_finds(objects: &[Object], label: &str, expected: &[[f32; 4]]) {
+    let found: Vec<&Object> = objects.iter().filter(|o| &*o.label == label).collect();
+    assert_eq!(found.len(), expected.len(), "{objects:#?}");
+    for want in expected {
+        let best = found
+            .iter()
+            .map(|o| iou_ltrb(ltrb(o), *want))
+            .fold(0.0, f32::max);
+        assert!(
+            best >= 0.8,
+            "no {label} at {want:?} (best IoU {best}): {objects:#?}"
+        );
+    }
+}
+
+/// Two players on basketball1.png (640x480), as the models' reference runs box them.
+const FALL_PLAYERS: [[f32; 4]; 2] = [[3.8, 65.4, 178.7, 479.6], [417.5, 11.7, 640.0, 466.9]];
+
+#[test]
+fn yolov8_export_finds_the_players_without_a_parser_key() {
+    let objects = detect_image(
+        "basketball1.png",
+        &format!("config-file-path={}", config("fall_detection.txt")),
+    );
+    assert_finds(&objects, "Normal", &FALL_PLAYERS);
+    assert!(objects.iter().all(|o| o.confidence > 0.6), "{objects:#?}");
+    // Naming the parser gives exactly what the guess gave.
+    let named = detect_image(
+        "basketball1.png",
+        &format!(
+            "config-file-path={} output-parser=yolov8",
+            config("fall_detection.txt")
+        ),
+    );
+    assert_eq!(summary(&named), summary(&objects));
+}
+
+#[test]
+fn yolov8_export_finds_people_in_vtest() {
+    let desc = format!(
+        "filesrc location={} ! decodebin ! videoconvert ! rstrtinfer config-file-path={} ! appsink name=sink",
+        quoted(&media("vtest.avi")),
+        config("fall_detection.txt")
+    );
+    let out = run_pipeline_frames(&desc, 20, TIMEOUT).unwrap();
+    assert_eq!(out.frames.len(), 20);
+    let people: usize = out
+        .frames
+        .iter()
+        .map(|f| f.objects.iter().filter(|o| o.confidence >= 0.4).count())
+        .sum();
+    // Several people walk through every frame of vtest.avi.
+    assert!(people >= 2 * 20, "{people} people in 20 frames");
+    let parser = out
+        .element_messages
+        .iter()
+        .find(|s| s.name() == "rstrtinfer-engine")
+        .and_then(|s| s.get::<String>("parser").ok())
+        .expect("engine message with the parser");
+    assert_eq!(parser, "YoloV8");
+}
+
+fn summary(objects: &[Object]) -> Vec<(i32, String, [i32; 4])> {
+    objects
+        .iter()
+        .map(|o| {
+            let b = ltrb(o).map(|v| (v * 10.0).round() as i32);
+            (o.class_id, o.label.to_string(), b)
+        })
+        .collect()
+}
