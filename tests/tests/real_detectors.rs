@@ -110,3 +110,104 @@ fn summary(objects: &[Object]) -> Vec<(i32, String, [i32; 4])> {
         })
         .collect()
 }
+
+/// The parser the element chose, from its `rstrtinfer-parser` message (posted when the outputs'
+/// shapes were symbolic) or else its engine message.
+fn chosen_parser(out: &ferrostream_tests::RunOutput) -> String {
+    let field = |name: &str| {
+        out.element_messages
+            .iter()
+            .find(|s| s.name() == name)
+            .and_then(|s| s.get::<String>("parser").ok())
+    };
+    field("rstrtinfer-parser")
+        .or_else(|| field("rstrtinfer-engine"))
+        .expect("a message naming the parser")
+}
+
+#[test]
+fn tf_od_api_export_with_symbolic_outputs_finds_the_players() {
+    let desc = format!(
+        "filesrc location={} ! pngdec ! videoconvert ! rstrtinfer config-file-path={} ! appsink name=sink",
+        quoted(&media("basketball1.png")),
+        config("pedestrian_ssdlite.txt")
+    );
+    let out = run_pipeline(&desc, TIMEOUT).unwrap();
+    let objects = &out.frames[0].objects;
+    assert_finds(
+        objects,
+        "pedestrian",
+        &[[29.1, 82.0, 160.2, 478.0], [437.6, 19.4, 637.9, 475.0]],
+    );
+    assert!(objects.iter().all(|o| o.confidence > 0.9), "{objects:#?}");
+    let engine = out
+        .element_messages
+        .iter()
+        .find(|s| s.name() == "rstrtinfer-engine")
+        .unwrap();
+    assert!(
+        engine
+            .get::<String>("parser")
+            .unwrap()
+            .starts_with("chosen from the first outputs"),
+        "{engine:?}"
+    );
+    let parser = chosen_parser(&out);
+    assert!(parser.contains("TfOdApi"), "{parser}");
+}
+
+#[test]
+fn tf_od_api_export_finds_pedestrians_in_vtest() {
+    let desc = format!(
+        "filesrc location={} ! decodebin ! videoconvert ! rstrtinfer config-file-path={} ! appsink name=sink",
+        quoted(&media("vtest.avi")),
+        config("pedestrian_ssdlite.txt")
+    );
+    let out = run_pipeline_frames(&desc, 20, TIMEOUT).unwrap();
+    assert_eq!(out.frames.len(), 20);
+    let people: usize = out.frames.iter().map(|f| f.objects.len()).sum();
+    assert!(people >= 2 * 20, "{people} pedestrians in 20 frames");
+    for frame in &out.frames {
+        for o in &frame.objects {
+            let [l, t, r, b] = ltrb(o);
+            assert!(
+                l >= 0.0 && t >= 0.0 && r <= 768.0 && b <= 576.0 && r > l && b > t,
+                "{o:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn top_k_rows_export_finds_the_player_without_a_parser_key() {
+    let desc = format!(
+        "filesrc location={} ! pngdec ! videoconvert ! rstrtinfer config-file-path={} ! appsink name=sink",
+        quoted(&media("basketball1.png")),
+        config("centernet_coco.txt")
+    );
+    let out = run_pipeline(&desc, TIMEOUT).unwrap();
+    let objects = &out.frames[0].objects;
+    // The model's confident person; the other player it scores 0.31 (both as the reference run).
+    let confident: Vec<Object> = objects
+        .iter()
+        .filter(|o| o.confidence > 0.5)
+        .cloned()
+        .collect();
+    assert_finds(&confident, "person", &[[27.4, 78.4, 173.2, 471.9]]);
+    assert!(
+        (confident[0].confidence - 0.766).abs() < 0.02,
+        "{confident:#?}"
+    );
+    // Every score is a probability and every box inside the frame (not YOLOv5 anchors).
+    for o in objects {
+        let [l, t, r, b] = ltrb(o);
+        assert!(o.confidence > 0.3 && o.confidence <= 1.0, "{o:?}");
+        assert!(l >= 0.0 && t >= 0.0 && r <= 640.0 && b <= 480.0, "{o:?}");
+    }
+    // The columns and coordinates were settled from the first confident rows.
+    let parser = chosen_parser(&out);
+    assert!(
+        parser.contains("end-to-end rows of box,score,class, boxes Xyxy in pixels"),
+        "{parser}"
+    );
+}
