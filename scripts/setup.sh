@@ -44,6 +44,6 @@ fi
 
 # Models and footage: those a provided directory has (FERROSTREAM_MODEL_DIR/FERROSTREAM_MEDIA_DIR,
 # or ../shared beside the checkout) are used from there, the others are downloaded into the cache
-# (fetch-models.sh installs the Node.js and Python tools it needs for that).
+# (fetch-models.sh sets up the Python tools it needs for that).
 . "$repo/scripts/env.sh"
 "$repo/scripts/fetch-models.sh"
