@@ -8,6 +8,11 @@
 //! `FERROSTREAM_TENSORRT_COMPILE_CHECK=1` the shim is compiled against Ferrostream's own
 //! declarations of the API (`tensorrt/api/`) instead: a compile check for machines without the
 //! SDK, whose shim never loads TensorRT.
+//!
+//! TensorRT's headers include CUDA's (`cuda_runtime_api.h`), which JetPack and NVIDIA's CUDA
+//! packages install outside the compiler's default path: they are taken from `CUDA_HOME/include`,
+//! else `/usr/local/cuda/include`. Both SDKs are included as system headers, so warnings in
+//! NVIDIA's headers (TensorRT 10.16 has unused parameters) do not fill the build log.
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -46,6 +51,37 @@ mod tensorrt {
         "/usr/local/TensorRT/include",
         "/usr/include",
     ];
+
+    /// Where CUDA's headers are, when the compiler does not find them by itself (`None`).
+    fn cuda_include_dir(tensorrt: &Path) -> Result<Option<PathBuf>, String> {
+        println!("cargo:rerun-if-env-changed=CUDA_HOME");
+        let candidates: Vec<PathBuf> = std::env::var_os("CUDA_HOME")
+            .map(|home| PathBuf::from(home).join("include"))
+            .into_iter()
+            .chain([PathBuf::from("/usr/local/cuda/include")])
+            .collect();
+        if let Some(dir) = candidates
+            .iter()
+            .find(|dir| dir.join("cuda_runtime_api.h").is_file())
+        {
+            return Ok(Some(dir.clone()));
+        }
+        if tensorrt.join("cuda_runtime_api.h").is_file()
+            || Path::new("/usr/include/cuda_runtime_api.h").is_file()
+        {
+            return Ok(None);
+        }
+        Err(format!(
+            "TensorRT's headers ({}) include CUDA's cuda_runtime_api.h, found in none of {}: \
+             set CUDA_HOME to the CUDA toolkit",
+            tensorrt.display(),
+            candidates
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    }
 
     fn sdk_include_dir() -> Result<PathBuf, String> {
         if let Some(root) = std::env::var_os("TENSORRT_ROOT") {
@@ -88,23 +124,33 @@ mod tensorrt {
         }
         let compile_check =
             std::env::var("FERROSTREAM_TENSORRT_COMPILE_CHECK").is_ok_and(|v| v == "1");
+        let mut build = cc::Build::new();
         let include = if compile_check {
-            PathBuf::from("tensorrt/api")
+            let api = PathBuf::from("tensorrt/api");
+            build.include(&api);
+            api
         } else {
-            match sdk_include_dir() {
-                Ok(dir) => dir,
+            let sdk =
+                sdk_include_dir().and_then(|sdk| cuda_include_dir(&sdk).map(|cuda| (sdk, cuda)));
+            match sdk {
+                Ok((sdk, cuda)) => {
+                    build.flag("-isystem").flag(sdk.as_os_str());
+                    if let Some(cuda) = cuda {
+                        build.flag("-isystem").flag(cuda.as_os_str());
+                    }
+                    sdk
+                }
                 Err(message) => {
                     eprintln!("error: {message}");
                     std::process::exit(1);
                 }
             }
         };
-        cc::Build::new()
+        build
             .cpp(true)
             .std("c++17")
             .file("tensorrt/fs_trt.cpp")
             .include("tensorrt")
-            .include(&include)
             .warnings(true)
             .extra_warnings(true)
             // setInt8Calibrator is deprecated in TensorRT 10.1+, still the way to use a cache.

@@ -1,6 +1,7 @@
 //! The cuDLA C API (`libcudla.so.1`, JetPack), as far as the hybrid-mode runner uses it:
 //! `#[repr(C)]` mirrors of its structures and the function signatures, resolved at run time.
-//! Layouts follow `cudla.h` (JetPack 6); the tests pin every size and offset.
+//! Layouts follow `cudla.h` (JetPack 6), checked against cuDLA 1.5's header by
+//! tests/tests/nvidia_headers.rs (docs/NVIDIA_HEADERS.md); the tests pin every size and offset.
 
 use std::ffi::{c_char, c_void};
 
@@ -113,6 +114,7 @@ pub fn status_name(status: Status) -> String {
         12 => "cudlaErrorInvalidModule",
         13 => "cudlaErrorUnsupportedOperation",
         14 => "cudlaErrorNvSci",
+        15 => "cudlaErrorDriverNotFound",
         0x4000_0001 => "cudlaErrorDlaErrInvalidInput",
         0x4000_0002 => "cudlaErrorDlaErrInvalidPreAction",
         0x4000_0003 => "cudlaErrorDlaErrNoMem",
@@ -120,6 +122,7 @@ pub fn status_name(status: Status) -> String {
         0x4000_0005 => "cudlaErrorDlaErrTaskStatusMismatch",
         0x4000_0006 => "cudlaErrorDlaErrEngineTimeout",
         0x4000_0007 => "cudlaErrorDlaErrDataMismatch",
+        0x7fff_ffff => "cudlaErrorUnknown",
         other => return format!("cudlaStatus {other}"),
     };
     name.to_string()
@@ -168,11 +171,15 @@ mod tests {
         assert_eq!(status_name(0x4000_0006), "cudlaErrorDlaErrEngineTimeout");
         assert_eq!(status_name(0x4000_0007), "cudlaErrorDlaErrDataMismatch");
         assert_eq!(status_name(99), "cudlaStatus 99");
+        // Regression (cudla.h of cuDLA 1.5): the catch-all and the missing-driver codes are named.
+        assert_eq!(status_name(0x7fff_ffff), "cudlaErrorUnknown");
+        assert_eq!(status_name(15), "cudlaErrorDriverNotFound");
         // Every documented code has a name of its own.
-        let names: std::collections::HashSet<String> = (0..=14)
+        let names: std::collections::HashSet<String> = (0..=15)
             .chain(0x4000_0001..=0x4000_0007)
+            .chain([0x7fff_ffff])
             .map(status_name)
             .collect();
-        assert_eq!(names.len(), 22);
+        assert_eq!(names.len(), 24);
     }
 }

@@ -39,7 +39,7 @@ pub const CU_GRAPHICS_REGISTER_FLAGS_READ_ONLY: c_uint = 1;
 /// `CU_GRAPHICS_REGISTER_FLAGS_WRITE_DISCARD`.
 pub const CU_GRAPHICS_REGISTER_FLAGS_WRITE_DISCARD: c_uint = 2;
 /// `CU_DEVICE_ATTRIBUTE_INTEGRATED`.
-const CU_DEVICE_ATTRIBUTE_INTEGRATED: c_int = 18;
+pub const CU_DEVICE_ATTRIBUTE_INTEGRATED: c_int = 18;
 
 /// The `frame` union of `CUeglFrame`: CUDA arrays (ARRAY frames) or plane pointers (PITCH frames).
 #[repr(C)]
