@@ -2,9 +2,11 @@
 
 #include "fs_nvdsparse.h"
 
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <type_traits>
 
 #include "nvdsinfer_custom_impl.h"
 
@@ -43,25 +45,63 @@ int guarded(Call call, char *error, size_t error_len) {
     return FS_PARSE_THREW;
 }
 
+// DeepStream 9's NvDsInferObjectDetectionInfo: DeepStream 8's fields, then a rotation angle.
+struct ObjectInfoDs9 {
+    NvDsInferObjectDetectionInfo object;
+    float rotation_angle;
+};
+static_assert(sizeof(ObjectInfoDs9) == 28, "DeepStream 9's NvDsInferObjectDetectionInfo");
+
+const NvDsInferObjectDetectionInfo &plain(const NvDsInferObjectDetectionInfo &object) {
+    return object;
+}
+const NvDsInferObjectDetectionInfo &plain(const ObjectInfoDs9 &object) { return object.object; }
+
+// Calls a bounding-box parser whose object list holds `Object`s (the layout of the DeepStream
+// headers the library was built against).
+template <typename Object>
+int parse_bbox(void *func, const NvDsInferLayerInfo *layers, size_t num_layers,
+               const NvDsInferNetworkInfo *network, const FsDetectionParams *params,
+               FsEmitObject emit, void *ctx, char *error, size_t error_len) {
+    using Parse = bool (*)(std::vector<NvDsInferLayerInfo> const &, NvDsInferNetworkInfo const &,
+                           NvDsInferParseDetectionParams const &, std::vector<Object> &);
+    return guarded(
+        [&] {
+            auto parse = reinterpret_cast<Parse>(func);
+            NvDsInferParseDetectionParams detection;
+            fill_params(params, detection);
+            std::vector<Object> objects;
+            bool ok = parse(layer_list(layers, num_layers), *network, detection, objects);
+            for (const auto &object : objects) {
+                emit(ctx, &plain(object));
+            }
+            return ok;
+        },
+        error, error_len);
+}
+
 }  // namespace
 
 extern "C" int fs_nvds_parse_bbox(void *func, const NvDsInferLayerInfo *layers,
                                   size_t num_layers, const NvDsInferNetworkInfo *network,
                                   const FsDetectionParams *params, FsEmitObject emit, void *ctx,
                                   char *error, size_t error_len) {
-    return guarded(
-        [&] {
-            auto parse = reinterpret_cast<NvDsInferParseCustomFunc>(func);
-            NvDsInferParseDetectionParams detection;
-            fill_params(params, detection);
-            std::vector<NvDsInferObjectDetectionInfo> objects;
-            bool ok = parse(layer_list(layers, num_layers), *network, detection, objects);
-            for (const auto &object : objects) {
-                emit(ctx, &object);
-            }
-            return ok;
-        },
-        error, error_len);
+    static_assert(std::is_same<NvDsInferParseCustomFunc,
+                               bool (*)(std::vector<NvDsInferLayerInfo> const &,
+                                        NvDsInferNetworkInfo const &,
+                                        NvDsInferParseDetectionParams const &,
+                                        std::vector<NvDsInferObjectDetectionInfo> &)>::value,
+                  "the parser signature of nvdsinfer_custom_impl.h");
+    return parse_bbox<NvDsInferObjectDetectionInfo>(func, layers, num_layers, network, params,
+                                                    emit, ctx, error, error_len);
+}
+
+extern "C" int fs_nvds_parse_bbox_ds9(void *func, const NvDsInferLayerInfo *layers,
+                                      size_t num_layers, const NvDsInferNetworkInfo *network,
+                                      const FsDetectionParams *params, FsEmitObject emit,
+                                      void *ctx, char *error, size_t error_len) {
+    return parse_bbox<ObjectInfoDs9>(func, layers, num_layers, network, params, emit, ctx, error,
+                                     error_len);
 }
 
 extern "C" int fs_nvds_parse_instance_mask(void *func, const NvDsInferLayerInfo *layers,
@@ -117,6 +157,12 @@ extern "C" int fs_nvds_parse_classifier(void *func, const NvDsInferLayerInfo *la
 }
 
 extern "C" size_t fs_nvds_sizeof_layer_info(void) { return sizeof(NvDsInferLayerInfo); }
+
+extern "C" size_t fs_nvds_sizeof_object_ds9(void) { return sizeof(ObjectInfoDs9); }
+
+extern "C" size_t fs_nvds_offsetof_rotation_angle_ds9(void) {
+    return offsetof(ObjectInfoDs9, rotation_angle);
+}
 
 extern "C" size_t fs_nvds_sizeof_detection_params(void) {
     return sizeof(NvDsInferParseDetectionParams);

@@ -39,6 +39,13 @@ int fs_nvds_parse_bbox(void *func, const NvDsInferLayerInfo *layers, size_t num_
                        const NvDsInferNetworkInfo *network, const FsDetectionParams *params,
                        FsEmitObject emit, void *ctx, char *error, size_t error_len);
 
+/* The same for a library built against DeepStream 9's headers, whose NvDsInferObjectDetectionInfo
+ * has a rotation angle after the confidence (28 bytes, not 24). The angle is not used: boxes are
+ * axis-aligned. */
+int fs_nvds_parse_bbox_ds9(void *func, const NvDsInferLayerInfo *layers, size_t num_layers,
+                           const NvDsInferNetworkInfo *network, const FsDetectionParams *params,
+                           FsEmitObject emit, void *ctx, char *error, size_t error_len);
+
 /* Calls an NvDsInferInstanceMaskParseCustomFunc; each object goes to `emit`, then its mask is
  * released with delete[]. */
 int fs_nvds_parse_instance_mask(void *func, const NvDsInferLayerInfo *layers,
@@ -57,6 +64,10 @@ int fs_nvds_parse_classifier(void *func, const NvDsInferLayerInfo *layers, size_
 /* sizeof of the structures, for the Rust mirror's layout tests. */
 size_t fs_nvds_sizeof_layer_info(void);
 size_t fs_nvds_sizeof_detection_params(void);
+/* DeepStream 9's NvDsInferObjectDetectionInfo as the shim reads it: its size and the offset of
+ * rotation_angle. */
+size_t fs_nvds_sizeof_object_ds9(void);
+size_t fs_nvds_offsetof_rotation_angle_ds9(void);
 
 #ifdef __cplusplus
 }

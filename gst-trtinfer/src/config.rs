@@ -455,6 +455,9 @@ pub struct InferConfig {
     /// An nvinfer custom parser library and the function in it that parses the outputs.
     pub custom_lib_path: Option<PathBuf>,
     pub custom_parser: Option<(crate::custom::CustomKind, String)>,
+    /// Major version of the DeepStream headers the parser library was built against
+    /// (`custom-lib-deepstream-version`): 9 and later add a rotation angle to each object.
+    pub custom_lib_deepstream_version: u32,
     pub classifier_threshold: f32,
     /// Segmentation: the least score of a pixel's class (semantic), the least mask value of an
     /// object's pixel (instance masks).
@@ -565,6 +568,7 @@ impl Default for InferConfig {
             filter_out_class_ids: Vec::new(),
             custom_lib_path: None,
             custom_parser: None,
+            custom_lib_deepstream_version: 8,
             classifier_threshold: 0.0,
             segmentation_threshold: 0.0,
             segmentation_hwc: false,
@@ -768,6 +772,16 @@ impl InferConfig {
                     Some(crate::parse::Columns::parse(&e.value).map_err(|m| ini.error(e, m))?)
             }
             "custom-lib-path" => self.custom_lib_path = Some(ini.resolve_path(&e.value)),
+            "custom-lib-deepstream-version" => {
+                self.custom_lib_deepstream_version = ini.value(e)?;
+                if !(6..=99).contains(&self.custom_lib_deepstream_version) {
+                    return Err(ini.error(
+                        e,
+                        "expected the major version of DeepStream's headers the library was \
+                         built against, 6 or later",
+                    ));
+                }
+            }
             "filter-out-class-ids" => self.filter_out_class_ids = ini.list_value(e)?,
             // nvinfer needs it for instance masks; here network-type 3 implies it.
             "output-instance-mask" => {
@@ -994,6 +1008,9 @@ impl InferConfig {
                 "end-to-end-columns" => self.end_to_end_columns = props.end_to_end_columns.clone(),
                 "yolox-strides" => self.yolox_strides = props.yolox_strides.clone(),
                 "custom-lib-path" => self.custom_lib_path = props.custom_lib_path.clone(),
+                "custom-lib-deepstream-version" => {
+                    self.custom_lib_deepstream_version = props.custom_lib_deepstream_version
+                }
                 "filter-out-class-ids" => {
                     self.filter_out_class_ids = props.filter_out_class_ids.clone()
                 }

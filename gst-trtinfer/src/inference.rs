@@ -186,8 +186,14 @@ impl Inference {
                 let names: Vec<String> =
                     description.outputs.iter().map(|o| o.name.clone()).collect();
                 Some(
-                    crate::custom::CustomParser::load(&path, name, *kind, &names)
-                        .map_err(SetupError::Model)?,
+                    crate::custom::CustomParser::load(
+                        &path,
+                        name,
+                        *kind,
+                        &names,
+                        config.custom_lib_deepstream_version,
+                    )
+                    .map_err(SetupError::Model)?,
                 )
             }
             _ => None,

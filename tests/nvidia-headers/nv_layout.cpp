@@ -240,6 +240,7 @@ static void cuda_egl() {}
 #if __has_include(<nvdsinfer_custom_impl.h>) && __has_include(<NvInfer.h>) && \
     !(defined(NVDS_VERSION_MAJOR) && NVDS_VERSION_MAJOR < 7)
 #include <nvdsinfer_custom_impl.h>
+OPTIONAL_FIELD(NvDsInferObjectDetectionInfo, rotation_angle)
 static void nvdsinfer() {
     SECTION("nvdsinfer");
     SIZE(NvDsInferDims);
@@ -265,6 +266,7 @@ static void nvdsinfer() {
     OFF(NvDsInferObjectDetectionInfo, width);
     OFF(NvDsInferObjectDetectionInfo, height);
     OFF(NvDsInferObjectDetectionInfo, detectionConfidence);
+    print_NvDsInferObjectDetectionInfo_rotation_angle<NvDsInferObjectDetectionInfo>();
     SIZE(NvDsInferInstanceMaskInfo);
     OFF(NvDsInferInstanceMaskInfo, classId);
     OFF(NvDsInferInstanceMaskInfo, detectionConfidence);

@@ -270,4 +270,34 @@ fn a_parser_library_on_a_real_model_gives_the_built_in_boxes() {
     ));
     assert_eq!(rounded(&custom), rounded(&built_in));
     assert!(custom.iter().all(|o| &*o.label == "Normal"), "{custom:#?}");
+    // The same parser built against DeepStream 9's headers (objects with a rotation angle, 28
+    // bytes), named as such.
+    let ds9 = detect(&format!(
+        "custom-lib-path={} parse-bbox-func-name=NvDsInferParseYoloV8Ds9 \
+         custom-lib-deepstream-version=9",
+        quoted(library())
+    ));
+    assert_eq!(rounded(&ds9), rounded(&built_in));
+}
+
+#[test]
+fn deepstream_version_of_a_parser_library_is_checked() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nvdsparser");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join(format!("ds-version-{}.txt", std::process::id()));
+    std::fs::write(
+        &config,
+        format!(
+            "[property]\nonnx-file={}\ncustom-lib-path={}\nparse-bbox-func-name=F\n\
+             custom-lib-deepstream-version=5\n",
+            fixture("yolov8_constant.onnx").display(),
+            library().display()
+        ),
+    )
+    .unwrap();
+    let err = run("smpte", &format!("config-file-path={}", quoted(&config))).unwrap_err();
+    assert!(
+        err.contains("custom-lib-deepstream-version") && err.contains("6 or later"),
+        "{err}"
+    );
 }

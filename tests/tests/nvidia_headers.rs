@@ -414,12 +414,18 @@ fn mirrors_match_nvidia_headers() {
             }
         ));
         if let Some(infer) = facts.get("nvdsinfer") {
-            differences.extend(compare_declarations(
-                "nvdsinfer.h",
-                infer,
-                &ours["nvdsinfer"],
-                &[],
-            ));
+            let mut ours = ours["nvdsinfer"].clone();
+            if surface.get("NVDS_VERSION_MAJOR").is_some_and(|v| *v >= 9) {
+                // DeepStream 9's objects carry a rotation angle: what the shim reads with
+                // custom-lib-deepstream-version=9.
+                let (size, rotation) = gst_trtinfer::custom::deepstream9_object_layout();
+                ours.insert("NvDsInferObjectDetectionInfo.sizeof".into(), size as i64);
+                ours.insert(
+                    "NvDsInferObjectDetectionInfo.rotation_angle".into(),
+                    rotation as i64,
+                );
+            }
+            differences.extend(compare_declarations("nvdsinfer.h", infer, &ours, &[]));
             checked.push(format!("nvdsinfer.h, nvdsinfer_custom_impl.h ({version})"));
         }
     }

@@ -62,7 +62,8 @@ typedef struct {
 } NvDsInferNetworkInfo;
 
 /* One detected object, in network-input pixels. (DeepStream 9 appends a rotation angle, making
- * it 28 bytes: libraries built against DeepStream 9's headers do not match this layout.) */
+ * it 28 bytes: rstrtinfer reads libraries built against DeepStream 9's headers in that layout
+ * when custom-lib-deepstream-version=9.) */
 typedef struct {
     unsigned int classId;
     float left;

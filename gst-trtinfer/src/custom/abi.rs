@@ -102,6 +102,18 @@ unsafe extern "C" {
         error_len: usize,
     ) -> c_int;
 
+    pub fn fs_nvds_parse_bbox_ds9(
+        func: *mut c_void,
+        layers: *const LayerInfo,
+        num_layers: usize,
+        network: *const NetworkInfo,
+        params: *const DetectionParams,
+        emit: EmitObject,
+        ctx: *mut c_void,
+        error: *mut c_char,
+        error_len: usize,
+    ) -> c_int;
+
     pub fn fs_nvds_parse_instance_mask(
         func: *mut c_void,
         layers: *const LayerInfo,
@@ -133,6 +145,8 @@ unsafe extern "C" {
     pub fn fs_nvds_sizeof_layer_info() -> usize;
     #[cfg(test)]
     pub fn fs_nvds_sizeof_detection_params() -> usize;
+    pub fn fs_nvds_sizeof_object_ds9() -> usize;
+    pub fn fs_nvds_offsetof_rotation_angle_ds9() -> usize;
 }
 
 #[cfg(test)]

@@ -68,10 +68,31 @@ pub struct Attribute {
     pub label: Option<String>,
 }
 
+/// The DeepStream release whose headers a parser library was built against, as far as the
+/// interface differs (`custom-lib-deepstream-version`).
+pub fn objects_have_rotation(deepstream_version: u32) -> bool {
+    // DeepStream 9 appended `rotation_angle` to NvDsInferObjectDetectionInfo.
+    deepstream_version >= 9
+}
+
+/// DeepStream 9's `NvDsInferObjectDetectionInfo` as the shim reads it
+/// (`custom-lib-deepstream-version=9`): its size and the offset of `rotation_angle`.
+pub fn deepstream9_object_layout() -> (usize, usize) {
+    // SAFETY: the shim's functions only return constants.
+    unsafe {
+        (
+            abi::fs_nvds_sizeof_object_ds9(),
+            abi::fs_nvds_offsetof_rotation_angle_ds9(),
+        )
+    }
+}
+
 /// A parser function of a loaded library.
 pub struct CustomParser {
     func: *mut c_void,
     kind: CustomKind,
+    /// Bounding boxes come in DeepStream 9's layout (with a rotation angle).
+    rotated_layout: bool,
     name: String,
     path: PathBuf,
     /// Names of the output layers, as C strings for `layerName`.
@@ -95,12 +116,14 @@ impl std::fmt::Debug for CustomParser {
 }
 
 impl CustomParser {
-    /// Loads `path` and finds `name` in it.
+    /// Loads `path` and finds `name` in it; `deepstream_version` is the major version of the
+    /// DeepStream headers the library was built against.
     pub fn load(
         path: &Path,
         name: &str,
         kind: CustomKind,
         outputs: &[String],
+        deepstream_version: u32,
     ) -> Result<Self, String> {
         if !path.is_file() {
             return Err(format!("custom-lib-path {}: no such file", path.display()));
@@ -134,6 +157,7 @@ impl CustomParser {
         Ok(Self {
             func,
             kind,
+            rotated_layout: objects_have_rotation(deepstream_version),
             name: name.to_string(),
             path: path.to_owned(),
             layer_names,
@@ -250,7 +274,11 @@ impl CustomParser {
         // below extend; `error` is writable for its length.
         let code = unsafe {
             match self.kind {
-                CustomKind::Detector => abi::fs_nvds_parse_bbox(
+                CustomKind::Detector => (if self.rotated_layout {
+                    abi::fs_nvds_parse_bbox_ds9
+                } else {
+                    abi::fs_nvds_parse_bbox
+                })(
                     self.func,
                     layers.as_ptr(),
                     layers.len(),

@@ -392,6 +392,17 @@ impl ObjectImpl for TrtInfer {
                     .default_value(d.batch_size)
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecUInt::builder("custom-lib-deepstream-version")
+                    .nick("Parser library's DeepStream")
+                    .blurb(
+                        "Major version of the DeepStream headers custom-lib-path was built \
+                         against (9 and later: objects with a rotation angle)",
+                    )
+                    .minimum(6)
+                    .maximum(99)
+                    .default_value(d.custom_lib_deepstream_version)
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecUInt::builder("gie-unique-id")
                     .nick("Unique id")
                     .blurb("Component id written into the metadata of the objects found")
@@ -750,6 +761,9 @@ impl ObjectImpl for TrtInfer {
             "gie-unique-id" => {
                 p.gie_unique_id = value.get::<u32>().expect("type checked upstream") as i32
             }
+            "custom-lib-deepstream-version" => {
+                p.custom_lib_deepstream_version = value.get().expect("type checked upstream")
+            }
             "interval" => p.interval = value.get().expect("type checked upstream"),
             "network-type" => {
                 p.network_type = value.get::<NetworkType>().expect("type checked upstream")
@@ -891,6 +905,7 @@ impl ObjectImpl for TrtInfer {
             "gpu-id" => p.gpu_id.to_value(),
             "batch-size" => p.batch_size.to_value(),
             "gie-unique-id" => (p.gie_unique_id as u32).to_value(),
+            "custom-lib-deepstream-version" => p.custom_lib_deepstream_version.to_value(),
             "interval" => p.interval.to_value(),
             "network-type" => p.network_type.to_value(),
             "num-detected-classes" => p.num_detected_classes.to_value(),

@@ -11,7 +11,8 @@
 //! DETR/RT-DETR rows, CenterFace, classifiers and semantic segmentation (a class map per frame);
 //! guessed from the outputs when `output-parser` is unset (from the first inference's shapes
 //! where the model's are symbolic, and checked against the first outputs), or nvinfer custom
-//! parser libraries (`custom-lib-path` with a `parse-*-func-name`). Then every nvinfer
+//! parser libraries (`custom-lib-path` with a `parse-*-func-name`; a bounding-box parser built
+//! against DeepStream 9's headers needs `custom-lib-deepstream-version=9`). Then every nvinfer
 //! `cluster-mode` with `[class-attrs-*]` thresholds.
 //!
 //! Every setting is a property and a key of an nvinfer-style `config-file-path`; properties set
