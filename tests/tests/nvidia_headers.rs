@@ -1,7 +1,8 @@
 //! Ferrostream's mirrors of NVIDIA interfaces, checked against NVIDIA's published headers where
 //! they are present. `tests/nvidia-headers/nv_layout.cpp` is compiled against the headers found
 //! at `DEEPSTREAM_ROOT` (nvbufsurface.h, nvdsinfer.h: an installed DeepStream's
-//! `sources/includes`, or `includes` of NVIDIA's DeepStream repository), `CUDA_HOME` (cuda.h,
+//! `sources/includes`, `includes` of NVIDIA's DeepStream repository, or the `include` of Jetson's
+//! Multimedia API, `/usr/src/jetson_multimedia_api`), `CUDA_HOME` (cuda.h,
 //! cudaEGL.h, and cudla.h on Jetson; EGL's own headers from the system) and `TENSORRT_ROOT`
 //! (NvInfer.h and NvOnnxParser.h under `include`), and prints the sizes, offsets and constants
 //! Ferrostream relies on. They are compared with:
@@ -53,7 +54,7 @@ fn headers() -> Headers {
     Headers {
         deepstream: dir_with(
             "DEEPSTREAM_ROOT",
-            &["sources/includes", "includes", "."],
+            &["sources/includes", "includes", "include", "."],
             "nvbufsurface.h",
         ),
         cuda: dir_with("CUDA_HOME", &["include", "."], "cuda.h"),
@@ -400,11 +401,14 @@ fn mirrors_match_nvidia_headers() {
             surface,
             &nvbufsurface_facts(ds8_layout),
         ));
-        let version = format!(
-            "DeepStream {}.{}",
-            surface.get("NVDS_VERSION_MAJOR").copied().unwrap_or(-1),
-            surface.get("NVDS_VERSION_MINOR").copied().unwrap_or(-1)
-        );
+        let version = match (
+            surface.get("NVDS_VERSION_MAJOR"),
+            surface.get("NVDS_VERSION_MINOR"),
+        ) {
+            (Some(major), Some(minor)) => format!("DeepStream {major}.{minor}"),
+            // The Jetson Multimedia API ships nvbufsurface.h without DeepStream's version header.
+            _ => "no nvds_version.h".to_string(),
+        };
         checked.push(format!(
             "nvbufsurface.h ({version}, {} layout)",
             if ds8_layout {
