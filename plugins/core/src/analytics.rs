@@ -66,6 +66,12 @@ impl BBox {
         BBox::from_corners(left, top, right.max(left), bottom.max(top))
     }
 
+    /// The middle of the bottom edge: where an object stands, the point region and line rules
+    /// use (as nvdsanalytics does).
+    pub fn bottom_center(&self) -> [f32; 2] {
+        [self.left + self.width / 2.0, self.bottom()]
+    }
+
     /// Scales the box by independent factors on each axis.
     pub fn scaled(&self, sx: f32, sy: f32) -> BBox {
         BBox::new(
@@ -100,6 +106,108 @@ pub enum AttributeValue {
     Floats(Vec<f32>),
 }
 
+/// The direction in which an object crossed a counting line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Crossing {
+    /// From the side the line's direction arrow starts on to the side it points to.
+    Forward,
+    /// Against the arrow.
+    Backward,
+}
+
+/// A line an object crossed in this frame.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LineCrossing {
+    pub line: Arc<str>,
+    pub direction: Crossing,
+}
+
+/// What region and line rules (`rsanalytics`) found about one object.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ObjectAnalytics {
+    /// Regions of interest the object is in (outside of, for an `inverse-roi` region).
+    #[serde(default)]
+    pub rois: Vec<Arc<str>>,
+    /// Overcrowding regions the object is in.
+    #[serde(default)]
+    pub overcrowding: Vec<Arc<str>>,
+    /// Lines the object crossed in this frame.
+    #[serde(default)]
+    pub crossed: Vec<LineCrossing>,
+    /// The named direction the object moves in, if it matches one.
+    #[serde(default)]
+    pub direction: Option<Arc<str>>,
+}
+
+/// The state of an overcrowding region in one frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Crowding {
+    /// Objects in the region.
+    pub count: u32,
+    /// The count at which the region is crowded.
+    pub threshold: u32,
+    pub crowded: bool,
+}
+
+/// Crossings of one line: in this frame and since the stream started.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct LineCounts {
+    pub forward: u32,
+    pub backward: u32,
+    pub forward_total: u64,
+    pub backward_total: u64,
+    /// Totals per class id: `[forward, backward]`.
+    #[serde(default)]
+    pub per_class: BTreeMap<i32, [u64; 2]>,
+}
+
+/// The kind of a rule's geometry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ShapeKind {
+    /// A region of interest (polygon).
+    Roi,
+    /// An overcrowding region (polygon).
+    Overcrowding,
+    /// A counting line: the line's two points, then its direction arrow's two.
+    Line,
+    /// A named direction: the arrow's two points.
+    Direction,
+}
+
+/// The geometry of one rule, in pixels of the frame, for drawing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Shape {
+    pub kind: ShapeKind,
+    pub label: Arc<str>,
+    pub points: Vec<[f32; 2]>,
+}
+
+/// What region and line rules (`rsanalytics`) found in one frame.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct FrameAnalytics {
+    /// Objects in each region of interest.
+    #[serde(default)]
+    pub roi_counts: BTreeMap<String, u32>,
+    /// Each overcrowding region's count and state.
+    #[serde(default)]
+    pub overcrowding: BTreeMap<String, Crowding>,
+    /// Each line's crossings.
+    #[serde(default)]
+    pub lines: BTreeMap<String, LineCounts>,
+    /// Objects in the frame per class id.
+    #[serde(default)]
+    pub object_counts: BTreeMap<i32, u32>,
+    /// The rules' geometry, for drawing.
+    #[serde(default)]
+    pub shapes: Vec<Shape>,
+    /// What to draw (nvdsanalytics' `osd-mode`): 0 nothing, 1 the shapes and labels, 2 also the
+    /// counts.
+    #[serde(default)]
+    pub osd_mode: u32,
+}
+
 /// An object found in a frame.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Object {
@@ -125,6 +233,8 @@ pub struct Object {
     pub attributes: BTreeMap<String, AttributeValue>,
     /// The object's instance mask, laid over `detector_bbox` (instance segmentation).
     pub mask: Option<crate::mask::InstanceMask>,
+    /// Region and line rules' results (`rsanalytics`).
+    pub analytics: Option<ObjectAnalytics>,
 }
 
 impl Object {
@@ -150,6 +260,7 @@ impl Object {
             classifications: Vec::new(),
             attributes: BTreeMap::new(),
             mask: None,
+            analytics: None,
         }
     }
 
@@ -191,6 +302,8 @@ pub struct Frame {
     pub terminated_ids: Vec<u64>,
     /// The frame's class map (semantic segmentation), stretched over the whole frame.
     pub segmentation: Option<crate::mask::ClassMap>,
+    /// Region and line rules' results (`rsanalytics`).
+    pub analytics: Option<FrameAnalytics>,
 }
 
 impl Frame {
@@ -218,6 +331,15 @@ impl Frame {
         let sy = height as f32 / self.height as f32;
         for object in &mut self.objects {
             object.scale(sx, sy);
+        }
+        if let Some(analytics) = &mut self.analytics {
+            for point in analytics
+                .shapes
+                .iter_mut()
+                .flat_map(|s| s.points.iter_mut())
+            {
+                *point = [point[0] * sx, point[1] * sy];
+            }
         }
         self.width = width;
         self.height = height;

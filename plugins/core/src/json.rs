@@ -16,7 +16,12 @@
 //! and per object `detector_bbox`, `tracker_bbox`, `tracker_confidence`, `tracker_age`,
 //! `parent`, `mask` (an instance mask: `width` x `height` cells stretched over
 //! `detector_bbox`, row by row as run lengths alternating outside and inside, starting outside).
-//! `segmentation` and `mask` are left out when absent.
+//! Region and line rules (`rsanalytics`) add `analytics` to the frame (`roi_counts`,
+//! `overcrowding` with `count`/`threshold`/`crowded`, `lines` with `forward`/`backward` in this
+//! frame and `forward_total`/`backward_total` since the start, `object_counts` per class id,
+//! `shapes`, `osd_mode`) and to each object (`rois`, `overcrowding`, `crossed` as
+//! `{"line":..., "direction":"forward"|"backward"}`, `direction`).
+//! `segmentation`, `mask` and `analytics` are left out when absent.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -24,7 +29,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analytics::{AttributeValue, BBox, Classification, Frame, Object};
+use crate::analytics::{
+    AttributeValue, BBox, Classification, Frame, FrameAnalytics, Object, ObjectAnalytics,
+};
 use crate::mask::{ClassMap, InstanceMask};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -47,6 +54,8 @@ pub struct FrameRecord {
     pub source_height: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segmentation: Option<ClassMap>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analytics: Option<FrameAnalytics>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -71,6 +80,8 @@ pub struct ObjectRecord {
     pub parent: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mask: Option<InstanceMask>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analytics: Option<ObjectAnalytics>,
 }
 
 impl From<&Object> for ObjectRecord {
@@ -90,6 +101,7 @@ impl From<&Object> for ObjectRecord {
             tracker_age: o.tracker_age,
             parent: o.parent,
             mask: o.mask.clone(),
+            analytics: o.analytics.clone(),
         }
     }
 }
@@ -111,6 +123,7 @@ impl From<ObjectRecord> for Object {
             classifications: r.classifications,
             attributes: r.attributes,
             mask: r.mask.filter(InstanceMask::is_consistent),
+            analytics: r.analytics,
         }
     }
 }
@@ -130,6 +143,7 @@ impl From<&Frame> for FrameRecord {
             source_width: f.source_width,
             source_height: f.source_height,
             segmentation: f.segmentation.clone(),
+            analytics: f.analytics.clone(),
         }
     }
 }
@@ -159,6 +173,7 @@ impl From<FrameRecord> for Frame {
             terminated_ids: r.terminated_ids,
             objects: r.objects.into_iter().map(Object::from).collect(),
             segmentation: r.segmentation,
+            analytics: r.analytics,
         }
     }
 }

@@ -17,5 +17,8 @@ pub mod nvmm;
 pub mod nvmmtestsrc;
 pub mod paths;
 
-pub use analytics::{AttributeValue, BBox, Batch, Classification, Frame, Object};
+pub use analytics::{
+    AttributeValue, BBox, Batch, Classification, Crossing, Crowding, Frame, FrameAnalytics,
+    LineCounts, LineCrossing, Object, ObjectAnalytics, Shape, ShapeKind,
+};
 pub use meta::BatchMeta;

@@ -6,6 +6,7 @@
 
 use gst::glib;
 
+pub use ferrostream_analytics as analytics;
 pub use ferrostream_core as core;
 pub use ferrostream_osd as osd;
 pub use ferrostream_streammux as streammux;
@@ -21,6 +22,7 @@ fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     gst_trtinfer::rstrtinfer::register(plugin)?;
     gst_dlainfer::rsdlainfer::register(plugin)?;
     gst_tracker::rstracker::register(plugin)?;
+    ferrostream_analytics::rsanalytics::register(plugin)?;
     ferrostream_streammux::register(plugin)?;
     ferrostream_osd::register(plugin)?;
     Ok(())
