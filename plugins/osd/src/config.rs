@@ -161,6 +161,7 @@ fn osd_key(file: &IniFile, entry: &Entry, s: &mut Style) -> Result<bool, ConfigE
         "blur-strength" => s.blur_strength = file.value(entry)?,
         "display-mask" => s.display_mask = file.bool_value(entry)?,
         "mask-alpha" => s.mask_alpha = file.value(entry)?,
+        "display-analytics" => s.display_analytics = file.bool_value(entry)?,
         _ => return Ok(false),
     }
     Ok(true)

@@ -10,7 +10,7 @@
 //! rectangle of the list's own 8-bit coverage image composed from those glyphs (what the CPU
 //! painter [`crate::paint`] reads).
 
-use ferrostream_core::{Frame, Object};
+use ferrostream_core::{Frame, FrameAnalytics, Object, ShapeKind};
 
 use crate::color::Rgba;
 use crate::font::{ATLAS_WIDTH, GlyphAtlas, PlacedGlyph, Typeface};
@@ -202,6 +202,70 @@ impl DrawList {
         }
     }
 
+    /// A straight stroke `width` pixels thick from `a` to `b` (list pixels), as one fill per
+    /// run of columns (rows, for a steep stroke) at the same height.
+    fn segment(&mut self, a: [f32; 2], b: [f32; 2], width: i32, color: Rgba) {
+        if !a.iter().chain(&b).all(|v| v.is_finite()) || width <= 0 {
+            return;
+        }
+        let steep = (b[1] - a[1]).abs() > (b[0] - a[0]).abs();
+        // Work along the major axis: `u` along it, `v` across.
+        let (a, b) = if steep {
+            ([a[1], a[0]], [b[1], b[0]])
+        } else {
+            (a, b)
+        };
+        let (a, b) = if a[0] <= b[0] { (a, b) } else { (b, a) };
+        let extent = if steep { self.height } else { self.width };
+        let first = (a[0].round() as i64).max(-1) as i32;
+        let last = (b[0].round() as i64).min(extent as i64) as i32;
+        let slope = if b[0] > a[0] {
+            (b[1] - a[1]) / (b[0] - a[0])
+        } else {
+            0.0
+        };
+        let across = |u: i32| {
+            let v = a[1] + (u as f32 - a[0]) * slope;
+            (v.round()
+                .clamp(i32::MIN as f32 / 2.0, i32::MAX as f32 / 2.0) as i32)
+                - width / 2
+        };
+        let emit = |u0: i32, u1: i32, v: i32, list: &mut Self| {
+            let rect = if steep {
+                PixelRect::new(v, u0, v + width, u1)
+            } else {
+                PixelRect::new(u0, v, u1, v + width)
+            };
+            list.fill(rect, color);
+        };
+        let mut start = first;
+        while start <= last {
+            let v = across(start);
+            let mut end = start + 1;
+            while end <= last && across(end) == v {
+                end += 1;
+            }
+            emit(start, end, v, self);
+            start = end;
+        }
+    }
+
+    /// An arrow from `a` to `b` with a head of `head` pixels.
+    fn arrow(&mut self, a: [f32; 2], b: [f32; 2], width: i32, head: f32, color: Rgba) {
+        self.segment(a, b, width, color);
+        let (dx, dy) = (a[0] - b[0], a[1] - b[1]);
+        let len = (dx * dx + dy * dy).sqrt();
+        if len <= 0.0 || len.is_nan() {
+            return;
+        }
+        let (ux, uy) = (dx / len * head, dy / len * head);
+        let (c, s) = (0.866_f32, 0.5_f32);
+        for s in [s, -s] {
+            let tip = [b[0] + ux * c - uy * s, b[1] + ux * s + uy * c];
+            self.segment(b, tip, width, color);
+        }
+    }
+
     /// A border of `width` pixels along the inside of `rect`.
     fn border(&mut self, rect: PixelRect, width: u32, color: Rgba) {
         let w = (width as i32)
@@ -308,6 +372,13 @@ impl DrawList {
 /// Background behind the clock and the source text, so that they stay readable on any picture.
 const OVERLAY_BACKGROUND: Rgba = Rgba::new(0, 0, 0, 128);
 
+/// Colours of rsanalytics' shapes.
+const ROI_COLOR: Rgba = Rgba::new(255, 220, 0, 255);
+const CROWDING_COLOR: Rgba = Rgba::new(255, 140, 0, 255);
+const CROWDED_COLOR: Rgba = Rgba::new(255, 0, 0, 255);
+const LINE_COLOR: Rgba = Rgba::new(0, 220, 255, 255);
+const DIRECTION_COLOR: Rgba = Rgba::new(0, 255, 120, 255);
+
 /// Builds draw lists: lays text out in its typeface, with the glyphs rasterised so far, and keeps
 /// its scratch space between frames.
 #[derive(Debug)]
@@ -379,6 +450,11 @@ impl Planner {
             scale(list.width, frame.width),
             scale(list.height, frame.height),
         );
+        if style.display_analytics
+            && let Some(analytics) = &frame.analytics
+        {
+            self.analytics(style, analytics, (sx, sy), list);
+        }
         let alpha = style.mask_alpha;
         let translucent = |c: Rgba| Rgba::new(c.r, c.g, c.b, alpha);
         if let Some(map) = frame.segmentation.as_ref().filter(|_| style.display_mask) {
@@ -426,6 +502,71 @@ impl Planner {
                 let background = style.text_bg_color.unwrap_or(class.border_color);
                 self.label(style, rect, background, list);
             }
+        }
+    }
+
+    /// rsanalytics' shapes, with their labels (osd-mode 1) and counts (osd-mode 2).
+    fn analytics(
+        &mut self,
+        style: &Style,
+        analytics: &FrameAnalytics,
+        (sx, sy): (f32, f32),
+        list: &mut DrawList,
+    ) {
+        if analytics.osd_mode == 0 {
+            return;
+        }
+        let width = (style.border_width as i32).max(1);
+        let at = |p: &[f32; 2]| [p[0] * sx, p[1] * sy];
+        for shape in &analytics.shapes {
+            let points: Vec<[f32; 2]> = shape.points.iter().map(at).collect();
+            let label = shape.label.as_ref();
+            let (color, text) = match shape.kind {
+                ShapeKind::Roi => {
+                    let count = analytics.roi_counts.get(label).copied().unwrap_or(0);
+                    (ROI_COLOR, format!("{label}: {count}"))
+                }
+                ShapeKind::Overcrowding => match analytics.overcrowding.get(label) {
+                    Some(c) if c.crowded => (
+                        CROWDED_COLOR,
+                        format!("{label}: {}/{} crowded", c.count, c.threshold),
+                    ),
+                    Some(c) => (
+                        CROWDING_COLOR,
+                        format!("{label}: {}/{}", c.count, c.threshold),
+                    ),
+                    None => (CROWDING_COLOR, label.to_owned()),
+                },
+                ShapeKind::Line => {
+                    let counts = analytics.lines.get(label);
+                    let (f, b) = counts.map_or((0, 0), |c| (c.forward_total, c.backward_total));
+                    (LINE_COLOR, format!("{label}: {f} fwd, {b} back"))
+                }
+                ShapeKind::Direction => (DIRECTION_COLOR, label.to_owned()),
+            };
+            match (shape.kind, points.as_slice()) {
+                (ShapeKind::Roi | ShapeKind::Overcrowding, corners) => {
+                    for (i, &p) in corners.iter().enumerate() {
+                        list.segment(p, corners[(i + 1) % corners.len()], width, color);
+                    }
+                }
+                (ShapeKind::Line, &[l0, l1, a0, a1]) => {
+                    list.segment(l0, l1, width + 1, color);
+                    list.arrow(a0, a1, width, 12.0, color);
+                }
+                (ShapeKind::Direction, &[a0, a1]) => list.arrow(a0, a1, width, 12.0, color),
+                _ => continue,
+            }
+            let Some(anchor) = points.first() else {
+                continue;
+            };
+            self.text = if analytics.osd_mode >= 2 {
+                text
+            } else {
+                label.to_owned()
+            };
+            let (x, y) = (anchor[0].round() as i32, anchor[1].round() as i32);
+            self.label(style, PixelRect::new(x, y, x, y), color, list);
         }
     }
 
@@ -888,5 +1029,117 @@ mod tests {
                 (PixelRect::new(0, 100, 400, 200), tint(2)),
             ]
         );
+    }
+
+    /// The pixels the fills of `list` in `color` cover.
+    fn covered(list: &DrawList, color: Rgba) -> std::collections::BTreeSet<(i32, i32)> {
+        let mut out = std::collections::BTreeSet::new();
+        for f in list.fills.iter().filter(|f| f.color == color) {
+            for y in f.rect.y0..f.rect.y1 {
+                for x in f.rect.x0..f.rect.x1 {
+                    out.insert((x, y));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn analytics_shapes_and_counts_are_drawn_as_asked() {
+        use ferrostream_core::{Crowding, LineCounts, Shape};
+        let style = Style {
+            border_width: 1,
+            ..Style::default()
+        };
+        let mut frame = frame_with(&[]);
+        let mut analytics = FrameAnalytics {
+            osd_mode: 2,
+            shapes: vec![
+                Shape {
+                    kind: ShapeKind::Roi,
+                    label: "zone".into(),
+                    points: vec![[10.0, 10.0], [50.0, 10.0], [50.0, 40.0], [10.0, 40.0]],
+                },
+                Shape {
+                    kind: ShapeKind::Overcrowding,
+                    label: "crowd".into(),
+                    points: vec![[100.0, 50.0], [150.0, 50.0], [125.0, 90.0]],
+                },
+                Shape {
+                    kind: ShapeKind::Line,
+                    label: "gate".into(),
+                    points: vec![[180.0, 0.0], [180.0, 100.0], [170.0, 50.0], [190.0, 50.0]],
+                },
+            ],
+            ..Default::default()
+        };
+        analytics.roi_counts.insert("zone".into(), 2);
+        analytics.overcrowding.insert(
+            "crowd".into(),
+            Crowding {
+                count: 3,
+                threshold: 3,
+                crowded: true,
+            },
+        );
+        analytics.lines.insert(
+            "gate".into(),
+            LineCounts {
+                forward_total: 4,
+                ..Default::default()
+            },
+        );
+        frame.analytics = Some(analytics.clone());
+        // Drawn at twice the described size.
+        let list = plan(&style, &frame, 400, 200);
+        let roi = covered(&list, ROI_COLOR);
+        // The rectangle's outline: its corners and edges, not its inside.
+        for p in [
+            (20, 20),
+            (60, 20),
+            (100, 20),
+            (100, 50),
+            (100, 80),
+            (20, 80),
+        ] {
+            assert!(roi.contains(&p), "{p:?} of the region's outline");
+        }
+        assert!(!roi.contains(&(60, 50)), "inside the region");
+        // The crowded region is red; its slanted edges are continuous, one pixel per row.
+        let crowded = covered(&list, CROWDED_COLOR);
+        for y in 100..=180 {
+            assert!(crowded.iter().any(|&(_, py)| py == y), "row {y}");
+        }
+        assert!(covered(&list, CROWDING_COLOR).is_empty());
+        // The line is a vertical stroke at x = 360 over the whole height.
+        let line = covered(&list, LINE_COLOR);
+        assert!((0..200).all(|y| line.contains(&(360, y)) || line.contains(&(359, y))));
+        // Labels with counts (osd-mode 2) are text runs; names only with osd-mode 1; nothing
+        // with osd-mode 0 or display-analytics off.
+        assert_eq!(list.texts.len(), 3);
+        let text_width = |mode: u32, display: bool| {
+            let mut f = frame.clone();
+            f.analytics = Some(FrameAnalytics {
+                osd_mode: mode,
+                ..analytics.clone()
+            });
+            let style = Style {
+                display_analytics: display,
+                ..style.clone()
+            };
+            let list = plan(&style, &f, 400, 200);
+            (
+                list.fills.len(),
+                list.texts.iter().map(|t| t.rect.width()).sum::<i32>(),
+            )
+        };
+        let (_, full_text) = text_width(2, true);
+        let (_, names_text) = text_width(1, true);
+        assert!(
+            names_text > 0 && names_text < full_text,
+            "{names_text} {full_text}"
+        );
+        assert_eq!(text_width(0, true), (0, 0));
+        assert_eq!(text_width(2, false), (0, 0));
     }
 }

@@ -122,6 +122,9 @@ pub struct Style {
     /// Draw objects' instance masks and frames' class maps, in the class colour at `mask_alpha`.
     pub display_mask: bool,
     pub mask_alpha: u8,
+    /// Draw rsanalytics' regions, lines and directions, and their counts, as its `osd-mode`
+    /// asks.
+    pub display_analytics: bool,
 }
 
 impl Default for Style {
@@ -151,6 +154,7 @@ impl Default for Style {
             blur_strength: 16,
             display_mask: true,
             mask_alpha: 96,
+            display_analytics: true,
         }
     }
 }

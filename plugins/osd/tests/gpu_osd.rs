@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use ferrostream_core::cuda::{self, Context, DeviceBuffer, Event, Stream};
 use ferrostream_core::device::{DeviceImage, DevicePlane};
-use ferrostream_core::{BBox, Batch, BatchMeta, Frame, Object};
+use ferrostream_core::{BBox, Batch, BatchMeta, Frame, Object, ShapeKind};
 use ferrostream_osd::color::{Rgba, YuvMatrix};
 use ferrostream_osd::font::{FontRequest, Typeface};
 use ferrostream_osd::gpu::GpuPainter;
@@ -268,7 +268,55 @@ fn objects(width: u32, height: u32, count: usize, blur_every: usize, rng: &mut R
     frame.segmentation = Some(ferrostream_core::mask::ClassMap::from_cells(
         8, 6, 3, 2, &cells,
     ));
+    // rsanalytics' shapes with their counts: a region, a crowded region, a line and a direction,
+    // partly off the frame.
+    let (fw, fh) = (width as f32, height as f32);
+    let mut analytics = ferrostream_core::FrameAnalytics {
+        osd_mode: 2,
+        shapes: vec![
+            shape(
+                ShapeKind::Roi,
+                "zone",
+                &[[0.1, 0.2], [0.6, 0.25], [0.5, 0.9], [0.05, 0.7]],
+            ),
+            shape(
+                ShapeKind::Overcrowding,
+                "crowd",
+                &[[0.7, 0.1], [1.2, 0.3], [0.8, 0.6]],
+            ),
+            shape(
+                ShapeKind::Line,
+                "gate",
+                &[[0.3, -0.1], [0.45, 1.1], [0.3, 0.5], [0.45, 0.45]],
+            ),
+            shape(ShapeKind::Direction, "east", &[[0.2, 0.95], [0.4, 0.95]]),
+        ],
+        ..Default::default()
+    };
+    for s in &mut analytics.shapes {
+        for p in &mut s.points {
+            *p = [p[0] * fw, p[1] * fh];
+        }
+    }
+    analytics.roi_counts.insert("zone".into(), 3);
+    analytics.overcrowding.insert(
+        "crowd".into(),
+        ferrostream_core::Crowding {
+            count: 4,
+            threshold: 2,
+            crowded: true,
+        },
+    );
+    frame.analytics = Some(analytics);
     frame
+}
+
+fn shape(kind: ShapeKind, label: &str, points: &[[f32; 2]]) -> ferrostream_core::Shape {
+    ferrostream_core::Shape {
+        kind,
+        label: label.into(),
+        points: points.to_vec(),
+    }
 }
 
 /// A list with everything: many boxes (clipped, overlapping), labels, box fills, clock and

@@ -124,6 +124,7 @@ impl Settings {
             "blur-strength" => s.blur_strength = uint(),
             "display-mask" => s.display_mask = boolean(),
             "mask-alpha" => s.mask_alpha = uint().min(255) as u8,
+            "display-analytics" => s.display_analytics = boolean(),
             other => unreachable!("unknown property {other}"),
         }
         Ok(())
@@ -155,6 +156,7 @@ fn copy_property(name: &str, from: &Style, to: &mut Style) {
         "blur-strength" => to.blur_strength = from.blur_strength,
         "display-mask" => to.display_mask = from.display_mask,
         "mask-alpha" => to.mask_alpha = from.mask_alpha,
+        "display-analytics" => to.display_analytics = from.display_analytics,
         other => unreachable!("property {other} has no style field"),
     }
 }
@@ -573,6 +575,12 @@ impl ObjectImpl for RsOsd {
                     255,
                     u32::from(d.mask_alpha),
                 ),
+                boolean(
+                    "display-analytics",
+                    "Draw rsanalytics' regions, lines and directions, and their counts, as its \
+                     osd-mode asks",
+                    d.display_analytics,
+                ),
                 uint(
                     "border-width",
                     "Box border width in pixels",
@@ -781,6 +789,7 @@ impl ObjectImpl for RsOsd {
             "blur-mode" => OsdBlurMode::from(s.blur_mode).to_value(),
             "blur-strength" => s.blur_strength.to_value(),
             "display-mask" => s.display_mask.to_value(),
+            "display-analytics" => s.display_analytics.to_value(),
             "mask-alpha" => u32::from(s.mask_alpha).to_value(),
             "stream-priority" => settings.stream_priority.to_value(),
             "gpu-frames" => self.gpu_frames.load(Ordering::Relaxed).to_value(),
