@@ -184,8 +184,11 @@ pub struct Analyzer {
 /// What [`Analyzer::process`] noticed besides events.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Notes {
-    /// The frame has line or direction rules but objects without tracker ids, which they skip.
-    pub untracked_objects: bool,
+    /// Objects the frame's line and direction rules looked at (none without such rules).
+    pub path_objects: usize,
+    /// How many of them had tracker ids (the others are skipped: a tracker's new targets on
+    /// probation have none yet, but without a tracker none ever has).
+    pub tracked: usize,
 }
 
 impl Analyzer {
@@ -284,6 +287,8 @@ impl Analyzer {
             }
             match object.object_id {
                 Some(id) if follows_paths => {
+                    notes.path_objects += 1;
+                    notes.tracked += 1;
                     let track = state.tracks.entry(id).or_insert_with(|| Track {
                         path: VecDeque::new(),
                         sides: vec![Side::Unknown; rules.lines.len()],
@@ -339,7 +344,7 @@ impl Analyzer {
                     found.direction = direction(rules, &track.path, class, &self.tuning)
                         .map(|label| label.into());
                 }
-                None if follows_paths => notes.untracked_objects = true,
+                None if follows_paths => notes.path_objects += 1,
                 _ => {}
             }
             if found != ObjectAnalytics::default() || !rules.is_empty() {

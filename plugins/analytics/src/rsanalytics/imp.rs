@@ -140,10 +140,17 @@ impl Settings {
     }
 }
 
+/// Frames with objects but no tracker id among them after which the element warns that line
+/// crossing and direction need a tracker upstream.
+const UNTRACKED_FRAMES_BEFORE_WARNING: u32 = 30;
+
 struct State {
     analyzer: Analyzer,
     post_messages: bool,
-    warned_untracked: bool,
+    /// Whether any object has had a tracker id.
+    seen_tracked: bool,
+    /// Frames with objects for line or direction rules, none of them tracked, so far.
+    untracked_frames: u32,
 }
 
 #[derive(Default)]
@@ -506,7 +513,8 @@ impl BaseTransformImpl for RsAnalytics {
         *self.state.lock().unwrap() = Some(State {
             analyzer: Analyzer::new(config, settings.tuning),
             post_messages: settings.post_messages,
-            warned_untracked: false,
+            seen_tracked: false,
+            untracked_frames: 0,
         });
         Ok(())
     }
@@ -549,12 +557,15 @@ impl BaseTransformImpl for RsAnalytics {
                 gst::trace!(CAT, imp = self, "buffer without analytics metadata");
                 return Ok(gst::FlowSuccess::Ok);
             };
-            let mut untracked = false;
             for frame in &mut meta.batch_mut().frames {
-                untracked |= state.analyzer.process(frame, &mut events).untracked_objects;
+                let notes = state.analyzer.process(frame, &mut events);
+                state.seen_tracked |= notes.tracked > 0;
+                if notes.path_objects > 0 && !state.seen_tracked {
+                    state.untracked_frames += 1;
+                }
             }
-            if untracked && !state.warned_untracked {
-                state.warned_untracked = true;
+            if !state.seen_tracked && state.untracked_frames == UNTRACKED_FRAMES_BEFORE_WARNING {
+                state.untracked_frames += 1;
                 drop(guard);
                 gst::element_imp_warning!(
                     self,
