@@ -14,6 +14,8 @@ packages=(
     gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
     gstreamer1.0-plugins-bad gstreamer1.0-libav
     meson ninja-build fonts-dejavu-core
+    # The RTSP server the rsurisrcbin tests start (GStreamer's RTSP server library, from Python).
+    python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-rtsp-server-1.0
 )
 missing=()
 for p in "${packages[@]}"; do

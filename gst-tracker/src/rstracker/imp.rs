@@ -432,8 +432,10 @@ impl BaseTransformImpl for RsTracker {
     }
 
     fn sink_event(&self, event: gst::Event) -> bool {
-        // One source of a batched stream ended: its targets end with it.
-        if let Some(source_id) = ferrostream_core::batch::events::parse_stream_eos(&event)
+        // One source of a batched stream ended or restarted: its targets end with it.
+        use ferrostream_core::batch::events;
+        if let Some(source_id) =
+            events::parse_stream_eos(&event).or_else(|| events::parse_stream_restart(&event))
             && let Some(state) = self.state.lock().unwrap().as_mut()
             && let Some(mut tracker) = state.trackers.remove(&source_id)
         {

@@ -212,6 +212,7 @@ pub fn frame_pixels<'a>(
 /// Custom downstream events that describe the sources of a batched stream.
 pub mod events {
     const STREAM_EOS: &str = "ferrostream-stream-eos";
+    const STREAM_RESTART: &str = "ferrostream-stream-restart";
 
     /// The serialized event a muxer sends after the last batch holding frames of `source_id`
     /// (the source reached EOS or its pad was released).
@@ -225,11 +226,32 @@ pub mod events {
 
     /// The source id of a [`stream_eos`] event.
     pub fn parse_stream_eos(event: &gst::EventRef) -> Option<u32> {
+        parse(event, STREAM_EOS)
+    }
+
+    /// The serialized event a muxer sends before the first batch holding frames of a new
+    /// stream of `source_id` (a camera that reconnected, a file that looped): what was known
+    /// about the source's objects (tracks) no longer holds.
+    pub fn stream_restart(source_id: u32) -> gst::Event {
+        gst::event::CustomDownstream::new(
+            gst::Structure::builder(STREAM_RESTART)
+                .field("source-id", source_id)
+                .build(),
+        )
+    }
+
+    /// The source id of a [`stream_restart`] event.
+    pub fn parse_stream_restart(event: &gst::EventRef) -> Option<u32> {
+        parse(event, STREAM_RESTART)
+    }
+
+    /// The source id of event `name`.
+    fn parse(event: &gst::EventRef, name: &str) -> Option<u32> {
         if event.type_() != gst::EventType::CustomDownstream {
             return None;
         }
         let s = event.structure()?;
-        if s.name() != STREAM_EOS {
+        if s.name() != name {
             return None;
         }
         s.get::<u32>("source-id").ok()

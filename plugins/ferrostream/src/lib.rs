@@ -9,6 +9,7 @@ use gst::glib;
 pub use ferrostream_analytics as analytics;
 pub use ferrostream_core as core;
 pub use ferrostream_osd as osd;
+pub use ferrostream_sources as sources;
 pub use ferrostream_streammux as streammux;
 pub use gst_dlainfer as dlainfer;
 pub use gst_tracker as tracker;
@@ -25,6 +26,7 @@ fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     ferrostream_analytics::rsanalytics::register(plugin)?;
     ferrostream_streammux::register(plugin)?;
     ferrostream_osd::register(plugin)?;
+    ferrostream_sources::register(plugin)?;
     Ok(())
 }
 

@@ -525,7 +525,9 @@ impl BaseTransformImpl for RsAnalytics {
     }
 
     fn sink_event(&self, event: gst::Event) -> bool {
-        if let Some(source_id) = ferrostream_core::batch::events::parse_stream_eos(&event)
+        use ferrostream_core::batch::events;
+        if let Some(source_id) =
+            events::parse_stream_eos(&event).or_else(|| events::parse_stream_restart(&event))
             && let Some(state) = self.state.lock().unwrap().as_mut()
         {
             // Its tracker ids end with it; its counts go on if it comes back.

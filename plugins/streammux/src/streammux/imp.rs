@@ -66,6 +66,9 @@ struct State {
     reported_latency: Option<gst::ClockTime>,
     /// Sources that ended since the last batch; announced before the next one.
     ended_sources: Vec<u32>,
+    /// Sources whose stream started again (a new stream-start, e.g. a camera that
+    /// reconnected); announced before the next batch.
+    restarted_sources: Vec<u32>,
     /// Whether a batch went out since start (events may only follow stream-start and caps).
     pushed_any: bool,
     last_pts: Option<gst::ClockTime>,
@@ -393,20 +396,30 @@ impl StreamMux {
         ))
     }
 
-    /// Pushes the stream-eos events owed, once downstream has seen the first batch.
+    /// Pushes the stream-eos and stream-restart events owed, once downstream has seen the first
+    /// batch.
     fn announce_ended_sources(&self) {
-        let ended = {
+        let (ended, restarted) = {
             let mut state = self.state.lock().unwrap();
             if !state.pushed_any {
                 return;
             }
-            std::mem::take(&mut state.ended_sources)
+            (
+                std::mem::take(&mut state.ended_sources),
+                std::mem::take(&mut state.restarted_sources),
+            )
         };
         for source_id in ended {
             gst::debug!(CAT, imp = self, "source {source_id} ended");
             self.obj()
                 .src_pad()
                 .push_event(events::stream_eos(source_id));
+        }
+        for source_id in restarted {
+            gst::debug!(CAT, imp = self, "source {source_id} restarted");
+            self.obj()
+                .src_pad()
+                .push_event(events::stream_restart(source_id));
         }
     }
 
@@ -912,6 +925,16 @@ impl AggregatorImpl for StreamMux {
             gst::EventView::StreamStart(s) => {
                 let mut state = mux_pad.imp().state.lock().unwrap();
                 let id: glib::GString = s.stream_id().into();
+                let restarted = state.frames > 0
+                    && !state.ended
+                    && state.stream_id.as_ref().is_some_and(|old| *old != id);
+                if restarted {
+                    self.state
+                        .lock()
+                        .unwrap()
+                        .restarted_sources
+                        .push(mux_pad.imp().source_id());
+                }
                 state.stream_id = Some(id.clone());
                 state.ended = false;
                 state.update_stream(|s| s.stream_id = Some(id));

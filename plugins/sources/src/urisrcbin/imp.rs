@@ -1,0 +1,688 @@
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{LazyLock, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use gst::glib;
+use gst::prelude::*;
+use gst::subclass::prelude::*;
+
+static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
+    gst::DebugCategory::new(
+        "rsurisrcbin",
+        gst::DebugColorFlags::empty(),
+        Some("Ferrostream URI source that reconnects"),
+    )
+});
+
+/// How often the worker looks at the source when nothing else happens.
+const TICK: Duration = Duration::from_millis(100);
+/// The first back-off before a new attempt; it doubles per failed attempt.
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+
+#[derive(Debug, Clone)]
+struct Settings {
+    uri: Option<String>,
+    reconnect_interval: u32,
+    reconnect_attempts: i32,
+    backoff_max_ms: u32,
+    file_loop: bool,
+    latency_ms: u32,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            uri: None,
+            reconnect_interval: 10,
+            reconnect_attempts: -1,
+            backoff_max_ms: 5000,
+            file_loop: false,
+            latency_ms: 200,
+        }
+    }
+}
+
+impl Settings {
+    /// Whether the URI is a network stream the bin reconnects (not a local file).
+    fn reconnects(&self) -> bool {
+        self.reconnect_interval > 0
+            && self
+                .uri
+                .as_deref()
+                .and_then(|u| u.split_once("://"))
+                .is_some_and(|(scheme, _)| scheme != "file")
+    }
+
+    fn loops(&self) -> bool {
+        self.file_loop
+            && self
+                .uri
+                .as_deref()
+                .is_some_and(|u| u.starts_with("file://"))
+    }
+
+    fn backoff(&self, attempt: u32) -> Duration {
+        let doubled = FIRST_BACKOFF.saturating_mul(1 << attempt.saturating_sub(1).min(16));
+        doubled.min(Duration::from_millis(u64::from(self.backoff_max_ms)))
+    }
+}
+
+/// What the worker thread is asked to do.
+#[derive(Debug)]
+enum Command {
+    /// The source failed or ended: replace it after a back-off (an attempt). Ignored when
+    /// `source` is no longer the current one (its later errors are stale).
+    Reconnect {
+        reason: String,
+        source: gst::Element,
+    },
+    /// The file ended: start it again at once.
+    Loop,
+    Stop,
+}
+
+/// What the streaming threads and the worker share.
+#[derive(Debug)]
+struct Flow {
+    /// When the current source last gave a frame (or was made).
+    last_data: Instant,
+    /// Failed attempts in a row.
+    attempt: u32,
+    /// Since when the source has been away (None while it delivers).
+    outage_since: Option<Instant>,
+    /// The current source's segment, to follow its running time.
+    segment: gst::FormattedSegment<gst::ClockTime>,
+    /// Running time (before the output's offset) at the end of the last frame.
+    last_end: Option<gst::ClockTime>,
+    /// The worker gave up: nothing more is attempted.
+    gave_up: bool,
+    /// Sources made since start; the first is 1.
+    generation: u64,
+}
+
+impl Default for Flow {
+    fn default() -> Self {
+        Self {
+            last_data: Instant::now(),
+            attempt: 0,
+            outage_since: None,
+            segment: gst::FormattedSegment::new(),
+            last_end: None,
+            gave_up: false,
+            generation: 0,
+        }
+    }
+}
+
+struct Worker {
+    commands: mpsc::Sender<Command>,
+    thread: JoinHandle<()>,
+}
+
+#[derive(Default)]
+pub struct RsUriSrcBin {
+    settings: Mutex<Settings>,
+    /// The element every source feeds; its source pad is the bin's `src` pad's target.
+    output: OnceLock<gst::Element>,
+    source: Mutex<Option<gst::Element>>,
+    flow: Mutex<Flow>,
+    worker: Mutex<Option<Worker>>,
+}
+
+impl RsUriSrcBin {
+    fn output(&self) -> &gst::Element {
+        self.output.get().expect("made in constructed()")
+    }
+
+    fn send(&self, command: Command) {
+        if let Some(w) = self.worker.lock().unwrap().as_ref() {
+            let _ = w.commands.send(command);
+        }
+    }
+
+    fn post(&self, s: gst::Structure) {
+        let obj = self.obj();
+        let _ = obj.post_message(gst::message::Element::builder(s).src(&*obj).build());
+    }
+
+    /// A new `uridecodebin` for the URI, linked to the output as its video pad appears.
+    fn make_source(&self, settings: &Settings) -> Result<gst::Element, glib::BoolError> {
+        let uri = settings.uri.clone().unwrap_or_default();
+        let video = gst::Caps::builder("video/x-raw").any_features().build();
+        let source = gst::ElementFactory::make("uridecodebin")
+            .property("uri", &uri)
+            .property("caps", &video)
+            .property("expose-all-streams", false)
+            .build()?;
+        let latency = settings.latency_ms;
+        source.connect("source-setup", false, move |args| {
+            let element = args[1]
+                .get::<gst::Element>()
+                .expect("source-setup's element");
+            if element.find_property("latency").is_some() && element.name().starts_with("source") {
+                element.set_property("latency", latency);
+            }
+            None
+        });
+        let sink = self.output().static_pad("sink").expect("identity's sink");
+        source.connect_pad_added(move |_, pad| {
+            if sink.is_linked() {
+                return;
+            }
+            if let Err(e) = pad.link(&sink) {
+                gst::warning!(CAT, obj = pad, "cannot link the decoded video: {e:?}");
+            }
+        });
+        Ok(source)
+    }
+
+    /// Stops and removes the current source. The lock is not held meanwhile: the source's
+    /// streaming threads take it until they stop.
+    fn drop_source(&self) {
+        let old = self.source.lock().unwrap().take();
+        if let Some(old) = old {
+            let _ = old.set_state(gst::State::Null);
+            let _ = self.obj().remove(&old);
+            // A state change of the bin that was under way may have reached the source after
+            // the first; out of the bin now, nothing else changes its state.
+            let _ = old.set_state(gst::State::Null);
+        }
+    }
+
+    /// Replaces the current source by a new one.
+    fn replace_source(&self, settings: &Settings) -> Result<(), String> {
+        self.drop_source();
+        let obj = self.obj();
+        let source = self
+            .make_source(settings)
+            .map_err(|e| format!("cannot make uridecodebin: {e}"))?;
+        obj.add(&source)
+            .map_err(|e| format!("cannot add the source: {e}"))?;
+        {
+            let mut flow = self.flow.lock().unwrap();
+            flow.last_data = Instant::now();
+            flow.segment = gst::FormattedSegment::new();
+            flow.generation += 1;
+        }
+        *self.source.lock().unwrap() = Some(source.clone());
+        source
+            .sync_state_with_parent()
+            .map_err(|e| format!("cannot start the source: {e}"))?;
+        Ok(())
+    }
+
+    /// The probe on the output's sink pad: follows the frames and keeps the source's end of
+    /// stream from ending the bin's stream when the source is replaced instead.
+    fn on_data(&self, info: &mut gst::PadProbeInfo) -> gst::PadProbeReturn {
+        // Every source after the first starts a stream of its own: its stream-start gets an id
+        // of its own (a camera gives the same id each time), so downstream can tell.
+        if let Some(gst::PadProbeData::Event(event)) = &info.data
+            && let gst::EventView::StreamStart(s) = event.view()
+        {
+            let generation = self.flow.lock().unwrap().generation;
+            if generation > 1 {
+                let id = format!("{}/{generation}", s.stream_id());
+                let mut renamed = gst::event::StreamStart::builder(&id)
+                    .flags(s.stream_flags())
+                    .seqnum(event.seqnum());
+                if let Some(group) = s.group_id() {
+                    renamed = renamed.group_id(group);
+                }
+                info.data = Some(gst::PadProbeData::Event(renamed.build()));
+                return gst::PadProbeReturn::Ok;
+            }
+        }
+        match &info.data {
+            Some(gst::PadProbeData::Buffer(buffer)) => {
+                let returned = {
+                    let mut flow = self.flow.lock().unwrap();
+                    flow.last_data = Instant::now();
+                    flow.attempt = 0;
+                    if let Some(end) = buffer
+                        .pts()
+                        .and_then(|pts| flow.segment.to_running_time(pts))
+                    {
+                        flow.last_end = Some(end + buffer.duration().unwrap_or_default());
+                    }
+                    flow.outage_since.take()
+                };
+                if let Some(since) = returned {
+                    let uri = self
+                        .settings
+                        .lock()
+                        .unwrap()
+                        .uri
+                        .clone()
+                        .unwrap_or_default();
+                    gst::info!(CAT, imp = self, "{uri} is back");
+                    self.post(
+                        gst::Structure::builder("rsurisrcbin-reconnected")
+                            .field("uri", uri)
+                            .field("outage-ms", since.elapsed().as_millis() as u64)
+                            .build(),
+                    );
+                }
+            }
+            Some(gst::PadProbeData::Event(event)) => match event.view() {
+                gst::EventView::Segment(s) => {
+                    if let Ok(segment) = s.segment().clone().downcast::<gst::ClockTime>() {
+                        self.flow.lock().unwrap().segment = segment;
+                    }
+                }
+                gst::EventView::Eos(_) => {
+                    // Downstream asked for the end (a sink's num-buffers, say): it passes.
+                    let downstream_ended = self
+                        .output()
+                        .static_pad("src")
+                        .is_some_and(|p| p.last_flow_result() == Err(gst::FlowError::Eos));
+                    if downstream_ended {
+                        return gst::PadProbeReturn::Ok;
+                    }
+                    let settings = self.settings.lock().unwrap().clone();
+                    if settings.loops() {
+                        self.send(Command::Loop);
+                        return gst::PadProbeReturn::Handled;
+                    }
+                    let current = self.source.lock().unwrap().clone();
+                    if settings.reconnects()
+                        && !self.flow.lock().unwrap().gave_up
+                        && let Some(source) = current
+                    {
+                        self.send(Command::Reconnect {
+                            reason: "the stream ended".into(),
+                            source,
+                        });
+                        return gst::PadProbeReturn::Handled;
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+        gst::PadProbeReturn::Ok
+    }
+
+    /// The worker: replaces sources on request and watches for silence.
+    fn work(&self, commands: mpsc::Receiver<Command>) {
+        loop {
+            let command = match commands.recv_timeout(TICK) {
+                Ok(c) => c,
+                Err(RecvTimeoutError::Timeout) => {
+                    let current = self.source.lock().unwrap().clone();
+                    match (self.silent_for(), current) {
+                        (Some(silence), Some(source)) => Command::Reconnect {
+                            reason: format!("no data for {:.1} s", silence.as_secs_f64()),
+                            source,
+                        },
+                        _ => continue,
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => return,
+            };
+            match command {
+                Command::Stop => return,
+                Command::Loop => {
+                    let settings = self.settings.lock().unwrap().clone();
+                    // The file starts again at zero: its running times continue from the end.
+                    let end = self.flow.lock().unwrap().last_end.take();
+                    if let (Some(end), Some(pad)) = (end, self.output().static_pad("src")) {
+                        pad.set_offset(pad.offset() + end.nseconds() as i64);
+                    }
+                    gst::debug!(CAT, imp = self, "looping");
+                    if let Err(m) = self.replace_source(&settings) {
+                        gst::element_imp_error!(self, gst::CoreError::Failed, ("{m}"));
+                        return;
+                    }
+                }
+                Command::Reconnect { reason, source } => {
+                    if self.source.lock().unwrap().as_ref() != Some(&source) {
+                        gst::debug!(CAT, imp = self, "stale: {reason}");
+                        continue;
+                    }
+                    if !self.reconnect(&reason, &commands) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// How long a network source that should be sending has been silent, past
+    /// `reconnect-interval`.
+    fn silent_for(&self) -> Option<Duration> {
+        let settings = self.settings.lock().unwrap();
+        if !settings.reconnects() || self.obj().current_state() != gst::State::Playing {
+            return None;
+        }
+        let flow = self.flow.lock().unwrap();
+        let silence = flow.last_data.elapsed();
+        (!flow.gave_up && silence >= Duration::from_secs(u64::from(settings.reconnect_interval)))
+            .then_some(silence)
+    }
+
+    /// One attempt to bring the source back; `false` when the worker is to stop.
+    fn reconnect(&self, reason: &str, commands: &mpsc::Receiver<Command>) -> bool {
+        let settings = self.settings.lock().unwrap().clone();
+        let uri = settings.uri.clone().unwrap_or_default();
+        let (attempt, first) = {
+            let mut flow = self.flow.lock().unwrap();
+            if flow.gave_up {
+                return true;
+            }
+            flow.attempt += 1;
+            let first = flow.outage_since.is_none();
+            flow.outage_since.get_or_insert_with(Instant::now);
+            (flow.attempt, first)
+        };
+        self.post(
+            gst::Structure::builder("rsurisrcbin-disconnected")
+                .field("uri", &uri)
+                .field("reason", reason)
+                .field("attempt", attempt)
+                .build(),
+        );
+        let limit = settings.reconnect_attempts;
+        if limit >= 0 && attempt > limit as u32 {
+            self.flow.lock().unwrap().gave_up = true;
+            gst::element_imp_error!(
+                self,
+                gst::ResourceError::Read,
+                ("{uri}: {reason}; gave up after {limit} reconnection attempts")
+            );
+            return false;
+        }
+        if first {
+            gst::element_imp_warning!(
+                self,
+                gst::ResourceError::Read,
+                (
+                    "{uri}: {reason}; reconnecting every up to {} ms",
+                    settings.backoff_max_ms
+                )
+            );
+        }
+        gst::info!(CAT, imp = self, "{uri}: {reason}; attempt {attempt}");
+        // Drop the failed source now, so that its threads stop, then wait the back-off.
+        self.drop_source();
+        match commands.recv_timeout(settings.backoff(attempt)) {
+            Ok(Command::Stop) | Err(RecvTimeoutError::Disconnected) => return false,
+            // Failures of the source just dropped are already being handled.
+            Ok(_) | Err(RecvTimeoutError::Timeout) => {}
+        }
+        if let Err(m) = self.replace_source(&settings) {
+            gst::element_imp_error!(self, gst::CoreError::Failed, ("{m}"));
+            return false;
+        }
+        true
+    }
+
+    /// Our child element that `object` is or is inside of.
+    fn child_holding(&self, object: &gst::Object) -> Option<gst::Element> {
+        let bin = self.obj();
+        let mut at = Some(object.clone());
+        while let Some(o) = at {
+            let parent = o.parent();
+            if parent.as_ref() == Some(bin.upcast_ref()) {
+                return o.downcast().ok();
+            }
+            at = parent;
+        }
+        None
+    }
+
+    fn start_worker(&self) {
+        let (commands, receiver) = mpsc::channel();
+        let this = self.obj().downgrade();
+        let thread = std::thread::Builder::new()
+            .name("rsurisrcbin".into())
+            .spawn(move || {
+                if let Some(bin) = this.upgrade() {
+                    bin.imp().work(receiver);
+                }
+            })
+            .expect("spawning a thread");
+        *self.worker.lock().unwrap() = Some(Worker { commands, thread });
+    }
+
+    fn stop_worker(&self) {
+        let worker = self.worker.lock().unwrap().take();
+        if let Some(w) = worker {
+            let _ = w.commands.send(Command::Stop);
+            let _ = w.thread.join();
+        }
+    }
+}
+
+#[glib::object_subclass]
+impl ObjectSubclass for RsUriSrcBin {
+    const NAME: &'static str = "GstRsUriSrcBin";
+    type Type = super::RsUriSrcBin;
+    type ParentType = gst::Bin;
+}
+
+impl ObjectImpl for RsUriSrcBin {
+    fn properties() -> &'static [glib::ParamSpec] {
+        static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
+            let d = Settings::default();
+            vec![
+                glib::ParamSpecString::builder("uri")
+                    .nick("URI")
+                    .blurb("file://, rtsp:// or http(s):// URI to decode")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("reconnect-interval")
+                    .nick("Reconnect interval")
+                    .blurb(
+                        "Seconds a network source may send nothing before it is reconnected \
+                         (0: never reconnect)",
+                    )
+                    .default_value(d.reconnect_interval)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecInt::builder("reconnect-attempts")
+                    .nick("Reconnect attempts")
+                    .blurb("Failed attempts in a row before giving up with an error (-1: never)")
+                    .minimum(-1)
+                    .default_value(d.reconnect_attempts)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("reconnect-backoff-max")
+                    .nick("Max back-off")
+                    .blurb(
+                        "Longest wait in ms between attempts (from 250 ms, doubling per failed \
+                         attempt)",
+                    )
+                    .minimum(1)
+                    .default_value(d.backoff_max_ms)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecBoolean::builder("file-loop")
+                    .nick("Loop files")
+                    .blurb("Start a file:// URI again at its end (timestamps continue)")
+                    .default_value(d.file_loop)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("latency")
+                    .nick("Latency")
+                    .blurb("Jitter buffer of RTSP sources, in ms")
+                    .default_value(d.latency_ms)
+                    .mutable_ready()
+                    .build(),
+            ]
+        });
+        PROPERTIES.as_ref()
+    }
+
+    fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        let mut s = self.settings.lock().unwrap();
+        match pspec.name() {
+            "uri" => {
+                s.uri = value
+                    .get::<Option<String>>()
+                    .expect("type checked upstream")
+                    .filter(|u| !u.is_empty())
+            }
+            "reconnect-interval" => {
+                s.reconnect_interval = value.get().expect("type checked upstream")
+            }
+            "reconnect-attempts" => {
+                s.reconnect_attempts = value.get().expect("type checked upstream")
+            }
+            "reconnect-backoff-max" => {
+                s.backoff_max_ms = value.get().expect("type checked upstream")
+            }
+            "file-loop" => s.file_loop = value.get().expect("type checked upstream"),
+            "latency" => s.latency_ms = value.get().expect("type checked upstream"),
+            other => unreachable!("unknown property {other}"),
+        }
+    }
+
+    fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
+        let s = self.settings.lock().unwrap();
+        match pspec.name() {
+            "uri" => s.uri.to_value(),
+            "reconnect-interval" => s.reconnect_interval.to_value(),
+            "reconnect-attempts" => s.reconnect_attempts.to_value(),
+            "reconnect-backoff-max" => s.backoff_max_ms.to_value(),
+            "file-loop" => s.file_loop.to_value(),
+            "latency" => s.latency_ms.to_value(),
+            other => unreachable!("unknown property {other}"),
+        }
+    }
+
+    fn constructed(&self) {
+        self.parent_constructed();
+        let obj = self.obj();
+        let output = gst::ElementFactory::make("identity")
+            .name("output")
+            .property("silent", true)
+            .build()
+            .expect("identity is in GStreamer's core");
+        obj.add(&output).expect("a new bin takes its first element");
+        let this = obj.downgrade();
+        output
+            .static_pad("sink")
+            .expect("identity's sink")
+            .add_probe(
+                gst::PadProbeType::BUFFER | gst::PadProbeType::EVENT_DOWNSTREAM,
+                move |_, info| match this.upgrade() {
+                    Some(bin) => bin.imp().on_data(info),
+                    None => gst::PadProbeReturn::Ok,
+                },
+            )
+            .expect("a probe on a fresh pad");
+        let target = output.static_pad("src").expect("identity's src");
+        let ghost = gst::GhostPad::builder_from_template(
+            &obj.pad_template("src").expect("the src template"),
+        )
+        .name("src")
+        .build();
+        ghost.set_target(Some(&target)).expect("a fresh ghost pad");
+        obj.add_pad(&ghost).expect("a new bin takes its pad");
+        let _ = self.output.set(output);
+    }
+
+    fn dispose(&self) {
+        self.stop_worker();
+    }
+}
+
+impl GstObjectImpl for RsUriSrcBin {}
+
+impl ElementImpl for RsUriSrcBin {
+    fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
+        static METADATA: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
+            gst::subclass::ElementMetadata::new(
+                "Ferrostream URI source",
+                "Source/Video/Bin",
+                "Decodes a file, RTSP or HTTP URI to one video pad; reconnects cameras that \
+                 stop sending and loops files",
+                "Ferrostream developers",
+            )
+        });
+        Some(&*METADATA)
+    }
+
+    fn pad_templates() -> &'static [gst::PadTemplate] {
+        static PAD_TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
+            let caps = gst::Caps::builder("video/x-raw").any_features().build();
+            vec![
+                gst::PadTemplate::new(
+                    "src",
+                    gst::PadDirection::Src,
+                    gst::PadPresence::Always,
+                    &caps,
+                )
+                .expect("a valid template"),
+            ]
+        });
+        PAD_TEMPLATES.as_ref()
+    }
+
+    fn change_state(
+        &self,
+        transition: gst::StateChange,
+    ) -> Result<gst::StateChangeSuccess, gst::StateChangeError> {
+        if transition == gst::StateChange::NullToReady {
+            let settings = self.settings.lock().unwrap().clone();
+            let Some(uri) = settings.uri.as_deref() else {
+                gst::element_imp_error!(self, gst::ResourceError::NotFound, ("no uri set"));
+                return Err(gst::StateChangeError);
+            };
+            if !uri.contains("://") {
+                gst::element_imp_error!(
+                    self,
+                    gst::ResourceError::NotFound,
+                    ("`{uri}` is not a URI (file:///path, rtsp://host/path, http://...)")
+                );
+                return Err(gst::StateChangeError);
+            }
+            *self.flow.lock().unwrap() = Flow::default();
+            if let Some(pad) = self.output().static_pad("src") {
+                pad.set_offset(0);
+            }
+            if let Err(m) = self.replace_source(&settings) {
+                gst::element_imp_error!(self, gst::CoreError::Failed, ("{m}"));
+                return Err(gst::StateChangeError);
+            }
+            self.start_worker();
+        }
+        if transition == gst::StateChange::ReadyToNull {
+            self.stop_worker();
+        }
+        let result = self.parent_change_state(transition);
+        if transition == gst::StateChange::ReadyToNull {
+            self.drop_source();
+        }
+        result
+    }
+}
+
+impl BinImpl for RsUriSrcBin {
+    fn handle_message(&self, message: gst::Message) {
+        if let gst::MessageView::Error(e) = message.view() {
+            let settings = self.settings.lock().unwrap().clone();
+            let source = message.src().and_then(|s| self.child_holding(s));
+            let is_source = source.as_ref().is_some_and(|s| s != self.output());
+            if settings.reconnects() && is_source && !self.flow.lock().unwrap().gave_up {
+                let reason = match e.debug() {
+                    Some(d) => format!("{} ({d})", e.error()),
+                    None => e.error().to_string(),
+                };
+                gst::debug!(CAT, imp = self, "source failed: {reason}");
+                self.send(Command::Reconnect {
+                    reason,
+                    source: source.expect("checked above"),
+                });
+                return;
+            }
+            if settings.reconnects() && source.is_none() {
+                // From a source already dropped: its failure is being handled.
+                gst::debug!(CAT, imp = self, "stale error: {}", e.error());
+                return;
+            }
+        }
+        self.parent_handle_message(message)
+    }
+}

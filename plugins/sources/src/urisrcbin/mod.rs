@@ -1,0 +1,44 @@
+//! `rsurisrcbin`: decoded video from a `file://`, `rtsp://` or `http(s)://` URI on one always
+//! present `src` pad, for cameras that drop and files that loop.
+//!
+//! Inside, a `uridecodebin` (video only) feeds the output. When a network source stops sending
+//! for `reconnect-interval` seconds, ends, or fails, the bin posts a warning and a
+//! `rsurisrcbin-disconnected` element message (`uri`, `reason`, `attempt`), drops the source and
+//! builds a new one after a back-off (250 ms, doubling up to `reconnect-backoff-max`), up to
+//! `reconnect-attempts` times in a row (-1: forever); then it posts an error. When frames come
+//! again it posts `rsurisrcbin-reconnected` (`uri`, `attempts`, `outage-ms`). Downstream sees a
+//! new stream-start: `rsstreammux` tells the elements after it (`rstracker`, `rsanalytics`)
+//! that this source restarted, so its targets start afresh, and keeps batching the other
+//! sources meanwhile (with `batched-push-timeout`). With `file-loop`, a file starts again at
+//! its end, its timestamps continuing where they were.
+//!
+//! The output has the caps the decoder and downstream agree on: with `nvh264dec` (or
+//! `nvv4l2decoder`) and a downstream that takes CUDA (or NVMM) memory, such as `rsstreammux`,
+//! frames stay on the GPU.
+//!
+//! ```text
+//! gst-launch-1.0 rsstreammux name=mux batch-size=2 batched-push-timeout=100000 \
+//!     ! rstrtinfer config-file-path=pipelines/coco_ssd.txt ! rstracker ! fakesink \
+//!   rsurisrcbin uri=rtsp://camera-1/stream reconnect-interval=5 ! videoconvert ! mux.sink_0 \
+//!   rsurisrcbin uri=file:///data/vtest.avi file-loop=true ! videoconvert ! mux.sink_1
+//! ```
+
+use gst::glib;
+use gst::prelude::*;
+
+mod imp;
+
+glib::wrapper! {
+    pub struct RsUriSrcBin(ObjectSubclass<imp::RsUriSrcBin>)
+        @extends gst::Bin, gst::Element, gst::Object,
+        @implements gst::ChildProxy;
+}
+
+pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
+    gst::Element::register(
+        Some(plugin),
+        "rsurisrcbin",
+        gst::Rank::NONE,
+        RsUriSrcBin::static_type(),
+    )
+}

@@ -1,0 +1,417 @@
+//! rsurisrcbin against a real RTSP server on loopback (GStreamer's RTSP server library, started
+//! and killed by the test): frames resume after the server dies and comes back, the other
+//! camera of the batch never stalls, the tracker hears that the source restarted, and memory
+//! stays flat over many reconnections. Also: files that loop, and bad URIs.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ferrostream_core::BatchMeta;
+use ferrostream_tests::{element, init, media, repo_root};
+use gst::prelude::*;
+
+/// An RTSP server process serving a live test pattern on 127.0.0.1:`port`.
+struct RtspServer {
+    child: Child,
+}
+
+impl RtspServer {
+    fn python() -> &'static str {
+        // Debian's Python has the GObject bindings (python3-gi); another on PATH may not.
+        if Path::new("/usr/bin/python3").exists() {
+            "/usr/bin/python3"
+        } else {
+            "python3"
+        }
+    }
+
+    /// Starts the server and waits (10 s at most) until it listens.
+    fn start(port: u16) -> Self {
+        let script = repo_root().join("tests/scripts/rtsp_server.py");
+        let mut child = Command::new(Self::python())
+            .arg(&script)
+            .arg(port.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("starting the RTSP server (python3 with gir1.2-gst-rtsp-server-1.0)");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the RTSP server did not start within 10 s");
+        assert!(line.starts_with("ready"), "RTSP server: {line}");
+        Self { child }
+    }
+
+    /// Kills the server at once, as a crashed camera.
+    fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for RtspServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// What a running pipeline has delivered so far.
+#[derive(Default)]
+struct Seen {
+    /// Wall-clock arrival of every frame, per source id.
+    frames: [Vec<Instant>; 2],
+    /// Element messages and warnings, in order.
+    messages: Vec<gst::Structure>,
+    warnings: Vec<String>,
+    /// `ferrostream-stream-restart` events seen after the muxer, per source.
+    restarts: [usize; 2],
+}
+
+/// The pipeline of the RTSP tests: the camera and a live test source batched by rsstreammux,
+/// then rstracker; an appsink thread records what arrives.
+struct Cameras {
+    pipeline: gst::Pipeline,
+    seen: Arc<Mutex<Seen>>,
+}
+
+impl Cameras {
+    fn start(uri: &str) -> Self {
+        init();
+        let caps = "video/x-raw,format=I420,width=320,height=240";
+        let desc = format!(
+            "rsstreammux name=mux batch-size=2 batched-push-timeout=200000 ! rstracker name=tracker \
+             ! appsink name=sink sync=false \
+             rsurisrcbin name=cam uri={uri} reconnect-interval=1 reconnect-backoff-max=500 \
+               latency=100 ! videoconvert ! videoscale ! {caps} ! mux.sink_0 \
+             videotestsrc is-live=true pattern=smpte ! {caps},framerate=15/1 ! mux.sink_1"
+        );
+        let pipeline = gst::parse::launch(&desc)
+            .unwrap()
+            .downcast::<gst::Pipeline>()
+            .unwrap();
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let sink: gst_app::AppSink = element(&pipeline, "sink");
+        let s = seen.clone();
+        sink.set_callbacks(
+            gst_app::AppSinkCallbacks::builder()
+                .new_sample(move |sink| {
+                    let sample = sink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
+                    let now = Instant::now();
+                    if let Some(meta) = sample.buffer().and_then(|b| b.meta::<BatchMeta>()) {
+                        let mut seen = s.lock().unwrap();
+                        for f in &meta.batch().frames {
+                            seen.frames[f.source_id as usize].push(now);
+                        }
+                    }
+                    Ok(gst::FlowSuccess::Ok)
+                })
+                .build(),
+        );
+        let tracker: gst::Element = element(&pipeline, "tracker");
+        let s = seen.clone();
+        tracker.static_pad("sink").unwrap().add_probe(
+            gst::PadProbeType::EVENT_DOWNSTREAM,
+            move |_, info| {
+                if let Some(gst::PadProbeData::Event(e)) = &info.data
+                    && let Some(id) = ferrostream_core::batch::events::parse_stream_restart(e)
+                {
+                    s.lock().unwrap().restarts[id as usize] += 1;
+                }
+                gst::PadProbeReturn::Ok
+            },
+        );
+        let bus = pipeline.bus().unwrap();
+        let s = seen.clone();
+        bus.set_sync_handler(move |_, msg| {
+            let mut seen = s.lock().unwrap();
+            match msg.view() {
+                gst::MessageView::Element(e) => {
+                    if let Some(st) = e.structure() {
+                        seen.messages.push(st.to_owned());
+                    }
+                }
+                gst::MessageView::Warning(w) => seen.warnings.push(w.error().to_string()),
+                gst::MessageView::Error(e) => {
+                    panic!("pipeline error: {} ({:?})", e.error(), e.debug())
+                }
+                _ => {}
+            }
+            gst::BusSyncReply::Drop
+        });
+        pipeline.set_state(gst::State::Playing).unwrap();
+        Self { pipeline, seen }
+    }
+
+    fn frames(&self, source: usize) -> usize {
+        self.seen.lock().unwrap().frames[source].len()
+    }
+
+    fn count(&self, message: &str) -> usize {
+        self.seen
+            .lock()
+            .unwrap()
+            .messages
+            .iter()
+            .filter(|s| s.name() == message)
+            .count()
+    }
+
+    /// Waits (at most `limit`) until `done` holds.
+    fn wait(&self, what: &str, limit: Duration, done: impl Fn(&Self) -> bool) {
+        let deadline = Instant::now() + limit;
+        while !done(self) {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The longest wait between two frames of `source` after `from`.
+    fn longest_gap(&self, source: usize, from: Instant) -> Duration {
+        let seen = self.seen.lock().unwrap();
+        seen.frames[source]
+            .windows(2)
+            .filter(|w| w[1] >= from)
+            .map(|w| w[1] - w[0])
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// Kills the server, waits until the bin notices, starts it again and waits until frames
+    /// come again. Returns the outage as the bin's frames saw it.
+    fn outage(&self, server: RtspServer, port: u16, pause: Duration) -> RtspServer {
+        let dropped = self.count("rsurisrcbin-disconnected");
+        let back = self.count("rsurisrcbin-reconnected");
+        server.kill();
+        self.wait("the disconnection", Duration::from_secs(15), |c| {
+            c.count("rsurisrcbin-disconnected") > dropped
+        });
+        std::thread::sleep(pause);
+        let frames_before = self.frames(0);
+        let server = RtspServer::start(port);
+        self.wait("the reconnection", Duration::from_secs(30), |c| {
+            c.count("rsurisrcbin-reconnected") > back && c.frames(0) > frames_before + 5
+        });
+        server
+    }
+}
+
+impl Drop for Cameras {
+    fn drop(&mut self) {
+        let _ = self.pipeline.set_state(gst::State::Null);
+    }
+}
+
+#[test]
+fn rtsp_camera_comes_back_and_the_other_never_stalls() {
+    let port = free_port();
+    let server = RtspServer::start(port);
+    let cams = Cameras::start(&format!("rtsp://127.0.0.1:{port}/test"));
+    cams.wait("the first frames", Duration::from_secs(30), |c| {
+        c.frames(0) >= 15
+    });
+    let start = Instant::now();
+    let before = cams.frames(0);
+    // The camera is away for 2 s beyond the bin's 1 s silence.
+    let server = cams.outage(server, port, Duration::from_secs(2));
+    let seen = cams.seen.lock().unwrap();
+    // Frames stopped while the server was away, and came back.
+    let gaps: Vec<Duration> = seen.frames[0]
+        .windows(2)
+        .filter(|w| w[1] >= start)
+        .map(|w| w[1] - w[0])
+        .collect();
+    assert!(
+        gaps.iter().any(|g| *g >= Duration::from_secs(2)),
+        "no outage seen in the camera's frames: {gaps:?}"
+    );
+    assert!(seen.frames[0].len() > before + 5);
+    // One warning names the camera; the messages tell the story.
+    assert!(
+        seen.warnings
+            .iter()
+            .any(|w| w.contains(&format!("127.0.0.1:{port}"))),
+        "{:?}",
+        seen.warnings
+    );
+    let dropped = seen
+        .messages
+        .iter()
+        .find(|s| s.name() == "rsurisrcbin-disconnected")
+        .unwrap();
+    assert_eq!(dropped.get::<u32>("attempt").unwrap(), 1);
+    assert!(dropped.get::<String>("uri").unwrap().ends_with("/test"));
+    let back = seen
+        .messages
+        .iter()
+        .find(|s| s.name() == "rsurisrcbin-reconnected")
+        .unwrap();
+    assert!(back.get::<u64>("outage-ms").unwrap() >= 2000);
+    // The tracker heard that source 0 (only) restarted.
+    assert!(
+        seen.restarts[0] >= 1 && seen.restarts[1] == 0,
+        "{:?}",
+        seen.restarts
+    );
+    drop(seen);
+    // The other camera kept its 15 frames/s all along.
+    let gap = cams.longest_gap(1, start);
+    assert!(
+        gap < Duration::from_millis(700),
+        "the live source stalled for {gap:?}"
+    );
+    drop(server);
+}
+
+#[test]
+fn memory_stays_flat_over_many_reconnections() {
+    let port = free_port();
+    let mut server = RtspServer::start(port);
+    let cams = Cameras::start(&format!("rtsp://127.0.0.1:{port}/test"));
+    cams.wait("the first frames", Duration::from_secs(30), |c| {
+        c.frames(0) >= 15
+    });
+    let mut rss = Vec::new();
+    for _ in 0..24 {
+        server = cams.outage(server, port, Duration::from_millis(200));
+        rss.push(rss_kib());
+    }
+    // The first reconnections warm caches up; after that memory stays where it is.
+    let growth = rss[23] as i64 - rss[5] as i64;
+    println!("RSS after each reconnection (KiB): {rss:?}");
+    assert!(
+        growth < 3 * 1024,
+        "RSS grew by {growth} KiB over 18 reconnections: {rss:?}"
+    );
+    assert_eq!(cams.count("rsurisrcbin-reconnected"), 24);
+    drop(server);
+}
+
+#[test]
+fn files_loop_with_continuing_timestamps() {
+    init();
+    let uri = gst::glib::filename_to_uri(media("carphone_pristine.mp4"), None).unwrap();
+    let desc = format!("rsurisrcbin uri={uri} file-loop=true ! appsink name=sink sync=false");
+    let pipeline = gst::parse::launch(&desc)
+        .unwrap()
+        .downcast::<gst::Pipeline>()
+        .unwrap();
+    let sink: gst_app::AppSink = element(&pipeline, "sink");
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let mut running = Vec::new();
+    for _ in 0..300 {
+        let sample = sink
+            .try_pull_sample(gst::ClockTime::from_seconds(10))
+            .expect("frames keep coming past the file's end (120 frames)");
+        let segment = sample
+            .segment()
+            .unwrap()
+            .downcast_ref::<gst::ClockTime>()
+            .unwrap()
+            .clone();
+        let pts = sample.buffer().unwrap().pts().unwrap();
+        running.push(segment.to_running_time(pts).unwrap());
+    }
+    pipeline.set_state(gst::State::Null).unwrap();
+    assert!(
+        running.windows(2).all(|w| w[1] > w[0]),
+        "running times go back: {:?}",
+        running.windows(2).find(|w| w[1] <= w[0])
+    );
+    // 300 frames at 30 frames/s: about 10 s of stream.
+    let span = running[299] - running[0];
+    assert!(
+        (9_800..10_100).contains(&span.mseconds()),
+        "{span} for 300 frames"
+    );
+}
+
+/// The error a pipeline posts first, waiting at most `limit`.
+fn first_error(desc: &str, limit: Duration) -> (String, Vec<gst::Structure>) {
+    init();
+    let pipeline = gst::parse::launch(desc)
+        .unwrap()
+        .downcast::<gst::Pipeline>()
+        .unwrap();
+    let bus = pipeline.bus().unwrap();
+    let _ = pipeline.set_state(gst::State::Playing);
+    let mut messages = Vec::new();
+    let deadline = Instant::now() + limit;
+    let error = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(!left.is_zero(), "no error within {limit:?}");
+        let Some(msg) = bus.timed_pop(gst::ClockTime::from_mseconds(left.as_millis() as u64))
+        else {
+            continue;
+        };
+        match msg.view() {
+            gst::MessageView::Error(e) => break format!("{} {:?}", e.error(), e.debug()),
+            gst::MessageView::Element(e) => messages.extend(e.structure().map(|s| s.to_owned())),
+            _ => {}
+        }
+    };
+    pipeline.set_state(gst::State::Null).unwrap();
+    (error, messages)
+}
+
+#[test]
+fn bad_uris_and_servers_that_never_come_are_clear_errors() {
+    let (e, _) = first_error("rsurisrcbin ! fakesink", Duration::from_secs(10));
+    assert!(e.contains("no uri"), "{e}");
+    let (e, _) = first_error(
+        "rsurisrcbin uri=/not/a/uri ! fakesink",
+        Duration::from_secs(10),
+    );
+    assert!(e.contains("not a URI"), "{e}");
+    let (e, _) = first_error(
+        "rsurisrcbin uri=file:///nonexistent/video.mp4 ! fakesink",
+        Duration::from_secs(10),
+    );
+    assert!(
+        e.contains("/nonexistent/video.mp4") || e.contains("not found"),
+        "{e}"
+    );
+    // Nothing listens on the port: two attempts after the first failure, then an error.
+    let port = free_port();
+    let (e, messages) = first_error(
+        &format!(
+            "rsurisrcbin uri=rtsp://127.0.0.1:{port}/none reconnect-interval=1 \
+             reconnect-attempts=2 reconnect-backoff-max=200 ! fakesink"
+        ),
+        Duration::from_secs(30),
+    );
+    assert!(e.contains("gave up after 2"), "{e}");
+    let attempts: Vec<u32> = messages
+        .iter()
+        .filter(|s| s.name() == "rsurisrcbin-disconnected")
+        .map(|s| s.get::<u32>("attempt").unwrap())
+        .collect();
+    assert_eq!(attempts, [1, 2, 3]);
+}
