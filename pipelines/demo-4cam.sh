@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # Four cameras, one batch: rsstreammux -> rstrtinfer (COCO detector, one engine call per batch)
-# -> rstracker -> rstiler (2x2 grid) -> an MP4 file, or a window with --display. At the end it
-# prints per-source frames, frames/s and mean objects per frame.
+# -> rstracker -> rsanalytics (a zone, a crowd limit and a counting line on the two vtest
+# cameras) -> rstiler (2x2 grid) -> rsosd (boxes, ids, zones, lines and counts) -> an MP4 file,
+# or a window with --display. At the end it prints per-source frames, frames/s, mean objects per
+# frame, and the people counted.
 #
 # Usage: pipelines/demo-4cam.sh [--source cpu|cuda|nvmm] [--frames N] [--output FILE.mp4]
-#                               [--jsonl FILE] [--display] [--config FILE]
+#                               [--jsonl FILE] [--display] [--config FILE] [--analytics FILE]
+#                               [--rtsp]
 #   --source cpu   decode on the CPU (default; works everywhere)
 #   --source cuda  decode the H.264 camera with upstream nvh264dec (dGPU); needs nvh264dec
 #   --source nvmm  decode the H.264 camera with nvv4l2decoder (Jetson / DeepStream); needs it
 #   --frames N     stop each camera after N frames (default: the whole footage)
+#   --analytics F  nvdsanalytics-format rules (default: pipelines/analytics_demo.txt)
+#   --rtsp         serve the four cameras over RTSP on 127.0.0.1 (GStreamer's RTSP server, from
+#                  python3-gi) and read them back with rsurisrcbin, as from network cameras
+#                  (300 frames per camera unless --frames says otherwise)
 # Needs the ferrostream plugin (installed, or on GST_PLUGIN_PATH) and the models (see README).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -19,6 +26,8 @@ output="demo-4cam.mp4"
 jsonl=""
 display=0
 config="$here/coco_ssd.txt"
+analytics="$here/analytics_demo.txt"
+rtsp=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --source) source_kind="$2"; shift 2 ;;
@@ -27,7 +36,9 @@ while [ $# -gt 0 ]; do
         --jsonl) jsonl="$2"; shift 2 ;;
         --display) display=1; shift ;;
         --config) config="$2"; shift 2 ;;
-        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+        --analytics) analytics="$2"; shift 2 ;;
+        --rtsp) rtsp=1; shift ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -58,6 +69,11 @@ case "$source_kind" in
     *) echo "error: --source takes cpu, cuda or nvmm" >&2; exit 2 ;;
 esac
 
+if [ "$rtsp" = 1 ] && [ "$source_kind" != cpu ]; then
+    echo "error: --rtsp decodes the cameras in rsurisrcbin; leave --source out" >&2; exit 2
+fi
+# Camera streams that end are reconnected, so RTSP cameras always stop after a frame count.
+[ "$rtsp" = 1 ] && [ -z "$frames" ] && frames=300
 limit=""
 images=""
 if [ -n "$frames" ]; then
@@ -73,6 +89,28 @@ cams=(
     "filesrc location=\"$vtest\" ! decodebin ! videoflip video-direction=horiz ! videoscale ! video/x-raw,width=640,height=480 ! $fmt $limit"
     "filesrc location=\"$messi\" ! jpegdec ! $fmt ! imagefreeze $images ! video/x-raw,framerate=5/1"
 )
+
+if [ "$rtsp" = 1 ]; then
+    python=python3
+    [ -x /usr/bin/python3 ] && python=/usr/bin/python3   # the one python3-gi belongs to
+    port="$($python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    # Served as RTP/JPEG, whose frame sides are multiples of 8 (the photo is scaled to that).
+    server_log="$(mktemp)"
+    "$python" "$here/../scripts/rtsp_server.py" "$port" \
+        "cam0=filesrc location=\"$vtest\" ! decodebin" \
+        "cam1=filesrc location=\"$carphone\" ! qtdemux ! h264parse ! decodebin" \
+        "cam2=filesrc location=\"$vtest\" ! decodebin ! videoflip video-direction=horiz ! videoscale ! video/x-raw,width=640,height=480" \
+        "cam3=filesrc location=\"$messi\" ! jpegdec ! videoscale ! video/x-raw,width=544,height=336 ! imagefreeze ! video/x-raw,framerate=5/1" \
+        >"$server_log" 2>&1 &
+    server=$!
+    trap 'kill $server 2>/dev/null || true; rm -f "$server_log"' EXIT
+    for _ in $(seq 100); do grep -q ready "$server_log" && break; sleep 0.1; done
+    grep -q ready "$server_log" || { echo "error: the RTSP server did not start:" >&2; cat "$server_log" >&2; exit 1; }
+    for i in 0 1 2 3; do
+        cams[$i]="rsurisrcbin uri=rtsp://127.0.0.1:$port/cam$i reconnect-interval=5 ! $fmt $limit"
+    done
+    echo "serving the cameras at rtsp://127.0.0.1:$port/cam0..cam3"
+fi
 
 if [ "$display" = 1 ] && { [ -n "${DISPLAY:-}" ] || [ -n "${WAYLAND_DISPLAY:-}" ]; }; then
     sink="videoconvert ! autovideosink"
@@ -92,6 +130,7 @@ jsonl="${jsonl:-$(mktemp --suffix=.jsonl)}"
 description="rsstreammux name=mux batch-size=4 batched-push-timeout=200000 \
     ! rstrtinfer config-file-path=\"$config\" batch-size=4 \
     ! rstracker config-file-path=\"$here/tracker.toml\" \
+    ! rsanalytics config-file-path=\"$analytics\" \
     ! rsmetaexport location=\"$jsonl\" \
     ! rstiler rows=2 columns=2 width=1280 height=720 \
     ! rsosd config-file-path=\"$here/osd.ini\" ! $sink"
@@ -108,13 +147,25 @@ import json, sys
 from collections import defaultdict
 path, start, end = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 frames, objects = defaultdict(int), defaultdict(int)
+lines, zone_max, crowded = {}, defaultdict(dict), defaultdict(int)
 for line in open(path):
     f = json.loads(line)
-    frames[f["source_id"]] += 1
-    objects[f["source_id"]] += len(f["objects"])
+    s = f["source_id"]
+    frames[s] += 1
+    objects[s] += len(f["objects"])
+    a = f.get("analytics") or {}
+    for name, c in a.get("lines", {}).items():
+        lines[(s, name)] = (c["forward_total"], c["backward_total"])
+    for name, n in a.get("roi_counts", {}).items():
+        zone_max[s][name] = max(zone_max[s].get(name, 0), n)
+    crowded[s] += sum(1 for c in a.get("overcrowding", {}).values() if c["crowded"])
 secs = end - start
 total = sum(frames.values())
 for s in sorted(frames):
     print(f"source {s}: frames: {frames[s]}  frames/s: {frames[s] / secs:.1f}  objects per frame: {objects[s] / frames[s]:.2f}")
+    counted = [f"line {n}: {fw} forward, {bw} back" for (src, n), (fw, bw) in sorted(lines.items()) if src == s]
+    counted += [f"zone {n}: at most {m}" for n, m in sorted(zone_max[s].items())]
+    if counted:
+        print(f"  {'; '.join(counted)}; crowded frames: {crowded[s]}")
 print(f"all: frames: {total}  time: {secs:.1f} s  frames/s: {total / secs:.1f}")
 PY

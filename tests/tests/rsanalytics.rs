@@ -398,3 +398,34 @@ fn lines_without_a_tracker_upstream_are_a_warning() {
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(warnings[0].contains("rstracker"), "{}", warnings[0]);
 }
+
+#[test]
+fn the_tiler_places_each_cameras_shapes_in_its_tile() {
+    let desc = "rsstreammux name=mux batch-size=2 \
+        ! rsanalytics roi=Zone=0;0;160;0;160;120;0;120 \
+        ! rstiler rows=1 columns=2 width=640 height=240 ! appsink name=sink \
+        videotestsrc num-buffers=3 ! video/x-raw,format=I420,width=320,height=240 ! mux.sink_0 \
+        videotestsrc num-buffers=3 ! video/x-raw,format=I420,width=320,height=240 ! mux.sink_1";
+    let out = run_pipeline(desc, Duration::from_secs(60)).unwrap();
+    let last = out.frames.last().unwrap().analytics.clone().unwrap();
+    let mut shapes: Vec<(String, Vec<[f32; 2]>)> = last
+        .shapes
+        .iter()
+        .map(|s| (s.label.to_string(), s.points.clone()))
+        .collect();
+    shapes.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        shapes,
+        [
+            (
+                "Zone (cam 0)".to_string(),
+                vec![[0.0, 0.0], [160.0, 0.0], [160.0, 120.0], [0.0, 120.0]]
+            ),
+            (
+                "Zone (cam 1)".to_string(),
+                vec![[320.0, 0.0], [480.0, 0.0], [480.0, 120.0], [320.0, 120.0]]
+            ),
+        ]
+    );
+    assert_eq!(last.roi_counts["Zone (cam 1)"], 0);
+}

@@ -30,10 +30,14 @@ impl RtspServer {
 
     /// Starts the server and waits (10 s at most) until it listens.
     fn start(port: u16) -> Self {
-        let script = repo_root().join("tests/scripts/rtsp_server.py");
+        let script = repo_root().join("scripts/rtsp_server.py");
         let mut child = Command::new(Self::python())
             .arg(&script)
             .arg(port.to_string())
+            .arg(
+                "test=videotestsrc is-live=true pattern=ball \
+                 ! video/x-raw,width=320,height=240,framerate=15/1",
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

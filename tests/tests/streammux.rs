@@ -738,6 +738,22 @@ fn tracker_forgets_a_source_at_its_stream_eos() {
 
 #[test]
 fn demo_script_runs_four_cameras_and_summarises() {
+    let stdout = run_demo(&["--frames", "15"]);
+    assert!(stdout.contains("frames: 15 "), "{stdout}");
+}
+
+#[test]
+fn demo_script_reads_the_cameras_over_rtsp() {
+    let stdout = run_demo(&["--rtsp", "--frames", "15"]);
+    assert!(
+        stdout.contains("serving the cameras at rtsp://127.0.0.1:"),
+        "{stdout}"
+    );
+}
+
+/// Runs the 4-camera demo with `args`, checks its summary (every camera, objects, the counts of
+/// the two vtest cameras) and the video written; returns what it printed.
+fn run_demo(args: &[&str]) -> String {
     let plugins = std::env::current_exe()
         .unwrap()
         .parent()
@@ -748,7 +764,11 @@ fn demo_script_runs_four_cameras_and_summarises() {
         "plugin not built at {}",
         plugins.display()
     );
-    let dir = std::env::temp_dir().join(format!("ferrostream-demo-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "ferrostream-demo-{}-{}",
+        std::process::id(),
+        args.join("")
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(&plugins, dir.join("libgstferrostream.so")).unwrap();
     let models = model("coco_ssdlite_mobilenet_v2.onnx")
@@ -758,7 +778,8 @@ fn demo_script_runs_four_cameras_and_summarises() {
     let video = dir.join("demo.mp4");
     let run =
         std::process::Command::new(ferrostream_tests::repo_root().join("pipelines/demo-4cam.sh"))
-            .args(["--frames", "15", "--output", video.to_str().unwrap()])
+            .args(args)
+            .args(["--output", video.to_str().unwrap()])
             .env("GST_PLUGIN_PATH", &dir)
             .env("GST_REGISTRY", dir.join("registry.bin"))
             .env("FERROSTREAM_MODEL_DIR", &models)
@@ -768,7 +789,7 @@ fn demo_script_runs_four_cameras_and_summarises() {
             )
             .output()
             .expect("running demo-4cam.sh");
-    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stdout}\n{stderr}");
     for source in 0..4 {
@@ -786,7 +807,18 @@ fn demo_script_runs_four_cameras_and_summarises() {
         assert!(objects > 0.5, "{line}");
         assert!(line.contains("frames: 1"), "{line}");
     }
+    // The vtest cameras (0 and 2) have a zone and a counting line.
+    let counts: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("line Path:"))
+        .collect();
+    assert_eq!(counts.len(), 2, "{stdout}");
+    assert!(
+        counts.iter().all(|l| l.contains("zone Square: at most")),
+        "{stdout}"
+    );
     assert!(stdout.contains("all: frames:"), "{stdout}");
     assert!(std::fs::metadata(&video).unwrap().len() > 10_000);
     std::fs::remove_dir_all(&dir).ok();
+    stdout
 }

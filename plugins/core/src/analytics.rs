@@ -208,6 +208,50 @@ pub struct FrameAnalytics {
     pub osd_mode: u32,
 }
 
+impl FrameAnalytics {
+    /// These results with every rule's label given `suffix` and every point moved by `map`
+    /// (a frame placed in a mosaic, say).
+    pub fn relabeled(&self, suffix: &str, map: impl Fn([f32; 2]) -> [f32; 2]) -> Self {
+        let name = |label: &str| format!("{label}{suffix}");
+        FrameAnalytics {
+            roi_counts: self.roi_counts.iter().map(|(k, v)| (name(k), *v)).collect(),
+            overcrowding: self
+                .overcrowding
+                .iter()
+                .map(|(k, v)| (name(k), *v))
+                .collect(),
+            lines: self
+                .lines
+                .iter()
+                .map(|(k, v)| (name(k), v.clone()))
+                .collect(),
+            object_counts: self.object_counts.clone(),
+            shapes: self
+                .shapes
+                .iter()
+                .map(|s| Shape {
+                    kind: s.kind,
+                    label: name(&s.label).into(),
+                    points: s.points.iter().copied().map(&map).collect(),
+                })
+                .collect(),
+            osd_mode: self.osd_mode,
+        }
+    }
+
+    /// Adds the results of another frame (with labels of its own) to these.
+    pub fn merge(&mut self, other: FrameAnalytics) {
+        self.roi_counts.extend(other.roi_counts);
+        self.overcrowding.extend(other.overcrowding);
+        self.lines.extend(other.lines);
+        for (class, n) in other.object_counts {
+            *self.object_counts.entry(class).or_default() += n;
+        }
+        self.shapes.extend(other.shapes);
+        self.osd_mode = self.osd_mode.max(other.osd_mode);
+    }
+}
+
 /// An object found in a frame.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Object {

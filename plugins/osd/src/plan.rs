@@ -557,7 +557,13 @@ impl Planner {
                 (ShapeKind::Direction, &[a0, a1]) => list.arrow(a0, a1, width, 12.0, color),
                 _ => continue,
             }
-            let Some(anchor) = points.first() else {
+            // Labels sit at the first point; a crowd region's at its lowest, so that a zone and
+            // a crowd limit drawn on the same polygon both read.
+            let anchor = match shape.kind {
+                ShapeKind::Overcrowding => points.iter().max_by(|a, b| a[1].total_cmp(&b[1])),
+                _ => points.first(),
+            };
+            let Some(anchor) = anchor else {
                 continue;
             };
             self.text = if analytics.osd_mode >= 2 {

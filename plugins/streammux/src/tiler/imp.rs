@@ -2,7 +2,7 @@ use std::collections::BTreeMap;
 use std::sync::{LazyLock, Mutex};
 
 use ferrostream_core::batch::{self, FrameSource, frame_pixels};
-use ferrostream_core::{AttributeValue, Batch, BatchMeta, Frame, Object};
+use ferrostream_core::{AttributeValue, Batch, BatchMeta, Frame, FrameAnalytics, Object};
 use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
@@ -32,6 +32,8 @@ struct Tile {
     dest: Rect,
     scaler: Scaler,
     objects: Vec<Object>,
+    /// The frame's rsanalytics results, placed in the tile, labels naming the source.
+    analytics: Option<FrameAnalytics>,
 }
 
 struct State {
@@ -133,6 +135,7 @@ impl Canvas {
             dest,
             scaler: Scaler::new(1),
             objects: Vec::new(),
+            analytics: None,
         });
         tile.dest = dest;
         let src = gst_video::VideoFrameRef::from_buffer_ref_readable(pixels, info)
@@ -142,6 +145,12 @@ impl Canvas {
             .map_err(|_| "cannot map the canvas")?;
         tile.scaler.convert(&src, &mut out, dest)?;
         let (w, h) = (frame.width.max(1), frame.height.max(1));
+        tile.analytics = frame.analytics.as_ref().map(|a| {
+            a.relabeled(&format!(" (cam {})", frame.source_id), |[x, y]| {
+                let m = map_box(ferrostream_core::BBox::new(x, y, 0.0, 0.0), w, h, dest);
+                [m.left, m.top]
+            })
+        });
         tile.objects = frame
             .objects
             .iter()
@@ -429,6 +438,17 @@ impl BaseTransformImpl for Tiler {
             .values()
             .flat_map(|t| t.objects.iter().cloned())
             .collect();
+        for analytics in state
+            .canvas
+            .tiles
+            .values()
+            .filter_map(|t| t.analytics.clone())
+        {
+            frame
+                .analytics
+                .get_or_insert_with(FrameAnalytics::default)
+                .merge(analytics);
+        }
         drop(guard);
         for m in warnings {
             gst::element_imp_warning!(self, gst::StreamError::Failed, ("{m}"));

@@ -6,6 +6,8 @@
 //! the batch, and stays black until its source's first frame. The output carries one frame of
 //! metadata whose objects are those of every tile, with boxes mapped into output pixels (and a
 //! `source-id` attribute), so that `rsosd` after the tiler draws them in the right place.
+//! `rsanalytics` results are carried over the same way: shapes mapped into their tile, and
+//! every region and line label given its camera, ` (cam N)`.
 //!
 //! ```text
 //! gst-launch-1.0 rsstreammux name=mux ! rstrtinfer config-file-path=pipelines/coco_ssd.txt \
