@@ -417,6 +417,24 @@ fn cuda_engine_in_one_context_detects_like_the_cpu_engine() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU with NVDEC; run by scripts/gpu-check.sh"]
+fn rsurisrcbin_gives_nvdec_frames_in_cuda_memory() {
+    if gpu("rsurisrcbin_gives_nvdec_frames_in_cuda_memory").is_none() {
+        return;
+    }
+    // uridecodebin inside decodes H.264 with nvh264dec (the GPU check's bundle has no software
+    // H.264 decoder; elsewhere GST_PLUGIN_FEATURE_RANK=nvh264dec:MAX makes it the choice) and
+    // gives CUDA memory because rsstreammux takes it.
+    let uri = gst::glib::filename_to_uri(media("carphone_pristine.mp4"), None).unwrap();
+    let run = run(&format!(
+        "rsstreammux name=mux batch-size=2 ! {} ! rsosd name=osd ! fakesink sync=false \
+         rsurisrcbin uri={uri} ! mux.sink_0 rsurisrcbin uri={uri} ! mux.sink_1",
+        infer()
+    ));
+    assert_zero_copy(&run, 2 * 120, 176 * 144 * 3 / 2, "rsurisrcbin");
+}
+
+#[test]
 #[ignore = "needs a CUDA GPU; run by scripts/gpu-check.sh"]
 fn cudaupload_frames_stay_on_the_gpu() {
     if gpu("cudaupload_frames_stay_on_the_gpu").is_none() {

@@ -247,3 +247,37 @@ fn batches_keep_state_per_source() {
     );
     assert_eq!(first, second, "each camera keeps its own target");
 }
+
+#[test]
+fn a_restarted_source_starts_its_targets_afresh() {
+    use ferrostream_core::{BBox, Batch, BatchMeta, Frame};
+    let mut h = tracker_harness();
+    let batch = |n: u64| {
+        let mut buffer = gst::Buffer::new();
+        let frames = (0..2)
+            .map(|source| {
+                let mut f = Frame::new(source, n, 640, 480);
+                f.components_run = vec![1];
+                let b = BBox::new(100.0 + 4.0 * n as f32, 100.0, 40.0, 100.0);
+                f.objects.push(Object::new(0, "person".into(), 0.9, b, 1));
+                f
+            })
+            .collect();
+        BatchMeta::add(buffer.get_mut().unwrap(), Batch { frames });
+        buffer
+    };
+    let ids = |b: &gst::Buffer| -> Vec<Option<u64>> {
+        let meta = b.meta::<BatchMeta>().unwrap();
+        meta.batch()
+            .frames
+            .iter()
+            .map(|f| f.objects[0].object_id)
+            .collect()
+    };
+    let before = ids(&h.push_and_pull(batch(0)).unwrap());
+    // Camera 0 reconnected: the muxer says so before its first new frame.
+    assert!(h.push_event(ferrostream_core::batch::events::stream_restart(0)));
+    let after = ids(&h.push_and_pull(batch(1)).unwrap());
+    assert_ne!(before[0], after[0], "source 0's target starts afresh");
+    assert_eq!(before[1], after[1], "source 1 keeps its target");
+}

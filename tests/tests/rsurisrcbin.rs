@@ -419,3 +419,48 @@ fn bad_uris_and_servers_that_never_come_are_clear_errors() {
         .collect();
     assert_eq!(attempts, [1, 2, 3]);
 }
+
+#[test]
+fn http_uris_are_decoded() {
+    init();
+    let dir = media("vtest.avi").parent().unwrap().to_owned();
+    let port = free_port();
+    let mut server = Command::new(RtspServer::python())
+        .args(["-m", "http.server", "--bind", "127.0.0.1"])
+        .arg(port.to_string())
+        .arg("--directory")
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting python3 -m http.server");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the HTTP server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let desc =
+        format!("rsurisrcbin uri=http://127.0.0.1:{port}/vtest.avi ! appsink name=sink sync=false");
+    let pipeline = gst::parse::launch(&desc)
+        .unwrap()
+        .downcast::<gst::Pipeline>()
+        .unwrap();
+    let sink: gst_app::AppSink = element(&pipeline, "sink");
+    pipeline.set_state(gst::State::Playing).unwrap();
+    for n in 0..20 {
+        let sample = sink.try_pull_sample(gst::ClockTime::from_seconds(10));
+        assert!(sample.is_some(), "frame {n} of vtest.avi over HTTP");
+        let caps = sample.unwrap().caps().unwrap().to_owned();
+        let s = caps.structure(0).unwrap();
+        assert_eq!(
+            (
+                s.get::<i32>("width").unwrap(),
+                s.get::<i32>("height").unwrap()
+            ),
+            (768, 576)
+        );
+    }
+    pipeline.set_state(gst::State::Null).unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+}

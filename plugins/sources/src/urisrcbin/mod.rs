@@ -14,7 +14,9 @@
 //!
 //! The output has the caps the decoder and downstream agree on: with `nvh264dec` (or
 //! `nvv4l2decoder`) and a downstream that takes CUDA (or NVMM) memory, such as `rsstreammux`,
-//! frames stay on the GPU.
+//! frames stay on the GPU. Which decoder `uridecodebin` picks follows the elements' ranks;
+//! `GST_PLUGIN_FEATURE_RANK=nvh264dec:MAX` makes NVDEC the choice where a software decoder is
+//! installed too.
 //!
 //! ```text
 //! gst-launch-1.0 rsstreammux name=mux batch-size=2 batched-push-timeout=100000 \
