@@ -97,6 +97,8 @@ struct Seen {
     warnings: Vec<String>,
     /// `ferrostream-stream-restart` events seen after the muxer, per source.
     restarts: [usize; 2],
+    /// Error messages (there should be none).
+    errors: Vec<String>,
 }
 
 /// The pipeline of the RTSP tests: the camera and a live test source batched by rsstreammux,
@@ -130,7 +132,7 @@ impl Cameras {
                     let sample = sink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
                     let now = Instant::now();
                     if let Some(meta) = sample.buffer().and_then(|b| b.meta::<BatchMeta>()) {
-                        let mut seen = s.lock().unwrap();
+                        let mut seen = s.lock().unwrap_or_else(|e| e.into_inner());
                         for f in &meta.batch().frames {
                             seen.frames[f.source_id as usize].push(now);
                         }
@@ -147,7 +149,7 @@ impl Cameras {
                 if let Some(gst::PadProbeData::Event(e)) = &info.data
                     && let Some(id) = ferrostream_core::batch::events::parse_stream_restart(e)
                 {
-                    s.lock().unwrap().restarts[id as usize] += 1;
+                    s.lock().unwrap_or_else(|e| e.into_inner()).restarts[id as usize] += 1;
                 }
                 gst::PadProbeReturn::Ok
             },
@@ -155,7 +157,8 @@ impl Cameras {
         let bus = pipeline.bus().unwrap();
         let s = seen.clone();
         bus.set_sync_handler(move |_, msg| {
-            let mut seen = s.lock().unwrap();
+            // A failed assertion of the test may have poisoned the lock; the pipeline goes on.
+            let mut seen = s.lock().unwrap_or_else(|e| e.into_inner());
             match msg.view() {
                 gst::MessageView::Element(e) => {
                     if let Some(st) = e.structure() {
@@ -164,7 +167,7 @@ impl Cameras {
                 }
                 gst::MessageView::Warning(w) => seen.warnings.push(w.error().to_string()),
                 gst::MessageView::Error(e) => {
-                    panic!("pipeline error: {} ({:?})", e.error(), e.debug())
+                    seen.errors.push(format!("{} ({:?})", e.error(), e.debug()))
                 }
                 _ => {}
             }
@@ -192,6 +195,8 @@ impl Cameras {
     fn wait(&self, what: &str, limit: Duration, done: impl Fn(&Self) -> bool) {
         let deadline = Instant::now() + limit;
         while !done(self) {
+            let errors = self.seen.lock().unwrap().errors.clone();
+            assert!(errors.is_empty(), "pipeline errors: {errors:?}");
             assert!(Instant::now() < deadline, "timed out waiting for {what}");
             std::thread::sleep(Duration::from_millis(20));
         }

@@ -243,6 +243,7 @@ impl Analyzer {
         let rules = &state.rules;
         let mut result = FrameAnalytics {
             osd_mode: config.osd_mode,
+            display_obj_cnt: config.display_obj_cnt,
             shapes: if config.osd_mode > 0 {
                 state.shapes.clone()
             } else {

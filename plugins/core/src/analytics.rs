@@ -206,6 +206,9 @@ pub struct FrameAnalytics {
     /// counts.
     #[serde(default)]
     pub osd_mode: u32,
+    /// Also draw the objects per class (nvdsanalytics' `display-obj-cnt`).
+    #[serde(default)]
+    pub display_obj_cnt: bool,
 }
 
 impl FrameAnalytics {
@@ -236,6 +239,7 @@ impl FrameAnalytics {
                 })
                 .collect(),
             osd_mode: self.osd_mode,
+            display_obj_cnt: self.display_obj_cnt,
         }
     }
 
@@ -249,6 +253,7 @@ impl FrameAnalytics {
         }
         self.shapes.extend(other.shapes);
         self.osd_mode = self.osd_mode.max(other.osd_mode);
+        self.display_obj_cnt |= other.display_obj_cnt;
     }
 }
 

@@ -454,6 +454,9 @@ impl Planner {
             && let Some(analytics) = &frame.analytics
         {
             self.analytics(style, analytics, (sx, sy), list);
+            if analytics.display_obj_cnt && analytics.osd_mode > 0 {
+                self.object_counts(style, frame, analytics, list);
+            }
         }
         let alpha = style.mask_alpha;
         let translucent = |c: Rgba| Rgba::new(c.r, c.g, c.b, alpha);
@@ -574,6 +577,35 @@ impl Planner {
             let (x, y) = (anchor[0].round() as i32, anchor[1].round() as i32);
             self.label(style, PixelRect::new(x, y, x, y), color, list);
         }
+    }
+
+    /// The objects per class (`display-obj-cnt`), in the top-left corner (below the clock).
+    fn object_counts(
+        &mut self,
+        style: &Style,
+        frame: &Frame,
+        analytics: &FrameAnalytics,
+        list: &mut DrawList,
+    ) {
+        use std::fmt::Write;
+        let mut text = String::new();
+        for (class, n) in &analytics.object_counts {
+            let label = frame
+                .objects
+                .iter()
+                .find(|o| o.class_id == *class)
+                .map_or_else(|| format!("class {class}"), |o| o.label.to_string());
+            let gap = if text.is_empty() { "" } else { "  " };
+            let _ = write!(text, "{gap}{label}: {n}");
+        }
+        let extent = self.lay_out(&text, style.text_size);
+        let y = if style.display_clock {
+            style.clock_y as i32 + 2 * style.clock_font_size as i32
+        } else {
+            10
+        };
+        let color = style.text_color.unwrap_or(Rgba::WHITE);
+        self.place((10, y), extent, OVERLAY_BACKGROUND, color, list);
     }
 
     /// Adds the frame-wide text: the clock and the source's text.
@@ -1147,5 +1179,12 @@ mod tests {
         );
         assert_eq!(text_width(0, true), (0, 0));
         assert_eq!(text_width(2, false), (0, 0));
+        // display-obj-cnt adds one line of objects per class.
+        let mut f = frame.clone();
+        let mut counted = analytics.clone();
+        counted.display_obj_cnt = true;
+        counted.object_counts.insert(0, 2);
+        f.analytics = Some(counted);
+        assert_eq!(plan(&style, &f, 400, 200).texts.len(), 4);
     }
 }

@@ -126,6 +126,8 @@ pub struct RsUriSrcBin {
     /// The element every source feeds; its source pad is the bin's `src` pad's target.
     output: OnceLock<gst::Element>,
     source: Mutex<Option<gst::Element>>,
+    /// Sources dropped lately, held until they have surely stopped (see [`Self::bury`]).
+    dropped: Mutex<Vec<(Instant, gst::Element)>>,
     flow: Mutex<Flow>,
     worker: Mutex<Option<Worker>>,
 }
@@ -184,9 +186,8 @@ impl RsUriSrcBin {
         if let Some(old) = old {
             let _ = old.set_state(gst::State::Null);
             let _ = self.obj().remove(&old);
-            // A state change of the bin that was under way may have reached the source after
-            // the first; out of the bin now, nothing else changes its state.
-            let _ = old.set_state(gst::State::Null);
+            stop_all(&old);
+            self.dropped.lock().unwrap().push((Instant::now(), old));
         }
     }
 
@@ -284,15 +285,16 @@ impl RsUriSrcBin {
                         self.send(Command::Loop);
                         return gst::PadProbeReturn::Handled;
                     }
-                    let current = self.source.lock().unwrap().clone();
-                    if settings.reconnects()
-                        && !self.flow.lock().unwrap().gave_up
-                        && let Some(source) = current
-                    {
-                        self.send(Command::Reconnect {
-                            reason: "the stream ended".into(),
-                            source,
-                        });
+                    if settings.reconnects() && !self.flow.lock().unwrap().gave_up {
+                        // A source being dropped (after an error) ends its stream too: only
+                        // the current one's end asks for a new source.
+                        let current = self.source.lock().unwrap().clone();
+                        if let Some(source) = current {
+                            self.send(Command::Reconnect {
+                                reason: "the stream ended".into(),
+                                source,
+                            });
+                        }
                         return gst::PadProbeReturn::Handled;
                     }
                 }
@@ -303,9 +305,28 @@ impl RsUriSrcBin {
         gst::PadProbeReturn::Ok
     }
 
+    /// Lets go of dropped sources `after` they were dropped (all of them with `None`), once more
+    /// making sure every element inside is stopped: a source's own bins may still have been
+    /// finishing an asynchronous state change (a camera connecting) when it was dropped, and
+    /// bring elements back up after it was stopped.
+    fn bury(&self, after: Option<Duration>) {
+        let ready: Vec<gst::Element> = {
+            let mut dropped = self.dropped.lock().unwrap();
+            let (old, young) = dropped
+                .drain(..)
+                .partition(|(at, _)| after.is_none_or(|d| at.elapsed() >= d));
+            *dropped = young;
+            old.into_iter().map(|(_, e)| e).collect()
+        };
+        for element in ready {
+            stop_all(&element);
+        }
+    }
+
     /// The worker: replaces sources on request and watches for silence.
     fn work(&self, commands: mpsc::Receiver<Command>) {
         loop {
+            self.bury(Some(Duration::from_millis(500)));
             let command = match commands.recv_timeout(TICK) {
                 Ok(c) => c,
                 Err(RecvTimeoutError::Timeout) => {
@@ -450,6 +471,21 @@ impl RsUriSrcBin {
         if let Some(w) = worker {
             let _ = w.commands.send(Command::Stop);
             let _ = w.thread.join();
+        }
+        self.bury(None);
+    }
+}
+
+/// Sets `element` and, when it is a bin, every element inside it to `NULL`, waiting for each.
+fn stop_all(element: &gst::Element) {
+    let _ = element.set_state(gst::State::Null);
+    if let Some(bin) = element.downcast_ref::<gst::Bin>() {
+        for child in bin.iterate_recurse().into_iter().flatten() {
+            if child.current_state() != gst::State::Null
+                || child.pending_state() != gst::State::VoidPending
+            {
+                let _ = child.set_state(gst::State::Null);
+            }
         }
     }
 }
@@ -654,6 +690,7 @@ impl ElementImpl for RsUriSrcBin {
         let result = self.parent_change_state(transition);
         if transition == gst::StateChange::ReadyToNull {
             self.drop_source();
+            self.bury(None);
         }
         result
     }
