@@ -4,7 +4,7 @@
 //! than real time (memory stays bounded; without a leaky queue the delay grows, with one late
 //! frames are dropped and the delay stays short).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -20,7 +20,7 @@ fn temp_model(name: &str) -> PathBuf {
     path
 }
 
-fn pipeline(model: &PathBuf) -> gst::Pipeline {
+fn pipeline(model: &Path) -> gst::Pipeline {
     init();
     let desc = format!(
         "rsurisrcbin uri={} ! videoconvert ! rstrtinfer config-file-path={} onnx-file={} \
@@ -157,7 +157,7 @@ fn slow_consumer(before_mux: &str) -> (u64, Duration, Vec<u64>, u64) {
             delay = Duration::from_nanos(now.saturating_sub(pts).nseconds());
         }
         frames += 1;
-        if frames % 40 == 0 {
+        if frames.is_multiple_of(40) {
             rss.push(rss_kib());
         }
     }
