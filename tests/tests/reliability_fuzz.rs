@@ -464,3 +464,158 @@ fn bad_files_are_clear_errors() {
         .to_string();
     assert!(err.starts_with("bad.txt:"), "{err}");
 }
+
+/// One surface's fields as a camera's decoder might (or might not) fill them.
+#[derive(Debug, Clone)]
+struct SurfaceFields {
+    width: u32,
+    height: u32,
+    pitch: u32,
+    color_format: u32,
+    layout: u32,
+    data_size: u32,
+    null_data: bool,
+    num_planes: u32,
+    planes: [[u32; 4]; 5],
+}
+
+fn surface_fields() -> impl Strategy<Value = SurfaceFields> {
+    let dim = prop_oneof![0u32..4096, Just(u32::MAX), any::<u32>()];
+    (
+        (dim.clone(), dim.clone(), dim.clone()),
+        (0u32..40, 0u32..3, any::<u32>(), any::<bool>()),
+        (
+            0u32..6,
+            prop::collection::vec(dim.clone(), 20).prop_map(|v| {
+                let mut planes = [[0u32; 4]; 5];
+                for (i, x) in v.into_iter().enumerate() {
+                    planes[i / 4][i % 4] = x;
+                }
+                planes
+            }),
+        ),
+    )
+        .prop_map(
+            |(
+                (width, height, pitch),
+                (color_format, layout, data_size, null_data),
+                (n, planes),
+            )| {
+                SurfaceFields {
+                    width,
+                    height,
+                    pitch,
+                    color_format,
+                    layout,
+                    data_size,
+                    null_data,
+                    num_planes: n,
+                    planes,
+                }
+            },
+        )
+}
+
+/// Builds an NvBufSurface of one layout around `fields`, maps it as a buffer and reads it.
+macro_rules! read_surface {
+    ($layout:ident, $abi:expr, $head:expr, $fields:expr, $platform:expr) => {{
+        use ferrostream_core::nvmm::abi::$layout;
+        let (gpu_id, batch_size, num_filled, mem_type, null_list) = $head;
+        let mut params: Vec<$layout::NvBufSurfaceParams> = (0..batch_size.max(1) as usize)
+            .map(|i| {
+                let f: &SurfaceFields = &$fields[i % $fields.len()];
+                let mut p = $layout::NvBufSurfaceParams::zeroed();
+                p.width = f.width;
+                p.height = f.height;
+                p.pitch = f.pitch;
+                p.color_format = f.color_format;
+                p.layout = f.layout;
+                p.data_size = f.data_size;
+                // Never dereferenced on the host: device memory is only described.
+                p.data_ptr = if f.null_data {
+                    std::ptr::null_mut()
+                } else {
+                    0x7f00_0000_0000usize as *mut std::ffi::c_void
+                };
+                p.plane_params.num_planes = f.num_planes;
+                p.plane_params.width = f.planes[0];
+                p.plane_params.height = f.planes[1];
+                p.plane_params.pitch = f.planes[2];
+                p.plane_params.offset = f.planes[3];
+                p.plane_params.psize = f.planes[4];
+                p
+            })
+            .collect();
+        let mut surface = $layout::NvBufSurface::zeroed();
+        surface.gpu_id = gpu_id;
+        surface.batch_size = batch_size;
+        surface.num_filled = num_filled;
+        surface.mem_type = mem_type;
+        surface.surface_list = if null_list {
+            std::ptr::null_mut()
+        } else {
+            params.as_mut_ptr()
+        };
+        // SAFETY: a plain #[repr(C)] struct viewed as its bytes.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(
+                &surface as *const _ as *const u8,
+                std::mem::size_of_val(&surface),
+            )
+        }
+        .to_vec();
+        let buffer = gst::Buffer::from_slice(bytes);
+        let options = ferrostream_core::nvmm::ReadOptions {
+            abi: Some($abi),
+            platform: Some($platform),
+        };
+        // SAFETY: the mapped bytes are an NvBufSurface of this layout whose surfaceList (when
+        // not null) holds batchSize entries that outlive the call.
+        let result = unsafe { ferrostream_core::nvmm::surface_images_with(&buffer, &options) };
+        if let Ok(batch) = &result {
+            assert!(batch.len() <= num_filled as usize);
+        }
+        drop(params);
+    }};
+}
+
+#[test]
+fn nvbufsurface_fields_as_read_from_a_buffer() {
+    use ferrostream_core::nvmm::{NvmmAbi, Platform};
+    init_gst();
+    let head = (
+        0u32..3,
+        prop_oneof![0u32..6, Just(u32::MAX)],
+        prop_oneof![0u32..8, Just(u32::MAX)],
+        0u32..8,
+        any::<bool>(),
+    )
+        .prop_map(|(gpu, batch, filled, mem, null)| (gpu, batch.min(64), filled, mem, null));
+    let strategy = (
+        head,
+        prop::collection::vec(surface_fields(), 1..4),
+        any::<bool>(),
+        any::<bool>(),
+    );
+    fuzz(
+        "NvBufSurface fields",
+        strategy,
+        |(head, fields, ds8, jetson)| {
+            let platform = if jetson {
+                Platform::Integrated
+            } else {
+                Platform::Discrete
+            };
+            if ds8 {
+                read_surface!(ds8, NvmmAbi::Ds8, head, fields, platform);
+            } else {
+                read_surface!(ds7, NvmmAbi::Ds7, head, fields, platform);
+            }
+            Ok(())
+        },
+    );
+}
+
+fn init_gst() {
+    ferrostream_tests::init();
+}
