@@ -148,6 +148,8 @@ impl Inference {
                 }
             },
         };
+        #[cfg(feature = "fault-injection")]
+        let engine = crate::engine::fault::arm(engine);
         let mut inference = Self::with_engine(config, model_path, engine)?;
         inference.log = log;
         Ok(inference)

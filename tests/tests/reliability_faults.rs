@@ -12,6 +12,13 @@ use std::time::{Duration, Instant};
 use ferrostream_tests::{element, init, media, model, quoted, repo_root};
 use gst::prelude::*;
 
+/// The tests of this binary run one at a time: one of them measures the process's memory.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn temp_model(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("ferrostream-faults-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -54,12 +61,14 @@ fn play(p: &gst::Pipeline, at_frame_10: impl FnOnce()) -> Result<usize, String> 
     }
     let mut frames = 0;
     let mut hook = Some(at_frame_10);
+    let mut waited = Duration::ZERO;
     loop {
         if let Some(e) = error() {
             return Err(e);
         }
-        match sink.try_pull_sample(gst::ClockTime::from_seconds(30)) {
+        match sink.try_pull_sample(gst::ClockTime::from_mseconds(100)) {
             Some(_) => {
+                waited = Duration::ZERO;
                 frames += 1;
                 if frames == 10
                     && let Some(h) = hook.take()
@@ -68,6 +77,7 @@ fn play(p: &gst::Pipeline, at_frame_10: impl FnOnce()) -> Result<usize, String> 
                 }
             }
             None if sink.is_eos() => return Ok(frames),
+            None if waited < Duration::from_secs(30) => waited += Duration::from_millis(100),
             None => return Err(error().unwrap_or_else(|| format!("hang after {frames} frames"))),
         }
     }
@@ -75,6 +85,7 @@ fn play(p: &gst::Pipeline, at_frame_10: impl FnOnce()) -> Result<usize, String> 
 
 #[test]
 fn a_model_deleted_or_replaced_while_running() {
+    let _serial = serial();
     // Deleted: the run goes on; the next start says which file is missing.
     let path = temp_model("deleted.onnx");
     let p = pipeline(&path);
@@ -167,6 +178,7 @@ fn slow_consumer(before_mux: &str) -> (u64, Duration, Vec<u64>, u64) {
 
 #[test]
 fn a_live_source_into_a_slow_consumer_stays_bounded() {
+    let _serial = serial();
     // Without anything that drops, back-pressure holds the camera back: memory is flat, every
     // frame is shown, and the delay behind real time grows (a third of the time goes missing).
     let (frames, delay, rss, _) = slow_consumer("");
@@ -188,4 +200,41 @@ fn a_live_source_into_a_slow_consumer_stays_bounded() {
     assert!(delay < Duration::from_millis(250), "{delay:?} behind");
     let growth = *rss.last().unwrap() as i64 - rss[rss.len() / 6] as i64;
     assert!(growth < 8 * 1024, "RSS grew {growth} KiB: {rss:?}");
+}
+
+/// Run in a child process with the fault armed (see `an_engine_failure_mid_stream...`).
+#[test]
+fn injected_engine_failure_child() {
+    if !ferrostream_tests::is_child() {
+        return;
+    }
+    let p = pipeline(&model("coco_ssdlite_mobilenet_v2.onnx"));
+    let started = Instant::now();
+    let err = play(&p, || {}).unwrap_err();
+    p.set_state(gst::State::Null).unwrap();
+    println!("CHILD-ERROR {err}");
+    // The error ends the run at once, not after a time-out.
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn an_engine_failure_mid_stream_is_a_clear_error() {
+    let _serial = serial();
+    // The 20th engine call fails (the first 19 frames were inferred): the element posts an
+    // error naming the failure, the pipeline stops, and nothing hangs.
+    let (ok, out) = ferrostream_tests::run_in_child(
+        "injected_engine_failure_child",
+        &[("FERROSTREAM_FAULT_ENGINE_RUN", "20")],
+    );
+    assert!(ok, "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("CHILD-ERROR"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("fault injected at run 20"), "{line}");
+    assert!(line.contains("inference failed"), "{line}");
 }

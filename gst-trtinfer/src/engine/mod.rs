@@ -6,6 +6,8 @@
 //! everything queued on one stream. Backends: ONNX Runtime ([`onnxruntime`]; its CUDA provider
 //! has the device side) and, behind the cargo feature `tensorrt`, native TensorRT.
 
+#[cfg(feature = "fault-injection")]
+pub mod fault;
 pub mod onnxruntime;
 #[cfg(feature = "tensorrt")]
 pub mod tensorrt;
