@@ -686,7 +686,13 @@ impl InferConfig {
             "backend" => self.backend = enum_value(ini, e)?,
             "device" => self.device = enum_value(ini, e)?,
             "gpu-id" => self.gpu_id = ini.value(e)?,
-            "batch-size" => self.batch_size = positive(ini, e)?,
+            "batch-size" => {
+                let batch = positive(ini, e)?;
+                if batch > MAX_BATCH_SIZE {
+                    return Err(ini.error(e, format!("at most {MAX_BATCH_SIZE}, found {batch}")));
+                }
+                self.batch_size = batch;
+            }
             "gie-unique-id" => self.gie_unique_id = ini.value(e)?,
             "interval" => self.interval = ini.value(e)?,
             "network-type" => {
@@ -1064,6 +1070,9 @@ impl InferConfig {
 }
 
 /// Parses `offsets` (one value, or one per channel).
+/// The largest `batch-size` (configuration key and property).
+pub const MAX_BATCH_SIZE: u32 = 1024;
+
 pub fn offsets(values: Vec<f32>) -> Result<Vec<f32>, String> {
     if values.len() > 4 {
         return Err(format!(

@@ -55,8 +55,28 @@ pub enum InputTensor {
     U8(Vec<u8>),
 }
 
+/// The largest input tensor a configuration may ask for (batch-size x the network input): 2 GiB.
+/// A bigger one is refused when the element starts, not attempted.
+pub const MAX_INPUT_TENSOR_BYTES: usize = 2 << 30;
+
 impl InputTensor {
     fn new(element_type: ElementType, len: usize) -> Result<Self, String> {
+        let supported = matches!(
+            element_type,
+            ElementType::F32 | ElementType::F16 | ElementType::U8
+        );
+        let bytes = element_type.size().and_then(|size| len.checked_mul(size));
+        if supported && bytes.is_none_or(|b| b > MAX_INPUT_TENSOR_BYTES) {
+            return Err(format!(
+                "{len} input elements of {element_type} ({}) is more than the {} GiB an input \
+                 tensor may take: lower batch-size or the network input size",
+                bytes.map_or("overflow".to_string(), |b| format!(
+                    "{:.1} GiB",
+                    b as f64 / (1u64 << 30) as f64
+                )),
+                MAX_INPUT_TENSOR_BYTES >> 30
+            ));
+        }
         Ok(match element_type {
             ElementType::F32 => InputTensor::F32(vec![0.0; len]),
             ElementType::F16 => InputTensor::F16(vec![half::f16::ZERO; len]),
@@ -167,7 +187,7 @@ impl Inference {
         let capacity = fixed_batch.unwrap_or(config.batch_size.max(1) as usize);
         let tensor = InputTensor::new(
             description.input.element_type,
-            network.frame_len() * capacity,
+            network.frame_len().saturating_mul(capacity),
         )
         .map_err(|m| SetupError::Model(format!("model input {}: {m}", description.input)))?;
 

@@ -31,7 +31,7 @@ pub struct NetworkInput {
 impl NetworkInput {
     /// Number of elements of one frame's tensor.
     pub fn frame_len(&self) -> usize {
-        (self.width * self.height * self.channels) as usize
+        self.width as usize * self.height as usize * self.channels as usize
     }
 }
 

@@ -10,6 +10,7 @@ use std::sync::LazyLock;
 
 use ferrostream_core::ini::IniFile;
 use ferrostream_tests::model;
+use gst::prelude::*;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
@@ -618,4 +619,40 @@ fn nvbufsurface_fields_as_read_from_a_buffer() {
 
 fn init_gst() {
     ferrostream_tests::init();
+}
+
+/// Defect found by the hostile-input campaign: a configuration could make rstrtinfer allocate
+/// an input tensor of any size (batch-size x infer-dims), and an allocation that fails aborts
+/// the process. Now it is a start error.
+#[test]
+fn huge_network_input_is_refused_not_allocated() {
+    ferrostream_tests::init();
+    for (dims, batch) in [("3;40000;40000", 1u32), ("3;2000;2000", 1024)] {
+        let desc = format!(
+            "videotestsrc num-buffers=1 ! video/x-raw,format=RGB,width=64,height=64 \
+             ! rstrtinfer onnx-file={} infer-dims={dims} batch-size={batch} ! fakesink",
+            ferrostream_tests::quoted(&model("centerface.onnx"))
+        );
+        let pipeline = gst::parse::launch(&desc).unwrap();
+        let bus = pipeline.bus().unwrap();
+        assert!(pipeline.set_state(gst::State::Playing).is_err());
+        let err = bus
+            .timed_pop_filtered(gst::ClockTime::from_seconds(10), &[gst::MessageType::Error])
+            .expect("an error");
+        pipeline.set_state(gst::State::Null).unwrap();
+        let gst::MessageView::Error(e) = err.view() else {
+            unreachable!()
+        };
+        let text = e.error().to_string();
+        assert!(
+            text.contains("GiB an input tensor may take"),
+            "{dims}: {text}"
+        );
+    }
+    // A configuration file's batch-size has the property's limit.
+    let ini = IniFile::parse(Path::new("big.txt"), "[property]\nbatch-size=100000\n").unwrap();
+    let err = gst_trtinfer::config::InferConfig::from_ini(&ini)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("at most 1024"), "{err}");
 }

@@ -388,7 +388,7 @@ impl ObjectImpl for TrtInfer {
                     .nick("Batch size")
                     .blurb("Maximum number of frames per engine call")
                     .minimum(1)
-                    .maximum(1024)
+                    .maximum(crate::config::MAX_BATCH_SIZE)
                     .default_value(d.batch_size)
                     .mutable_ready()
                     .build(),
