@@ -1,6 +1,7 @@
 //! Reliability, churn: sources added to and removed from a playing rsstreammux over and over
-//! (live and not, some ending by themselves, some stalling, some failing), rsosd's properties
-//! changed while playing. A watchdog fails the run when no batch leaves for 5 s (a deadlock);
+//! (live and not, some ending by themselves, some stalling, some failing), each with its own
+//! rsstreamdemux pad and sink added and removed with it, rsosd's properties changed while
+//! playing. A watchdog fails the run when no batch leaves for 5 s (a deadlock);
 //! RSS must stay within a bound.
 //!
 //! Cycles: `FERROSTREAM_CHURN_CYCLES` (default 150, the CI variant).
@@ -73,7 +74,8 @@ fn sources_come_and_go_while_playing() {
     );
     let desc = format!(
         "rsstreammux name=mux batch-size=4 batched-push-timeout=100000 ! {infer} ! rstracker \
-         ! rsosd name=osd ! appsink name=sink sync=false \
+         ! tee name=t ! queue ! rsosd name=osd ! appsink name=sink sync=false \
+         t. ! queue ! rsstreamdemux name=demux demux.src_0 ! fakesink sync=false \
          videotestsrc is-live=true pattern=ball ! {CAPS} ! mux.sink_0"
     );
     let pipeline = gst::parse::launch(&desc)
@@ -95,6 +97,7 @@ fn sources_come_and_go_while_playing() {
             .build(),
     );
     let mux: gst::Element = element(&pipeline, "mux");
+    let demux: gst::Element = element(&pipeline, "demux");
     let osd: gst::Element = element(&pipeline, "osd");
     let bus = pipeline.bus().unwrap();
     pipeline.set_state(gst::State::Playing).unwrap();
@@ -122,6 +125,17 @@ fn sources_come_and_go_while_playing() {
         let (bin, what) = source(kind, n);
         pipeline.add(&bin).unwrap();
         let pad = mux.request_pad_simple("sink_%u").unwrap();
+        // The source's own output after the demuxer, to a sink of its own.
+        let id = pad.name().trim_start_matches("sink_").to_string();
+        let out = demux.request_pad_simple(&format!("src_{id}")).unwrap();
+        let out_sink = gst::ElementFactory::make("fakesink")
+            .property("sync", false)
+            .property("async", false)
+            .build()
+            .unwrap();
+        pipeline.add(&out_sink).unwrap();
+        out.link(&out_sink.static_pad("sink").unwrap()).unwrap();
+        out_sink.sync_state_with_parent().unwrap();
         bin.static_pad("src").unwrap().link(&pad).unwrap();
         bin.sync_state_with_parent().unwrap();
         osd.set_property("display-text", n % 2 == 0);
@@ -155,6 +169,10 @@ fn sources_come_and_go_while_playing() {
         }
         bin.set_state(gst::State::Null).unwrap();
         pipeline.remove(&bin).unwrap();
+        // Then its demuxer pad and sink.
+        demux.release_request_pad(&out);
+        out_sink.set_state(gst::State::Null).unwrap();
+        pipeline.remove(&out_sink).unwrap();
         check(&format!("cycle {n} ({what}), removed"));
         if n % 10 == 9 {
             rss.push(rss_kib());
