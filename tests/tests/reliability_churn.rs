@@ -4,7 +4,8 @@
 //! playing. A watchdog fails the run when no batch leaves for 5 s (a deadlock);
 //! RSS must stay within a bound.
 //!
-//! Cycles: `FERROSTREAM_CHURN_CYCLES` (default 150, the CI variant).
+//! Cycles: `FERROSTREAM_CHURN_CYCLES` (default 150, the CI variant). Every element and pad made
+//! for a churned source must be freed by the end (weak references tell).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -66,6 +67,12 @@ fn source(kind: u32, n: usize) -> (gst::Element, &'static str) {
 
 #[test]
 fn sources_come_and_go_while_playing() {
+    churn(cycles(), |_| {});
+}
+
+/// Runs `cycles` churn cycles, calling `at` with each cycle's number after it; asserts no
+/// deadlock, no foreign error and bounded RSS.
+fn churn(cycles: usize, mut at: impl FnMut(usize)) {
     init();
     let infer = format!(
         "rstrtinfer onnx-file={} output-parser=yolov8 pre-cluster-threshold=0.5 \
@@ -102,11 +109,16 @@ fn sources_come_and_go_while_playing() {
     let bus = pipeline.bus().unwrap();
     pipeline.set_state(gst::State::Playing).unwrap();
     let mut rng = Rng::new(20);
+    let mut weak: Vec<(String, gst::glib::WeakRef<gst::Object>)> = Vec::new();
     let mut kinds = [0usize; 4];
     let mut rss = Vec::new();
     let check = |what: &str| {
-        // Errors from churned sources are theirs; any other is a failure.
-        while let Some(msg) = bus.pop_filtered(&[gst::MessageType::Error]) {
+        // Errors from churned sources are theirs; any other is a failure. Every message is taken
+        // off the bus (as an application's main loop would): messages hold their sources.
+        while let Some(msg) = bus.pop() {
+            if msg.type_() != gst::MessageType::Error {
+                continue;
+            }
             let from = msg
                 .src()
                 .map(|s| s.path_string().to_string())
@@ -119,12 +131,20 @@ fn sources_come_and_go_while_playing() {
             "{what}: no batch for {quiet:?}: a deadlock"
         );
     };
-    for n in 0..cycles() {
+    for n in 0..cycles {
         let kind = rng.range(0, 4);
         kinds[kind as usize] += 1;
         let (bin, what) = source(kind, n);
         pipeline.add(&bin).unwrap();
         let pad = mux.request_pad_simple("sink_%u").unwrap();
+        weak.push((
+            format!("cycle {n}: source"),
+            bin.upcast_ref::<gst::Object>().downgrade(),
+        ));
+        weak.push((
+            format!("cycle {n}: muxer pad"),
+            pad.upcast_ref::<gst::Object>().downgrade(),
+        ));
         // The source's own output after the demuxer, to a sink of its own.
         let id = pad.name().trim_start_matches("sink_").to_string();
         let out = demux.request_pad_simple(&format!("src_{id}")).unwrap();
@@ -134,6 +154,14 @@ fn sources_come_and_go_while_playing() {
             .build()
             .unwrap();
         pipeline.add(&out_sink).unwrap();
+        weak.push((
+            format!("cycle {n}: demuxer pad"),
+            out.upcast_ref::<gst::Object>().downgrade(),
+        ));
+        weak.push((
+            format!("cycle {n}: sink"),
+            out_sink.upcast_ref::<gst::Object>().downgrade(),
+        ));
         out.link(&out_sink.static_pad("sink").unwrap()).unwrap();
         out_sink.sync_state_with_parent().unwrap();
         bin.static_pad("src").unwrap().link(&pad).unwrap();
@@ -177,19 +205,25 @@ fn sources_come_and_go_while_playing() {
         if n % 10 == 9 {
             rss.push(rss_kib());
         }
+        at(n);
     }
     std::thread::sleep(Duration::from_millis(300));
     check("the end");
     pipeline.set_state(gst::State::Null).unwrap();
+    // Messages on the bus hold their sources: take them off, as a main loop would have.
+    while bus.pop().is_some() {}
+    drop(pipeline);
+    let alive: Vec<&str> = weak
+        .iter()
+        .filter(|(_, w)| w.upgrade().is_some())
+        .map(|(what, _)| what.as_str())
+        .collect();
+    assert!(alive.is_empty(), "still alive after the run: {alive:?}");
     let batches = *batches.lock().unwrap();
     println!(
         "CHURN {} cycles (finite {}, live {}, stalling {}, failing {}), {batches} batches; \
          RSS every 10 cycles (KiB): {rss:?}",
-        cycles(),
-        kinds[0],
-        kinds[1],
-        kinds[2],
-        kinds[3]
+        cycles, kinds[0], kinds[1], kinds[2], kinds[3]
     );
     assert!(kinds.iter().all(|&k| k > 0), "{kinds:?}");
     let warm = rss.len() / 3;
