@@ -416,6 +416,100 @@ fn cuda_engine_in_one_context_detects_like_the_cpu_engine() {
     );
 }
 
+/// On SIGSEGV, prints where (the crashing thread's stack) before dying: the GPU machine has no
+/// debugger. Not async-signal-safe; good enough to find a crash.
+fn print_backtrace_on_crash() {
+    extern "C" fn on_segv(_: libc::c_int) {
+        eprintln!(
+            "SIGSEGV in thread {:?}:\n{}",
+            std::thread::current().name(),
+            std::backtrace::Backtrace::force_capture()
+        );
+        std::process::abort();
+    }
+    // SAFETY: installs a handler for SIGSEGV; the handler only prints and aborts.
+    unsafe {
+        libc::signal(libc::SIGSEGV, on_segv as *const () as libc::sighandler_t);
+    }
+}
+
+/// Reliability on the GPU lane: the device's primary context (the one every element shares)
+/// is reset under a running CUDA pipeline. What must happen: an error message naming the
+/// failure, or the stream going on; never a hang or a crash, and the pipeline stops.
+#[test]
+#[ignore = "needs a CUDA GPU; run by scripts/gpu-check.sh"]
+fn a_lost_gpu_context_is_a_clear_error_not_a_hang() {
+    if gpu("a_lost_gpu_context_is_a_clear_error_not_a_hang").is_none() {
+        return;
+    }
+    init();
+    print_backtrace_on_crash();
+    let desc = format!(
+        "videotestsrc num-buffers=100000 ! video/x-raw,format=NV12,width=640,height=480 \
+         ! cudaupload ! video/x-raw(memory:CUDAMemory) ! mux.sink_0 \
+         rsstreammux name=mux batch-size=1 ! {} ! rsosd name=osd ! appsink name=sink sync=false",
+        infer()
+    );
+    let pipeline = gst::parse::launch(&desc)
+        .unwrap()
+        .downcast::<gst::Pipeline>()
+        .unwrap();
+    let sink: gst_app::AppSink = ferrostream_tests::element(&pipeline, "sink");
+    let bus = pipeline.bus().unwrap();
+    pipeline.set_state(gst::State::Playing).unwrap();
+    for _ in 0..30 {
+        sink.try_pull_sample(gst::ClockTime::from_seconds(30))
+            .expect("frames before the reset");
+    }
+    // SAFETY: plain driver calls; resetting the primary context is the fault under test.
+    let reset = unsafe {
+        let mut device = 0;
+        cudarc::driver::sys::cuDeviceGet(&mut device, 0);
+        cudarc::driver::sys::cuDevicePrimaryCtxReset_v2(device)
+    };
+    let started = Instant::now();
+    let mut frames_after = 0;
+    let outcome = loop {
+        if let Some(msg) = bus.pop_filtered(&[gst::MessageType::Error]) {
+            let gst::MessageView::Error(e) = msg.view() else {
+                unreachable!()
+            };
+            break format!("error: {}", e.error());
+        }
+        match sink.try_pull_sample(gst::ClockTime::from_mseconds(100)) {
+            Some(_) => frames_after += 1,
+            None if sink.is_eos() => break "end of stream".to_string(),
+            None => {}
+        }
+        if frames_after >= 300 {
+            break "the stream went on".to_string();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "neither an error nor frames 30 s after the reset ({frames_after} frames): a hang"
+        );
+    };
+    // Stopping must not hang either.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let p = pipeline.clone();
+    std::thread::spawn(move || {
+        let _ = p.set_state(gst::State::Null);
+        let _ = tx.send(());
+    });
+    assert!(
+        rx.recv_timeout(Duration::from_secs(30)).is_ok(),
+        "setting the pipeline to NULL after the reset hangs"
+    );
+    println!(
+        "GPU-RESULT lost_context_outcome {frames_after} frames after the reset (reset returned \
+         {reset:?}); {outcome}"
+    );
+    assert!(
+        outcome.starts_with("error") || frames_after >= 300,
+        "{outcome}"
+    );
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU with NVDEC; run by scripts/gpu-check.sh"]
 fn rsurisrcbin_gives_nvdec_frames_in_cuda_memory() {
