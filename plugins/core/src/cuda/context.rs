@@ -16,6 +16,9 @@ pub struct Context {
     device: sys::CUdevice,
     ordinal: u32,
     owner: Owner,
+    /// The context's unique id (`cuCtxGetId`) when it was wrapped: a context destroyed and made
+    /// again (a primary context reset) has another.
+    id: Option<u64>,
 }
 
 enum Owner {
@@ -58,6 +61,7 @@ impl Context {
             device,
             ordinal: gpu_id,
             owner: Owner::Primary,
+            id: context_id(raw),
         }))
     }
 
@@ -75,6 +79,7 @@ impl Context {
             device: 0,
             ordinal: 0,
             owner: Owner::Borrowed(keep_alive),
+            id: context_id(raw),
         };
         let mut device: sys::CUdevice = 0;
         {
@@ -89,6 +94,22 @@ impl Context {
             .find(|&i| cudarc::driver::result::device::get(i as c_int).ok() == Some(device))
             .unwrap_or(0);
         Ok(Arc::new(ctx))
+    }
+
+    /// Whether the context is gone from under its users: reset (a primary context) or
+    /// destroyed and made again. Everything made in it before then went with it, and must not be
+    /// destroyed again (the driver may crash on such handles).
+    pub fn lost(&self) -> bool {
+        if let Owner::Primary = self.owner {
+            let (mut flags, mut active) = (0u32, 0i32);
+            // SAFETY: a valid device handle and out pointers.
+            let state =
+                unsafe { sys::cuDevicePrimaryCtxGetState(self.device, &mut flags, &mut active) };
+            if state != sys::CUresult::CUDA_SUCCESS || active == 0 {
+                return true;
+            }
+        }
+        self.id.is_some() && context_id(self.raw) != self.id
     }
 
     /// Makes the context current on this thread until the guard is dropped.
@@ -188,4 +209,12 @@ impl Drop for Bound<'_> {
         // SAFETY: pops the context pushed by `Context::bind` on this thread.
         let _ = unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
     }
+}
+
+/// The unique id of a context instance (`cuCtxGetId`, CUDA 12+), if the driver tells it.
+fn context_id(raw: sys::CUcontext) -> Option<u64> {
+    let mut id: std::ffi::c_ulonglong = 0;
+    // SAFETY: `raw` is a context handle; `id` is a valid out pointer.
+    let result = unsafe { sys::cuCtxGetId(raw, &mut id) };
+    (result == sys::CUresult::CUDA_SUCCESS).then_some(id)
 }

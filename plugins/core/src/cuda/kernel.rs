@@ -130,7 +130,10 @@ impl Module {
 
 impl Drop for Module {
     fn drop(&mut self) {
-        if let Ok(_bound) = self.ctx.bind() {
+        // A lost context took it along already.
+        if !self.ctx.lost()
+            && let Ok(_bound) = self.ctx.bind()
+        {
             // SAFETY: loaded in `load`, unloaded once; functions hold an Arc to the module.
             let _ = unsafe { cudarc::driver::result::module::unload(self.raw) };
         }

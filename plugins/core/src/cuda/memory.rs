@@ -224,7 +224,10 @@ impl DeviceBuffer {
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
-        if let Ok(_bound) = self.ctx.bind() {
+        // A lost context took it along already.
+        if !self.ctx.lost()
+            && let Ok(_bound) = self.ctx.bind()
+        {
             // SAFETY: allocated in `new`, freed once. Work still using it must have been
             // synchronised by its owner (pooled buffers return only after their stream synced).
             let _ = unsafe { sys::cuMemFree_v2(self.ptr) };
@@ -430,7 +433,10 @@ impl HostBuffer {
 
 impl Drop for HostBuffer {
     fn drop(&mut self) {
-        if let Ok(_bound) = self.ctx.bind() {
+        // A lost context took it along already.
+        if !self.ctx.lost()
+            && let Ok(_bound) = self.ctx.bind()
+        {
             // SAFETY: allocated in `new`, freed once.
             let _ = unsafe { cudarc::driver::result::free_host(self.ptr.cast()) };
         }

@@ -86,7 +86,10 @@ impl Stream {
 
 impl Drop for Stream {
     fn drop(&mut self) {
-        if let Ok(_bound) = self.ctx.bind() {
+        // A lost context took it along already.
+        if !self.ctx.lost()
+            && let Ok(_bound) = self.ctx.bind()
+        {
             // SAFETY: created in `new`, destroyed once; pending work still completes.
             let _ = unsafe { cudarc::driver::result::stream::destroy(self.raw) };
         }
@@ -176,7 +179,10 @@ impl Event {
 
 impl Drop for Event {
     fn drop(&mut self) {
-        if let Ok(_bound) = self.ctx.bind() {
+        // A lost context took it along already.
+        if !self.ctx.lost()
+            && let Ok(_bound) = self.ctx.bind()
+        {
             // SAFETY: created in `new`, destroyed once.
             let _ = unsafe { cudarc::driver::result::event::destroy(self.raw) };
         }
