@@ -252,7 +252,13 @@ pub fn iou_ltrb(a: [f32; 4], b: [f32; 4]) -> f32 {
 pub fn run_in_child(test_name: &str, env: &[(&str, &str)]) -> (bool, String) {
     let exe = std::env::current_exe().expect("test binary path");
     let mut cmd = std::process::Command::new(exe);
-    cmd.args(["--exact", test_name, "--nocapture", "--test-threads=1"]);
+    cmd.args([
+        "--exact",
+        test_name,
+        "--include-ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ]);
     cmd.env("FERROSTREAM_TEST_CHILD", "1");
     for (k, v) in env {
         cmd.env(k, v);
