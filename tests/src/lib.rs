@@ -272,6 +272,16 @@ pub fn run_in_child(test_name: &str, env: &[(&str, &str)]) -> (bool, String) {
     (output.status.success(), text)
 }
 
+/// The process's resident memory in KiB (`VmRSS`), for tests that watch memory.
+pub fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .expect("/proc/self/status")
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc/self/status")
+}
+
 /// Whether this process is a child started by [`run_in_child`].
 pub fn is_child() -> bool {
     std::env::var_os("FERROSTREAM_TEST_CHILD").is_some()

@@ -10,7 +10,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ferrostream_tests::{Rng, element, init, quoted, repo_root};
+use ferrostream_tests::{Rng, element, init, quoted, repo_root, rss_kib};
 use gst::prelude::*;
 
 fn cycles() -> usize {
@@ -18,15 +18,6 @@ fn cycles() -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(150)
-}
-
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
 }
 
 const CAPS: &str = "video/x-raw,format=I420,width=160,height=120,framerate=30/1";

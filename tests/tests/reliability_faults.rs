@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use ferrostream_tests::{element, init, media, model, quoted, repo_root};
+use ferrostream_tests::{element, init, media, model, quoted, repo_root, rss_kib};
 use gst::prelude::*;
 
 /// The tests of this binary run one at a time: one of them measures the process's memory.
@@ -113,15 +113,6 @@ fn a_model_deleted_or_replaced_while_running() {
     std::fs::copy(model("coco_ssdlite_mobilenet_v2.onnx"), &path).unwrap();
     assert_eq!(play(&p, || {}).unwrap(), 120);
     p.set_state(gst::State::Null).unwrap();
-}
-
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
 }
 
 /// Runs a live 60 frames/s camera into a consumer that takes 25 ms a frame, for 6 s, with

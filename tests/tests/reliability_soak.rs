@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use ferrostream_core::BatchMeta;
-use ferrostream_tests::{element, init, quoted, repo_root};
+use ferrostream_tests::{element, init, quoted, repo_root, rss_kib};
 use gst::prelude::*;
 
 fn batches() -> u64 {
@@ -21,16 +21,6 @@ fn batches() -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(3000)
-}
-
-/// The process's resident memory, KiB.
-pub fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
 }
 
 /// Least-squares slope of `points` (x, y) and its standard error.

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ferrostream_core::BatchMeta;
-use ferrostream_tests::{element, init, media, repo_root};
+use ferrostream_tests::{element, init, media, repo_root, rss_kib};
 use gst::prelude::*;
 
 /// An RTSP server process serving a live test pattern on 127.0.0.1:`port`.
@@ -76,15 +76,6 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
 }
 
 /// What a running pipeline has delivered so far.
