@@ -154,6 +154,16 @@ impl Fed {
         out.meta::<BatchMeta>().unwrap().batch().frames.clone()
     }
 
+    /// The warnings posted so far (taken off the bus).
+    fn warnings(&self) -> Vec<String> {
+        std::iter::from_fn(|| self.bus.pop())
+            .filter_map(|m| match m.view() {
+                gst::MessageView::Warning(w) => Some(w.error().to_string()),
+                _ => None,
+            })
+            .collect()
+    }
+
     fn messages(&self, name: &str) -> Vec<gst::Structure> {
         std::iter::from_fn(|| self.bus.pop())
             .filter_map(|m| m.structure().map(|s| s.to_owned()))
@@ -267,12 +277,7 @@ fn synthetic_tracks_in_batches_are_counted_exactly_per_source() {
 
     // Stream 5 of a file never appears: a warning at the end names it.
     fed.harness.push_event(gst::event::Eos::new());
-    let warnings: Vec<String> = std::iter::from_fn(|| fed.bus.pop())
-        .filter_map(|m| match m.view() {
-            gst::MessageView::Warning(w) => Some(w.error().to_string()),
-            _ => None,
-        })
-        .collect();
+    let warnings = fed.warnings();
     assert!(warnings.is_empty(), "{warnings:?}");
     drop(fed);
 
@@ -283,12 +288,7 @@ fn synthetic_tracks_in_batches_are_counted_exactly_per_source() {
     let mut fed = Fed::new(&[("config-file-path", &config.display().to_string())]);
     fed.push(vec![frame(0, 0, size, &[])]);
     fed.harness.push_event(gst::event::Eos::new());
-    let warnings: Vec<String> = std::iter::from_fn(|| fed.bus.pop())
-        .filter_map(|m| match m.view() {
-            gst::MessageView::Warning(w) => Some(w.error().to_string()),
-            _ => None,
-        })
-        .collect();
+    let warnings = fed.warnings();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(warnings[0].contains("[1, 5]"), "{}", warnings[0]);
 }
@@ -389,12 +389,7 @@ fn lines_without_a_tracker_upstream_are_a_warning() {
         f.objects[0].object_id = None;
         fed.push(vec![f]);
     }
-    let warnings: Vec<String> = std::iter::from_fn(|| fed.bus.pop())
-        .filter_map(|m| match m.view() {
-            gst::MessageView::Warning(w) => Some(w.error().to_string()),
-            _ => None,
-        })
-        .collect();
+    let warnings = fed.warnings();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(warnings[0].contains("rstracker"), "{}", warnings[0]);
 }

@@ -211,35 +211,38 @@ fn targets_reset_on_flush_and_ids_stay_unique() {
     assert!(after > before, "ids are never reused");
 }
 
+/// A batch of two cameras at frame `n`, each with a person at the same place, moving right.
+fn two_camera_batch(n: u64) -> gst::Buffer {
+    use ferrostream_core::{BBox, Batch, BatchMeta, Frame};
+    let mut buffer = gst::Buffer::new();
+    let frames = (0..2)
+        .map(|source| {
+            let mut f = Frame::new(source, n, 640, 480);
+            f.components_run = vec![1];
+            let b = BBox::new(100.0 + 4.0 * n as f32, 100.0, 40.0, 100.0);
+            f.objects.push(Object::new(0, "person".into(), 0.9, b, 1));
+            f
+        })
+        .collect();
+    BatchMeta::add(buffer.get_mut().unwrap(), Batch { frames });
+    buffer
+}
+
+/// The target id of each camera's person in a batch.
+fn camera_ids(b: &gst::Buffer) -> Vec<Option<u64>> {
+    let meta = b.meta::<ferrostream_core::BatchMeta>().unwrap();
+    meta.batch()
+        .frames
+        .iter()
+        .map(|f| f.objects[0].object_id)
+        .collect()
+}
+
 #[test]
 fn batches_keep_state_per_source() {
-    use ferrostream_core::{BBox, Batch, BatchMeta, Frame};
     let mut h = tracker_harness();
-    // Two cameras in one buffer, each with a person at the same place.
-    let batch = |n: u64| {
-        let mut buffer = gst::Buffer::new();
-        let frames = (0..2)
-            .map(|source| {
-                let mut f = Frame::new(source, n, 640, 480);
-                f.components_run = vec![1];
-                let b = BBox::new(100.0 + 4.0 * n as f32, 100.0, 40.0, 100.0);
-                f.objects.push(Object::new(0, "person".into(), 0.9, b, 1));
-                f
-            })
-            .collect();
-        BatchMeta::add(buffer.get_mut().unwrap(), Batch { frames });
-        buffer
-    };
-    let ids = |b: &gst::Buffer| -> Vec<Option<u64>> {
-        let meta = b.meta::<BatchMeta>().unwrap();
-        meta.batch()
-            .frames
-            .iter()
-            .map(|f| f.objects[0].object_id)
-            .collect()
-    };
-    let first = ids(&h.push_and_pull(batch(0)).unwrap());
-    let second = ids(&h.push_and_pull(batch(1)).unwrap());
+    let first = camera_ids(&h.push_and_pull(two_camera_batch(0)).unwrap());
+    let second = camera_ids(&h.push_and_pull(two_camera_batch(1)).unwrap());
     assert!(first[0].is_some() && first[1].is_some());
     assert_ne!(
         first[0], first[1],
@@ -250,34 +253,11 @@ fn batches_keep_state_per_source() {
 
 #[test]
 fn a_restarted_source_starts_its_targets_afresh() {
-    use ferrostream_core::{BBox, Batch, BatchMeta, Frame};
     let mut h = tracker_harness();
-    let batch = |n: u64| {
-        let mut buffer = gst::Buffer::new();
-        let frames = (0..2)
-            .map(|source| {
-                let mut f = Frame::new(source, n, 640, 480);
-                f.components_run = vec![1];
-                let b = BBox::new(100.0 + 4.0 * n as f32, 100.0, 40.0, 100.0);
-                f.objects.push(Object::new(0, "person".into(), 0.9, b, 1));
-                f
-            })
-            .collect();
-        BatchMeta::add(buffer.get_mut().unwrap(), Batch { frames });
-        buffer
-    };
-    let ids = |b: &gst::Buffer| -> Vec<Option<u64>> {
-        let meta = b.meta::<BatchMeta>().unwrap();
-        meta.batch()
-            .frames
-            .iter()
-            .map(|f| f.objects[0].object_id)
-            .collect()
-    };
-    let before = ids(&h.push_and_pull(batch(0)).unwrap());
+    let before = camera_ids(&h.push_and_pull(two_camera_batch(0)).unwrap());
     // Camera 0 reconnected: the muxer says so before its first new frame.
     assert!(h.push_event(ferrostream_core::batch::events::stream_restart(0)));
-    let after = ids(&h.push_and_pull(batch(1)).unwrap());
+    let after = camera_ids(&h.push_and_pull(two_camera_batch(1)).unwrap());
     assert_ne!(before[0], after[0], "source 0's target starts afresh");
     assert_eq!(before[1], after[1], "source 1 keeps its target");
 }

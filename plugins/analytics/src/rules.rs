@@ -255,15 +255,11 @@ impl Analyzer {
             result.roi_counts.insert(r.label.clone(), 0);
         }
         let mut crowd_counts = vec![0u32; rules.crowding.len()];
-        let mut line_counts: Vec<LineCounts> = state
-            .totals
-            .iter()
-            .map(|t| LineCounts {
-                forward: 0,
-                backward: 0,
-                ..t.clone()
-            })
-            .collect();
+        // This frame's crossings start at zero; the totals go on.
+        for counts in &mut state.totals {
+            counts.forward = 0;
+            counts.backward = 0;
+        }
         let follows_paths = !rules.lines.is_empty() || !rules.directions.is_empty();
 
         for object in &mut frame.objects {
@@ -312,7 +308,7 @@ impl Analyzer {
                         else {
                             continue;
                         };
-                        let counts = &mut line_counts[i];
+                        let counts = &mut state.totals[i];
                         let per_class = counts.per_class.entry(class).or_default();
                         match direction {
                             Crossing::Forward => {
@@ -386,10 +382,9 @@ impl Analyzer {
                 });
             }
         }
-        for (rule, counts) in rules.lines.iter().zip(&line_counts) {
+        for (rule, counts) in rules.lines.iter().zip(&state.totals) {
             result.lines.insert(rule.label.clone(), counts.clone());
         }
-        state.totals = line_counts;
         let frame_num = frame.frame_num;
         state
             .tracks

@@ -151,6 +151,7 @@ struct State {
     seen_tracked: bool,
     /// Frames with objects for line or direction rules, none of them tracked, so far.
     untracked_frames: u32,
+    warned_untracked: bool,
 }
 
 #[derive(Default)]
@@ -515,6 +516,7 @@ impl BaseTransformImpl for RsAnalytics {
             post_messages: settings.post_messages,
             seen_tracked: false,
             untracked_frames: 0,
+            warned_untracked: false,
         });
         Ok(())
     }
@@ -550,7 +552,7 @@ impl BaseTransformImpl for RsAnalytics {
 
     fn transform_ip(&self, buf: &mut gst::BufferRef) -> Result<gst::FlowSuccess, gst::FlowError> {
         let mut events = Vec::new();
-        let post = {
+        let (post, warn_untracked) = {
             let mut guard = self.state.lock().unwrap();
             let Some(state) = guard.as_mut() else {
                 return Err(gst::FlowError::Flushing);
@@ -563,27 +565,24 @@ impl BaseTransformImpl for RsAnalytics {
                 let notes = state.analyzer.process(frame, &mut events);
                 state.seen_tracked |= notes.tracked > 0;
                 if notes.path_objects > 0 && !state.seen_tracked {
-                    state.untracked_frames += 1;
+                    state.untracked_frames = state.untracked_frames.saturating_add(1);
                 }
             }
-            if !state.seen_tracked && state.untracked_frames == UNTRACKED_FRAMES_BEFORE_WARNING {
-                state.untracked_frames += 1;
-                drop(guard);
-                gst::element_imp_warning!(
-                    self,
-                    gst::StreamError::Format,
-                    ("objects without tracker ids: line crossing and direction detection \
-                         follow tracked objects only (put rstracker before rsanalytics)")
-                );
-                self.state
-                    .lock()
-                    .unwrap()
-                    .as_ref()
-                    .is_some_and(|s| s.post_messages)
-            } else {
-                state.post_messages
-            }
+            // Once (a batch may take the count past the limit in one go).
+            let warn = !state.seen_tracked
+                && !state.warned_untracked
+                && state.untracked_frames >= UNTRACKED_FRAMES_BEFORE_WARNING;
+            state.warned_untracked |= warn;
+            (state.post_messages, warn)
         };
+        if warn_untracked {
+            gst::element_imp_warning!(
+                self,
+                gst::StreamError::Format,
+                ("objects without tracker ids: line crossing and direction detection \
+                     follow tracked objects only (put rstracker before rsanalytics)")
+            );
+        }
         if post {
             for event in events {
                 self.post(event);

@@ -162,7 +162,11 @@ impl RsUriSrcBin {
             let element = args[1]
                 .get::<gst::Element>()
                 .expect("source-setup's element");
-            if element.find_property("latency").is_some() && element.name().starts_with("source") {
+            // rtspsrc's jitter buffer; other sources have no such u32 property.
+            if element
+                .find_property("latency")
+                .is_some_and(|p| p.value_type() == u32::static_type())
+            {
                 element.set_property("latency", latency);
             }
             None
