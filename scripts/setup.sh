@@ -16,6 +16,8 @@ packages=(
     meson ninja-build fonts-dejavu-core
     # The RTSP server the rsurisrcbin tests start (GStreamer's RTSP server library, from Python).
     python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-rtsp-server-1.0
+    # rsmsgbroker: librdkafka (Kafka, linked at build and run time) and the brokers its tests start.
+    librdkafka-dev mosquitto rabbitmq-server redis-server
 )
 missing=()
 for p in "${packages[@]}"; do

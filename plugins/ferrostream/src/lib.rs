@@ -8,6 +8,7 @@ use gst::glib;
 
 pub use ferrostream_analytics as analytics;
 pub use ferrostream_core as core;
+pub use ferrostream_msgbroker as msgbroker;
 pub use ferrostream_osd as osd;
 pub use ferrostream_sources as sources;
 pub use ferrostream_streammux as streammux;
@@ -27,6 +28,7 @@ fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     ferrostream_streammux::register(plugin)?;
     ferrostream_osd::register(plugin)?;
     ferrostream_sources::register(plugin)?;
+    ferrostream_msgbroker::register(plugin)?;
     Ok(())
 }
 

@@ -1,0 +1,77 @@
+//! `rsmsgbroker`: sends frame metadata and object events to a message broker.
+//!
+//! A pass-through element (`BaseTransform`, in place): buffers leave unchanged and on time. For
+//! each frame of a buffer's batch it makes a frame message (`payload=frames`, the JSON that
+//! `rsmetaexport` writes), object events (`payload=events`: an object appeared, left, crossed a
+//! counting line), or both, in Ferrostream's schema or DeepStream's minimal schema
+//! (`schema=deepstream-minimal`). Messages go to MQTT (QoS 1), AMQP 0-9-1 (publisher
+//! confirms), Redis Streams (XADD) or Kafka, with at-least-once delivery: a message leaves the
+//! element's bounded queue only when the broker has acknowledged it. Payloads, guarantees and
+//! the bus messages are described in `docs/EVENTS.md`.
+//!
+//! ```text
+//! gst-launch-1.0 filesrc location=vtest.avi ! decodebin ! videoconvert \
+//!     ! rstrtinfer config-file-path=pipelines/coco_ssd.txt ! rstracker \
+//!     ! rsanalytics config-file-path=pipelines/analytics_vtest.txt \
+//!     ! rsmsgbroker protocol=mqtt server=127.0.0.1:1883 payload=both \
+//!         topic="ferrostream/{source-id}/{event}" ! fakesink
+//! ```
+//!
+//! Why one element where DeepStream has two (`nvmsgconv` making payloads, `nvmsgbroker`
+//! sending them): the conversion keeps state per source (which tracker ids are open, to report
+//! an object appearing and leaving) that must see the same frames, stream events and EOS as the
+//! sending; both share one queue and one set of counters, so `messages-dropped` and the warnings
+//! speak of the same messages a consumer receives; and a pass-through element sits anywhere in a
+//! pipeline without a `tee`. Sending happens on the element's own thread, so a slow or absent
+//! broker never blocks the stream: the queue fills and then drops (and says so) instead.
+
+use gst::glib;
+use gst::prelude::*;
+
+mod imp;
+
+pub use crate::endpoint::Protocol;
+pub use crate::payload::Schema;
+
+/// Which messages the element sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, glib::Enum)]
+#[enum_type(name = "GstRsMsgBrokerPayload")]
+pub enum Payload {
+    /// One message per frame.
+    #[default]
+    #[enum_value(name = "One message per frame", nick = "frames")]
+    Frames,
+    /// One message per object event (appeared, left, line crossed).
+    #[enum_value(name = "One message per object event", nick = "events")]
+    Events,
+    /// Both.
+    #[enum_value(name = "Frames and object events", nick = "both")]
+    Both,
+}
+
+impl Payload {
+    pub fn frames(self) -> bool {
+        matches!(self, Payload::Frames | Payload::Both)
+    }
+
+    pub fn events(self) -> bool {
+        matches!(self, Payload::Events | Payload::Both)
+    }
+}
+
+glib::wrapper! {
+    pub struct MsgBroker(ObjectSubclass<imp::MsgBroker>)
+        @extends gst_base::BaseTransform, gst::Element, gst::Object;
+}
+
+pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
+    Protocol::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    Schema::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    Payload::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    gst::Element::register(
+        Some(plugin),
+        "rsmsgbroker",
+        gst::Rank::NONE,
+        MsgBroker::static_type(),
+    )
+}
