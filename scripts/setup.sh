@@ -45,6 +45,9 @@ fi
 "$repo/scripts/install-onnxruntime.sh"
 # NVRTC compiles the CUDA kernels in the tests, so GPU code is checked on machines without a GPU.
 "$repo/scripts/install-nvrtc.sh"
+# The KServe v2 inference server (PyPI's kserve with ONNX Runtime) that the remote-inference
+# tests start on loopback.
+"$repo/scripts/install-kserve.sh"
 
 # Models and footage: those a provided directory has (FERROSTREAM_MODEL_DIR/FERROSTREAM_MEDIA_DIR,
 # or ../shared beside the checkout) are used from there, the others are downloaded into the cache

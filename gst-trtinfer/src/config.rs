@@ -24,6 +24,90 @@ pub enum Backend {
     OnnxRuntime = 1,
     #[enum_value(name = "Native TensorRT", nick = "tensorrt")]
     TensorRt = 2,
+    /// A KServe v2 / Open Inference Protocol server over gRPC (`server-url`, `model-name`).
+    #[enum_value(name = "KServe v2 inference server (gRPC)", nick = "kserve")]
+    Kserve = 3,
+    /// The same as `kserve`: Triton Inference Server speaks KServe v2.
+    #[enum_value(name = "Triton Inference Server (KServe v2 gRPC)", nick = "triton")]
+    Triton = 4,
+}
+
+impl Backend {
+    /// Whether the model runs on an inference server.
+    pub fn is_remote(self) -> bool {
+        matches!(self, Backend::Kserve | Backend::Triton)
+    }
+}
+
+/// What a batch does when the inference server cannot be reached or does not answer within
+/// `server-timeout`.
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
+#[repr(u32)]
+#[enum_type(name = "GstRsTrtInferServerFailure")]
+pub enum ServerFailure {
+    /// Retry until the server answers, holding the stream back (back-pressure); an error after
+    /// `server-give-up` seconds.
+    #[default]
+    #[enum_value(name = "Wait: retry, holding the stream back", nick = "wait")]
+    Wait = 0,
+    /// Pass the frames on without results and count them; an error after `server-give-up`
+    /// seconds without an answer.
+    #[enum_value(name = "Drop: pass frames on without results, counted", nick = "drop")]
+    Drop = 1,
+}
+
+/// Where and how a remote backend (`backend=kserve`) reaches its model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemoteSettings {
+    /// `host:port`, `http://`/`grpc://` or, for TLS, `https://`/`grpcs://`.
+    pub server_url: String,
+    pub model_name: String,
+    /// Empty: the server's choice.
+    pub model_version: String,
+    /// Each call's deadline, in milliseconds.
+    pub timeout_ms: u32,
+    /// `name=value` pairs sent with every call (`server-headers`, `;`-separated).
+    pub headers: Vec<(String, String)>,
+    pub ca_file: Option<PathBuf>,
+    pub cert_file: Option<PathBuf>,
+    pub key_file: Option<PathBuf>,
+    /// Batches sent and not yet answered, at most.
+    pub requests_in_flight: u32,
+    pub on_failure: ServerFailure,
+    /// Seconds without an answer after which the element fails (0: never).
+    pub give_up_s: u32,
+}
+
+impl Default for RemoteSettings {
+    fn default() -> Self {
+        Self {
+            server_url: String::new(),
+            model_name: String::new(),
+            model_version: String::new(),
+            timeout_ms: 5000,
+            headers: Vec::new(),
+            ca_file: None,
+            cert_file: None,
+            key_file: None,
+            requests_in_flight: 4,
+            on_failure: ServerFailure::Wait,
+            give_up_s: 60,
+        }
+    }
+}
+
+/// Parses `server-headers`: `name=value` pairs separated by `;`.
+pub fn server_headers(text: &str) -> Result<Vec<(String, String)>, String> {
+    text.split(';')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|pair| match pair.split_once('=') {
+            Some((name, value)) if !name.trim().is_empty() => {
+                Ok((name.trim().to_string(), value.trim().to_string()))
+            }
+            _ => Err(format!("expected name=value, found {pair:?}")),
+        })
+        .collect()
 }
 
 /// Where ONNX Runtime executes the model (its execution provider).
@@ -484,6 +568,8 @@ pub struct InferConfig {
     /// Capture ONNX Runtime's CUDA provider run in a CUDA graph and replay it (the `cuda-graph`
     /// property; every batch then runs at `batch-size`).
     pub cuda_graph: bool,
+    /// The inference server of `backend=kserve`.
+    pub remote: RemoteSettings,
 }
 
 /// How the TensorRT backend builds engines (nvinfer's keys), shared with rsdlainfer.
@@ -583,6 +669,7 @@ impl Default for InferConfig {
             tensorrt: TensorRtSettings::default(),
             stream_priority: 0,
             cuda_graph: false,
+            remote: RemoteSettings::default(),
         }
     }
 }
@@ -847,6 +934,19 @@ impl InferConfig {
             "use-dla-core" => self.tensorrt.use_dla_core = ini.value(e)?,
             "allow-gpu-fallback" => self.tensorrt.allow_gpu_fallback = ini.bool_value(e)?,
             "engine-cache-dir" => self.tensorrt.engine_cache_dir = Some(ini.resolve_path(&e.value)),
+            "server-url" => self.remote.server_url = e.value.trim().to_string(),
+            "model-name" => self.remote.model_name = e.value.trim().to_string(),
+            "model-version" => self.remote.model_version = e.value.trim().to_string(),
+            "server-timeout" => self.remote.timeout_ms = positive(ini, e)?,
+            "server-headers" => {
+                self.remote.headers = server_headers(&e.value).map_err(|m| ini.error(e, m))?
+            }
+            "server-ca-file" => self.remote.ca_file = Some(ini.resolve_path(&e.value)),
+            "server-cert-file" => self.remote.cert_file = Some(ini.resolve_path(&e.value)),
+            "server-key-file" => self.remote.key_file = Some(ini.resolve_path(&e.value)),
+            "requests-in-flight" => self.remote.requests_in_flight = positive(ini, e)?,
+            "on-server-failure" => self.remote.on_failure = enum_value(ini, e)?,
+            "server-give-up" => self.remote.give_up_s = ini.value(e)?,
             key if UNSUPPORTED_KEYS.contains(&key) => {
                 return Ok(Some(format!(
                     "{}:{}: key `{key}` is not supported by rstrtinfer and is ignored",
@@ -943,6 +1043,43 @@ impl InferConfig {
             (None, None) => {}
         }
         let mut warnings = Vec::new();
+        if self.backend.is_remote() {
+            if self.remote.server_url.is_empty() {
+                return Err(
+                    "backend=kserve needs server-url: where the inference server listens \
+                            (host:port, http://, or https:// for TLS)"
+                        .into(),
+                );
+            }
+            if self.remote.model_name.is_empty() {
+                return Err(
+                    "backend=kserve needs model-name: the model's name on the server".into(),
+                );
+            }
+            for (key, set) in [
+                ("onnx-file", self.onnx_file.is_some()),
+                ("model-engine-file", self.model_engine_file.is_some()),
+            ] {
+                if set {
+                    warnings.push(format!(
+                        "{key} is ignored with backend=kserve: the server has the model"
+                    ));
+                }
+            }
+            if secondary && self.remote.on_failure == ServerFailure::Drop {
+                warnings.push(
+                    "on-server-failure=drop applies to process-mode=primary: in secondary mode \
+                     the element waits for the server"
+                        .into(),
+                );
+            }
+        } else if !self.remote.server_url.is_empty() {
+            warnings.push(format!(
+                "server-url is set but backend is {:?}: the server is not used (set \
+                 backend=kserve)",
+                self.backend
+            ));
+        }
         if secondary && self.interval > 0 {
             warnings.push(format!(
                 "interval={} applies to process-mode=primary only and is ignored; use \
@@ -1063,6 +1200,22 @@ impl InferConfig {
                 "engine-cache-dir" => {
                     self.tensorrt.engine_cache_dir = props.tensorrt.engine_cache_dir.clone()
                 }
+                "server-url" => self.remote.server_url.clone_from(&props.remote.server_url),
+                "model-name" => self.remote.model_name.clone_from(&props.remote.model_name),
+                "model-version" => self
+                    .remote
+                    .model_version
+                    .clone_from(&props.remote.model_version),
+                "server-timeout" => self.remote.timeout_ms = props.remote.timeout_ms,
+                "server-headers" => self.remote.headers.clone_from(&props.remote.headers),
+                "server-ca-file" => self.remote.ca_file.clone_from(&props.remote.ca_file),
+                "server-cert-file" => self.remote.cert_file.clone_from(&props.remote.cert_file),
+                "server-key-file" => self.remote.key_file.clone_from(&props.remote.key_file),
+                "requests-in-flight" => {
+                    self.remote.requests_in_flight = props.remote.requests_in_flight
+                }
+                "on-server-failure" => self.remote.on_failure = props.remote.on_failure,
+                "server-give-up" => self.remote.give_up_s = props.remote.give_up_s,
                 other => unreachable!("property {other} has no configuration key"),
             }
         }

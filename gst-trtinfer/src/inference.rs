@@ -12,6 +12,7 @@ use ferrostream_core::{AttributeValue, BBox, Classification, Object};
 use crate::cluster::cluster;
 use crate::config::{Backend, ClassAttrs, ColorFormat, InferConfig, InputOrder, NetworkMode};
 use crate::engine::onnxruntime::{DlaOptions, OrtEngine, OrtOptions};
+use crate::engine::remote::{Health, RemoteCall};
 use crate::engine::{
     ElementType, Engine, EngineDescription, EngineError, EngineLog, InputData, LogLevel,
     OutputTensor,
@@ -99,6 +100,14 @@ impl InputTensor {
     }
 }
 
+/// A batch on its way to the inference server, with what parsing its answer needs.
+pub struct RemoteBatch {
+    pub call: RemoteCall,
+    pub letterboxes: Vec<Letterbox>,
+    /// The frame size of each region.
+    pub sizes: Vec<(u32, u32)>,
+}
+
 pub struct Inference {
     config: InferConfig,
     model_path: PathBuf,
@@ -149,12 +158,17 @@ impl Inference {
     /// As [`Inference::new`], reporting through `log`: engine builds (which take minutes) as
     /// [`LogLevel::Progress`], why `backend=auto` did not use TensorRT, and TensorRT's own log.
     pub fn open(config: InferConfig, threads: usize, log: EngineLog) -> Result<Self, SetupError> {
+        if config.backend.is_remote() {
+            config.validate().map_err(SetupError::Config)?;
+        }
         let onnx = config
             .onnx_file
             .as_ref()
+            .filter(|_| !config.backend.is_remote())
             .map(|onnx| resolve_model(onnx))
             .transpose()?;
         let (engine, model_path): (Box<dyn Engine>, PathBuf) = match config.backend {
+            Backend::Kserve | Backend::Triton => kserve_engine(&config)?,
             Backend::OnnxRuntime => ort_engine(&config, onnx, threads, &log)?,
             Backend::TensorRt => tensorrt_engine(&config, onnx, &log)?,
             Backend::Auto => match tensorrt_engine(&config, onnx.clone(), &log) {
@@ -757,6 +771,68 @@ impl Inference {
         self.engine.run(data, &self.input_shape, &mut self.outputs)
     }
 
+    /// Whether the engine runs on an inference server ([`Inference::submit_remote`]).
+    pub fn is_remote(&mut self) -> bool {
+        self.engine.remote().is_some()
+    }
+
+    /// The remote engine's server health, when the engine runs on a server.
+    pub fn remote_health(&mut self) -> Option<(Arc<Health>, String)> {
+        self.engine
+            .remote()
+            .map(|r| (r.health().clone(), r.server().to_string()))
+    }
+
+    /// Sends the first `sizes.len()` pre-processed slots to the inference server without
+    /// waiting (as [`Inference::infer`] runs them); [`Inference::finish_remote`] parses the
+    /// answer. `sizes` are the frame sizes of the slots' images.
+    pub fn submit_remote(&mut self, sizes: Vec<(u32, u32)>) -> Result<RemoteBatch, String> {
+        let frames = sizes.len();
+        assert!(
+            (1..=self.capacity).contains(&frames),
+            "{frames} frames for a tensor of {}",
+            self.capacity
+        );
+        let batch = self.fixed_batch.unwrap_or(frames);
+        self.input_shape[0] = batch;
+        let letterboxes = self.letterboxes[..frames]
+            .iter()
+            .map(|lb| lb.ok_or("a slot was not pre-processed"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let data = self.tensor.data(batch * self.network.frame_len());
+        let remote = self
+            .engine
+            .remote()
+            .ok_or("the engine does not run on a server")?;
+        let call = remote
+            .submit(data, &self.input_shape)
+            .map_err(|e| e.to_string())?;
+        Ok(RemoteBatch {
+            call,
+            letterboxes,
+            sizes,
+        })
+    }
+
+    /// Parses the answer to a batch sent by [`Inference::submit_remote`]: one result per
+    /// region, in order.
+    pub fn finish_remote(
+        &mut self,
+        letterboxes: &[Letterbox],
+        sizes: &[(u32, u32)],
+        outputs: Vec<OutputTensor>,
+    ) -> Result<Vec<ItemResult>, String> {
+        self.outputs = outputs;
+        for (slot, lb) in letterboxes.iter().enumerate().take(self.capacity) {
+            self.letterboxes[slot] = Some(*lb);
+        }
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(slot, &(w, h))| self.result(slot, w, h))
+            .collect()
+    }
+
     /// What the last run said about tensor slot `slot`, whose image was (a region of) a
     /// `frame_w` x `frame_h` frame: the top class of a classifier, the objects of a detector
     /// (in frame pixels), and with `output-tensor-meta` the slot's raw outputs.
@@ -1137,6 +1213,38 @@ fn resolve_model(path: &std::path::Path) -> Result<PathBuf, SetupError> {
 }
 
 /// The ONNX Runtime engine of `config` for the resolved `onnx` model.
+/// The model on the inference server of `config.remote`; its "path" in messages is the server
+/// and model name.
+fn kserve_engine(config: &InferConfig) -> Result<(Box<dyn Engine>, PathBuf), SetupError> {
+    use crate::config::ServerFailure;
+    use crate::engine::kserve::{Connection, FailurePolicy, KserveEngine, KserveOptions};
+    use std::time::Duration;
+    let r = &config.remote;
+    let give_up = (r.give_up_s > 0).then(|| Duration::from_secs(r.give_up_s.into()));
+    let options = KserveOptions {
+        connection: Connection {
+            url: r.server_url.clone(),
+            timeout: Duration::from_millis(r.timeout_ms.into()),
+            headers: r.headers.clone(),
+            ca_file: r.ca_file.clone(),
+            cert_file: r.cert_file.clone(),
+            key_file: r.key_file.clone(),
+        },
+        model_name: r.model_name.clone(),
+        model_version: r.model_version.clone(),
+        policy: match r.on_failure {
+            ServerFailure::Wait => FailurePolicy::Wait { give_up },
+            ServerFailure::Drop => FailurePolicy::Drop,
+        },
+    };
+    let engine = KserveEngine::open(options)?;
+    let mut path = format!("{}/{}", r.server_url.trim_end_matches('/'), r.model_name);
+    if !r.model_version.is_empty() {
+        path.push_str(&format!("/{}", r.model_version));
+    }
+    Ok((Box::new(engine), PathBuf::from(path)))
+}
+
 fn ort_engine(
     config: &InferConfig,
     onnx: Option<PathBuf>,

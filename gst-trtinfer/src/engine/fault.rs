@@ -23,6 +23,10 @@ impl Engine for FaultyEngine {
         self.inner.device()
     }
 
+    fn remote(&mut self) -> Option<&mut dyn super::remote::RemoteEngine> {
+        self.inner.remote()
+    }
+
     fn run(
         &mut self,
         input: InputData<'_>,

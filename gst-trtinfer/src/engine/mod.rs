@@ -4,11 +4,15 @@
 //! every output as f32 into reusable buffers ([`Engine::run`]). Engines that work on a GPU also
 //! have a device side ([`DeviceEngine`]): input read in place, outputs left in device memory,
 //! everything queued on one stream. Backends: ONNX Runtime ([`onnxruntime`]; its CUDA provider
-//! has the device side) and, behind the cargo feature `tensorrt`, native TensorRT.
+//! has the device side), behind the cargo feature `tensorrt`, native TensorRT, and KServe v2
+//! servers ([`kserve`]), whose remote side ([`remote::RemoteEngine`]) has several batches on
+//! their way at once.
 
 #[cfg(feature = "fault-injection")]
 pub mod fault;
+pub mod kserve;
 pub mod onnxruntime;
+pub mod remote;
 #[cfg(feature = "tensorrt")]
 pub mod tensorrt;
 
@@ -319,6 +323,12 @@ pub trait Engine: Send {
     /// [`Engine::run`].
     #[cfg(feature = "cuda")]
     fn device(&mut self) -> Option<&mut dyn DeviceEngine> {
+        None
+    }
+
+    /// The engine's remote side, when it runs on an inference server: batches are sent without
+    /// waiting for the answer.
+    fn remote(&mut self) -> Option<&mut dyn remote::RemoteEngine> {
         None
     }
 

@@ -10,7 +10,7 @@ use ferrostream_core::batch::{FrameSource, frame_pixels};
 
 use gst_video::prelude::*;
 
-use crate::inference::{Inference, ItemResult};
+use crate::inference::{Inference, ItemResult, RemoteBatch};
 use crate::preprocess::SourceImage;
 
 /// A region to infer on: frame `frame` of the buffer, `roi` in its pixels (`None`: all of it).
@@ -50,12 +50,14 @@ fn whole(info: &gst_video::VideoInfo) -> BBox {
 }
 
 /// Pre-processes `crops` of the frames of `buf` in system memory, infers and parses them.
-/// Returns one result per crop.
+/// Returns one result per crop. With `sent`, each engine call is sent to the inference server
+/// instead ([`Inference::submit_remote`]) and collected there; no result is returned.
 pub(super) fn infer_crops(
     inference: &mut Inference,
     source: &FrameSource,
     buf: &gst::BufferRef,
     crops: &[Crop],
+    mut sent: Option<&mut Vec<RemoteBatch>>,
 ) -> Result<(Vec<ItemResult>, Work), FrameError> {
     let mut results = Vec::with_capacity(crops.len());
     let mut work = Work::default();
@@ -87,9 +89,39 @@ pub(super) fn infer_crops(
             sizes.push((info.width(), info.height()));
         }
         drop(mapped);
-        infer_and_parse(inference, &sizes, t0, &mut results, &mut work)?;
+        run_chunk(
+            inference,
+            &sizes,
+            t0,
+            &mut results,
+            &mut work,
+            sent.as_deref_mut(),
+        )?;
     }
     Ok((results, work))
+}
+
+/// Runs or sends one engine call of the `sizes.len()` pre-processed slots: to `sent` when
+/// given, else as [`infer_and_parse`].
+fn run_chunk(
+    inference: &mut Inference,
+    sizes: &[(u32, u32)],
+    t0: Instant,
+    results: &mut Vec<ItemResult>,
+    work: &mut Work,
+    sent: Option<&mut Vec<RemoteBatch>>,
+) -> Result<(), FrameError> {
+    let Some(sent) = sent else {
+        return infer_and_parse(inference, sizes, t0, results, work);
+    };
+    let batch = inference
+        .submit_remote(sizes.to_vec())
+        .map_err(|m| (gst::StreamError::Failed, m))?;
+    sent.push(batch);
+    work.items += sizes.len() as u64;
+    work.engine_calls += 1;
+    work.times[0] += t0.elapsed();
+    Ok(())
 }
 
 /// Runs the engine on the `sizes.len()` pre-processed slots (pre-processing began at `t0`),
@@ -264,6 +296,8 @@ impl GpuFrames {
     /// tensor in place and only the selected rows come back; engines that take host memory get
     /// one copy of the tensor per engine call. The frames never leave the GPU. `log` receives
     /// the one-time messages about where the work runs.
+    /// With `sent`, each engine call goes to the inference server as in [`infer_crops`].
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn infer_crops(
         &mut self,
         inference: &mut Inference,
@@ -272,6 +306,7 @@ impl GpuFrames {
         buf: &gst::BufferRef,
         crops: &[Crop],
         log: &dyn Fn(String),
+        mut sent: Option<&mut Vec<RemoteBatch>>,
     ) -> Result<(Vec<ItemResult>, Work), FrameError> {
         use crate::gpu::GpuStage;
 
@@ -344,7 +379,14 @@ impl GpuFrames {
                 ));
             }
             work.tensor_copies += 1;
-            infer_and_parse(inference, &sizes, t0, &mut results, &mut work)?;
+            run_chunk(
+                inference,
+                &sizes,
+                t0,
+                &mut results,
+                &mut work,
+                sent.as_deref_mut(),
+            )?;
         }
         Ok((results, work))
     }

@@ -1,7 +1,8 @@
-//! Batches in flight: the queue between the streaming thread, which queues each buffer's GPU
-//! work without waiting, and the output thread, which waits for the oldest batch, parses it and
-//! pushes it downstream, in order. At most [`DEPTH`] buffers are in flight, so batch k+1 is
-//! pre-processed and queued while batch k runs, and memory stays bounded.
+//! Batches in flight: the queue between the streaming thread, which queues each buffer's work
+//! without waiting (GPU work on the engine's stream, or a request to an inference server), and
+//! the output thread, which waits for the oldest buffer, parses it and pushes it downstream, in
+//! order. Buffers and requests in flight are bounded ([`Limits`]), so batch k+1 is prepared
+//! while batch k runs, and memory stays bounded.
 
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex};
@@ -10,12 +11,64 @@ use std::time::{Duration, Instant};
 /// Buffers queued on the GPU at most, per element.
 pub const DEPTH: usize = 3;
 
+/// How much may be in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Buffers, whatever their work.
+    pub buffers: usize,
+    /// Buffers waiting for an inference server's answer.
+    pub requests: usize,
+}
+
+impl Limits {
+    /// GPU work: [`DEPTH`] buffers.
+    pub const DEVICE: Limits = Limits {
+        buffers: DEPTH,
+        requests: DEPTH,
+    };
+
+    /// An inference server with `requests` batches in flight; buffers without a request
+    /// (skipped by `interval`, or passed on without results) queue behind them, up to four
+    /// times as many.
+    pub fn remote(requests: usize) -> Limits {
+        let requests = requests.max(1);
+        Limits {
+            buffers: requests * 4,
+            requests,
+        }
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits::DEVICE
+    }
+}
+
+/// What a buffer in flight waits for.
+pub enum Queued {
+    /// Nothing: a buffer `interval` skips.
+    Nothing,
+    /// The server was not asked: as many requests as allowed were in flight
+    /// (`on-server-failure=drop`); the frames go on without results.
+    Skipped,
+    /// GPU work queued on the engine's stream.
+    #[cfg(feature = "cuda")]
+    Device(Vec<crate::gpu::run::Pending>),
+    /// Requests to the inference server.
+    Remote(Vec<crate::inference::RemoteBatch>),
+}
+
+impl Queued {
+    fn is_request(&self) -> bool {
+        matches!(self, Queued::Remote(_))
+    }
+}
+
 /// One buffer in flight.
 pub struct InFlight {
     pub buffer: gst::Buffer,
-    /// The engine calls queued for it (none for a buffer `interval` skips).
-    #[cfg(feature = "cuda")]
-    pub pending: Vec<crate::gpu::run::Pending>,
+    pub queued: Queued,
     /// The buffer's number (for `interval` and frame metadata).
     pub number: u64,
     pub frames: usize,
@@ -29,8 +82,13 @@ pub struct InFlight {
 #[derive(Default)]
 struct Shared {
     queue: VecDeque<InFlight>,
-    /// The output thread holds an item (taken from the queue, not yet pushed).
+    limits: Limits,
+    /// Buffers in the queue or held by the output thread that wait for a server's answer.
+    requests: usize,
+    /// The output thread holds an item (taken from the queue, not yet pushed), and whether it
+    /// is a request.
     busy: bool,
+    busy_request: bool,
     flushing: bool,
     stop: bool,
     /// The last flow error of a downstream push, returned to upstream at the next buffer.
@@ -45,9 +103,15 @@ pub struct Flight {
 }
 
 impl Flight {
-    /// Waits until fewer than [`DEPTH`] buffers are in flight; returns the pending flow error,
-    /// or `Flushing` while flushing.
-    pub fn wait_for_room(&self) -> Result<(), gst::FlowError> {
+    /// Sets how much may be in flight (when the caps are set, before the first buffer).
+    pub fn set_limits(&self, limits: Limits) {
+        self.shared.lock().unwrap().limits = limits;
+        self.changed.notify_all();
+    }
+
+    /// Waits until there is room for one more buffer (and, with `request`, one more request to
+    /// the server); returns the pending flow error, or `Flushing` while flushing.
+    pub fn wait_for_room(&self, request: bool) -> Result<(), gst::FlowError> {
         let mut s = self.shared.lock().unwrap();
         loop {
             if s.flushing || s.stop {
@@ -56,15 +120,31 @@ impl Flight {
             if let Some(e) = s.error {
                 return Err(e);
             }
-            if s.queue.len() + usize::from(s.busy) < DEPTH {
+            let buffers = s.queue.len() + usize::from(s.busy);
+            if buffers < s.limits.buffers && (!request || s.requests < s.limits.requests) {
                 return Ok(());
             }
             s = self.changed.wait(s).unwrap();
         }
     }
 
+    /// Whether one more request to the server may be sent now.
+    pub fn request_room(&self) -> bool {
+        let s = self.shared.lock().unwrap();
+        s.requests < s.limits.requests
+    }
+
+    /// Whether the output thread should stop waiting for its item (flushing or stopping).
+    pub fn interrupted(&self) -> bool {
+        let s = self.shared.lock().unwrap();
+        s.flushing || s.stop
+    }
+
     pub fn push(&self, item: InFlight) {
-        self.shared.lock().unwrap().queue.push_back(item);
+        let mut s = self.shared.lock().unwrap();
+        s.requests += usize::from(item.queued.is_request());
+        s.queue.push_back(item);
+        drop(s);
         self.changed.notify_all();
     }
 
@@ -75,6 +155,7 @@ impl Flight {
         loop {
             if let Some(item) = s.queue.pop_front() {
                 s.busy = true;
+                s.busy_request = item.queued.is_request();
                 return Some((item, s.flushing));
             }
             if s.stop {
@@ -88,6 +169,9 @@ impl Flight {
     pub fn done(&self, result: Result<gst::FlowSuccess, gst::FlowError>) {
         let mut s = self.shared.lock().unwrap();
         s.busy = false;
+        if std::mem::take(&mut s.busy_request) {
+            s.requests -= 1;
+        }
         if let Err(e) = result
             && !s.flushing
             && e != gst::FlowError::Flushing
@@ -124,7 +208,11 @@ impl Flight {
         if stop {
             s.flushing = true;
         } else {
-            *s = Shared::default();
+            let limits = s.limits;
+            *s = Shared {
+                limits,
+                ..Shared::default()
+            };
         }
         drop(s);
         self.changed.notify_all();
@@ -261,13 +349,51 @@ mod tests {
     #[test]
     fn room_flushing_and_errors() {
         let f = Flight::default();
-        assert!(f.wait_for_room().is_ok());
+        assert!(f.wait_for_room(false).is_ok());
         f.done(Err(gst::FlowError::NotLinked));
-        assert_eq!(f.wait_for_room(), Err(gst::FlowError::NotLinked));
+        assert_eq!(f.wait_for_room(false), Err(gst::FlowError::NotLinked));
         f.set_flushing(true);
-        assert_eq!(f.wait_for_room(), Err(gst::FlowError::Flushing));
+        assert_eq!(f.wait_for_room(false), Err(gst::FlowError::Flushing));
+        assert!(f.interrupted());
         f.set_flushing(false);
-        assert!(f.wait_for_room().is_ok(), "a flush clears the error");
+        assert!(f.wait_for_room(false).is_ok(), "a flush clears the error");
+        f.drain();
+    }
+
+    fn item(queued: Queued) -> InFlight {
+        InFlight {
+            buffer: gst::Buffer::new(),
+            queued,
+            number: 0,
+            frames: 1,
+            single_size: None,
+            arrived: Instant::now(),
+            queue_time: Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn requests_and_buffers_are_bounded_separately() {
+        gst::init().unwrap();
+        let f = Flight::default();
+        f.set_limits(Limits::remote(1));
+        assert!(f.request_room());
+        f.push(item(Queued::Remote(Vec::new())));
+        assert!(!f.request_room(), "one request in flight");
+        // Buffers without a request still have room, up to four per request.
+        for _ in 0..3 {
+            assert!(f.wait_for_room(false).is_ok());
+            f.push(item(Queued::Skipped));
+        }
+        let (first, _) = f.next().unwrap();
+        assert!(first.queued.is_request());
+        assert!(!f.request_room(), "the held item is still a request");
+        f.done(Ok(gst::FlowSuccess::Ok));
+        assert!(f.request_room(), "its answer frees the room");
+        for _ in 0..3 {
+            let _ = f.next().unwrap();
+            f.done(Ok(gst::FlowSuccess::Ok));
+        }
         f.drain();
     }
 }

@@ -16,11 +16,13 @@ use gst_base::subclass::prelude::*;
 #[cfg(feature = "cuda")]
 use super::crops::GpuFrames;
 use super::crops::{self, Crop, FrameError, Work};
-use super::flight::{Flight, InFlight, LatencyTracker, Throughput};
+use super::flight::{Flight, InFlight, LatencyTracker, Limits, Queued, Throughput};
 use crate::config::{
     Backend, BoxCoords, BoxFormat, ClusterMode, ColorFormat, Device, InferConfig, InputOrder,
-    NetworkMode, NetworkType, ParserKind, ProcessMode, Softmax, infer_dims, offsets,
+    NetworkMode, NetworkType, ParserKind, ProcessMode, ServerFailure, Softmax, infer_dims, offsets,
+    server_headers,
 };
+use crate::engine::remote::{Health, Poll, RemoteError, RemoteResult};
 use crate::engine::{EngineLog, LogLevel};
 use crate::inference::{Inference, ItemResult, SetupError};
 use crate::preprocess::SUPPORTED_FORMATS;
@@ -36,6 +38,8 @@ static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
 
 const DEFAULT_THREADS: u32 = 0;
 const DEFAULT_STREAM_PRIORITY: i32 = 0;
+/// Frames dropped for want of a free request to the server are reported at most this often.
+const BUSY_WARNING_EVERY: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone, Default)]
 struct Settings {
@@ -50,6 +54,7 @@ struct Settings {
     strides_text: String,
     filter_text: String,
     class_ids_text: String,
+    headers_text: String,
     threads: u32,
     /// CUDA stream priority of the GPU pre-processing (0 default, lower is more urgent).
     stream_priority: i32,
@@ -90,6 +95,9 @@ struct Stats {
     tensor_copies: u64,
     /// Buffers (frames or batches) inferred.
     batches: u64,
+    /// Frames passed on without results because the inference server did not answer
+    /// (`on-server-failure=drop`).
+    server_dropped: u64,
 }
 
 impl Stats {
@@ -108,6 +116,21 @@ impl Stats {
     }
 }
 
+/// What the element knows of its inference server between start and stop.
+struct ServerWatch {
+    health: Arc<Health>,
+    url: String,
+    on_failure: ServerFailure,
+    /// Seconds without an answer after which the element fails (`None`: never).
+    give_up: Option<Duration>,
+    /// Whether the outage going on was reported.
+    warned: bool,
+    /// When frames were last reported dropped for want of a free request.
+    last_busy_warning: Option<Instant>,
+    /// Frames dropped in the outage going on.
+    dropped: u64,
+}
+
 #[derive(Default)]
 pub struct TrtInfer {
     settings: Mutex<Settings>,
@@ -121,6 +144,8 @@ pub struct TrtInfer {
     pipelined: AtomicBool,
     latency: Mutex<LatencyTracker>,
     throughput: Mutex<Throughput>,
+    /// The inference server's health, watched by the output thread (remote engines).
+    server: Mutex<Option<ServerWatch>>,
     /// The engine's CUDA context as offered to GStreamer's CUDA elements (`gst.cuda.context`),
     /// from READY to NULL.
     #[cfg(feature = "cuda")]
@@ -167,6 +192,10 @@ impl TrtInfer {
                         settings.strides_text
                     ))
                 })?;
+        }
+        if settings.set.contains("server-headers") {
+            props.remote.headers = server_headers(&settings.headers_text)
+                .map_err(|m| settings_error(format!("property server-headers: {m}")))?;
         }
         if settings.set.contains("operate-on-class-ids") {
             props.operate_on_class_ids = parse_list::<i32>(&settings.class_ids_text)
@@ -668,6 +697,81 @@ impl ObjectImpl for TrtInfer {
                     "TensorRT: where engines built from ONNX are cached (default: \
                      $FERROSTREAM_ENGINE_CACHE, else ~/.cache/ferrostream/engines)",
                 ),
+                string_prop(
+                    "server-url",
+                    "Server URL",
+                    "backend=kserve: the KServe v2 / Triton gRPC server (host:port, http://, \
+                     grpc://; https:// or grpcs:// for TLS)",
+                ),
+                string_prop(
+                    "model-name",
+                    "Model name",
+                    "backend=kserve: the model's name on the server",
+                ),
+                string_prop(
+                    "model-version",
+                    "Model version",
+                    "backend=kserve: the model's version (empty: the server's choice)",
+                ),
+                glib::ParamSpecUInt::builder("server-timeout")
+                    .nick("Server timeout")
+                    .blurb("backend=kserve: milliseconds each request may take (and to connect)")
+                    .minimum(1)
+                    .default_value(d.remote.timeout_ms)
+                    .mutable_ready()
+                    .build(),
+                string_prop(
+                    "server-headers",
+                    "Server headers",
+                    "backend=kserve: name=value pairs sent with every request, separated by ; \
+                     (e.g. authorization=Bearer <token>)",
+                ),
+                string_prop(
+                    "server-ca-file",
+                    "Server CA",
+                    "backend=kserve with TLS: PEM file of the CA that signed the server's \
+                     certificate (default: the public web roots)",
+                ),
+                string_prop(
+                    "server-cert-file",
+                    "Client certificate",
+                    "backend=kserve with TLS: PEM client certificate, for servers that ask for one",
+                ),
+                string_prop(
+                    "server-key-file",
+                    "Client key",
+                    "backend=kserve with TLS: PEM key of server-cert-file",
+                ),
+                glib::ParamSpecUInt::builder("requests-in-flight")
+                    .nick("Requests in flight")
+                    .blurb("backend=kserve: batches sent to the server and not yet answered, at \
+                            most (primary mode)")
+                    .minimum(1)
+                    .maximum(64)
+                    .default_value(d.remote.requests_in_flight)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecEnum::builder_with_default("on-server-failure", d.remote.on_failure)
+                    .nick("On server failure")
+                    .blurb("backend=kserve: when the server cannot be reached or does not answer \
+                            in time, wait (retry, holding the stream back) or drop (pass the \
+                            frames on without results, counted in stats; also when \
+                            requests-in-flight are all taken)")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("server-give-up")
+                    .nick("Server give-up")
+                    .blurb("backend=kserve: seconds without an answer from the server after which \
+                            the element fails with an error (0: never)")
+                    .default_value(d.remote.give_up_s)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt64::builder("server-dropped")
+                    .nick("Frames dropped")
+                    .blurb("backend=kserve, on-server-failure=drop: frames passed on without \
+                            results because the server did not answer or was busy")
+                    .read_only()
+                    .build(),
                 glib::ParamSpecUInt::builder("threads")
                     .nick("CPU threads")
                     .blurb("ONNX Runtime intra-op threads (0: its default, one per core)")
@@ -839,6 +943,21 @@ impl ObjectImpl for TrtInfer {
                 p.tensorrt.allow_gpu_fallback = value.get().expect("type checked upstream")
             }
             "engine-cache-dir" => p.tensorrt.engine_cache_dir = path(),
+            "server-url" => p.remote.server_url = text().trim().to_string(),
+            "model-name" => p.remote.model_name = text().trim().to_string(),
+            "model-version" => p.remote.model_version = text().trim().to_string(),
+            "server-timeout" => p.remote.timeout_ms = value.get().expect("type checked upstream"),
+            "server-headers" => s.headers_text = text(),
+            "server-ca-file" => p.remote.ca_file = path(),
+            "server-cert-file" => p.remote.cert_file = path(),
+            "server-key-file" => p.remote.key_file = path(),
+            "requests-in-flight" => {
+                p.remote.requests_in_flight = value.get().expect("type checked upstream")
+            }
+            "on-server-failure" => {
+                p.remote.on_failure = value.get::<ServerFailure>().expect("type checked upstream")
+            }
+            "server-give-up" => p.remote.give_up_s = value.get().expect("type checked upstream"),
             "operate-on-gie-id" => {
                 p.operate_on_gie_id =
                     Some(value.get::<i32>().expect("type checked upstream")).filter(|&id| id > 0)
@@ -940,6 +1059,18 @@ impl ObjectImpl for TrtInfer {
             "use-dla-core" => p.tensorrt.use_dla_core.to_value(),
             "allow-gpu-fallback" => p.tensorrt.allow_gpu_fallback.to_value(),
             "engine-cache-dir" => path(&p.tensorrt.engine_cache_dir),
+            "server-url" => p.remote.server_url.to_value(),
+            "model-name" => p.remote.model_name.to_value(),
+            "model-version" => p.remote.model_version.to_value(),
+            "server-timeout" => p.remote.timeout_ms.to_value(),
+            "server-headers" => s.headers_text.to_value(),
+            "server-ca-file" => path(&p.remote.ca_file),
+            "server-cert-file" => path(&p.remote.cert_file),
+            "server-key-file" => path(&p.remote.key_file),
+            "requests-in-flight" => p.remote.requests_in_flight.to_value(),
+            "on-server-failure" => p.remote.on_failure.to_value(),
+            "server-give-up" => p.remote.give_up_s.to_value(),
+            "server-dropped" => self.stats.lock().unwrap().server_dropped.to_value(),
             "operate-on-gie-id" => p.operate_on_gie_id.unwrap_or(-1).to_value(),
             "operate-on-class-ids" => s.class_ids_text.to_value(),
             "input-object-min-width" => p.objects.min_width.to_value(),
@@ -962,6 +1093,7 @@ impl ObjectImpl for TrtInfer {
                     .field("gpu-frames", st.gpu_frames)
                     .field("pixel-copies", st.pixel_copies)
                     .field("tensor-copies", st.tensor_copies)
+                    .field("server-dropped", st.server_dropped)
                     .build()
                     .to_value()
             }
@@ -1031,7 +1163,8 @@ impl BaseTransformImpl for TrtInfer {
         let secondary =
             (config.process_mode == ProcessMode::Secondary).then(|| Secondary::new(&config));
         let open = self.obj().class().as_ref().open;
-        let inference = open(
+        let remote = config.remote.clone();
+        let mut inference = open(
             &self.obj(),
             config,
             settings.threads as usize,
@@ -1051,6 +1184,15 @@ impl BaseTransformImpl for TrtInfer {
             inference.config().process_mode
         );
         self.post_engine_message(&inference);
+        *self.server.lock().unwrap() = inference.remote_health().map(|(health, url)| ServerWatch {
+            health,
+            url,
+            on_failure: remote.on_failure,
+            give_up: (remote.give_up_s > 0).then(|| Duration::from_secs(remote.give_up_s.into())),
+            warned: false,
+            last_busy_warning: None,
+            dropped: 0,
+        });
         *self.stats.lock().unwrap() = Stats::default();
         *self.latency.lock().unwrap() = LatencyTracker::default();
         *self.throughput.lock().unwrap() = Throughput::default();
@@ -1082,8 +1224,20 @@ impl BaseTransformImpl for TrtInfer {
             let _ = thread.join();
         }
         self.state.lock().unwrap().take();
+        let server = self.server.lock().unwrap().take();
         let st = self.stats.lock().unwrap().clone();
         self.log_summary(&st);
+        if let Some(server) = server
+            && st.server_dropped > 0
+        {
+            gst::info!(
+                CAT,
+                imp = self,
+                "{} frames passed on without results from {}",
+                st.server_dropped,
+                server.url
+            );
+        }
         if st.inferred > 0 {
             let per = |d: Duration| d.as_secs_f64() * 1e3 / st.inferred as f64;
             gst::info!(
@@ -1165,13 +1319,24 @@ impl BaseTransformImpl for TrtInfer {
         gst::debug!(CAT, imp = self, "input {incaps}");
         state.source = Some(source);
         state.memory = MemoryKind::from_caps(incaps);
+        let primary = state.secondary.is_none();
         #[cfg(feature = "cuda")]
-        let pipelined = state.memory != MemoryKind::System
-            && state.secondary.is_none()
+        let device = state.memory != MemoryKind::System
+            && primary
             && state.inference.engine_context().is_some();
         #[cfg(not(feature = "cuda"))]
-        let pipelined = false;
-        if pipelined {
+        let device = false;
+        let remote = primary && state.inference.is_remote();
+        if remote {
+            let requests = state.inference.config().remote.requests_in_flight as usize;
+            self.flight.set_limits(Limits::remote(requests));
+            gst::info!(
+                CAT,
+                imp = self,
+                "inference server: up to {requests} requests in flight"
+            );
+        } else if device {
+            self.flight.set_limits(Limits::DEVICE);
             gst::info!(
                 CAT,
                 imp = self,
@@ -1179,7 +1344,7 @@ impl BaseTransformImpl for TrtInfer {
                 super::flight::DEPTH
             );
         }
-        self.pipelined.store(pipelined, Ordering::SeqCst);
+        self.pipelined.store(remote || device, Ordering::SeqCst);
         Ok(())
     }
 
@@ -1205,12 +1370,7 @@ impl BaseTransformImpl for TrtInfer {
         if !self.pipelined.load(Ordering::SeqCst) {
             return self.parent_submit_input_buffer(is_discont, inbuf);
         }
-        #[cfg(feature = "cuda")]
-        {
-            self.submit_pipelined(inbuf)
-        }
-        #[cfg(not(feature = "cuda"))]
-        unreachable!("pipelined only with the CUDA layer")
+        self.submit_pipelined(inbuf)
     }
 
     fn generate_output(
@@ -1350,10 +1510,15 @@ impl TrtInfer {
         );
     }
 
-    /// Queues `inbuf`'s GPU work without waiting and hands it to the output thread.
-    #[cfg(feature = "cuda")]
+    /// Queues `inbuf`'s work without waiting (GPU work on the engine's stream, or requests to
+    /// the inference server) and hands it to the output thread.
     fn submit_pipelined(&self, inbuf: gst::Buffer) -> Result<gst::FlowSuccess, gst::FlowError> {
-        self.flight.wait_for_room()?;
+        let (remote, may_skip) = match self.server.lock().unwrap().as_ref() {
+            Some(w) => (true, w.on_failure == ServerFailure::Drop),
+            None => (false, false),
+        };
+        // A request waits for room unless it may go without one (on-server-failure=drop).
+        self.flight.wait_for_room(remote && !may_skip)?;
         let arrived = Instant::now();
         let mut guard = self.state.lock().unwrap();
         let Some(state) = guard.as_mut() else {
@@ -1371,22 +1536,21 @@ impl TrtInfer {
         state.buffers += 1;
         let mut warnings = Vec::new();
         self.warn_fixed_batch(state, frames, number, &mut warnings);
-        let pending = if frames > 0 && state.inference.should_infer(number) {
+        let queued = if frames > 0 && state.inference.should_infer(number) {
             let crops: Vec<Crop> = (0..frames).map(|frame| Crop { frame, roi: None }).collect();
-            let memory = state.memory;
-            let queued = state
-                .gpu
-                .enqueue_crops(
-                    &mut state.inference,
-                    memory,
-                    &source,
-                    &inbuf,
-                    &crops,
-                    &|m| gst::info!(CAT, imp = self, "{m}"),
-                )
-                .expect("pipelined only with a device engine");
+            let queued = if remote {
+                if may_skip && !self.flight.request_room() {
+                    Ok(Queued::Skipped)
+                } else {
+                    let mut sent = Vec::new();
+                    self.run_crops(state, &inbuf, &crops, Some(&mut sent))
+                        .map(|_| Queued::Remote(sent))
+                }
+            } else {
+                self.enqueue_device(state, &source, &inbuf, &crops)
+            };
             match queued {
-                Ok(p) => p,
+                Ok(q) => q,
                 Err((kind, message)) => {
                     drop(guard);
                     gst::element_imp_error!(self, kind, ("{message}"));
@@ -1394,7 +1558,7 @@ impl TrtInfer {
                 }
             }
         } else {
-            Vec::new()
+            Queued::Nothing
         };
         drop(guard);
         for warning in warnings {
@@ -1402,7 +1566,7 @@ impl TrtInfer {
         }
         self.flight.push(InFlight {
             buffer: inbuf,
-            pending,
+            queued,
             number,
             frames,
             single_size,
@@ -1413,8 +1577,37 @@ impl TrtInfer {
         Ok(gst::FlowSuccess::Ok)
     }
 
-    /// Starts the thread that finishes and pushes the buffers in flight, once.
+    /// Queues the GPU work of `crops` of `inbuf` on the device engine.
     #[cfg(feature = "cuda")]
+    fn enqueue_device(
+        &self,
+        state: &mut State,
+        source: &FrameSource,
+        inbuf: &gst::BufferRef,
+        crops: &[Crop],
+    ) -> Result<Queued, FrameError> {
+        let memory = state.memory;
+        state
+            .gpu
+            .enqueue_crops(&mut state.inference, memory, source, inbuf, crops, &|m| {
+                gst::info!(CAT, imp = self, "{m}")
+            })
+            .expect("pipelined only with a device engine")
+            .map(Queued::Device)
+    }
+
+    #[cfg(not(feature = "cuda"))]
+    fn enqueue_device(
+        &self,
+        _state: &mut State,
+        _source: &FrameSource,
+        _inbuf: &gst::BufferRef,
+        _crops: &[Crop],
+    ) -> Result<Queued, FrameError> {
+        unreachable!("without the CUDA layer only remote engines are pipelined")
+    }
+
+    /// Starts the thread that finishes and pushes the buffers in flight, once.
     fn ensure_output_thread(&self) {
         let mut thread = self.output_thread.lock().unwrap();
         if thread.is_some() {
@@ -1441,28 +1634,80 @@ impl TrtInfer {
         );
     }
 
-    /// Waits for a buffer's GPU work, attaches its objects and pushes it downstream.
-    #[cfg(feature = "cuda")]
+    /// Waits for a buffer's work (the GPU, or the server's answers), attaches its objects and
+    /// pushes it downstream.
     fn finish_and_push(&self, item: InFlight) -> Result<gst::FlowSuccess, gst::FlowError> {
         let InFlight {
             mut buffer,
-            pending,
+            queued,
             number,
             frames,
             single_size,
             arrived,
             queue_time,
         } = item;
-        let inferred = !pending.is_empty();
         let t0 = Instant::now();
+        let mut work = Work::default();
+        let results = match queued {
+            Queued::Nothing => None,
+            Queued::Skipped => {
+                self.count_busy_drop(frames);
+                None
+            }
+            #[cfg(feature = "cuda")]
+            Queued::Device(pending) => Some(self.finish_device(pending, &mut work)?),
+            Queued::Remote(batches) => self.finish_remote(batches, frames, &mut work)?,
+        };
+        let inferred = results.is_some();
+        work.times[0] += queue_time;
+        work.times[1] += t0.elapsed().saturating_sub(work.times[2]);
+        let Some(component) = self
+            .state
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|s| s.inference.config().gie_unique_id)
+        else {
+            return Err(gst::FlowError::Flushing);
+        };
+        let pts = buffer.pts();
+        attach_primary(
+            buffer.make_mut(),
+            number,
+            single_size,
+            pts,
+            component,
+            results,
+        );
+        self.stats
+            .lock()
+            .unwrap()
+            .record(frames as u64, inferred.then_some(&work));
+        if inferred {
+            self.throughput.lock().unwrap().record(frames as u64);
+        }
+        if inferred && let Some(latency) = self.latency.lock().unwrap().record(arrived.elapsed()) {
+            gst::info!(CAT, imp = self, "latency raised to {latency}");
+            let _ = self
+                .obj()
+                .post_message(gst::message::Latency::builder().src(&*self.obj()).build());
+        }
+        self.obj().src_pad().push(buffer)
+    }
+
+    /// Waits for a buffer's GPU work and parses it.
+    #[cfg(feature = "cuda")]
+    fn finish_device(
+        &self,
+        pending: Vec<crate::gpu::run::Pending>,
+        work: &mut Work,
+    ) -> Result<Vec<ItemResult>, gst::FlowError> {
         let mut guard = self.state.lock().unwrap();
         let Some(state) = guard.as_mut() else {
             discard_all(pending);
             return Err(gst::FlowError::Flushing);
         };
-        let component = state.inference.config().gie_unique_id;
         let mut results = Vec::new();
-        let mut work = Work::default();
         let mut pending = pending.into_iter();
         while let Some(batch) = pending.next() {
             let n = batch.sizes.len() as u64;
@@ -1479,31 +1724,229 @@ impl TrtInfer {
             work.gpu_items += n;
             work.engine_calls += 1;
         }
-        drop(guard);
-        work.times = [queue_time, t0.elapsed(), Duration::ZERO];
-        let pts = buffer.pts();
-        attach_primary(
-            buffer.make_mut(),
-            number,
-            single_size,
-            pts,
-            component,
-            inferred.then_some(results),
-        );
-        self.stats
+        Ok(results)
+    }
+
+    /// Waits for the server's answers to a buffer's requests and parses them. `None`: the
+    /// server did not answer (`on-server-failure=drop`) and the frames go on without results.
+    fn finish_remote(
+        &self,
+        batches: Vec<crate::inference::RemoteBatch>,
+        frames: usize,
+        work: &mut Work,
+    ) -> Result<Option<Vec<ItemResult>>, gst::FlowError> {
+        let mut results = Vec::new();
+        let mut unanswered = false;
+        for batch in batches {
+            match self.wait_for_server(&batch.call)? {
+                Ok(outputs) => {
+                    self.report_recovery();
+                    if unanswered {
+                        continue;
+                    }
+                    let t = Instant::now();
+                    let mut guard = self.state.lock().unwrap();
+                    let Some(state) = guard.as_mut() else {
+                        return Err(gst::FlowError::Flushing);
+                    };
+                    let parsed =
+                        state
+                            .inference
+                            .finish_remote(&batch.letterboxes, &batch.sizes, outputs);
+                    drop(guard);
+                    let parsed = parsed.map_err(|m| {
+                        gst::element_imp_error!(
+                            self,
+                            gst::StreamError::Decode,
+                            ("Parsing the model outputs: {m}")
+                        );
+                        gst::FlowError::Error
+                    })?;
+                    work.items += parsed.len() as u64;
+                    work.engine_calls += 1;
+                    work.times[2] += t.elapsed();
+                    results.extend(parsed);
+                }
+                Err(RemoteError::Unavailable(_)) => unanswered = true,
+                Err(e) => {
+                    let url = self.server_url();
+                    gst::element_imp_error!(
+                        self,
+                        gst::ResourceError::Read,
+                        ("Inference server {url}: {e}")
+                    );
+                    return Err(gst::FlowError::Error);
+                }
+            }
+        }
+        if unanswered {
+            self.stats.lock().unwrap().server_dropped += frames as u64;
+            if let Some(w) = self.server.lock().unwrap().as_mut() {
+                w.dropped += frames as u64;
+            }
+            self.watch_outage()?;
+            return Ok(None);
+        }
+        Ok(Some(results))
+    }
+
+    fn server_url(&self) -> String {
+        self.server
             .lock()
             .unwrap()
-            .record(frames as u64, inferred.then_some(&work));
-        if inferred {
-            self.throughput.lock().unwrap().record(frames as u64);
+            .as_ref()
+            .map_or_else(String::new, |w| w.url.clone())
+    }
+
+    /// Waits for a call's answer, reporting an outage while it lasts; `Flushing` when the
+    /// element flushes or stops meanwhile (the call is then abandoned).
+    fn wait_for_server(
+        &self,
+        call: &crate::engine::remote::RemoteCall,
+    ) -> Result<RemoteResult, gst::FlowError> {
+        loop {
+            if let Poll::Ready(result) = call.wait_for(Duration::from_millis(100)) {
+                return Ok(result);
+            }
+            if self.flight.interrupted() {
+                return Err(gst::FlowError::Flushing);
+            }
+            self.watch_outage()?;
         }
-        if inferred && let Some(latency) = self.latency.lock().unwrap().record(arrived.elapsed()) {
-            gst::info!(CAT, imp = self, "latency raised to {latency}");
-            let _ = self
-                .obj()
-                .post_message(gst::message::Latency::builder().src(&*self.obj()).build());
+    }
+
+    /// Reports an outage of the server once (a warning and a `<factory>-server-lost` message),
+    /// and fails once it has lasted `server-give-up` seconds with frames being dropped (while
+    /// waiting, the request itself gives up).
+    fn watch_outage(&self) -> Result<(), gst::FlowError> {
+        let mut guard = self.server.lock().unwrap();
+        let Some(w) = guard.as_mut() else {
+            return Ok(());
+        };
+        let Some(outage) = w.health.outage() else {
+            return Ok(());
+        };
+        let url = w.url.clone();
+        let give_up = w
+            .give_up
+            .filter(|g| w.on_failure == ServerFailure::Drop && outage.since.elapsed() >= *g);
+        let first = !std::mem::replace(&mut w.warned, true);
+        let on_failure = w.on_failure;
+        drop(guard);
+        if let Some(give_up) = give_up {
+            gst::element_imp_error!(
+                self,
+                gst::ResourceError::Read,
+                (
+                    "Inference server {url} has not answered for {} s: {}",
+                    give_up.as_secs(),
+                    outage.reason
+                ),
+                [
+                    "server-give-up={}; set 0 to never give up",
+                    give_up.as_secs()
+                ]
+            );
+            return Err(gst::FlowError::Error);
         }
-        self.obj().src_pad().push(buffer)
+        if first {
+            let what = match on_failure {
+                ServerFailure::Wait => {
+                    "holding the stream until it answers (on-server-failure=wait)"
+                }
+                ServerFailure::Drop => {
+                    "frames pass on without results until it answers (on-server-failure=drop)"
+                }
+            };
+            gst::element_imp_warning!(
+                self,
+                gst::ResourceError::Read,
+                (
+                    "Inference server {url} does not answer ({}): {what}",
+                    outage.reason
+                )
+            );
+            let structure = gst::Structure::builder(format!("{}-server-lost", self.factory_name()))
+                .field("server", &url)
+                .field("reason", &outage.reason)
+                .build();
+            let _ = self.obj().post_message(
+                gst::message::Element::builder(structure)
+                    .src(&*self.obj())
+                    .build(),
+            );
+        }
+        Ok(())
+    }
+
+    /// Reports the end of an outage: a `<factory>-server-recovered` message with its length and
+    /// the frames dropped in it.
+    fn report_recovery(&self) {
+        let mut guard = self.server.lock().unwrap();
+        let Some(w) = guard.as_mut() else {
+            return;
+        };
+        let Some(outage) = w.health.take_ended() else {
+            return;
+        };
+        w.warned = false;
+        let dropped = std::mem::take(&mut w.dropped);
+        let url = w.url.clone();
+        drop(guard);
+        let ms = outage.since.elapsed().as_millis() as u64;
+        gst::info!(
+            CAT,
+            imp = self,
+            "inference server {url} answers again after {ms} ms ({} failed attempts, {dropped} \
+             frames dropped)",
+            outage.failures
+        );
+        let structure =
+            gst::Structure::builder(format!("{}-server-recovered", self.factory_name()))
+                .field("server", &url)
+                .field("outage-ms", ms)
+                .field("failures", outage.failures)
+                .field("dropped", dropped)
+                .build();
+        let _ = self.obj().post_message(
+            gst::message::Element::builder(structure)
+                .src(&*self.obj())
+                .build(),
+        );
+    }
+
+    /// Counts frames passed on without results because every request in flight was taken, with
+    /// a warning at most every 10 s.
+    fn count_busy_drop(&self, frames: usize) {
+        let total = {
+            let mut st = self.stats.lock().unwrap();
+            st.server_dropped += frames as u64;
+            st.server_dropped
+        };
+        let mut guard = self.server.lock().unwrap();
+        let Some(w) = guard.as_mut() else {
+            return;
+        };
+        if w.last_busy_warning
+            .is_some_and(|t| t.elapsed() < BUSY_WARNING_EVERY)
+        {
+            return;
+        }
+        w.last_busy_warning = Some(Instant::now());
+        let url = w.url.clone();
+        drop(guard);
+        let in_flight = self
+            .state
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map_or(0, |s| s.inference.config().remote.requests_in_flight);
+        gst::element_imp_warning!(
+            self,
+            gst::ResourceError::Busy,
+            ("Inference server {url} is slower than the stream: all {in_flight} \
+                 requests-in-flight are taken, frames pass on without results ({total} so far)")
+        );
     }
 
     /// Warns once that a model fixed to batch 1 runs a batch frame by frame.
@@ -1528,23 +1971,29 @@ impl TrtInfer {
     }
 
     /// Runs the engine on `crops` of `buf`, on the GPU path when the frames are in GPU memory.
+    /// With `sent`, the engine calls go to the inference server and are collected there.
     fn run_crops(
         &self,
         state: &mut State,
         buf: &gst::BufferRef,
         crops: &[Crop],
+        sent: Option<&mut Vec<crate::inference::RemoteBatch>>,
     ) -> Result<(Vec<ItemResult>, Work), FrameError> {
         let source = state.source.as_ref().expect("caps are set before buffers");
         match state.memory {
-            MemoryKind::System => crops::infer_crops(&mut state.inference, source, buf, crops),
-            #[cfg(feature = "cuda")]
-            memory @ (MemoryKind::Cuda | MemoryKind::Nvmm) => {
-                state
-                    .gpu
-                    .infer_crops(&mut state.inference, memory, source, buf, crops, &|m| {
-                        gst::info!(CAT, imp = self, "{m}")
-                    })
+            MemoryKind::System => {
+                crops::infer_crops(&mut state.inference, source, buf, crops, sent)
             }
+            #[cfg(feature = "cuda")]
+            memory @ (MemoryKind::Cuda | MemoryKind::Nvmm) => state.gpu.infer_crops(
+                &mut state.inference,
+                memory,
+                source,
+                buf,
+                crops,
+                &|m| gst::info!(CAT, imp = self, "{m}"),
+                sent,
+            ),
             #[cfg(not(feature = "cuda"))]
             other => Err((
                 gst::StreamError::Format,
@@ -1568,7 +2017,7 @@ impl TrtInfer {
         self.warn_fixed_batch(state, frames, buffer_num, warnings);
         let inferred = if frames > 0 && state.inference.should_infer(buffer_num) {
             let crops: Vec<Crop> = (0..frames).map(|frame| Crop { frame, roi: None }).collect();
-            Some(self.run_crops(state, buf, &crops)?)
+            Some(self.run_crops(state, buf, &crops, None)?)
         } else {
             None
         };
@@ -1634,7 +2083,7 @@ impl TrtInfer {
         let inferred = if crops.is_empty() {
             None
         } else {
-            Some(self.run_crops(state, buf, &crops)?)
+            Some(self.run_crops(state, buf, &crops, None)?)
         };
         let secondary = state.secondary.as_mut().expect("secondary mode");
         let component = state.inference.config().gie_unique_id;
@@ -1700,10 +2149,14 @@ fn attach_primary(
 }
 
 /// Drops a buffer in flight without pushing it, once its GPU work is done (its read-back
-/// memory may still be written until then).
-#[cfg(feature = "cuda")]
+/// memory may still be written until then); requests to a server are abandoned.
 fn discard(item: InFlight) {
-    discard_all(item.pending);
+    #[cfg(feature = "cuda")]
+    if let Queued::Device(pending) = item.queued {
+        discard_all(pending);
+    }
+    #[cfg(not(feature = "cuda"))]
+    drop(item);
 }
 
 #[cfg(feature = "cuda")]

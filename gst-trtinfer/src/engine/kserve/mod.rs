@@ -1,0 +1,520 @@
+//! Remote inference on a server speaking the KServe v2 protocol over gRPC (Triton Inference
+//! Server, KServe, MLServer, Seldon): `backend=kserve` (or `triton`).
+//!
+//! The model's input and outputs come from the server's model metadata; the element
+//! pre-processes and parses exactly as for a local engine, and only the input tensor and the
+//! outputs cross the network (as raw little-endian bytes). Batches are sent without waiting
+//! ([`RemoteEngine::submit`]) on a Tokio runtime of the engine's own; one HTTP/2 connection
+//! carries every call in flight and reconnects by itself.
+//!
+//! When the server cannot be reached or does not answer within `server-timeout`, the
+//! [`FailurePolicy`] decides: `wait` retries the batch (back-pressure upstream) until the
+//! server answers or `server-give-up` passes; `drop` gives the batch up at once, and the
+//! element passes its frames on without results, counting them.
+
+mod client;
+pub mod proto;
+
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+pub use client::Connection;
+use client::{Client, Failure};
+
+use super::remote::{Health, RemoteCall, RemoteEngine, RemoteError, RemoteResult};
+use super::{
+    ElementType, Engine, EngineDescription, EngineError, InputData, OutputTensor, TensorInfo,
+    to_f32,
+};
+
+/// What a batch does when the server cannot be reached or does not answer in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailurePolicy {
+    /// Retry (with back-off up to 2 s) until the server answers; give up with an error after
+    /// `give_up`, if set.
+    Wait { give_up: Option<Duration> },
+    /// Fail the batch at once; the caller passes its frames on without results.
+    Drop,
+}
+
+/// A model on a server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KserveOptions {
+    pub connection: Connection,
+    pub model_name: String,
+    /// Empty: the server's choice.
+    pub model_version: String,
+    pub policy: FailurePolicy,
+}
+
+/// The first retry waits this long; each next one twice as long, up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
+
+pub struct KserveEngine {
+    /// Dropped last (see `Drop`): the calls' tasks run on it.
+    runtime: Option<tokio::runtime::Runtime>,
+    client: Client,
+    options: KserveOptions,
+    description: EngineDescription,
+    health: Arc<Health>,
+    calls: u64,
+}
+
+/// The protocol's name of an element type, and back.
+fn datatype(ty: ElementType) -> &'static str {
+    match ty {
+        ElementType::F32 => "FP32",
+        ElementType::F16 => "FP16",
+        ElementType::U8 => "UINT8",
+        ElementType::I8 => "INT8",
+        ElementType::I32 => "INT32",
+        ElementType::I64 => "INT64",
+        ElementType::Other(name) => name,
+    }
+}
+
+fn element_type(datatype: &str) -> ElementType {
+    match datatype {
+        "FP32" => ElementType::F32,
+        "FP16" => ElementType::F16,
+        "UINT8" => ElementType::U8,
+        "INT8" => ElementType::I8,
+        "INT32" => ElementType::I32,
+        "INT64" => ElementType::I64,
+        "BOOL" => ElementType::Other("BOOL"),
+        "FP64" => ElementType::Other("FP64"),
+        "BYTES" => ElementType::Other("BYTES"),
+        _ => ElementType::Other("unknown"),
+    }
+}
+
+fn tensor_info(t: &proto::TensorMetadata) -> TensorInfo {
+    TensorInfo {
+        name: t.name.clone(),
+        element_type: element_type(&t.datatype),
+        dims: t.shape.iter().map(|&d| usize::try_from(d).ok()).collect(),
+    }
+}
+
+impl KserveEngine {
+    /// Connects, reads the model's metadata and checks that the model is ready. A server that
+    /// does not answer within the timeout is an error here: the model's shapes are needed
+    /// before the first frame.
+    pub fn open(options: KserveOptions) -> Result<Self, EngineError> {
+        if options.model_name.is_empty() {
+            return Err(EngineError::Model {
+                path: options.connection.url.clone(),
+                reason: "backend=kserve needs model-name: the model's name on the server".into(),
+            });
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("rstrtinfer-kserve")
+            .enable_all()
+            .build()
+            .map_err(|e| EngineError::RuntimeMissing(format!("starting the gRPC client: {e}")))?;
+        let client = {
+            let _guard = runtime.enter();
+            options
+                .connection
+                .client()
+                .map_err(EngineError::ProviderUnavailable)?
+        };
+        let url = options.connection.url.clone();
+        let name = options.model_name.clone();
+        let version = options.model_version.clone();
+        let model = if version.is_empty() {
+            format!("model {name:?}")
+        } else {
+            format!("model {name:?} version {version:?}")
+        };
+        let unreachable = |f: Failure| {
+            if f.retry {
+                EngineError::RuntimeMissing(format!(
+                    "the KServe server at {url} does not answer ({})",
+                    f.message
+                ))
+            } else {
+                EngineError::Model {
+                    path: format!("{url} {model}"),
+                    reason: f.message,
+                }
+            }
+        };
+        let mut c = client.clone();
+        let (metadata, ready, server) = runtime
+            .block_on(async {
+                let metadata = c.model_metadata(&name, &version).await?;
+                let ready = c.model_ready(&name, &version).await?;
+                // Not every server implements it; only used in messages.
+                let server = c.server_metadata().await.ok();
+                Ok::<_, Failure>((metadata, ready, server))
+            })
+            .map_err(unreachable)?;
+        let model_error = |reason: String| EngineError::Model {
+            path: format!("{url} {model}"),
+            reason,
+        };
+        if !ready {
+            return Err(model_error("the server says the model is not ready".into()));
+        }
+        let [input] = metadata.inputs.as_slice() else {
+            let names: Vec<&str> = metadata.inputs.iter().map(|t| t.name.as_str()).collect();
+            return Err(model_error(format!(
+                "the model has {} inputs ({}); rstrtinfer feeds models with one image input",
+                names.len(),
+                names.join(", ")
+            )));
+        };
+        if metadata.outputs.is_empty() {
+            return Err(model_error(
+                "the server lists no outputs for the model".into(),
+            ));
+        }
+        let description = EngineDescription {
+            backend: "kserve",
+            providers: vec![format!(
+                "{url} ({})",
+                [metadata.platform.as_str(), "KServe v2 gRPC"]
+                    .iter()
+                    .filter(|s| !s.is_empty())
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )],
+            version: server.map_or_else(
+                || "unknown server".to_string(),
+                |s| format!("{} {}", s.name, s.version),
+            ),
+            input: tensor_info(input),
+            outputs: metadata.outputs.iter().map(tensor_info).collect(),
+        };
+        Ok(Self {
+            runtime: Some(runtime),
+            client,
+            options,
+            description,
+            health: Arc::default(),
+            calls: 0,
+        })
+    }
+
+    fn request(&mut self, input: InputData<'_>, shape: &[usize]) -> proto::ModelInferRequest {
+        self.calls += 1;
+        let d = &self.description;
+        proto::ModelInferRequest {
+            model_name: self.options.model_name.clone(),
+            model_version: self.options.model_version.clone(),
+            id: self.calls.to_string(),
+            inputs: vec![proto::InferInputTensor {
+                name: d.input.name.clone(),
+                datatype: datatype(input.element_type()).into(),
+                shape: shape.iter().map(|&n| n as i64).collect(),
+                ..Default::default()
+            }],
+            outputs: d
+                .outputs
+                .iter()
+                .map(|o| proto::InferRequestedOutputTensor {
+                    name: o.name.clone(),
+                    ..Default::default()
+                })
+                .collect(),
+            // The protocol's raw contents are little-endian: the byte order of every platform
+            // this runs on (x86-64, aarch64).
+            raw_input_contents: vec![Bytes::copy_from_slice(input.as_bytes())],
+            ..Default::default()
+        }
+    }
+}
+
+/// One call: sends `request`, retrying as `policy` says, and converts the answer.
+async fn call(
+    mut client: Client,
+    request: proto::ModelInferRequest,
+    outputs: Arc<[TensorInfo]>,
+    policy: FailurePolicy,
+    health: Arc<Health>,
+) -> RemoteResult {
+    let started = Instant::now();
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        match client.infer(request.clone()).await {
+            Ok(response) => {
+                health.answered();
+                return convert(response, &outputs).map_err(RemoteError::Failed);
+            }
+            Err(f) if !f.retry => return Err(RemoteError::Failed(f.message)),
+            Err(f) => {
+                health.failed(&f.message);
+                let FailurePolicy::Wait { give_up } = policy else {
+                    return Err(RemoteError::Unavailable(f.message));
+                };
+                let mut pause = backoff;
+                if let Some(give_up) = give_up {
+                    let left = give_up.saturating_sub(started.elapsed());
+                    if left.is_zero() {
+                        return Err(RemoteError::GaveUp {
+                            seconds: give_up.as_secs(),
+                            reason: f.message,
+                        });
+                    }
+                    pause = pause.min(left);
+                }
+                tokio::time::sleep(pause).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+    }
+}
+
+/// The outputs of `response` in the order of `wanted`, as f32.
+fn convert(
+    response: proto::ModelInferResponse,
+    wanted: &[TensorInfo],
+) -> Result<Vec<OutputTensor>, String> {
+    let raw = !response.raw_output_contents.is_empty();
+    if raw && response.raw_output_contents.len() != response.outputs.len() {
+        return Err(format!(
+            "the server answered {} outputs with {} raw contents",
+            response.outputs.len(),
+            response.raw_output_contents.len()
+        ));
+    }
+    let mut tensors = Vec::with_capacity(wanted.len());
+    for info in wanted {
+        let Some(index) = response.outputs.iter().position(|o| o.name == info.name) else {
+            return Err(format!("the server's answer has no output {}", info.name));
+        };
+        let output = &response.outputs[index];
+        let shape: Vec<usize> = output
+            .shape
+            .iter()
+            .map(|&d| usize::try_from(d))
+            .collect::<Result<_, _>>()
+            .map_err(|_| format!("output {} has shape {:?}", output.name, output.shape))?;
+        let elements: usize = shape.iter().product();
+        let ty = element_type(&output.datatype);
+        let mut data = Vec::with_capacity(elements);
+        if raw {
+            to_f32(ty, &response.raw_output_contents[index], &mut data)
+                .map_err(|e| format!("output {}: {e}", output.name))?;
+        } else {
+            let c = output.contents.clone().unwrap_or_default();
+            match output.datatype.as_str() {
+                "FP32" => data = c.fp32_contents,
+                "FP64" => data.extend(c.fp64_contents.iter().map(|&v| v as f32)),
+                "INT8" | "INT16" | "INT32" => data.extend(c.int_contents.iter().map(|&v| v as f32)),
+                "UINT8" | "UINT16" | "UINT32" => {
+                    data.extend(c.uint_contents.iter().map(|&v| v as f32));
+                }
+                "INT64" => data.extend(c.int64_contents.iter().map(|&v| v as f32)),
+                "UINT64" => data.extend(c.uint64_contents.iter().map(|&v| v as f32)),
+                "BOOL" => data.extend(c.bool_contents.iter().map(|&v| f32::from(u8::from(v)))),
+                other => {
+                    return Err(format!(
+                        "output {} has datatype {other}, which is not a number",
+                        output.name
+                    ));
+                }
+            }
+        }
+        if data.len() != elements {
+            return Err(format!(
+                "output {} of shape {shape:?} came with {} elements",
+                output.name,
+                data.len()
+            ));
+        }
+        tensors.push(OutputTensor {
+            name: info.name.clone(),
+            shape,
+            data,
+        });
+    }
+    Ok(tensors)
+}
+
+impl RemoteEngine for KserveEngine {
+    fn submit(&mut self, input: InputData<'_>, shape: &[usize]) -> Result<RemoteCall, EngineError> {
+        let request = self.request(input, shape);
+        let (answer, receiver) = mpsc::channel();
+        let task = call(
+            self.client.clone(),
+            request,
+            self.description.outputs.clone().into(),
+            self.options.policy,
+            self.health.clone(),
+        );
+        let runtime = self
+            .runtime
+            .as_ref()
+            .expect("the runtime lives as long as the engine");
+        let handle = runtime.spawn(async move {
+            // The receiver is gone when the call was abandoned.
+            let _ = answer.send(task.await);
+        });
+        Ok(RemoteCall::new(
+            receiver,
+            handle.abort_handle(),
+            self.health.clone(),
+        ))
+    }
+
+    fn health(&self) -> &Arc<Health> {
+        &self.health
+    }
+
+    fn server(&self) -> &str {
+        &self.options.connection.url
+    }
+}
+
+impl Engine for KserveEngine {
+    fn description(&self) -> &EngineDescription {
+        &self.description
+    }
+
+    fn remote(&mut self) -> Option<&mut dyn RemoteEngine> {
+        Some(self)
+    }
+
+    fn run(
+        &mut self,
+        input: InputData<'_>,
+        shape: &[usize],
+        outputs: &mut Vec<OutputTensor>,
+    ) -> Result<(), EngineError> {
+        *outputs = self.submit(input, shape)?.wait()?;
+        Ok(())
+    }
+}
+
+impl Drop for KserveEngine {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            // Calls still retrying are abandoned; the drop may run on any thread.
+            runtime.shutdown_background();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn output(name: &str, datatype: &str, shape: Vec<i64>) -> proto::InferOutputTensor {
+        proto::InferOutputTensor {
+            name: name.into(),
+            datatype: datatype.into(),
+            shape,
+            ..Default::default()
+        }
+    }
+
+    fn info(name: &str) -> TensorInfo {
+        TensorInfo {
+            name: name.into(),
+            element_type: ElementType::F32,
+            dims: vec![None, Some(2)],
+        }
+    }
+
+    #[test]
+    fn outputs_are_taken_by_name_from_raw_or_typed_contents() {
+        let raw = proto::ModelInferResponse {
+            outputs: vec![
+                output("b", "INT64", vec![1, 1]),
+                output("a", "FP32", vec![1, 2]),
+            ],
+            raw_output_contents: vec![
+                7i64.to_le_bytes().to_vec(),
+                [1.5f32.to_le_bytes(), (-2f32).to_le_bytes()].concat(),
+            ],
+            ..Default::default()
+        };
+        let t = convert(raw, &[info("a"), info("b")]).unwrap();
+        assert_eq!(
+            (t[0].name.as_str(), &t[0].data[..]),
+            ("a", &[1.5, -2.0][..])
+        );
+        assert_eq!(
+            (t[1].shape.as_slice(), &t[1].data[..]),
+            (&[1, 1][..], &[7.0][..])
+        );
+
+        let mut typed = output("a", "FP32", vec![2]);
+        typed.contents = Some(proto::InferTensorContents {
+            fp32_contents: vec![3.0, 4.0],
+            ..Default::default()
+        });
+        let response = proto::ModelInferResponse {
+            outputs: vec![typed],
+            ..Default::default()
+        };
+        assert_eq!(
+            convert(response, &[info("a")]).unwrap()[0].data,
+            vec![3.0, 4.0]
+        );
+    }
+
+    #[test]
+    fn answers_that_do_not_fit_are_errors() {
+        let missing = proto::ModelInferResponse {
+            outputs: vec![output("a", "FP32", vec![1])],
+            raw_output_contents: vec![1f32.to_le_bytes().to_vec()],
+            ..Default::default()
+        };
+        let e = convert(missing, &[info("scores")]).unwrap_err();
+        assert!(e.contains("no output scores"), "{e}");
+        let short = proto::ModelInferResponse {
+            outputs: vec![output("a", "FP32", vec![3])],
+            raw_output_contents: vec![1f32.to_le_bytes().to_vec()],
+            ..Default::default()
+        };
+        let e = convert(short, &[info("a")]).unwrap_err();
+        assert!(e.contains("came with 1 elements"), "{e}");
+        let text = proto::ModelInferResponse {
+            outputs: vec![output("a", "BYTES", vec![1])],
+            ..Default::default()
+        };
+        assert!(
+            convert(text, &[info("a")])
+                .unwrap_err()
+                .contains("not a number")
+        );
+    }
+
+    #[test]
+    fn a_server_that_is_not_there_is_a_clear_error_within_the_timeout() {
+        // A port nothing listens on: bind one, then close it.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let started = Instant::now();
+        let e = KserveEngine::open(KserveOptions {
+            connection: Connection {
+                url: format!("127.0.0.1:{port}"),
+                timeout: Duration::from_millis(500),
+                ..Default::default()
+            },
+            model_name: "m".into(),
+            model_version: String::new(),
+            policy: FailurePolicy::Drop,
+        })
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(
+            e.contains(&format!("127.0.0.1:{port} does not answer")),
+            "{e}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+}
