@@ -188,7 +188,10 @@ fn parse_host_port(s: &str, default_port: u16) -> Result<HostPort, String> {
     if host.is_empty() {
         return Err("no host".into());
     }
-    if host.chars().any(|c| c.is_whitespace() || c == '/' || c == '?') {
+    if host
+        .chars()
+        .any(|c| c.is_whitespace() || c == '/' || c == '?')
+    {
         return Err(format!("`{host}` is not a host name"));
     }
     let port = match port {
@@ -222,7 +225,13 @@ mod tests {
         assert_eq!(e.url(false), "amqp://[::1]:5673/plant%2fa");
         let e = Endpoint::parse(Protocol::Kafka, "a:9092,b:9093").unwrap();
         assert_eq!(e.host_list(), "a:9092,b:9093");
-        assert_eq!(Endpoint::parse(Protocol::Redis, "cache").unwrap().host().port, 6379);
+        assert_eq!(
+            Endpoint::parse(Protocol::Redis, "cache")
+                .unwrap()
+                .host()
+                .port,
+            6379
+        );
     }
 
     #[test]

@@ -264,7 +264,10 @@ mod tests {
     #[test]
     fn appeared_once_per_track_and_terminated_leaves() {
         let mut t = EventTracker::new(0);
-        assert_eq!(summary(&t.frame(&frame(0, 0, &[1, 2]))), [s("appeared", 1), s("appeared", 2)]);
+        assert_eq!(
+            summary(&t.frame(&frame(0, 0, &[1, 2]))),
+            [s("appeared", 1), s("appeared", 2)]
+        );
         assert!(t.frame(&frame(0, 1, &[1, 2])).is_empty());
         let mut f = frame(0, 2, &[1]);
         f.terminated_ids = vec![2, 99];
@@ -326,7 +329,10 @@ mod tests {
         t.frame(&frame(1, 0, &[2, 3]));
         t.frame(&frame(1, 1, &[2, 3]));
         let restart = t.end_source(1, LeftReason::StreamRestart);
-        assert_eq!(summary(&restart), [s("left:stream-restart", 2), s("left:stream-restart", 3)]);
+        assert_eq!(
+            summary(&restart),
+            [s("left:stream-restart", 2), s("left:stream-restart", 3)]
+        );
         // At the frame they were last seen in.
         assert_eq!(restart[0].frame.frame_num, 1);
         assert!(t.end_source(1, LeftReason::StreamEos).is_empty());

@@ -30,7 +30,10 @@ use crate::events::{Event, EventKind, FrameInfo};
 pub enum Schema {
     /// Ferrostream's frame schema (what `rsmetaexport` writes) and event objects.
     #[default]
-    #[enum_value(name = "Ferrostream JSON (the rsmetaexport schema)", nick = "ferrostream")]
+    #[enum_value(
+        name = "Ferrostream JSON (the rsmetaexport schema)",
+        nick = "ferrostream"
+    )]
     Ferrostream,
     /// DeepStream nvmsgconv's minimal schema.
     #[enum_value(name = "DeepStream minimal schema", nick = "deepstream-minimal")]
@@ -348,7 +351,13 @@ mod tests {
         f.source_width = 1280;
         f.source_height = 960;
         f.pts = Some(gst::ClockTime::from_mseconds(680));
-        let mut o = Object::new(0, "person".into(), 0.75, BBox::new(10.0, 20.0, 30.0, 40.0), 1);
+        let mut o = Object::new(
+            0,
+            "person".into(),
+            0.75,
+            BBox::new(10.0, 20.0, 30.0, 40.0),
+            1,
+        );
         o.object_id = Some(42);
         f.objects.push(o);
         let mut car = Object::new(2, "car".into(), 0.5, BBox::new(1.0, 2.0, 3.0, 4.0), 1);

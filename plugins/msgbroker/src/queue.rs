@@ -39,7 +39,9 @@ pub enum Push {
     QueuedAfterDrops(u64),
     /// The queue was full: the message was dropped. `first_of_episode` is true for the first
     /// drop since messages were last accepted (so the caller can log once, not per message).
-    Dropped { first_of_episode: bool },
+    Dropped {
+        first_of_episode: bool,
+    },
 }
 
 struct Entry {
@@ -193,7 +195,10 @@ mod tests {
         assert!(q.acknowledge(a));
         assert_eq!(q.len(), 1);
         let c = q.counters();
-        assert_eq!((c.produced, c.sent, c.acknowledged, c.dropped), (3, 2, 2, 0));
+        assert_eq!(
+            (c.produced, c.sent, c.acknowledged, c.dropped),
+            (3, 2, 2, 0)
+        );
     }
 
     #[test]

@@ -29,7 +29,8 @@ pub struct TlsMaterial {
 }
 
 fn read(what: &str, path: &Path) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("cannot read the TLS {what} file {}: {e}", path.display()))
+    std::fs::read(path)
+        .map_err(|e| format!("cannot read the TLS {what} file {}: {e}", path.display()))
 }
 
 impl TlsMaterial {
@@ -40,7 +41,9 @@ impl TlsMaterial {
         key_file: Option<&Path>,
     ) -> Result<Self, String> {
         if cert_file.is_some() != key_file.is_some() {
-            return Err("a TLS client certificate needs both tls-cert-file and tls-key-file".into());
+            return Err(
+                "a TLS client certificate needs both tls-cert-file and tls-key-file".into(),
+            );
         }
         let ca_pem = match ca_file {
             Some(path) => read("CA", path)?,
@@ -123,7 +126,10 @@ mod tests {
         let empty = dir.join("empty.pem");
         std::fs::write(&empty, "not a certificate").unwrap();
         let err = TlsMaterial::load(Some(&empty), None, None).err().unwrap();
-        assert!(err.contains("no usable CA certificate") && err.contains("empty.pem"), "{err}");
+        assert!(
+            err.contains("no usable CA certificate") && err.contains("empty.pem"),
+            "{err}"
+        );
         let err = TlsMaterial::load(None, Some(&empty), None).err().unwrap();
         assert!(err.contains("both"), "{err}");
     }

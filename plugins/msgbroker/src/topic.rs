@@ -12,7 +12,11 @@ pub struct TopicTemplate(String);
 impl TopicTemplate {
     /// Checks the template's fields, and for Kafka that the topics it can make are legal
     /// (letters, digits, `.`, `_`, `-`) for the given sensor ids.
-    pub fn parse(template: &str, protocol: Protocol, sensor_ids: &[String]) -> Result<Self, String> {
+    pub fn parse(
+        template: &str,
+        protocol: Protocol,
+        sensor_ids: &[String],
+    ) -> Result<Self, String> {
         if template.is_empty() {
             return Err("the topic is empty".into());
         }
@@ -21,7 +25,9 @@ impl TopicTemplate {
             rest = rest.replace(field, "");
         }
         if let Some(start) = rest.find('{') {
-            let end = rest[start..].find('}').map_or(rest.len(), |e| start + e + 1);
+            let end = rest[start..]
+                .find('}')
+                .map_or(rest.len(), |e| start + e + 1);
             return Err(format!(
                 "unknown field `{}` in topic `{template}` (known: {})",
                 &rest[start..end],
@@ -72,8 +78,8 @@ mod tests {
         assert!(err.contains("`{camera}`"), "{err}");
         let err = TopicTemplate::parse("a/{source-id}", Protocol::Kafka, &[]).unwrap_err();
         assert!(err.contains("not a legal Kafka topic"), "{err}");
-        let err =
-            TopicTemplate::parse("cam.{sensor-id}", Protocol::Kafka, &["dock 1".into()]).unwrap_err();
+        let err = TopicTemplate::parse("cam.{sensor-id}", Protocol::Kafka, &["dock 1".into()])
+            .unwrap_err();
         assert!(err.contains("cam.dock 1"), "{err}");
         assert!(TopicTemplate::parse("cam.{source-id}.{event}", Protocol::Kafka, &[]).is_ok());
         assert!(TopicTemplate::parse("", Protocol::Redis, &[]).is_err());

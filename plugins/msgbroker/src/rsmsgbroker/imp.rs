@@ -126,7 +126,7 @@ pub struct MsgBroker {
 }
 
 fn start_error(text: String) -> gst::ErrorMessage {
-    gst::error_msg!(gst::ResourceError::Settings, ["{}", text])
+    gst::error_msg!(gst::ResourceError::Settings, ("{}", text))
 }
 
 impl MsgBroker {
@@ -146,14 +146,21 @@ impl MsgBroker {
             match post {
                 Post::Warning(text) => {
                     gst::warning!(CAT, imp = self, "{text}");
-                    gst::element_imp_warning!(self, gst::ResourceError::Write, ["{}", text]);
+                    gst::element_imp_warning!(self, gst::ResourceError::Write, ("{}", text));
                 }
             }
         }
     }
 
     /// Queues one message; says on the bus when a drop episode ended.
-    fn queue_message(state: &State, kind: MessageKind, source_id: u32, body: Vec<u8>, id: String, posts: &mut Vec<Post>) {
+    fn queue_message(
+        state: &State,
+        kind: MessageKind,
+        source_id: u32,
+        body: Vec<u8>,
+        id: String,
+        posts: &mut Vec<Post>,
+    ) {
         let sensor = state.builder.sensor_id(source_id);
         let message = Message {
             id,
@@ -170,7 +177,11 @@ impl MsgBroker {
             Push::Queued => state.link.wake.notify_one(),
             Push::QueuedAfterDrops(n) => {
                 state.link.wake.notify_one();
-                posts.push(Post::Warning(drop_warning(state.link.broker(), n, capacity)));
+                posts.push(Post::Warning(drop_warning(
+                    state.link.broker(),
+                    n,
+                    capacity,
+                )));
             }
             Push::Dropped { first_of_episode } => {
                 if first_of_episode {
@@ -252,7 +263,13 @@ impl MsgBroker {
                 Some(id) => state.tracker.end_source(id, reason),
                 None => state.tracker.end_all(reason),
             };
-            gst::debug!(CAT, imp = self, "{} tracks ended ({})", events.len(), reason.as_str());
+            gst::debug!(
+                CAT,
+                imp = self,
+                "{} tracks ended ({})",
+                events.len(),
+                reason.as_str()
+            );
             Self::queue_events(state, &events, &mut posts);
         }
         self.post(posts);
@@ -277,8 +294,11 @@ impl MsgBroker {
             std::thread::sleep(Duration::from_millis(10));
         };
         let mut posts = Vec::new();
-        if let Some(n) = link.queue.lock().unwrap().end_episode() {
-            let capacity = link.queue.lock().unwrap().capacity();
+        let (episode, capacity) = {
+            let mut queue = link.queue.lock().unwrap();
+            (queue.end_episode(), queue.capacity())
+        };
+        if let Some(n) = episode {
             posts.push(Post::Warning(drop_warning(link.broker(), n, capacity)));
         }
         if left > 0 {
@@ -293,7 +313,12 @@ impl MsgBroker {
                 state.undelivered_reported = true;
             }
         } else {
-            gst::info!(CAT, imp = self, "every message delivered to {} at end of stream", link.broker());
+            gst::info!(
+                CAT,
+                imp = self,
+                "every message delivered to {} at end of stream",
+                link.broker()
+            );
         }
         self.post(posts);
     }
@@ -312,7 +337,11 @@ impl MsgBroker {
                         .build()
                 }
                 Notice::Reconnected { broker, queued } => {
-                    gst::info!(CAT, obj = element, "reconnected to {broker}, {queued} messages queued");
+                    gst::info!(
+                        CAT,
+                        obj = element,
+                        "reconnected to {broker}, {queued} messages queued"
+                    );
                     gst::Structure::builder("rsmsgbroker-reconnected")
                         .field("broker", broker)
                         .field("queued", *queued as u64)
@@ -345,7 +374,9 @@ impl MsgBroker {
             )?)
         } else {
             if settings.tls_cert_file.is_some() || settings.tls_ca_file.is_some() {
-                return Err("TLS files are set but tls is off (set tls=true or use a TLS URL)".into());
+                return Err(
+                    "TLS files are set but tls is off (set tls=true or use a TLS URL)".into(),
+                );
             }
             None
         };
@@ -570,13 +601,26 @@ impl ObjectImpl for MsgBroker {
             "tls-ca-file" => s.tls_ca_file = path(value),
             "tls-cert-file" => s.tls_cert_file = path(value),
             "tls-key-file" => s.tls_key_file = path(value),
-            "exchange" => s.exchange = value.get::<Option<String>>().expect("type checked upstream").unwrap_or_default(),
-            "stream-max-length" => s.stream_max_length = value.get().expect("type checked upstream"),
+            "exchange" => {
+                s.exchange = value
+                    .get::<Option<String>>()
+                    .expect("type checked upstream")
+                    .unwrap_or_default()
+            }
+            "stream-max-length" => {
+                s.stream_max_length = value.get().expect("type checked upstream")
+            }
             "queue-size" => s.queue_size = value.get().expect("type checked upstream"),
-            "reconnect-min-delay" => s.reconnect_min_ms = value.get().expect("type checked upstream"),
-            "reconnect-max-delay" => s.reconnect_max_ms = value.get().expect("type checked upstream"),
+            "reconnect-min-delay" => {
+                s.reconnect_min_ms = value.get().expect("type checked upstream")
+            }
+            "reconnect-max-delay" => {
+                s.reconnect_max_ms = value.get().expect("type checked upstream")
+            }
             "connect-timeout" => s.connect_timeout_ms = value.get().expect("type checked upstream"),
-            "require-connection" => s.require_connection = value.get().expect("type checked upstream"),
+            "require-connection" => {
+                s.require_connection = value.get().expect("type checked upstream")
+            }
             "flush-timeout" => s.flush_timeout_ms = value.get().expect("type checked upstream"),
             "lost-frames" => s.lost_frames = value.get().expect("type checked upstream"),
             _ => unreachable!(),
@@ -599,14 +643,17 @@ impl ObjectImpl for MsgBroker {
             };
         }
         let s = self.settings.lock().unwrap();
-        let path_value = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string()).to_value();
+        let path_value =
+            |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string()).to_value();
         match pspec.name() {
             "protocol" => s.protocol.to_value(),
             "server" => s.server.to_value(),
             "topic" => s.topic.to_value(),
             "payload" => s.payload.to_value(),
             "schema" => s.schema.to_value(),
-            "sensor-ids" => (!s.sensor_ids.is_empty()).then(|| s.sensor_ids.join(",")).to_value(),
+            "sensor-ids" => (!s.sensor_ids.is_empty())
+                .then(|| s.sensor_ids.join(","))
+                .to_value(),
             "username" => s.username.to_value(),
             "password" => s.password.to_value(),
             "tls" => s.tls.to_value(),
@@ -643,9 +690,10 @@ impl ElementImpl for MsgBroker {
     }
 
     fn pad_templates() -> &'static [gst::PadTemplate] {
-        static PAD_TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
-            ferrostream_core::element::filter_pad_templates(&gst::Caps::new_any())
-        });
+        static PAD_TEMPLATES: LazyLock<Vec<gst::PadTemplate>> =
+            LazyLock::new(
+                || ferrostream_core::element::filter_pad_templates(&gst::Caps::new_any()),
+            );
         PAD_TEMPLATES.as_ref()
     }
 }
@@ -659,9 +707,8 @@ impl BaseTransformImpl for MsgBroker {
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         let settings = self.settings.lock().unwrap().clone();
         let ids = MessageIds::new();
-        let config = Self::transport_config(&settings, &ids).map_err(|e| {
-            start_error(format!("rsmsgbroker ({}): {e}", settings.protocol.name()))
-        })?;
+        let config = Self::transport_config(&settings, &ids)
+            .map_err(|e| start_error(format!("rsmsgbroker ({}): {e}", settings.protocol.name())))?;
         let topic = TopicTemplate::parse(&settings.topic, settings.protocol, &settings.sensor_ids)
             .map_err(start_error)?;
         let broker = config.broker_url();
@@ -692,11 +739,11 @@ impl BaseTransformImpl for MsgBroker {
                 runtime.shutdown_timeout(SHUTDOWN_TIMEOUT);
                 return Err(gst::error_msg!(
                     gst::ResourceError::OpenWrite,
-                    [
+                    (
                         "Cannot reach {broker} within {:?} (require-connection is set): {}",
                         config.connect_timeout,
                         link.last_error().unwrap_or_else(|| "no answer".into())
-                    ]
+                    )
                 ));
             }
         }
@@ -737,7 +784,12 @@ impl BaseTransformImpl for MsgBroker {
         state.runtime.shutdown_timeout(SHUTDOWN_TIMEOUT);
         let (counters, undelivered, episode, capacity) = {
             let mut queue = state.link.queue.lock().unwrap();
-            (queue.counters(), queue.len(), queue.end_episode(), queue.capacity())
+            (
+                queue.counters(),
+                queue.len(),
+                queue.end_episode(),
+                queue.capacity(),
+            )
         };
         *self.last_counters.lock().unwrap() = counters;
         let broker = state.link.broker().to_string();
@@ -770,9 +822,11 @@ impl BaseTransformImpl for MsgBroker {
             .field("dropped", counters.dropped)
             .field("undelivered", undelivered as u64)
             .build();
-        let _ = self
-            .obj()
-            .post_message(gst::message::Element::builder(summary).src(&*self.obj()).build());
+        let _ = self.obj().post_message(
+            gst::message::Element::builder(summary)
+                .src(&*self.obj())
+                .build(),
+        );
         Ok(())
     }
 

@@ -15,7 +15,11 @@ use super::{Link, TransportConfig, WINDOW, idle, url_encode};
 const PERSISTENT: u8 = 2;
 
 fn uri(config: &TransportConfig) -> String {
-    let scheme = if config.tls.is_some() { "amqps" } else { "amqp" };
+    let scheme = if config.tls.is_some() {
+        "amqps"
+    } else {
+        "amqp"
+    };
     let auth = match (&config.username, &config.password) {
         (Some(u), p) => format!(
             "{}:{}@",

@@ -82,10 +82,11 @@ pub async fn session(config: &TransportConfig, link: &Link) -> Result<(), String
                 .arg("payload")
                 .arg(&m.body);
         }
-        let ids: Vec<String> = tokio::time::timeout(REPLY_TIMEOUT, pipe.query_async(&mut connection))
-            .await
-            .map_err(|_| format!("no reply to XADD within {REPLY_TIMEOUT:?}"))?
-            .map_err(|e| format!("XADD failed: {e}"))?;
+        let ids: Vec<String> =
+            tokio::time::timeout(REPLY_TIMEOUT, pipe.query_async(&mut connection))
+                .await
+                .map_err(|_| format!("no reply to XADD within {REPLY_TIMEOUT:?}"))?
+                .map_err(|e| format!("XADD failed: {e}"))?;
         if ids.len() != batch.len() {
             return Err(format!("{} replies to {} XADDs", ids.len(), batch.len()));
         }
