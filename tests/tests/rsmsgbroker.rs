@@ -1100,8 +1100,7 @@ fn bad_settings_are_clear_start_errors() {
     // An unknown protocol cannot even be set.
     ferrostream_tests::init();
     let err = gst::parse::launch("fakesrc ! rsmsgbroker protocol=carrier-pigeon ! fakesink")
-        .err()
-        .expect("an unknown protocol is refused");
+        .expect_err("an unknown protocol is refused");
     assert!(err.to_string().contains("carrier-pigeon"), "{err}");
 }
 

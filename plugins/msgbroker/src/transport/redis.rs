@@ -56,7 +56,7 @@ pub async fn session(config: &TransportConfig, link: &Link) -> Result<(), String
         let batch: Vec<_> = std::iter::from_fn(|| link.next_message(WINDOW)).collect();
         if batch.is_empty() {
             idle(link, Duration::from_secs(1)).await;
-            if link.queue.lock().unwrap().len() == 0 {
+            if link.queue.lock().unwrap().is_empty() {
                 // Nothing to send for a while: make sure the connection still works.
                 let ping = redis::cmd("PING");
                 tokio::time::timeout(REPLY_TIMEOUT, ping.query_async::<String>(&mut connection))
