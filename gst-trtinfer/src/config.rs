@@ -1056,16 +1056,6 @@ impl InferConfig {
                     "backend=kserve needs model-name: the model's name on the server".into(),
                 );
             }
-            for (key, set) in [
-                ("onnx-file", self.onnx_file.is_some()),
-                ("model-engine-file", self.model_engine_file.is_some()),
-            ] {
-                if set {
-                    warnings.push(format!(
-                        "{key} is ignored with backend=kserve: the server has the model"
-                    ));
-                }
-            }
             if secondary && self.remote.on_failure == ServerFailure::Drop {
                 warnings.push(
                     "on-server-failure=drop applies to process-mode=primary: in secondary mode \

@@ -109,7 +109,7 @@ impl Connection {
         if tls {
             endpoint = endpoint
                 .tls_config(self.tls()?)
-                .map_err(|e| format!("TLS for {}: {e}", self.url))?;
+                .map_err(|e| format!("TLS for {}: {}", self.url, with_causes(&e)))?;
         }
         let channel = endpoint.connect_lazy();
         Ok(Client {
@@ -120,6 +120,17 @@ impl Connection {
             timeout: self.timeout,
         })
     }
+}
+
+/// `e` and the errors that caused it, as one line.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
 }
 
 /// A cheap-to-clone handle for calls on one channel.
@@ -219,10 +230,8 @@ impl From<tonic::Status> for Failure {
                 | Code::NotFound
         ) || (status.code() == Code::Unknown && status.message().contains("transport"));
         let mut message = format!("{:?}: {}", status.code(), status.message());
-        let mut source = std::error::Error::source(&status);
-        while let Some(cause) = source {
-            message.push_str(&format!(": {cause}"));
-            source = cause.source();
+        if let Some(cause) = std::error::Error::source(&status) {
+            message.push_str(&format!(": {}", with_causes(cause)));
         }
         Failure { retry, message }
     }

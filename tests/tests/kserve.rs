@@ -1,0 +1,748 @@
+//! rstrtinfer with `backend=kserve` against a real KServe v2 server (the `kserve` package's
+//! ModelServer from PyPI, serving the COCO SSDLite ONNX model through ONNX Runtime; started and
+//! killed by the tests on loopback): detections equal the local engine's, single stream and
+//! batched; the server killed and restarted mid-stream (waiting: every frame still gets the
+//! same results; dropping: the frames without results are exactly the counted ones); a server
+//! that stops answering; a slow server; TLS, client certificates and headers; start errors.
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use ferrostream_core::{BatchMeta, Frame};
+use ferrostream_tests::{element, init, media, model, quoted, repo_root, run_pipeline_frames};
+use gst::prelude::*;
+
+/// The model's name on the test servers.
+const MODEL: &str = "coco";
+/// Frames of vtest.avi the streaming tests push.
+const FRAMES: usize = 36;
+const WIDTH: u32 = 384;
+const HEIGHT: u32 = 288;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The Python of the virtual environment scripts/install-kserve.sh makes.
+fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("FERROSTREAM_KSERVE_PYTHON") {
+        return p.into();
+    }
+    let p = ferrostream_core::paths::cache_dir().join("kserve-venv/bin/python");
+    assert!(
+        p.exists(),
+        "{} not found: run scripts/setup.sh (or scripts/install-kserve.sh), which installs the \
+         KServe server these tests start",
+        p.display()
+    );
+    p
+}
+
+/// A KServe server process on 127.0.0.1, serving the COCO detector as `coco`.
+struct Server {
+    child: Child,
+    grpc: u16,
+    http: u16,
+    extra: Vec<String>,
+}
+
+impl Server {
+    fn start(extra: &[&str]) -> Self {
+        Self::start_on(
+            free_port(),
+            free_port(),
+            extra.iter().map(|s| s.to_string()).collect(),
+        )
+    }
+
+    /// Starts the server and waits (60 s at most) until its gRPC port accepts connections.
+    fn start_on(grpc: u16, http: u16, extra: Vec<String>) -> Self {
+        let mut child = Command::new(python())
+            .arg(repo_root().join("scripts/kserve_server.py"))
+            .arg("--model")
+            .arg(model("coco_ssdlite_mobilenet_v2.onnx"))
+            .args(["--name", MODEL, "--threads", "1"])
+            .args([
+                "--grpc-port",
+                &grpc.to_string(),
+                "--http-port",
+                &http.to_string(),
+            ])
+            .args(&extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("starting scripts/kserve_server.py");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while TcpStream::connect(("127.0.0.1", grpc)).is_err() {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("the KServe server exited at start: {status}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the KServe server did not listen within 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Self {
+            child,
+            grpc,
+            http,
+            extra,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("127.0.0.1:{}", self.grpc)
+    }
+
+    /// Kills the server at once, as a crash.
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// A new server on the same ports.
+    fn restart(mut self) -> Self {
+        self.kill();
+        Self::start_on(self.grpc, self.http, std::mem::take(&mut self.extra))
+    }
+
+    /// Freezes (`true`) or thaws the process: a server that accepts connections and never
+    /// answers.
+    fn freeze(&self, frozen: bool) {
+        let signal = if frozen { libc::SIGSTOP } else { libc::SIGCONT };
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(self.child.id() as i32, signal) };
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.freeze(false);
+        self.kill();
+    }
+}
+
+/// The first [`FRAMES`] frames of vtest.avi as RGB at [`WIDTH`] x [`HEIGHT`], decoded once.
+fn frames() -> &'static [gst::Buffer] {
+    static FRAMES_RGB: OnceLock<Vec<gst::Buffer>> = OnceLock::new();
+    FRAMES_RGB.get_or_init(|| {
+        init();
+        let desc = format!(
+            "filesrc location={} ! decodebin ! videoconvert ! videoscale \
+             ! video/x-raw,format=RGB,width={WIDTH},height={HEIGHT} ! appsink name=sink sync=false",
+            quoted(&media("vtest.avi"))
+        );
+        let pipeline = gst::parse::launch(&desc)
+            .unwrap()
+            .downcast::<gst::Pipeline>()
+            .unwrap();
+        let sink: gst_app::AppSink = element(&pipeline, "sink");
+        pipeline.set_state(gst::State::Playing).unwrap();
+        let mut out = Vec::new();
+        while out.len() < FRAMES {
+            let sample = sink.pull_sample().expect("a decoded frame");
+            let mut buffer = sample.buffer_owned().unwrap();
+            let b = buffer.make_mut();
+            b.set_pts(gst::ClockTime::from_mseconds(100 * out.len() as u64));
+            b.set_duration(gst::ClockTime::from_mseconds(100));
+            out.push(buffer);
+        }
+        pipeline.set_state(gst::State::Null).unwrap();
+        out
+    })
+}
+
+/// What a streaming run delivered.
+#[derive(Default, Debug)]
+struct Outcome {
+    frames: Vec<Frame>,
+    messages: Vec<gst::Structure>,
+    warnings: Vec<String>,
+    error: Option<String>,
+    stats: Option<gst::Structure>,
+}
+
+impl Outcome {
+    fn messages_named(&self, suffix: &str) -> Vec<&gst::Structure> {
+        self.messages
+            .iter()
+            .filter(|s| s.name().ends_with(suffix))
+            .collect()
+    }
+}
+
+/// Pushes the test frames through `appsrc ! rstrtinfer <props> ! appsink`, calling `during`
+/// with the number of frames pushed before each push (to kill servers mid-stream), `pace`
+/// apart; waits for EOS or an error (`limit` at most).
+fn stream(props: &str, pace: Duration, limit: Duration, mut during: impl FnMut(usize)) -> Outcome {
+    init();
+    let desc = format!(
+        "appsrc name=src format=time max-bytes=0 \
+           caps=video/x-raw,format=RGB,width={WIDTH},height={HEIGHT},framerate=10/1 \
+         ! rstrtinfer name=infer config-file-path={} {props} ! appsink name=sink sync=false",
+        quoted(&repo_root().join("pipelines/coco_ssd.txt"))
+    );
+    let pipeline = gst::parse::launch(&desc)
+        .unwrap()
+        .downcast::<gst::Pipeline>()
+        .unwrap();
+    let out = Arc::new(Mutex::new(Outcome::default()));
+    let sink: gst_app::AppSink = element(&pipeline, "sink");
+    let o = out.clone();
+    sink.set_callbacks(
+        gst_app::AppSinkCallbacks::builder()
+            .new_sample(move |sink| {
+                let sample = sink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
+                let buffer = sample.buffer().ok_or(gst::FlowError::Error)?;
+                let frames = buffer
+                    .meta::<BatchMeta>()
+                    .map(|m| m.batch().frames.clone())
+                    .unwrap_or_default();
+                o.lock().unwrap().frames.extend(frames);
+                Ok(gst::FlowSuccess::Ok)
+            })
+            .build(),
+    );
+    let bus = pipeline.bus().unwrap();
+    let src: gst_app::AppSrc = element(&pipeline, "src");
+    let started = pipeline.set_state(gst::State::Playing);
+    let mut finished = false;
+    let collect = |out: &Mutex<Outcome>, wait: Duration| -> bool {
+        let deadline = Instant::now() + wait;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Some(msg) = bus.timed_pop(gst::ClockTime::from_nseconds(left.as_nanos() as u64))
+            else {
+                return false;
+            };
+            let mut o = out.lock().unwrap();
+            match msg.view() {
+                gst::MessageView::Error(e) => {
+                    o.error = Some(format!(
+                        "{} ({})",
+                        e.error(),
+                        e.debug().map(|d| d.to_string()).unwrap_or_default()
+                    ));
+                    return true;
+                }
+                gst::MessageView::Warning(w) => o.warnings.push(format!(
+                    "{} ({})",
+                    w.error(),
+                    w.debug().map(|d| d.to_string()).unwrap_or_default()
+                )),
+                gst::MessageView::Element(e) => {
+                    if let Some(s) = e.structure() {
+                        o.messages.push(s.to_owned());
+                    }
+                }
+                gst::MessageView::Eos(_) => return true,
+                _ => {}
+            }
+        }
+    };
+    if started.is_ok() {
+        let deadline = Instant::now() + limit;
+        'push: for (i, frame) in frames().iter().enumerate() {
+            during(i);
+            // Two frames queued at most: the source waits while the element holds the stream
+            // back (an appsrc that blocks would never return once the stream stopped).
+            while src.property::<u64>("current-level-buffers") >= 2 {
+                if collect(&out, Duration::from_millis(10)) || Instant::now() > deadline {
+                    finished = true;
+                    break 'push;
+                }
+            }
+            let _ = src.push_buffer(frame.clone());
+            if collect(&out, pace) || Instant::now() > deadline {
+                finished = true;
+                break;
+            }
+        }
+        if !finished {
+            let _ = src.end_of_stream();
+            finished = collect(&out, limit);
+        }
+    } else {
+        collect(&out, Duration::from_secs(1));
+    }
+    let infer = pipeline.by_name("infer").unwrap();
+    let stats = infer.property::<gst::Structure>("stats");
+    pipeline.set_state(gst::State::Null).unwrap();
+    let mut o = std::mem::take(&mut *out.lock().unwrap());
+    if !finished && o.error.is_none() && started.is_ok() {
+        o.error = Some(format!("timed out after {limit:?}"));
+    }
+    if started.is_err() && o.error.is_none() {
+        o.error = Some("the pipeline did not start".into());
+    }
+    o.stats = Some(stats);
+    o
+}
+
+/// The local engine's frames for the test frames (ONNX Runtime on the CPU), once.
+fn local() -> &'static [Frame] {
+    static LOCAL: OnceLock<Vec<Frame>> = OnceLock::new();
+    LOCAL.get_or_init(|| {
+        let o = stream(
+            "backend=onnxruntime device=cpu",
+            Duration::ZERO,
+            Duration::from_secs(300),
+            |_| {},
+        );
+        assert_eq!(o.error, None);
+        assert_eq!(o.frames.len(), FRAMES);
+        let people: usize = o.frames.iter().map(|f| f.objects.len()).sum();
+        assert!(
+            people > FRAMES * 2,
+            "vtest has people in every frame: {people}"
+        );
+        o.frames
+    })
+}
+
+/// Whether `a` and `b` have the same detections (same classes, boxes within 0.05 px,
+/// confidences within 1e-4: the server's ONNX Runtime may be another version).
+fn same_detections(a: &Frame, b: &Frame) -> Result<(), String> {
+    if a.objects.len() != b.objects.len() {
+        return Err(format!(
+            "frame {}: {} objects, expected {}",
+            a.frame_num,
+            a.objects.len(),
+            b.objects.len()
+        ));
+    }
+    for (x, y) in a.objects.iter().zip(&b.objects) {
+        let (bx, by) = (x.bbox(), y.bbox());
+        let close = x.class_id == y.class_id
+            && (x.confidence - y.confidence).abs() < 1e-4
+            && [
+                (bx.left, by.left),
+                (bx.top, by.top),
+                (bx.width, by.width),
+                (bx.height, by.height),
+            ]
+            .iter()
+            .all(|(p, q)| (p - q).abs() < 0.05);
+        if !close {
+            return Err(format!("frame {}: {x:?} differs from {y:?}", a.frame_num));
+        }
+    }
+    Ok(())
+}
+
+fn inferred(frame: &Frame) -> bool {
+    frame.components_run.contains(&1)
+}
+
+fn server_props(server: &Server, extra: &str) -> String {
+    format!(
+        "backend=kserve server-url={} model-name={MODEL} {extra}",
+        server.url()
+    )
+}
+
+#[test]
+fn detections_from_the_server_equal_the_local_engine() {
+    let server = Server::start(&[]);
+    let o = stream(
+        &server_props(&server, "requests-in-flight=4"),
+        Duration::ZERO,
+        Duration::from_secs(300),
+        |_| {},
+    );
+    assert_eq!(o.error, None, "{:?}", o.warnings);
+    assert_eq!(o.frames.len(), FRAMES);
+    for (remote, local) in o.frames.iter().zip(local()) {
+        assert!(inferred(remote));
+        same_detections(remote, local).unwrap();
+    }
+    let engine = o.messages_named("-engine");
+    let engine = engine.first().expect("an rstrtinfer-engine message");
+    assert_eq!(engine.get::<String>("backend").unwrap(), "kserve");
+    assert!(
+        engine
+            .get::<String>("providers")
+            .unwrap()
+            .contains(&server.url()),
+        "{engine}"
+    );
+    assert!(o.warnings.is_empty(), "{:?}", o.warnings);
+}
+
+/// The README's batched pipeline: two cameras through rsstreammux, one request per batch.
+#[test]
+fn batched_cameras_through_the_server_equal_the_local_engine() {
+    let server = Server::start(&[]);
+    let pipeline = |backend: &str| {
+        format!(
+            "rsstreammux name=mux batch-size=2 batched-push-timeout=100000 \
+               ! rstrtinfer config-file-path={} batch-size=2 {backend} ! appsink name=sink \
+             filesrc location={} ! decodebin ! videoconvert ! videoscale \
+               ! video/x-raw,format=I420,width=384,height=288 ! mux.sink_0 \
+             filesrc location={} ! qtdemux ! decodebin ! videoconvert ! video/x-raw,format=I420 \
+               ! mux.sink_1",
+            quoted(&repo_root().join("pipelines/coco_ssd.txt")),
+            quoted(&media("vtest.avi")),
+            quoted(&media("carphone_pristine.mp4")),
+        )
+    };
+    let timeout = Duration::from_secs(300);
+    let remote = run_pipeline_frames(&pipeline(&server_props(&server, "")), 40, timeout).unwrap();
+    let local =
+        run_pipeline_frames(&pipeline("backend=onnxruntime device=cpu"), 40, timeout).unwrap();
+    assert_eq!(remote.frames.len(), 40);
+    let key = |f: &Frame| (f.source_id, f.frame_num);
+    let mut sources = [0; 2];
+    for r in &remote.frames {
+        let l = local
+            .frames
+            .iter()
+            .find(|l| key(l) == key(r))
+            .unwrap_or_else(|| panic!("frame {:?} not in the local run", key(r)));
+        assert!(inferred(r));
+        same_detections(r, l).unwrap();
+        sources[r.source_id as usize] += 1;
+    }
+    assert!(sources.iter().all(|&n| n > 5), "both cameras: {sources:?}");
+}
+
+#[test]
+fn a_server_killed_mid_stream_is_waited_for_and_every_frame_gets_its_results() {
+    let mut server = Some(Server::start(&[]));
+    let props = server_props(
+        server.as_ref().unwrap(),
+        "on-server-failure=wait server-timeout=1000 server-give-up=60",
+    );
+    let o = stream(
+        &props,
+        Duration::from_millis(30),
+        Duration::from_secs(300),
+        |i| {
+            if i == 12 {
+                let mut s = server.take().unwrap();
+                s.kill();
+                std::thread::sleep(Duration::from_millis(1500));
+                // Restarted while the element retries the batches it holds.
+                server = Some(s.restart());
+            }
+        },
+    );
+    assert_eq!(o.error, None, "{:?}", o.warnings);
+    assert_eq!(o.frames.len(), FRAMES, "nothing is dropped while waiting");
+    for (remote, local) in o.frames.iter().zip(local()) {
+        assert!(inferred(remote), "frame {}", remote.frame_num);
+        same_detections(remote, local).unwrap();
+    }
+    assert!(
+        o.warnings
+            .iter()
+            .any(|w| w.contains("does not answer") && w.contains("holding the stream")),
+        "{:?}",
+        o.warnings
+    );
+    assert_eq!(o.messages_named("-server-lost").len(), 1);
+    let recovered = o.messages_named("-server-recovered");
+    assert_eq!(recovered.len(), 1, "{:?}", o.messages);
+    assert!(recovered[0].get::<u64>("outage-ms").unwrap() >= 1000);
+    assert_eq!(recovered[0].get::<u64>("dropped").unwrap(), 0);
+    let stats = o.stats.clone().unwrap();
+    assert_eq!(stats.get::<u64>("server-dropped").unwrap(), 0);
+}
+
+#[test]
+fn a_server_killed_mid_stream_with_drop_passes_counted_frames_without_results() {
+    let mut server = Some(Server::start(&[]));
+    let props = server_props(
+        server.as_ref().unwrap(),
+        "on-server-failure=drop server-timeout=500 requests-in-flight=2",
+    );
+    let o = stream(
+        &props,
+        Duration::from_millis(60),
+        Duration::from_secs(300),
+        |i| {
+            if i == 10 {
+                server.as_mut().unwrap().kill();
+            }
+            if i == 18 {
+                server = Some(server.take().unwrap().restart());
+            }
+        },
+    );
+    assert_eq!(o.error, None, "{:?}", o.warnings);
+    assert_eq!(o.frames.len(), FRAMES, "every frame goes on");
+    let without: Vec<u64> = o
+        .frames
+        .iter()
+        .filter(|f| !inferred(f))
+        .map(|f| f.frame_num)
+        .collect();
+    let stats = o.stats.clone().unwrap();
+    let dropped = stats.get::<u64>("server-dropped").unwrap();
+    assert_eq!(dropped as usize, without.len(), "counted: {without:?}");
+    assert!(dropped >= 4, "the outage drops frames: {without:?}");
+    assert!(
+        without.iter().all(|&n| n >= 10),
+        "only frames from the outage on: {without:?}"
+    );
+    assert!(
+        o.frames.iter().skip(30).all(inferred),
+        "results come back after the restart"
+    );
+    for (remote, local) in o.frames.iter().zip(local()) {
+        if inferred(remote) {
+            same_detections(remote, local).unwrap();
+        } else {
+            assert!(remote.objects.is_empty());
+        }
+    }
+    assert!(
+        o.warnings
+            .iter()
+            .any(|w| w.contains("does not answer") && w.contains("without results")),
+        "{:?}",
+        o.warnings
+    );
+    let recovered = o.messages_named("-server-recovered");
+    assert_eq!(recovered.len(), 1, "{:?}", o.messages);
+    assert_eq!(recovered[0].get::<u64>("dropped").unwrap(), dropped);
+}
+
+#[test]
+fn a_server_that_stops_answering_is_an_error_after_the_give_up_time() {
+    for policy in ["wait", "drop"] {
+        let server = Server::start(&[]);
+        let props = server_props(
+            &server,
+            &format!("on-server-failure={policy} server-timeout=400 server-give-up=3"),
+        );
+        let started = Instant::now();
+        // Paced so that the stream outlasts the give-up time (frames dropped do not wait).
+        let pace = Duration::from_millis(if policy == "drop" { 200 } else { 30 });
+        let o = stream(&props, pace, Duration::from_secs(60), |i| {
+            if i == 6 {
+                // The frames pushed so far are answered first.
+                std::thread::sleep(Duration::from_secs(2));
+                server.freeze(true);
+            }
+        });
+        let error = o.error.unwrap_or_default();
+        assert!(
+            error.contains("has not answered for 3 s"),
+            "{policy}: {error} {:?}",
+            o.warnings
+        );
+        assert!(error.contains(&server.url()), "{error}");
+        assert!(
+            started.elapsed() < Duration::from_secs(40),
+            "{policy}: no hang"
+        );
+        assert!(
+            (4..FRAMES).contains(&o.frames.len()),
+            "{policy}: the frames before the freeze, not the others: {}",
+            o.frames.len()
+        );
+    }
+}
+
+#[test]
+fn a_slow_server_with_drop_skips_frames_and_counts_them() {
+    let server = Server::start(&["--delay-ms", "400"]);
+    let props = server_props(
+        &server,
+        "on-server-failure=drop requests-in-flight=1 server-timeout=5000",
+    );
+    let o = stream(
+        &props,
+        Duration::from_millis(40),
+        Duration::from_secs(300),
+        |_| {},
+    );
+    assert_eq!(o.error, None, "{:?}", o.warnings);
+    assert_eq!(o.frames.len(), FRAMES);
+    let stats = o.stats.clone().unwrap();
+    let dropped = stats.get::<u64>("server-dropped").unwrap() as usize;
+    let without = o.frames.iter().filter(|f| !inferred(f)).count();
+    assert_eq!(dropped, without);
+    assert!(
+        dropped > FRAMES / 2,
+        "one request at a time of 400 ms: {dropped}"
+    );
+    assert!(
+        o.warnings
+            .iter()
+            .any(|w| w.contains("slower than the stream")),
+        "{:?}",
+        o.warnings
+    );
+    for (remote, local) in o.frames.iter().zip(local()) {
+        if inferred(remote) {
+            same_detections(remote, local).unwrap();
+        }
+    }
+}
+
+/// A CA, a server certificate for 127.0.0.1 and a client certificate, made with openssl.
+fn certificates(dir: &Path) {
+    let run = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("openssl (Debian package openssl)");
+        assert!(out.status.success(), "openssl {args:?}: {out:?}");
+    };
+    // Version 3 certificates (rustls takes no other): each with its extensions.
+    std::fs::write(
+        dir.join("server.cnf"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("client.cnf"), "extendedKeyUsage=clientAuth\n").unwrap();
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=test-ca",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+    ]);
+    for name in ["server", "client"] {
+        let (key, csr, pem, cnf) = (
+            format!("{name}.key"),
+            format!("{name}.csr"),
+            format!("{name}.pem"),
+            format!("{name}.cnf"),
+        );
+        run(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            &format!("/CN={name}"),
+            "-keyout",
+            &key,
+            "-out",
+            &csr,
+        ]);
+        run(&[
+            "x509",
+            "-req",
+            "-days",
+            "2",
+            "-in",
+            &csr,
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            &pem,
+            "-extfile",
+            &cnf,
+        ]);
+    }
+}
+
+fn start_error(props: &str) -> String {
+    let o = stream(props, Duration::ZERO, Duration::from_secs(60), |_| {});
+    o.error.unwrap_or_else(|| panic!("no error for {props}"))
+}
+
+#[test]
+fn tls_client_certificates_and_headers() {
+    let dir = std::env::temp_dir().join(format!("ferrostream-kserve-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    certificates(&dir);
+    let file = |name: &str| dir.join(name).display().to_string();
+    let server = Server::start(&[
+        "--tls-cert",
+        &file("server.pem"),
+        "--tls-key",
+        &file("server.key"),
+        "--tls-client-ca",
+        &file("ca.pem"),
+        "--require-header",
+        "authorization=Bearer s3cret",
+    ]);
+    let url = format!("https://127.0.0.1:{}", server.grpc);
+    let good = format!(
+        "backend=kserve server-url={url} model-name={MODEL} server-ca-file={} \
+         server-cert-file={} server-key-file={} server-headers=\"authorization=Bearer s3cret\"",
+        file("ca.pem"),
+        file("client.pem"),
+        file("client.key")
+    );
+    let o = stream(&good, Duration::ZERO, Duration::from_secs(300), |_| {});
+    assert_eq!(o.error, None, "{:?}", o.warnings);
+    assert_eq!(o.frames.len(), FRAMES);
+    for (remote, local) in o.frames.iter().zip(local()) {
+        same_detections(remote, local).unwrap();
+    }
+
+    let no_header = good.replace("Bearer s3cret", "Bearer wrong");
+    let e = start_error(&no_header);
+    assert!(e.contains("header authorization required"), "{e}");
+    let no_client_cert = format!(
+        "backend=kserve server-url={url} model-name={MODEL} server-ca-file={} \
+         server-headers=\"authorization=Bearer s3cret\" server-timeout=2000",
+        file("ca.pem")
+    );
+    let e = start_error(&no_client_cert);
+    assert!(e.contains(&url), "{e}");
+    // The server's certificate is not signed by the public roots.
+    let public_roots = format!(
+        "backend=kserve server-url={url} model-name={MODEL} server-cert-file={} \
+         server-key-file={} server-timeout=2000",
+        file("client.pem"),
+        file("client.key")
+    );
+    let e = start_error(&public_roots);
+    assert!(e.contains(&url), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn start_errors_name_the_server_and_the_model() {
+    let port = free_port();
+    let e = start_error(&format!(
+        "backend=kserve server-url=127.0.0.1:{port} model-name={MODEL} server-timeout=500"
+    ));
+    assert!(
+        e.contains(&format!("127.0.0.1:{port} does not answer")),
+        "{e}"
+    );
+    let e = start_error("backend=kserve model-name=coco");
+    assert!(e.contains("needs server-url"), "{e}");
+    let e = start_error("backend=triton server-url=127.0.0.1:1");
+    assert!(e.contains("needs model-name"), "{e}");
+    let e = start_error("backend=kserve server-url=ftp://x:1 model-name=coco");
+    assert!(e.contains("unknown scheme ftp://"), "{e}");
+    let e = start_error("backend=kserve server-url=127.0.0.1:1 model-name=coco server-headers=x");
+    assert!(e.contains("server-headers"), "{e}");
+
+    let server = Server::start(&[]);
+    let e = start_error(&format!(
+        "backend=kserve server-url={} model-name=no-such-model",
+        server.url()
+    ));
+    assert!(e.contains("no-such-model"), "{e}");
+}
