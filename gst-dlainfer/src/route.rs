@@ -1,6 +1,7 @@
 //! Where rsdlainfer runs a model: the DLA routes (cuDLA for standalone loadables; TensorRT with
 //! the DLA as default device, or ONNX Runtime's TensorRT provider with its DLA options, for
-//! ONNX models and TensorRT engines), and what happens on a machine without a DLA.
+//! ONNX models and TensorRT engines), and what happens on a machine without a DLA: the same
+//! model on the GPU or CPU, or, with `backend=kserve`, on an inference server.
 
 use std::path::{Path, PathBuf};
 
@@ -54,8 +55,38 @@ pub fn is_loadable(path: &Path) -> bool {
 
 /// Decides the route for `config` on a machine where `presence` holds. Errors name what is
 /// missing or what is contradictory.
+///
+/// With `backend=kserve` (or `triton`) the server is the fallback: a local model (`onnx-file`,
+/// an engine or a loadable) runs on the DLA where there is one, and the server's model runs
+/// everywhere else.
 pub fn plan(config: &InferConfig, presence: &DlaPresence) -> Result<Plan, String> {
     let mut config = config.clone();
+    if config.backend.is_remote() {
+        let local = config.onnx_file.is_some() || config.model_engine_file.is_some();
+        let why = match presence {
+            DlaPresence::Present { .. } if local => {
+                // The DLA takes the local model through TensorRT.
+                config.backend = Backend::TensorRt;
+                None
+            }
+            DlaPresence::Present { .. } => Some(
+                "backend=kserve without onnx-file or model-engine-file: no local model for the \
+                 DLA"
+                .to_string(),
+            ),
+            DlaPresence::Absent(why) => Some(why.clone()),
+        };
+        if let Some(reason) = why {
+            if !config.tensorrt.allow_gpu_fallback {
+                return Err(format!(
+                    "the DLA cannot run this model ({reason}) and allow-gpu-fallback=false \
+                     forbids the inference server"
+                ));
+            }
+            config.tensorrt.enable_dla = false;
+            return Ok(Plan::Fallback { config, reason });
+        }
+    }
     let trt = &mut config.tensorrt;
     if trt.network_mode == NetworkMode::Fp32 {
         return Err("the DLA has no FP32: set network-mode to fp16 (2) or int8 (1)".into());
@@ -116,6 +147,42 @@ pub fn plan(config: &InferConfig, presence: &DlaPresence) -> Result<Plan, String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_inference_server_is_the_fallback_of_backend_kserve() {
+        let remote = dla_config(|c| {
+            c.backend = Backend::Kserve;
+            c.onnx_file = Some("det.onnx".into());
+        });
+        let absent = DlaPresence::Absent("no cuDLA".into());
+        let Ok(Plan::Fallback { config, reason }) = plan(&remote, &absent) else {
+            panic!("no DLA: the server");
+        };
+        assert_eq!(
+            (config.backend, reason.as_str()),
+            (Backend::Kserve, "no cuDLA")
+        );
+        assert!(!config.tensorrt.enable_dla);
+        let present = DlaPresence::Present { cores: 2 };
+        let Ok(Plan::TensorRtDla(config)) = plan(&remote, &present) else {
+            panic!("a DLA and a local model: the DLA");
+        };
+        assert_eq!(config.backend, Backend::TensorRt);
+        let server_only = dla_config(|c| {
+            c.backend = Backend::Triton;
+            c.onnx_file = None;
+        });
+        let Ok(Plan::Fallback { reason, .. }) = plan(&server_only, &present) else {
+            panic!("no local model: the server");
+        };
+        assert!(reason.contains("no local model"), "{reason}");
+        let strict = dla_config(|c| {
+            c.backend = Backend::Kserve;
+            c.tensorrt.allow_gpu_fallback = false;
+        });
+        let e = plan(&strict, &absent).unwrap_err();
+        assert!(e.contains("forbids the inference server"), "{e}");
+    }
 
     fn dla_config(f: impl FnOnce(&mut InferConfig)) -> InferConfig {
         let mut c = InferConfig::default();

@@ -183,12 +183,23 @@ impl Outcome {
 /// Pushes the test frames through `appsrc ! rstrtinfer <props> ! appsink`, calling `during`
 /// with the number of frames pushed before each push (to kill servers mid-stream), `pace`
 /// apart; waits for EOS or an error (`limit` at most).
-fn stream(props: &str, pace: Duration, limit: Duration, mut during: impl FnMut(usize)) -> Outcome {
+fn stream(props: &str, pace: Duration, limit: Duration, during: impl FnMut(usize)) -> Outcome {
+    stream_through("rstrtinfer", props, pace, limit, during)
+}
+
+/// As [`stream`], through element `factory` (rstrtinfer or rsdlainfer).
+fn stream_through(
+    factory: &str,
+    props: &str,
+    pace: Duration,
+    limit: Duration,
+    mut during: impl FnMut(usize),
+) -> Outcome {
     init();
     let desc = format!(
         "appsrc name=src format=time max-bytes=0 \
            caps=video/x-raw,format=RGB,width={WIDTH},height={HEIGHT},framerate=10/1 \
-         ! rstrtinfer name=infer config-file-path={} {props} ! appsink name=sink sync=false",
+         ! {factory} name=infer config-file-path={} {props} ! appsink name=sink sync=false",
         quoted(&repo_root().join("pipelines/coco_ssd.txt"))
     );
     let pipeline = gst::parse::launch(&desc)
@@ -376,6 +387,31 @@ fn detections_from_the_server_equal_the_local_engine() {
         "{engine}"
     );
     assert!(o.warnings.is_empty(), "{:?}", o.warnings);
+}
+
+/// rsdlainfer on a machine without a DLA falls back to the server of backend=kserve.
+#[test]
+fn rsdlainfer_falls_back_to_the_inference_server() {
+    let server = Server::start(&[]);
+    let o = stream_through(
+        "rsdlainfer",
+        &server_props(&server, ""),
+        Duration::ZERO,
+        Duration::from_secs(300),
+        |_| {},
+    );
+    assert_eq!(o.error, None, "{:?}", o.warnings);
+    assert_eq!(o.frames.len(), FRAMES);
+    for (remote, local) in o.frames.iter().zip(local()) {
+        same_detections(remote, local).unwrap();
+    }
+    assert!(
+        o.warnings
+            .iter()
+            .any(|w| w.contains("running instead on kserve")),
+        "{:?}",
+        o.warnings
+    );
 }
 
 /// The README's batched pipeline: two cameras through rsstreammux, one request per batch.

@@ -122,11 +122,16 @@ impl TrtInferImpl for DlaInfer {
             }
             Plan::Fallback { config, reason } => {
                 let inference = open_inference(config, threads, log)?;
-                self.warn_placement(
-                    &inference,
-                    "No DLA on this machine (allow-gpu-fallback=true); running instead on",
-                    &reason,
-                );
+                let headline = match presence {
+                    route::DlaPresence::Absent(_) => {
+                        "No DLA on this machine (allow-gpu-fallback=true); running instead on"
+                    }
+                    // backend=kserve without a local model for the DLA.
+                    route::DlaPresence::Present { .. } => {
+                        "The DLA has no local model to run; running instead on"
+                    }
+                };
+                self.warn_placement(&inference, headline, &reason);
                 inference
             }
         };
