@@ -189,6 +189,8 @@ GST_DEBS=(
     libgbm1 libgl1 libglvnd0 libglx0 libgudev-1.0-0 libwayland-client0 libwayland-cursor0
     libwayland-egl1 libwayland-server0 libx11-6 libx11-xcb1 libxcb1 libxau6 libxdmcp6 libbsd0
     libmd0 libudev1 libffi8 libexpat1 libxcb-randr0 libxext6 libpng16-16 libjpeg62-turbo
+    # rsmsgbroker's Kafka client.
+    librdkafka1 libsasl2-2 libsasl2-modules-db libdb5.3
 )
 # Libraries kept even when nothing in the bundle links them: loaded by name at run time
 # (libgstcuda by our CUDA code, GL by GStreamer's GL library), or what test binaries link.
@@ -202,6 +204,7 @@ HOST_LIBS=(
     linux-vdso.so.1 ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libpthread.so.0 libdl.so.2 librt.so.1
     libresolv.so.2 libstdc++.so.6 libgcc_s.so.1 libz.so.1 libmount.so.1 libblkid.so.1
     libselinux.so.1 libpcre2-8.so.0 liblzma.so.5 libzstd.so.1 libbz2.so.1.0 libcap.so.2
+    libssl.so.3 libcrypto.so.3 liblz4.so.1
 )
 BUDGET_MIB=60
 

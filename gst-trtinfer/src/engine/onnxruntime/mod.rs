@@ -126,9 +126,28 @@ pub struct OrtEngine {
     /// Device-resident I/O, when the CUDA provider runs the model (dropped before the session).
     #[cfg(feature = "cuda")]
     cuda: Option<device::CudaIo>,
-    session: Session,
+    /// Dropped by hand (see `Drop`): not at all when its CUDA context was lost.
+    session: std::mem::ManuallyDrop<Session>,
     description: EngineDescription,
     graph_refused: Option<String>,
+}
+
+impl Drop for OrtEngine {
+    fn drop(&mut self) {
+        // A session of the CUDA provider whose context was lost (reset under it) is leaked with
+        // its device side: its teardown (cuBLAS and cuDNN handles, events, memory) would destroy
+        // handles of the dead context, which the driver does not survive.
+        #[cfg(feature = "cuda")]
+        if let Some(cuda) = self.cuda.take() {
+            if cuda.context.lost() {
+                std::mem::forget(cuda);
+                return;
+            }
+            drop(cuda);
+        }
+        // SAFETY: dropped once, here, and never used again.
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.session) };
+    }
 }
 
 impl OrtEngine {
@@ -229,7 +248,7 @@ impl OrtEngine {
         Ok(Self {
             #[cfg(feature = "cuda")]
             cuda,
-            session,
+            session: std::mem::ManuallyDrop::new(session),
             description,
             graph_refused: None,
         })
