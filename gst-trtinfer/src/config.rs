@@ -1298,6 +1298,59 @@ mod tests {
     }
 
     #[test]
+    fn reads_the_inference_server_keys() {
+        let loaded = load(
+            "[property]\nbackend=triton\nserver-url=grpcs://pool.example:443\nmodel-name=det\n\
+             model-version=3\nserver-timeout=800\nserver-headers=authorization=Bearer a=b; x-k=1\n\
+             server-ca-file=ca.pem\nrequests-in-flight=8\non-server-failure=drop\n\
+             server-give-up=0\n",
+        )
+        .unwrap();
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        let c = loaded.config;
+        assert!(c.backend.is_remote());
+        let r = &c.remote;
+        assert_eq!(
+            (
+                r.server_url.as_str(),
+                r.model_name.as_str(),
+                r.model_version.as_str()
+            ),
+            ("grpcs://pool.example:443", "det", "3")
+        );
+        assert_eq!(
+            (r.timeout_ms, r.requests_in_flight, r.give_up_s),
+            (800, 8, 0)
+        );
+        assert_eq!(
+            r.headers,
+            vec![
+                ("authorization".to_string(), "Bearer a=b".to_string()),
+                ("x-k".to_string(), "1".to_string())
+            ]
+        );
+        assert_eq!(r.ca_file, Some(PathBuf::from("/etc/fs/ca.pem")));
+        assert_eq!(r.on_failure, ServerFailure::Drop);
+        assert_eq!(c.validate(), Ok(vec![]));
+        let e = load("[property]\nserver-headers=novalue\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("expected name=value"), "{e}");
+        let e = load("[property]\nrequests-in-flight=0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("at least 1"), "{e}");
+        let mut c = InferConfig {
+            backend: Backend::Kserve,
+            ..InferConfig::default()
+        };
+        assert!(c.validate().unwrap_err().contains("needs server-url"));
+        c.backend = Backend::OnnxRuntime;
+        c.remote.server_url = "h:1".into();
+        assert!(c.validate().unwrap()[0].contains("server is not used"));
+    }
+
+    #[test]
     fn reads_property_keys() {
         let loaded = load(
             "[property]\n\

@@ -62,6 +62,12 @@ impl Server {
         )
     }
 
+    /// A server for another model, `name` (an ONNX file of the test models).
+    fn serving(file: &str, name: &str) -> Self {
+        let model = model(file).display().to_string();
+        Self::start(&["--model", &model, "--name", name])
+    }
+
     /// Starts the server and waits (60 s at most) until its gRPC port accepts connections.
     fn start_on(grpc: u16, http: u16, extra: Vec<String>) -> Self {
         let mut child = Command::new(python())
@@ -412,6 +418,46 @@ fn rsdlainfer_falls_back_to_the_inference_server() {
         "{:?}",
         o.warnings
     );
+}
+
+/// Secondary mode on the server: every person classified by MobileNetV2 served remotely, as
+/// the local engine classifies them.
+#[test]
+fn secondary_classification_on_the_server_equals_the_local_engine() {
+    let server = Server::serving("mobilenet_v2_imagenet.onnx", "mobilenet");
+    let pipeline = |backend: &str| {
+        format!(
+            "filesrc location={} ! decodebin ! videoconvert \
+             ! rstrtinfer config-file-path={} \
+             ! rstrtinfer config-file-path={} secondary-reinfer-interval=0 {backend} \
+             ! appsink name=sink",
+            quoted(&media("vtest.avi")),
+            quoted(&repo_root().join("pipelines/coco_ssd.txt")),
+            quoted(&repo_root().join("pipelines/imagenet_secondary.txt")),
+        )
+    };
+    let timeout = Duration::from_secs(300);
+    let remote = format!(
+        "backend=kserve server-url={} model-name=mobilenet",
+        server.url()
+    );
+    let remote = run_pipeline_frames(&pipeline(&remote), 8, timeout).unwrap();
+    let local =
+        run_pipeline_frames(&pipeline("backend=onnxruntime device=cpu"), 8, timeout).unwrap();
+    assert!(remote.warnings.is_empty(), "{:?}", remote.warnings);
+    let mut classified = 0;
+    for (r, l) in remote.frames.iter().zip(&local.frames) {
+        same_detections(r, l).unwrap();
+        for (ro, lo) in r.objects.iter().zip(&l.objects) {
+            assert_eq!(ro.classifications.len(), lo.classifications.len());
+            for (rc, lc) in ro.classifications.iter().zip(&lo.classifications) {
+                assert_eq!((rc.class_id, &rc.label), (lc.class_id, &lc.label));
+                assert!((rc.prob - lc.prob).abs() < 1e-4, "{rc:?} {lc:?}");
+                classified += 1;
+            }
+        }
+    }
+    assert!(classified > 16, "objects classified remotely: {classified}");
 }
 
 /// The README's batched pipeline: two cameras through rsstreammux, one request per batch.

@@ -50,6 +50,22 @@
 //!     ! rsosd ! videoconvert ! autovideosink
 //! ```
 //!
+//! `backend=kserve` (or `triton`) runs the model on a KServe v2 / Open Inference Protocol server
+//! over gRPC (Triton, KServe, MLServer): `server-url`, `model-name`, `model-version`,
+//! `server-headers`, TLS files, `server-timeout`. The input and outputs come from the server's
+//! model metadata; pre-processing and parsing are the local ones. Up to `requests-in-flight`
+//! batches are on their way at once; `on-server-failure` chooses between holding the stream back
+//! (`wait`) and passing frames on without results (`drop`, counted in `server-dropped`), with a
+//! warning per outage, `rstrtinfer-server-lost` / `rstrtinfer-server-recovered` messages, and an
+//! error after `server-give-up` seconds without an answer.
+//!
+//! ```text
+//! gst-launch-1.0 filesrc location=vtest.avi ! decodebin ! videoconvert \
+//!     ! rstrtinfer config-file-path=pipelines/coco_ssd.txt backend=kserve \
+//!         server-url=127.0.0.1:8001 model-name=coco \
+//!     ! rsmetaexport location=objects.jsonl ! fakesink
+//! ```
+//!
 //! On a GPU (frames in CUDA memory or NVMM, and an engine with a device side: ONNX Runtime's
 //! CUDA provider, TensorRT, cuDLA) nothing goes through the host but a few kilobytes of
 //! results: the frames are pre-processed into the engine's input tensor, which the engine reads
