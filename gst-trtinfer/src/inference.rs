@@ -1216,7 +1216,7 @@ fn resolve_model(path: &std::path::Path) -> Result<PathBuf, SetupError> {
 /// The model on the inference server of `config.remote`; its "path" in messages is the server
 /// and model name.
 fn kserve_engine(config: &InferConfig) -> Result<(Box<dyn Engine>, PathBuf), SetupError> {
-    use crate::config::ServerFailure;
+    use crate::config::{ProcessMode, ServerFailure};
     use crate::engine::kserve::{Connection, FailurePolicy, KserveEngine, KserveOptions};
     use std::time::Duration;
     let r = &config.remote;
@@ -1232,9 +1232,11 @@ fn kserve_engine(config: &InferConfig) -> Result<(Box<dyn Engine>, PathBuf), Set
         },
         model_name: r.model_name.clone(),
         model_version: r.model_version.clone(),
-        policy: match r.on_failure {
-            ServerFailure::Wait => FailurePolicy::Wait { give_up },
-            ServerFailure::Drop => FailurePolicy::Drop,
+        // Secondary mode runs engine calls one by one and waits for each: a dropped call would
+        // be an error there, so it always waits (validate() warns about drop).
+        policy: match (r.on_failure, config.process_mode) {
+            (ServerFailure::Drop, ProcessMode::Primary) => FailurePolicy::Drop,
+            _ => FailurePolicy::Wait { give_up },
         },
     };
     let engine = KserveEngine::open(options)?;

@@ -545,7 +545,7 @@ fn a_server_killed_mid_stream_with_drop_passes_counted_frames_without_results() 
     let mut server = Some(Server::start(&[]));
     let props = server_props(
         server.as_ref().unwrap(),
-        "on-server-failure=drop server-timeout=500 requests-in-flight=2",
+        "on-server-failure=drop server-timeout=500 requests-in-flight=8",
     );
     let o = stream(
         &props,
@@ -571,14 +571,15 @@ fn a_server_killed_mid_stream_with_drop_passes_counted_frames_without_results() 
     let stats = o.stats.clone().unwrap();
     let dropped = stats.get::<u64>("server-dropped").unwrap();
     assert_eq!(dropped as usize, without.len(), "counted: {without:?}");
-    assert!(dropped >= 4, "the outage drops frames: {without:?}");
+    // Frames 10 to 17 were sent while the server was dead. (A loaded machine may also skip a
+    // frame earlier, when all requests in flight are taken: counted the same way.)
     assert!(
-        without.iter().all(|&n| n >= 10),
-        "only frames from the outage on: {without:?}"
+        (10..18).all(|n| without.contains(&n)),
+        "the outage's frames go without results: {without:?}"
     );
     assert!(
-        o.frames.iter().skip(30).all(inferred),
-        "results come back after the restart"
+        o.frames.iter().rev().take(4).all(inferred),
+        "results come back after the restart: {without:?}"
     );
     for (remote, local) in o.frames.iter().zip(local()) {
         if inferred(remote) {
@@ -596,7 +597,11 @@ fn a_server_killed_mid_stream_with_drop_passes_counted_frames_without_results() 
     );
     let recovered = o.messages_named("-server-recovered");
     assert_eq!(recovered.len(), 1, "{:?}", o.messages);
-    assert_eq!(recovered[0].get::<u64>("dropped").unwrap(), dropped);
+    let in_outage = recovered[0].get::<u64>("dropped").unwrap();
+    assert!(
+        (8..=dropped).contains(&in_outage),
+        "{in_outage} of {dropped}"
+    );
 }
 
 #[test]
