@@ -760,6 +760,14 @@ impl Inference {
     /// Runs the engine on the first `frames` slots of the input tensor (all slots of a model with
     /// a fixed batch size; the unused ones are ignored).
     pub fn infer(&mut self, frames: usize) -> Result<(), EngineError> {
+        let elements = self.set_batch(frames);
+        let data = self.tensor.data(elements);
+        self.engine.run(data, &self.input_shape, &mut self.outputs)
+    }
+
+    /// Sets the input shape for an engine call of the first `frames` slots (all slots of a
+    /// model with a fixed batch size); returns the tensor elements the call reads.
+    fn set_batch(&mut self, frames: usize) -> usize {
         assert!(
             (1..=self.capacity).contains(&frames),
             "{frames} frames for a tensor of {}",
@@ -767,8 +775,7 @@ impl Inference {
         );
         let batch = self.fixed_batch.unwrap_or(frames);
         self.input_shape[0] = batch;
-        let data = self.tensor.data(batch * self.network.frame_len());
-        self.engine.run(data, &self.input_shape, &mut self.outputs)
+        batch * self.network.frame_len()
     }
 
     /// Whether the engine runs on an inference server ([`Inference::submit_remote`]).
@@ -788,18 +795,12 @@ impl Inference {
     /// answer. `sizes` are the frame sizes of the slots' images.
     pub fn submit_remote(&mut self, sizes: Vec<(u32, u32)>) -> Result<RemoteBatch, String> {
         let frames = sizes.len();
-        assert!(
-            (1..=self.capacity).contains(&frames),
-            "{frames} frames for a tensor of {}",
-            self.capacity
-        );
-        let batch = self.fixed_batch.unwrap_or(frames);
-        self.input_shape[0] = batch;
+        let elements = self.set_batch(frames);
         let letterboxes = self.letterboxes[..frames]
             .iter()
             .map(|lb| lb.ok_or("a slot was not pre-processed"))
             .collect::<Result<Vec<_>, _>>()?;
-        let data = self.tensor.data(batch * self.network.frame_len());
+        let data = self.tensor.data(elements);
         let remote = self
             .engine
             .remote()

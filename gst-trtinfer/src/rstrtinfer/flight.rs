@@ -71,6 +71,8 @@ pub struct InFlight {
     pub queued: Queued,
     /// The buffer's number (for `interval` and frame metadata).
     pub number: u64,
+    /// The element's `gie-unique-id`, which the objects get.
+    pub component: i32,
     pub frames: usize,
     /// A plain frame's size (it gets its frame metadata when it leaves).
     pub single_size: Option<(u32, u32)>,
@@ -365,6 +367,7 @@ mod tests {
             buffer: gst::Buffer::new(),
             queued,
             number: 0,
+            component: 1,
             frames: 1,
             single_size: None,
             arrived: Instant::now(),

@@ -1534,6 +1534,7 @@ impl TrtInfer {
         };
         let number = state.buffers;
         state.buffers += 1;
+        let component = state.inference.config().gie_unique_id;
         let mut warnings = Vec::new();
         self.warn_fixed_batch(state, frames, number, &mut warnings);
         let queued = if frames > 0 && state.inference.should_infer(number) {
@@ -1568,6 +1569,7 @@ impl TrtInfer {
             buffer: inbuf,
             queued,
             number,
+            component,
             frames,
             single_size,
             arrived,
@@ -1641,6 +1643,7 @@ impl TrtInfer {
             mut buffer,
             queued,
             number,
+            component,
             frames,
             single_size,
             arrived,
@@ -1661,15 +1664,6 @@ impl TrtInfer {
         let inferred = results.is_some();
         work.times[0] += queue_time;
         work.times[1] += t0.elapsed().saturating_sub(work.times[2]);
-        let Some(component) = self
-            .state
-            .lock()
-            .unwrap()
-            .as_ref()
-            .map(|s| s.inference.config().gie_unique_id)
-        else {
-            return Err(gst::FlowError::Flushing);
-        };
         let pts = buffer.pts();
         attach_primary(
             buffer.make_mut(),

@@ -122,12 +122,16 @@ impl Connection {
     }
 }
 
-/// `e` and the errors that caused it, as one line.
+/// `e` and the errors that caused it, as one line (a cause whose text is already there, as
+/// transport errors repeat theirs, is not added again).
 fn with_causes(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(cause) = source {
-        text.push_str(&format!(": {cause}"));
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(&format!(": {cause_text}"));
+        }
         source = cause.source();
     }
     text
@@ -169,6 +173,7 @@ impl Client {
         match tokio::time::timeout(self.timeout, call).await {
             Ok(result) => result.map_err(Failure::from),
             Err(_) => Err(Failure {
+                code: Code::DeadlineExceeded,
                 retry: true,
                 message: format!("no answer within {} ms", self.timeout.as_millis()),
             }),
@@ -209,9 +214,10 @@ impl Client {
     }
 }
 
-/// A failed call: why, and whether the server may answer a retry.
+/// A failed call: its status code, why, and whether the server may answer a retry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Failure {
+    pub code: Code,
     pub retry: bool,
     pub message: String,
 }
@@ -231,9 +237,16 @@ impl From<tonic::Status> for Failure {
         ) || (status.code() == Code::Unknown && status.message().contains("transport"));
         let mut message = format!("{:?}: {}", status.code(), status.message());
         if let Some(cause) = std::error::Error::source(&status) {
-            message.push_str(&format!(": {}", with_causes(cause)));
+            let causes = with_causes(cause);
+            if !message.contains(&causes) {
+                message.push_str(&format!(": {causes}"));
+            }
         }
-        Failure { retry, message }
+        Failure {
+            code: status.code(),
+            retry,
+            message,
+        }
     }
 }
 

@@ -60,6 +60,10 @@ pub struct KserveEngine {
     client: Client,
     options: KserveOptions,
     description: EngineDescription,
+    /// The description's outputs, shared with the calls that convert the answers.
+    outputs: Arc<[TensorInfo]>,
+    /// What every request has in common (model, input name, outputs asked for).
+    template: proto::ModelInferRequest,
     health: Arc<Health>,
     calls: u64,
 }
@@ -133,7 +137,8 @@ impl KserveEngine {
             format!("model {name:?} version {version:?}")
         };
         let unreachable = |f: Failure| {
-            if f.retry {
+            // NotFound is worth retrying mid-stream (a model being reloaded), not at start.
+            if f.retry && f.code != tonic::Code::NotFound {
                 EngineError::RuntimeMissing(format!(
                     "the KServe server at {url} does not answer ({})",
                     f.message
@@ -193,30 +198,14 @@ impl KserveEngine {
             input: tensor_info(input),
             outputs: metadata.outputs.iter().map(tensor_info).collect(),
         };
-        Ok(Self {
-            runtime: Some(runtime),
-            client,
-            options,
-            description,
-            health: Arc::default(),
-            calls: 0,
-        })
-    }
-
-    fn request(&mut self, input: InputData<'_>, shape: &[usize]) -> proto::ModelInferRequest {
-        self.calls += 1;
-        let d = &self.description;
-        proto::ModelInferRequest {
-            model_name: self.options.model_name.clone(),
-            model_version: self.options.model_version.clone(),
-            id: self.calls.to_string(),
-            inputs: vec![proto::InferInputTensor {
-                name: d.input.name.clone(),
-                datatype: datatype(input.element_type()).into(),
-                shape: shape.iter().map(|&n| n as i64).collect(),
+        let template = proto::ModelInferRequest {
+            model_name: options.model_name.clone(),
+            model_version: options.model_version.clone(),
+            inputs: vec![proto::InferTensor {
+                name: description.input.name.clone(),
                 ..Default::default()
             }],
-            outputs: d
+            outputs: description
                 .outputs
                 .iter()
                 .map(|o| proto::InferRequestedOutputTensor {
@@ -224,11 +213,32 @@ impl KserveEngine {
                     ..Default::default()
                 })
                 .collect(),
-            // The protocol's raw contents are little-endian: the byte order of every platform
-            // this runs on (x86-64, aarch64).
-            raw_input_contents: vec![Bytes::copy_from_slice(input.as_bytes())],
             ..Default::default()
-        }
+        };
+        Ok(Self {
+            runtime: Some(runtime),
+            client,
+            options,
+            outputs: description.outputs.clone().into(),
+            description,
+            template,
+            health: Arc::default(),
+            calls: 0,
+        })
+    }
+
+    /// The request for one batch: the template with the call's id, shape and tensor.
+    fn request(&mut self, input: InputData<'_>, shape: &[usize]) -> proto::ModelInferRequest {
+        self.calls += 1;
+        let mut request = self.template.clone();
+        request.id = self.calls.to_string();
+        let tensor = &mut request.inputs[0];
+        tensor.datatype = datatype(input.element_type()).into();
+        tensor.shape = shape.iter().map(|&n| n as i64).collect();
+        // The protocol's raw contents are little-endian: the byte order of every platform this
+        // runs on (x86-64, aarch64).
+        request.raw_input_contents = vec![Bytes::copy_from_slice(input.as_bytes())];
+        request
     }
 }
 
@@ -277,20 +287,25 @@ fn convert(
     response: proto::ModelInferResponse,
     wanted: &[TensorInfo],
 ) -> Result<Vec<OutputTensor>, String> {
-    let raw = !response.raw_output_contents.is_empty();
-    if raw && response.raw_output_contents.len() != response.outputs.len() {
+    let proto::ModelInferResponse {
+        mut outputs,
+        raw_output_contents,
+        ..
+    } = response;
+    let raw = !raw_output_contents.is_empty();
+    if raw && raw_output_contents.len() != outputs.len() {
         return Err(format!(
             "the server answered {} outputs with {} raw contents",
-            response.outputs.len(),
-            response.raw_output_contents.len()
+            outputs.len(),
+            raw_output_contents.len()
         ));
     }
     let mut tensors = Vec::with_capacity(wanted.len());
     for info in wanted {
-        let Some(index) = response.outputs.iter().position(|o| o.name == info.name) else {
+        let Some(index) = outputs.iter().position(|o| o.name == info.name) else {
             return Err(format!("the server's answer has no output {}", info.name));
         };
-        let output = &response.outputs[index];
+        let output = &mut outputs[index];
         let shape: Vec<usize> = output
             .shape
             .iter()
@@ -301,10 +316,10 @@ fn convert(
         let ty = element_type(&output.datatype);
         let mut data = Vec::with_capacity(elements);
         if raw {
-            to_f32(ty, &response.raw_output_contents[index], &mut data)
+            to_f32(ty, &raw_output_contents[index], &mut data)
                 .map_err(|e| format!("output {}: {e}", output.name))?;
         } else {
-            let c = output.contents.clone().unwrap_or_default();
+            let c = output.contents.take().unwrap_or_default();
             match output.datatype.as_str() {
                 "FP32" => data = c.fp32_contents,
                 "FP64" => data.extend(c.fp64_contents.iter().map(|&v| v as f32)),
@@ -346,7 +361,7 @@ impl RemoteEngine for KserveEngine {
         let task = call(
             self.client.clone(),
             request,
-            self.description.outputs.clone().into(),
+            self.outputs.clone(),
             self.options.policy,
             self.health.clone(),
         );
@@ -407,8 +422,8 @@ impl Drop for KserveEngine {
 mod tests {
     use super::*;
 
-    fn output(name: &str, datatype: &str, shape: Vec<i64>) -> proto::InferOutputTensor {
-        proto::InferOutputTensor {
+    fn output(name: &str, datatype: &str, shape: Vec<i64>) -> proto::InferTensor {
+        proto::InferTensor {
             name: name.into(),
             datatype: datatype.into(),
             shape,

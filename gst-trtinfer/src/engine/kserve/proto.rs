@@ -119,8 +119,10 @@ pub struct InferTensorContents {
     pub bytes_contents: Vec<Vec<u8>>,
 }
 
+/// A tensor with its elements: the protocol's `ModelInferRequest.InferInputTensor` and
+/// `ModelInferResponse.InferOutputTensor`, which have the same fields and numbers.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct InferInputTensor {
+pub struct InferTensor {
     #[prost(string, tag = "1")]
     pub name: String,
     #[prost(string, tag = "2")]
@@ -152,26 +154,12 @@ pub struct ModelInferRequest {
     #[prost(map = "string, message", tag = "4")]
     pub parameters: HashMap<String, InferParameter>,
     #[prost(message, repeated, tag = "5")]
-    pub inputs: Vec<InferInputTensor>,
+    pub inputs: Vec<InferTensor>,
     #[prost(message, repeated, tag = "6")]
     pub outputs: Vec<InferRequestedOutputTensor>,
     /// One entry per input, in order, when the inputs' `contents` are empty.
     #[prost(bytes = "bytes", repeated, tag = "7")]
     pub raw_input_contents: Vec<bytes::Bytes>,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct InferOutputTensor {
-    #[prost(string, tag = "1")]
-    pub name: String,
-    #[prost(string, tag = "2")]
-    pub datatype: String,
-    #[prost(int64, repeated, tag = "3")]
-    pub shape: Vec<i64>,
-    #[prost(map = "string, message", tag = "4")]
-    pub parameters: HashMap<String, InferParameter>,
-    #[prost(message, optional, tag = "5")]
-    pub contents: Option<InferTensorContents>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -185,7 +173,7 @@ pub struct ModelInferResponse {
     #[prost(map = "string, message", tag = "4")]
     pub parameters: HashMap<String, InferParameter>,
     #[prost(message, repeated, tag = "5")]
-    pub outputs: Vec<InferOutputTensor>,
+    pub outputs: Vec<InferTensor>,
     /// One entry per output, in order, when the outputs' `contents` are empty.
     #[prost(bytes = "vec", repeated, tag = "6")]
     pub raw_output_contents: Vec<Vec<u8>>,
@@ -202,7 +190,7 @@ mod tests {
     fn wire_format_follows_the_protocol_definition() {
         let request = ModelInferRequest {
             model_name: "m".into(),
-            inputs: vec![InferInputTensor {
+            inputs: vec![InferTensor {
                 name: "x".into(),
                 datatype: "UINT8".into(),
                 shape: vec![1, 2],
@@ -224,7 +212,7 @@ mod tests {
         assert_eq!(bytes, expected);
 
         let response = ModelInferResponse {
-            outputs: vec![InferOutputTensor {
+            outputs: vec![InferTensor {
                 name: "y".into(),
                 datatype: "FP32".into(),
                 shape: vec![-1],
