@@ -1251,3 +1251,117 @@ fn instance_masks_and_class_maps_are_tinted_cell_by_cell() {
     let after = draw_frame(&info, &input, frame, off);
     assert_eq!(after.color(10, 200), before.color(10, 200));
 }
+
+#[test]
+fn display_elements_draw_the_applications_rectangles_and_text() {
+    use ferrostream_core::{DisplayElement, DisplayRect, DisplayText};
+    let rect = (40u32, 30u32, 120u32, 90u32);
+    // Text without a background (only its glyphs) and text on black, each in its own area.
+    let (bare, backed) = ((160u32, 140u32, W, 180u32), (160u32, 190u32, W, 230u32));
+    // The elements of a frame described at `W / d` x `H / d`, drawn on `W` x `H`.
+    let frame = |d: u32| {
+        let at = |v: u32| (v / d) as f32;
+        let text = |x, y, text: &str, background| {
+            DisplayElement::Text(DisplayText {
+                x: at(x),
+                y: at(y),
+                text: text.into(),
+                size: 16,
+                color: [255, 255, 255, 255],
+                background,
+            })
+        };
+        let mut frame = Frame::new(0, 0, W / d, H / d);
+        frame.display = vec![
+            DisplayElement::Rect(DisplayRect {
+                left: at(rect.0),
+                top: at(rect.1),
+                width: at(rect.2 - rect.0),
+                height: at(rect.3 - rect.1),
+                border_width: 0,
+                border_color: [0, 255, 0, 255],
+                fill: Some([255, 0, 0, 255]),
+            }),
+            text(bare.0, bare.1, "Ferrostream", None),
+            text(backed.0, backed.1, "Hi", Some([0, 0, 0, 255])),
+        ];
+        frame
+    };
+    for target in [
+        Target::rgb(VideoFormat::Rgba),
+        Target::rgb(VideoFormat::Bgrx),
+        Target::yuv(
+            VideoFormat::Nv12,
+            VideoColorMatrix::Bt709,
+            VideoColorRange::Range16_235,
+        ),
+        Target::yuv(
+            VideoFormat::I420,
+            VideoColorMatrix::Bt601,
+            VideoColorRange::Range16_235,
+        ),
+    ] {
+        let info = target.info(W, H);
+        let input = Picture::noise(&info, 17);
+        let before = Picture::from_buffer(&input, &info);
+        // Whatever the style draws of objects is off: the application's elements still are.
+        let off: &[(&str, &dyn ToValue)] = &[("display-bbox", &false), ("display-text", &false)];
+        let after = draw_frame(&info, &input, frame(1), off);
+        let tolerance = if target.is_yuv() { 2 } else { 0 };
+        let red = reference(target, [255, 0, 0]);
+        for y in rect.1..rect.3 {
+            for x in rect.0..rect.2 {
+                assert_close(
+                    &format!("{target:?} rectangle pixel ({x}, {y})"),
+                    after.color(x, y),
+                    red,
+                    tolerance,
+                );
+            }
+        }
+        let white = reference(target, [255, 255, 255]);
+        let black = reference(target, [0, 0, 0]);
+        let glyphs = count_color(&after, bare, white, 2, target.is_yuv());
+        assert!(glyphs >= 30, "{target:?}: {glyphs} glyph pixels");
+        // No background: between the glyphs of the first word the picture shows through.
+        let line = (bare.0, bare.1, bare.0 + 60, bare.1 + 16);
+        let kept = (line.1..line.3)
+            .flat_map(|y| (line.0..line.2).map(move |x| (x, y)))
+            .filter(|&(x, y)| after.px(x, y) == before.px(x, y))
+            .count();
+        assert!(kept >= 60 * 16 / 3, "{target:?}: {kept} pixels kept");
+        let glyphs = count_color(&after, backed, white, 2, target.is_yuv());
+        let background = count_color(&after, backed, black, 2, target.is_yuv());
+        assert!(glyphs >= 10, "{target:?}: {glyphs} glyph pixels on black");
+        assert!(background >= 200, "{target:?}: {background} black pixels");
+        // Nothing else changed.
+        let drawn = |x, y| [rect, bare, backed].iter().any(|r| inside(x, y, *r));
+        for y in 0..H {
+            for x in 0..W {
+                if !drawn(x, y) {
+                    assert_eq!(after.px(x, y), before.px(x, y), "{target:?} ({x}, {y})");
+                }
+            }
+        }
+        if target.is_yuv() {
+            for cy in 0..H / 2 {
+                for cx in 0..W / 2 {
+                    if chroma_block_all(cx, cy, |x, y| !drawn(x, y)) {
+                        assert_eq!(
+                            after.chroma(cx, cy),
+                            before.chroma(cx, cy),
+                            "{target:?} chroma ({cx}, {cy})"
+                        );
+                    }
+                }
+            }
+        }
+        // Described at half the size, the elements are scaled onto the frame like boxes are
+        // (the text size stays in pixels): the same picture.
+        let scaled = draw_frame(&info, &input, frame(2), off);
+        assert!(
+            scaled == after,
+            "{target:?}: scaled elements drawn elsewhere"
+        );
+    }
+}

@@ -9,6 +9,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::display::DisplayElement;
+
 /// A rectangle in frame pixels.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct BBox {
@@ -284,6 +286,9 @@ pub struct Object {
     pub mask: Option<crate::mask::InstanceMask>,
     /// Region and line rules' results (`rsanalytics`).
     pub analytics: Option<ObjectAnalytics>,
+    /// Values an application attached under keys of its own (any JSON value); exported with
+    /// the object.
+    pub user_meta: BTreeMap<String, serde_json::Value>,
 }
 
 impl Object {
@@ -310,6 +315,7 @@ impl Object {
             attributes: BTreeMap::new(),
             mask: None,
             analytics: None,
+            user_meta: BTreeMap::new(),
         }
     }
 
@@ -353,6 +359,11 @@ pub struct Frame {
     pub segmentation: Option<crate::mask::ClassMap>,
     /// Region and line rules' results (`rsanalytics`).
     pub analytics: Option<FrameAnalytics>,
+    /// Text, rectangles and lines an application asked `rsosd` to draw, in frame pixels.
+    pub display: Vec<DisplayElement>,
+    /// Values an application attached under keys of its own (any JSON value); exported with
+    /// the frame.
+    pub user_meta: BTreeMap<String, serde_json::Value>,
 }
 
 impl Frame {
@@ -389,6 +400,9 @@ impl Frame {
             {
                 *point = [point[0] * sx, point[1] * sy];
             }
+        }
+        for element in &mut self.display {
+            *element = element.mapped(|[x, y]| [x * sx, y * sy]);
         }
         self.width = width;
         self.height = height;

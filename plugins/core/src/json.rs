@@ -21,7 +21,11 @@
 //! frame and `forward_total`/`backward_total` since the start, `object_counts` per class id,
 //! `shapes`, `osd_mode`) and to each object (`rois`, `overcrowding`, `crossed` as
 //! `{"line":..., "direction":"forward"|"backward"}`, `direction`).
-//! `segmentation`, `mask` and `analytics` are left out when absent.
+//! Applications (the Python package, Rust probes) add `user_meta` to frames and objects (an
+//! object of their own keys, any JSON values) and `display` to frames (text, rectangles and
+//! lines for `rsosd`, each `{"kind":"text"|"rect"|"line", ...}`, see [`crate::display`]).
+//! `segmentation`, `mask`, `analytics`, `display` and `user_meta` are left out when absent or
+//! empty.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -32,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use crate::analytics::{
     AttributeValue, BBox, Classification, Frame, FrameAnalytics, Object, ObjectAnalytics,
 };
+use crate::display::DisplayElement;
 use crate::mask::{ClassMap, InstanceMask};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,6 +61,10 @@ pub struct FrameRecord {
     pub segmentation: Option<ClassMap>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub analytics: Option<FrameAnalytics>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub display: Vec<DisplayElement>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub user_meta: BTreeMap<String, serde_json::Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -82,6 +91,8 @@ pub struct ObjectRecord {
     pub mask: Option<InstanceMask>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub analytics: Option<ObjectAnalytics>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub user_meta: BTreeMap<String, serde_json::Value>,
 }
 
 impl From<&Object> for ObjectRecord {
@@ -102,6 +113,7 @@ impl From<&Object> for ObjectRecord {
             parent: o.parent,
             mask: o.mask.clone(),
             analytics: o.analytics.clone(),
+            user_meta: o.user_meta.clone(),
         }
     }
 }
@@ -124,6 +136,7 @@ impl From<ObjectRecord> for Object {
             attributes: r.attributes,
             mask: r.mask.filter(InstanceMask::is_consistent),
             analytics: r.analytics,
+            user_meta: r.user_meta,
         }
     }
 }
@@ -144,6 +157,8 @@ impl From<&Frame> for FrameRecord {
             source_height: f.source_height,
             segmentation: f.segmentation.clone(),
             analytics: f.analytics.clone(),
+            display: f.display.clone(),
+            user_meta: f.user_meta.clone(),
         }
     }
 }
@@ -174,6 +189,12 @@ impl From<FrameRecord> for Frame {
             objects: r.objects.into_iter().map(Object::from).collect(),
             segmentation: r.segmentation,
             analytics: r.analytics,
+            display: r
+                .display
+                .into_iter()
+                .filter(|e| e.validate().is_ok())
+                .collect(),
+            user_meta: r.user_meta,
         }
     }
 }
@@ -232,6 +253,23 @@ mod tests {
         child.parent = Some(0);
         frame.objects.push(child);
         frame
+            .display
+            .push(DisplayElement::Line(crate::display::DisplayLine {
+                x1: 0.0,
+                y1: 1.0,
+                x2: 30.0,
+                y2: 40.0,
+                width: 2,
+                color: [0, 255, 0, 255],
+            }));
+        frame.user_meta.insert(
+            "zone".into(),
+            serde_json::json!({"name": "gate", "open": true}),
+        );
+        frame.objects[0]
+            .user_meta
+            .insert("checked".into(), serde_json::json!([1, 2, 3]));
+        frame
     }
 
     #[test]
@@ -267,6 +305,10 @@ mod tests {
         assert_eq!(o["attributes"]["speed"], 1.25);
         assert_eq!(o["attributes"]["landmarks"][1], 2.5);
         assert!(v["objects"][1]["object_id"].is_null());
+        assert_eq!(v["user_meta"]["zone"]["name"], "gate");
+        assert_eq!(v["objects"][0]["user_meta"]["checked"][2], 3);
+        assert_eq!(v["display"][0]["kind"], "line");
+        assert!(v["objects"][1].get("user_meta").is_none());
     }
 
     #[test]

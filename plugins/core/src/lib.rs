@@ -6,7 +6,10 @@ pub mod batch;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod device;
+pub mod display;
+pub mod edit;
 pub mod element;
+pub mod framemap;
 pub mod ini;
 pub mod json;
 pub mod mask;
@@ -21,4 +24,5 @@ pub use analytics::{
     AttributeValue, BBox, Batch, Classification, Crossing, Crowding, Frame, FrameAnalytics,
     LineCounts, LineCrossing, Object, ObjectAnalytics, Shape, ShapeKind,
 };
+pub use display::{DisplayElement, DisplayLine, DisplayRect, DisplayText};
 pub use meta::BatchMeta;

@@ -33,8 +33,8 @@ use crate::batch::Surface;
 /// Name of the meta API GType. Carries a layout version because the meta holds Rust data: two
 /// builds with different `Batch` layouts in one process must not read each other's metas.
 /// Bump it whenever a type in `analytics` changes shape.
-const API_NAME: &std::ffi::CStr = c"FerrostreamBatchMetaV3API";
-const IMPL_NAME: &std::ffi::CStr = c"FerrostreamBatchMetaV3";
+const API_NAME: &std::ffi::CStr = c"FerrostreamBatchMetaV4API";
+const IMPL_NAME: &std::ffi::CStr = c"FerrostreamBatchMetaV4";
 
 /// The analytics metadata of a buffer: one [`Batch`] of frames.
 #[repr(transparent)]
@@ -110,6 +110,28 @@ impl BatchMeta {
         &mut self.0.surfaces
     }
 
+    /// How many times applications changed the batch through [`crate::edit`] since the meta was
+    /// attached: a view read at one revision must not edit another.
+    pub fn revision(&self) -> u64 {
+        self.0.revision
+    }
+
+    /// Records a change made on behalf of an application.
+    pub fn bump_revision(&mut self) -> u64 {
+        self.0.revision = self.0.revision.wrapping_add(1);
+        self.0.revision
+    }
+
+    /// Whether the meta on buffers is the one this copy of the library registered. Another
+    /// copy (a second build of Ferrostream loaded into the process) would have registered it
+    /// first, with callbacks and a layout of its own; its metas must not be read as ours.
+    pub fn registered_here() -> bool {
+        let info = imp::meta_info();
+        // SAFETY: `meta_info` returns the registered, immutable GstMetaInfo.
+        let init = unsafe { (*info).init_func };
+        init.is_some_and(|f| f as *const () as usize == imp::init_address())
+    }
+
     /// The buffer's meta, borrowed for as long as the buffer is.
     pub fn of(buffer: &gst::BufferRef) -> Option<&BatchMeta> {
         // SAFETY: `gst_buffer_get_meta` returns our registered meta (or NULL); it lives in the
@@ -161,6 +183,11 @@ mod imp {
         parent: gst::ffi::GstMeta,
         pub(super) batch: Batch,
         pub(super) surfaces: Vec<Surface>,
+        pub(super) revision: u64,
+    }
+
+    pub(super) fn init_address() -> usize {
+        batch_meta_init as *const () as usize
     }
 
     pub(super) fn meta_api_type() -> glib::Type {
@@ -235,6 +262,7 @@ mod imp {
             };
             ptr::write(ptr::addr_of_mut!((*meta).batch), batch);
             ptr::write(ptr::addr_of_mut!((*meta).surfaces), surfaces);
+            ptr::write(ptr::addr_of_mut!((*meta).revision), 0);
         }
         glib::ffi::GTRUE
     }

@@ -6,6 +6,8 @@
 
 use gst::glib;
 
+pub mod capi;
+
 pub use ferrostream_analytics as analytics;
 pub use ferrostream_core as core;
 pub use ferrostream_msgbroker as msgbroker;

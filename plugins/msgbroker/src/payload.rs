@@ -398,6 +398,41 @@ mod tests {
     }
 
     #[test]
+    fn user_meta_of_frames_and_objects_is_in_the_ferrostream_payloads() {
+        use serde_json::json as value;
+        let mut f = frame();
+        f.user_meta
+            .insert("zone".into(), value!({"name": "dock", "open": true}));
+        f.user_meta.insert("shift".into(), value!(2));
+        f.objects[0]
+            .user_meta
+            .insert("checked_by".into(), value!(["ana", "li"]));
+        let v = json(&builder(Schema::Ferrostream).frame(&f, "abc-3"));
+        assert_eq!(
+            v["user_meta"],
+            value!({"zone": {"name": "dock", "open": true}, "shift": 2})
+        );
+        assert_eq!(
+            v["objects"][0]["user_meta"],
+            value!({"checked_by": ["ana", "li"]})
+        );
+        // Objects without any carry none.
+        assert!(v["objects"][1].get("user_meta").is_none());
+        // A reader of the payload gets the same values back.
+        let parsed = ferrostream_core::json::parse_frame_line(&v.to_string()).unwrap();
+        assert_eq!(parsed.user_meta, f.user_meta);
+        assert_eq!(parsed.objects[0].user_meta, f.objects[0].user_meta);
+        // Events carry the object's record, its values with it.
+        let events = EventTracker::new(0).frame(&f);
+        let appeared = events
+            .iter()
+            .map(|e| json(&builder(Schema::Ferrostream).event(e, "abc-4")))
+            .find(|e| e["object"]["object_id"] == 42)
+            .unwrap();
+        assert_eq!(appeared["object"]["user_meta"]["checked_by"][1], "li");
+    }
+
+    #[test]
     fn deepstream_minimal_frame_layout() {
         let v = json(&builder(Schema::DeepstreamMinimal).frame(&frame(), "abc-2"));
         assert_eq!(v["version"], "4.0");

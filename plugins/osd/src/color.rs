@@ -21,6 +21,8 @@ impl Rgba {
 
     pub const WHITE: Rgba = Rgba::new(255, 255, 255, 255);
     pub const BLACK: Rgba = Rgba::new(0, 0, 0, 255);
+    /// Draws nothing: fills in it are dropped.
+    pub const TRANSPARENT: Rgba = Rgba::new(0, 0, 0, 0);
 
     /// From nvdsosd's packed `0xRRGGBBAA`.
     pub const fn from_u32(v: u32) -> Self {
@@ -40,6 +42,13 @@ impl Rgba {
 
     pub fn is_transparent(self) -> bool {
         self.a == 0
+    }
+}
+
+/// The metadata's colours (`ferrostream_core::display::Color`), `[r, g, b, a]`.
+impl From<[u8; 4]> for Rgba {
+    fn from([r, g, b, a]: [u8; 4]) -> Self {
+        Self { r, g, b, a }
     }
 }
 

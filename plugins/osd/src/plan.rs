@@ -9,12 +9,24 @@
 //! painter reads, with the atlas uploaded once), and, unless the planner is told not to, as a
 //! rectangle of the list's own 8-bit coverage image composed from those glyphs (what the CPU
 //! painter [`crate::paint`] reads).
+//!
+//! A frame's display elements (the application's own text, rectangles and lines) are planned
+//! after its analytics shapes and objects, whatever the `display-*` switches say, so each comes
+//! after theirs in its own array (fills over fills, text over text).
 
-use ferrostream_core::{Frame, FrameAnalytics, Object, ShapeKind};
+use ferrostream_core::display::{MAX_ELEMENTS_PER_FRAME, MAX_TEXTS_PER_FRAME};
+use ferrostream_core::{DisplayElement, Frame, FrameAnalytics, Object, ShapeKind};
 
 use crate::color::Rgba;
 use crate::font::{ATLAS_WIDTH, GlyphAtlas, PlacedGlyph, Typeface};
 use crate::style::{BlurMode, Style};
+
+/// The nearest pixel boundary to `v`, kept far enough from `i32`'s limits that adding a size to
+/// it cannot overflow (NaN becomes 0).
+fn to_pixel(v: f32) -> i32 {
+    v.round()
+        .clamp(i32::MIN as f32 / 2.0, i32::MAX as f32 / 2.0) as i32
+}
 
 /// A half-open pixel rectangle: columns `x0..x1`, rows `y0..y1`.
 #[repr(C)]
@@ -46,15 +58,11 @@ impl PixelRect {
     /// The pixels a box covers: its edges rounded to the nearest pixel boundary.
     pub fn of_box(object: &Object, sx: f32, sy: f32) -> Self {
         let b = object.bbox();
-        let r = |v: f32| {
-            v.round()
-                .clamp(i32::MIN as f32 / 2.0, i32::MAX as f32 / 2.0) as i32
-        };
         Self::new(
-            r(b.left * sx),
-            r(b.top * sy),
-            r(b.right() * sx),
-            r(b.bottom() * sy),
+            to_pixel(b.left * sx),
+            to_pixel(b.top * sy),
+            to_pixel(b.right() * sx),
+            to_pixel(b.bottom() * sy),
         )
     }
 
@@ -505,6 +513,62 @@ impl Planner {
                 let background = style.text_bg_color.unwrap_or(class.border_color);
                 self.label(style, rect, background, list);
             }
+        }
+        // The application's own drawing: after everything else the frame describes, and never
+        // switched off by the style (the application asked for exactly these). Elements beyond
+        // the per-frame bound are dropped, so that no frame's metadata can make planning
+        // arbitrarily long.
+        let mut texts = 0;
+        for element in frame.display.iter().take(MAX_ELEMENTS_PER_FRAME) {
+            if let DisplayElement::Text(_) = element {
+                texts += 1;
+                if texts > MAX_TEXTS_PER_FRAME {
+                    continue;
+                }
+            }
+            self.display_element(element, (sx, sy), list);
+        }
+    }
+
+    /// One display element, its points scaled from frame to list pixels like object boxes; its
+    /// text size and line widths stay in pixels, as labels' and borders' do. An element outside
+    /// [`DisplayElement::validate`]'s bounds is not drawn: they keep a bad element from making
+    /// the planner lay out or rasterise without limit.
+    fn display_element(
+        &mut self,
+        element: &DisplayElement,
+        (sx, sy): (f32, f32),
+        list: &mut DrawList,
+    ) {
+        if element.validate().is_err() {
+            return;
+        }
+        match element {
+            DisplayElement::Text(t) => {
+                let extent = self.lay_out(&t.text, t.size);
+                let at = (to_pixel(t.x * sx), to_pixel(t.y * sy));
+                // Without a background only the glyphs are drawn: `fill` drops transparent fills.
+                let background = t.background.map_or(Rgba::TRANSPARENT, Rgba::from);
+                self.place(at, extent, background, Rgba::from(t.color), list);
+            }
+            DisplayElement::Rect(r) => {
+                let rect = PixelRect::new(
+                    to_pixel(r.left * sx),
+                    to_pixel(r.top * sy),
+                    to_pixel((r.left + r.width) * sx),
+                    to_pixel((r.top + r.height) * sy),
+                );
+                if let Some(fill) = r.fill {
+                    list.fill(rect, Rgba::from(fill));
+                }
+                list.border(rect, r.border_width, Rgba::from(r.border_color));
+            }
+            DisplayElement::Line(l) => list.segment(
+                [l.x1 * sx, l.y1 * sy],
+                [l.x2 * sx, l.y2 * sy],
+                l.width as i32,
+                Rgba::from(l.color),
+            ),
         }
     }
 
@@ -1186,5 +1250,112 @@ mod tests {
         counted.object_counts.insert(0, 2);
         f.analytics = Some(counted);
         assert_eq!(plan(&style, &f, 400, 200).texts.len(), 4);
+    }
+
+    #[test]
+    fn display_elements_are_drawn_scaled_and_invalid_ones_skipped() {
+        use ferrostream_core::{DisplayLine, DisplayRect, DisplayText};
+        // Everything of the style's own switched off: the elements are drawn anyway.
+        let style = Style {
+            display_bbox: false,
+            display_text: false,
+            display_analytics: false,
+            ..Style::default()
+        };
+        let (red, green, white) = ([255, 0, 0, 255], [0, 255, 0, 255], [255, 255, 255, 255]);
+        let blue = [0, 0, 255, 128];
+        let text = |x, y, text: &str, size, background| {
+            DisplayElement::Text(DisplayText {
+                x,
+                y,
+                text: text.into(),
+                size,
+                color: white,
+                background,
+            })
+        };
+        let mut frame = frame_with(&[]);
+        frame.display = vec![
+            DisplayElement::Rect(DisplayRect {
+                left: 10.0,
+                top: 20.0,
+                width: 30.0,
+                height: 10.0,
+                border_width: 2,
+                border_color: red,
+                fill: Some(blue),
+            }),
+            DisplayElement::Line(DisplayLine {
+                x1: 0.0,
+                y1: 50.0,
+                x2: 100.0,
+                y2: 50.0,
+                width: 3,
+                color: green,
+            }),
+            text(50.0, 10.0, "Hi", 16, None),
+            text(150.0, 60.0, "A", 8, Some([0, 0, 0, 255])),
+            // Each breaks a bound: none is drawn.
+            DisplayElement::Rect(DisplayRect {
+                left: 0.0,
+                top: 0.0,
+                width: -5.0,
+                height: 5.0,
+                border_width: 1,
+                border_color: red,
+                fill: Some(red),
+            }),
+            DisplayElement::Line(DisplayLine {
+                x1: 0.0,
+                y1: 0.0,
+                x2: 10.0,
+                y2: 10.0,
+                width: ferrostream_core::display::MAX_LINE_WIDTH + 1,
+                color: red,
+            }),
+            text(0.0, 0.0, "no size", 0, Some(red)),
+            text(f32::NAN, 0.0, "nowhere", 16, Some(red)),
+        ];
+        // Described at 200x100, drawn at 400x200: every point doubles; sizes stay in pixels.
+        let list = plan(&style, &frame, 400, 200);
+        let fills: Vec<(PixelRect, Rgba)> = list.fills.iter().map(|f| (f.rect, f.color)).collect();
+        let (red, green, blue) = (Rgba::from(red), Rgba::from(green), Rgba::from(blue));
+        assert_eq!(
+            fills,
+            vec![
+                // The rectangle (20, 40)-(80, 60): filled, then a 2-pixel border inside.
+                (PixelRect::new(20, 40, 80, 60), blue),
+                (PixelRect::new(20, 40, 80, 42), red),
+                (PixelRect::new(20, 58, 80, 60), red),
+                (PixelRect::new(20, 42, 22, 58), red),
+                (PixelRect::new(78, 42, 80, 58), red),
+                // The line at y = 100, 3 pixels thick, from x = 0 to 200 inclusive.
+                (PixelRect::new(0, 99, 201, 102), green),
+                // Only the second text has a background: 8-pixel cell plus 1 of padding around.
+                (PixelRect::new(300, 120, 310, 130), Rgba::BLACK),
+            ]
+        );
+        let runs: Vec<(PixelRect, Rgba)> = list.texts.iter().map(|t| (t.rect, t.color)).collect();
+        assert_eq!(
+            runs,
+            vec![
+                // "Hi" at (100, 20), inside 2 pixels of padding: two 16-pixel cells.
+                (PixelRect::new(102, 22, 134, 38), Rgba::WHITE),
+                (PixelRect::new(301, 121, 309, 129), Rgba::WHITE),
+            ]
+        );
+        // Drawn at the described size, nothing moves.
+        let list = plan(&style, &frame, 200, 100);
+        assert_eq!(list.fills[0].rect, PixelRect::new(10, 20, 40, 30));
+        assert_eq!(list.texts[0].rect, PixelRect::new(52, 12, 84, 28));
+        // A border 0 wide is no border.
+        let DisplayElement::Rect(r) = &mut frame.display[0] else {
+            unreachable!()
+        };
+        r.border_width = 0;
+        frame.display.truncate(1);
+        let list = plan(&style, &frame, 200, 100);
+        assert_eq!(list.fills.len(), 1);
+        assert!(list.texts.is_empty());
     }
 }

@@ -259,6 +259,32 @@ impl ContextTracker {
     }
 }
 
+/// Prepares `buffer` (CUDA memory) to be mapped for device access by other code: waits for the
+/// producer's pending work on it, and returns the `gst_buffer_map` flags that give device
+/// pointers and the GPU the memory is on.
+pub fn prepare_device_map(buffer: &gst::BufferRef, write: bool) -> Result<(u32, u32)> {
+    let lib = lib()?;
+    let mem = (buffer.n_memory() > 0)
+        .then(|| buffer.peek_memory(0))
+        .ok_or_else(|| CudaError::Invalid("the buffer has no memory".into()))?;
+    let object = memory_context(mem)
+        .ok_or_else(|| CudaError::Invalid("the buffer is not GStreamer CUDA memory".into()))?;
+    if let Some(sync) = lib.memory_sync {
+        // SAFETY: `mem` is CUDA memory (checked above).
+        unsafe { sync(mem.as_ptr() as *mut _) };
+    }
+    let gpu = if object.has_property("cuda-device-id") {
+        object.property::<u32>("cuda-device-id")
+    } else {
+        0
+    };
+    let mut flags = gst::ffi::GST_MAP_READ | MAP_CUDA;
+    if write {
+        flags |= gst::ffi::GST_MAP_WRITE;
+    }
+    Ok((flags, gpu))
+}
+
 /// Maps `buffer` (CUDA memory laid out as `info`) for device access, reading or writing. The
 /// producer's pending work on the memory is waited for first.
 pub fn map<'a>(

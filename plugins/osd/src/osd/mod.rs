@@ -2,7 +2,9 @@
 //! background in a TrueType font), a clock and per-source text, and blurs the boxes of chosen
 //! classes. Works in place on RGBA, BGRA, RGBx, BGRx, NV12 and I420 frames, and on every frame of
 //! a batch from `rsstreammux`; YUV colours follow the caps' colorimetry (BT.601/709/2020, full or
-//! limited range).
+//! limited range). The text, rectangles and lines an application puts in a frame's metadata
+//! (display elements, [`ferrostream_core::display`]) are drawn after its objects, scaled like their
+//! boxes, whatever `display-bbox` and `display-text` say.
 //!
 //! ```sh
 //! gst-launch-1.0 filesrc location=vtest.avi ! decodebin ! videoconvert \
@@ -25,7 +27,9 @@
 //! `gpu-frames` and `pixel-copies` counters say where frames were drawn.
 //!
 //! ```sh
-//! gst-launch-1.0 filesrc location=carphone_pristine.mp4 ! qtdemux ! h264parse ! nvh264dec //!     ! "video/x-raw(memory:CUDAMemory)" ! rsosd source-text="0=Car" display-clock=true //!     ! cudadownload ! videoconvert ! autovideosink
+//! gst-launch-1.0 filesrc location=carphone_pristine.mp4 ! qtdemux ! h264parse ! nvh264dec \
+//!     ! "video/x-raw(memory:CUDAMemory)" ! rsosd source-text="0=Car" display-clock=true \
+//!     ! cudadownload ! videoconvert ! autovideosink
 //! ```
 
 use gst::glib;

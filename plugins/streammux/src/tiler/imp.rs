@@ -34,6 +34,8 @@ struct Tile {
     objects: Vec<Object>,
     /// The frame's rsanalytics results, placed in the tile, labels naming the source.
     analytics: Option<FrameAnalytics>,
+    /// The frame's display elements, placed in the tile.
+    display: Vec<ferrostream_core::DisplayElement>,
 }
 
 struct State {
@@ -136,6 +138,7 @@ impl Canvas {
             scaler: Scaler::new(1),
             objects: Vec::new(),
             analytics: None,
+            display: Vec::new(),
         });
         tile.dest = dest;
         let src = gst_video::VideoFrameRef::from_buffer_ref_readable(pixels, info)
@@ -151,6 +154,16 @@ impl Canvas {
                 [m.left, m.top]
             })
         });
+        tile.display = frame
+            .display
+            .iter()
+            .map(|e| {
+                e.mapped(|[x, y]| {
+                    let m = map_box(ferrostream_core::BBox::new(x, y, 0.0, 0.0), w, h, dest);
+                    [m.left, m.top]
+                })
+            })
+            .collect();
         tile.objects = frame
             .objects
             .iter()
@@ -437,6 +450,12 @@ impl BaseTransformImpl for Tiler {
             .tiles
             .values()
             .flat_map(|t| t.objects.iter().cloned())
+            .collect();
+        frame.display = state
+            .canvas
+            .tiles
+            .values()
+            .flat_map(|t| t.display.iter().cloned())
             .collect();
         for analytics in state
             .canvas

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * Ferrostream metadata for C applications: read the frames and objects that Ferrostream
+ * elements attached to a buffer (in a pad probe, an appsink callback, ...).
+ *
+ * The functions are exported by the Ferrostream plugin library (libgstferrostream.so); link it
+ * with `pkg-config --libs ferrostream` and load the plugin as usual (GStreamer then uses that
+ * same library, so the metadata type is registered once).
+ *
+ *   const FerrostreamBatch *batch = ferrostream_batch_get (buffer);
+ *   for (guint f = 0; f < ferrostream_batch_n_frames (batch); f++) {
+ *     FerrostreamFrame frame;
+ *     ferrostream_batch_frame (batch, f, &frame);
+ *     for (guint o = 0; o < frame.n_objects; o++) {
+ *       FerrostreamObject obj;
+ *       ferrostream_batch_object (batch, f, o, &obj);
+ *       printf ("%.*s %.2f\n", (int) obj.label_len, obj.label, obj.confidence);
+ *     }
+ *   }
+ *
+ * Strings are UTF-8 with a length (not NUL-terminated) and, like the arrays, point into the
+ * metadata: they are valid until the buffer's metadata changes or the buffer is freed.
+ * Everything else (attributes, masks, analytics results, user metadata, display elements) is in
+ * the JSON records of ferrostream_batch_frame_json / ferrostream_batch_object_json, in the
+ * schema that rsmetaexport writes.
+ */
+#ifndef FERROSTREAM_META_H
+#define FERROSTREAM_META_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The ABI version this header describes; compare with ferrostream_abi_version (). */
+#define FERROSTREAM_ABI_VERSION 1
+
+/* object_id of an object no tracker has given an id. */
+#define FERROSTREAM_UNTRACKED UINT64_MAX
+/* A timestamp that is not known (GST_CLOCK_TIME_NONE). */
+#define FERROSTREAM_TIME_NONE UINT64_MAX
+
+/* Results of the functions that can fail. */
+typedef enum {
+  FERROSTREAM_OK = 0,
+  FERROSTREAM_NO_META = 1,
+  FERROSTREAM_NOT_WRITABLE = 2,
+  FERROSTREAM_STALE = 3,
+  FERROSTREAM_BAD_INDEX = 4,
+  FERROSTREAM_INVALID = 5,
+  FERROSTREAM_UNSUPPORTED = 6,
+  FERROSTREAM_NOT_A_BUFFER = 7,
+  FERROSTREAM_FOREIGN_META = 8,
+  FERROSTREAM_MAP_FAILED = 9,
+} FerrostreamStatus;
+
+/* A buffer's batch metadata (opaque). */
+typedef struct _FerrostreamBatch FerrostreamBatch;
+
+/* A rectangle in pixels of the frame (FerrostreamFrame.width x height). */
+typedef struct {
+  float left, top, width, height;
+} FerrostreamBox;
+
+typedef struct {
+  uint32_t source_id;
+  uint32_t pad_index;
+  uint64_t frame_num;
+  uint64_t pts;                 /* FERROSTREAM_TIME_NONE when unknown */
+  uint32_t width, height;       /* the size the boxes refer to */
+  uint32_t source_width, source_height;
+  uint32_t n_objects;
+  uint32_t n_components_run;
+  const int32_t *components_run;        /* gie-unique-ids of the inference that ran */
+  uint32_t n_terminated_ids;
+  const uint64_t *terminated_ids;       /* tracks that ended in this frame */
+  uint32_t n_display;                   /* display elements for rsosd */
+  uint8_t has_analytics, has_segmentation, has_user_meta, reserved;
+} FerrostreamFrame;
+
+typedef struct {
+  uint64_t object_id;           /* FERROSTREAM_UNTRACKED until a tracker gives one */
+  int32_t class_id;
+  int32_t component_id;         /* gie-unique-id of the component that found it */
+  const char *label;
+  size_t label_len;
+  float confidence;
+  FerrostreamBox bbox;          /* the box to show: the tracker's, else the detector's */
+  FerrostreamBox detector_bbox;
+  FerrostreamBox tracker_bbox;  /* valid when has_tracker_bbox */
+  uint8_t has_tracker_bbox, has_tracker_confidence, has_tracker_age, has_parent;
+  float tracker_confidence;
+  uint32_t tracker_age;
+  uint32_t parent;              /* index in the frame's objects, when has_parent */
+  uint32_t n_classifications;
+  uint32_t n_attributes;
+  uint8_t has_mask, has_analytics, has_user_meta, reserved;
+} FerrostreamObject;
+
+typedef struct {
+  int32_t component_id;
+  int32_t class_id;
+  const char *label;
+  size_t label_len;
+  float prob;
+} FerrostreamClassification;
+
+/* The ABI version of the loaded library. */
+uint32_t ferrostream_abi_version (void);
+
+/* The buffer's batch metadata (a GstBuffer *), or NULL when it has none. Valid while the buffer
+ * lives and its metadata is not changed. */
+const FerrostreamBatch *ferrostream_batch_get (void *buffer);
+
+uint32_t ferrostream_batch_n_frames (const FerrostreamBatch *batch);
+
+/* How many times applications changed the metadata (Python edits, for instance). */
+uint64_t ferrostream_batch_revision (const FerrostreamBatch *batch);
+
+/* Fill *out; FERROSTREAM_BAD_INDEX for an index out of range. */
+int ferrostream_batch_frame (const FerrostreamBatch *batch, uint32_t frame, FerrostreamFrame *out);
+int ferrostream_batch_object (const FerrostreamBatch *batch, uint32_t frame, uint32_t object,
+    FerrostreamObject *out);
+int ferrostream_batch_classification (const FerrostreamBatch *batch, uint32_t frame,
+    uint32_t object, uint32_t index, FerrostreamClassification *out);
+
+/* The record of a frame or an object as JSON (rsmetaexport's schema); free with g_free.
+ * NULL for an index out of range. */
+char *ferrostream_batch_frame_json (const FerrostreamBatch *batch, uint32_t frame);
+char *ferrostream_batch_object_json (const FerrostreamBatch *batch, uint32_t frame,
+    uint32_t object);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FERROSTREAM_META_H */

@@ -1,0 +1,528 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! Changes applications make to a batch while the buffer is in the pipeline (the Python
+//! package and C applications, through the plugin's C ABI): remove an object, change its label,
+//! class or box, add an object, attach user metadata, add display elements for `rsosd`.
+//!
+//! An edit is a small JSON object tagged by `op`, so the ABI stays one function however many
+//! kinds of change there are:
+//!
+//! ```json
+//! {"op":"remove_object","frame":0,"object":3}
+//! {"op":"set_object","frame":0,"object":1,"label":"visitor","class_id":7}
+//! {"op":"add_object","frame":0,"object":{"class_id":0,"label":"person","confidence":1.0,
+//!   "bbox":{"left":10,"top":20,"width":30,"height":60}}}
+//! {"op":"set_frame_user_meta","frame":0,"key":"zone","value":{"open":true}}
+//! {"op":"add_display","frame":0,"element":{"kind":"text","x":10,"y":10,"text":"3 people",
+//!   "size":16,"color":[255,255,255,255]}}
+//! ```
+//!
+//! Every value is checked before anything changes: an edit that fails leaves the batch as it
+//! was.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use crate::analytics::{AttributeValue, BBox, Batch, Frame, Object};
+use crate::display::{DisplayElement, DisplayError, MAX_ELEMENTS_PER_FRAME, MAX_TEXTS_PER_FRAME};
+
+/// The longest label, in bytes (DeepStream's `MAX_LABEL_SIZE` is 128).
+pub const MAX_LABEL_BYTES: usize = 128;
+/// The longest user-metadata or attribute key, in bytes.
+pub const MAX_KEY_BYTES: usize = 256;
+/// The most user-metadata keys of one frame or object.
+pub const MAX_USER_KEYS: usize = 256;
+/// The largest user-metadata value, as JSON text.
+pub const MAX_USER_VALUE_BYTES: usize = 64 * 1024;
+/// The most objects one frame holds after an application added some.
+pub const MAX_OBJECTS_PER_FRAME: usize = 65_536;
+
+/// One change to a batch.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Edit {
+    RemoveObject {
+        frame: u32,
+        object: u32,
+    },
+    SetObject {
+        frame: u32,
+        object: u32,
+        #[serde(default)]
+        label: Option<String>,
+        #[serde(default)]
+        class_id: Option<i32>,
+        #[serde(default)]
+        confidence: Option<f32>,
+        /// The box shown: the tracker's when the object has one, else the detector's.
+        #[serde(default)]
+        bbox: Option<BBox>,
+        #[serde(default)]
+        detector_bbox: Option<BBox>,
+        #[serde(default)]
+        tracker_bbox: Option<BBox>,
+    },
+    AddObject {
+        frame: u32,
+        object: NewObject,
+    },
+    SetObjectAttribute {
+        frame: u32,
+        object: u32,
+        key: String,
+        value: AttributeValue,
+    },
+    RemoveObjectAttribute {
+        frame: u32,
+        object: u32,
+        key: String,
+    },
+    SetObjectUserMeta {
+        frame: u32,
+        object: u32,
+        key: String,
+        value: serde_json::Value,
+    },
+    RemoveObjectUserMeta {
+        frame: u32,
+        object: u32,
+        key: String,
+    },
+    SetFrameUserMeta {
+        frame: u32,
+        key: String,
+        value: serde_json::Value,
+    },
+    RemoveFrameUserMeta {
+        frame: u32,
+        key: String,
+    },
+    AddDisplay {
+        frame: u32,
+        element: DisplayElement,
+    },
+    ClearDisplay {
+        frame: u32,
+    },
+}
+
+/// An object an application adds: untracked (a tracker downstream gives it an id).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewObject {
+    pub class_id: i32,
+    pub label: String,
+    #[serde(default = "full_confidence")]
+    pub confidence: f32,
+    pub bbox: BBox,
+    /// The `gie-unique-id` it is credited to; 0 (no inference component) by default.
+    #[serde(default)]
+    pub component_id: i32,
+    #[serde(default)]
+    pub parent: Option<u32>,
+}
+
+fn full_confidence() -> f32 {
+    1.0
+}
+
+/// Why an edit was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EditError {
+    #[error("malformed edit: {0}")]
+    Malformed(String),
+    #[error("frame {frame} does not exist: the batch has {count} frames")]
+    NoFrame { frame: u32, count: usize },
+    #[error("object {object} does not exist: frame {frame} has {count} objects")]
+    NoObject {
+        frame: u32,
+        object: u32,
+        count: usize,
+    },
+    #[error("{0}")]
+    Invalid(String),
+    #[error("display element refused: {0}")]
+    Display(#[from] DisplayError),
+}
+
+impl Edit {
+    /// Parses one edit from its JSON form.
+    pub fn parse(json: &[u8]) -> Result<Self, EditError> {
+        serde_json::from_slice(json).map_err(|e| EditError::Malformed(e.to_string()))
+    }
+}
+
+/// Applies `edit` to `batch`; returns the index of an added object, else 0.
+pub fn apply(batch: &mut Batch, edit: Edit) -> Result<i64, EditError> {
+    match edit {
+        Edit::RemoveObject { frame, object } => {
+            let f = frame_mut(batch, frame)?;
+            object_index(f, frame, object)?;
+            remove_object(f, object as usize);
+        }
+        Edit::SetObject {
+            frame,
+            object,
+            label,
+            class_id,
+            confidence,
+            bbox,
+            detector_bbox,
+            tracker_bbox,
+        } => {
+            let o = object_mut(batch, frame, object)?;
+            if let Some(label) = &label {
+                check_label(label)?;
+            }
+            for b in [bbox, detector_bbox, tracker_bbox].iter().flatten() {
+                check_box(b)?;
+            }
+            if let Some(c) = confidence {
+                check_confidence(c)?;
+            }
+            if let Some(label) = label {
+                o.label = Arc::from(label);
+            }
+            if let Some(class_id) = class_id {
+                o.class_id = class_id;
+            }
+            if let Some(c) = confidence {
+                o.confidence = c;
+            }
+            if let Some(b) = detector_bbox {
+                o.detector_bbox = b;
+            }
+            if let Some(b) = tracker_bbox {
+                o.tracker_bbox = Some(b);
+            }
+            if let Some(b) = bbox {
+                match &mut o.tracker_bbox {
+                    Some(t) => *t = b,
+                    None => o.detector_bbox = b,
+                }
+            }
+        }
+        Edit::AddObject { frame, object } => {
+            check_label(&object.label)?;
+            check_box(&object.bbox)?;
+            check_confidence(object.confidence)?;
+            let f = frame_mut(batch, frame)?;
+            if f.objects.len() >= MAX_OBJECTS_PER_FRAME {
+                return Err(EditError::Invalid(format!(
+                    "frame {frame} already has {MAX_OBJECTS_PER_FRAME} objects"
+                )));
+            }
+            if let Some(parent) = object.parent {
+                object_index(f, frame, parent)?;
+            }
+            let mut o = Object::new(
+                object.class_id,
+                Arc::from(object.label),
+                object.confidence,
+                object.bbox,
+                object.component_id,
+            );
+            o.parent = object.parent;
+            f.objects.push(o);
+            return Ok(f.objects.len() as i64 - 1);
+        }
+        Edit::SetObjectAttribute {
+            frame,
+            object,
+            key,
+            value,
+        } => {
+            let o = object_mut(batch, frame, object)?;
+            check_key(&key, &o.attributes)?;
+            if let AttributeValue::Text(t) = &value
+                && t.len() > MAX_USER_VALUE_BYTES
+            {
+                return Err(EditError::Invalid(format!(
+                    "attribute {key:?} is {} bytes long; at most {MAX_USER_VALUE_BYTES}",
+                    t.len()
+                )));
+            }
+            o.attributes.insert(key, value);
+        }
+        Edit::RemoveObjectAttribute { frame, object, key } => {
+            object_mut(batch, frame, object)?.attributes.remove(&key);
+        }
+        Edit::SetObjectUserMeta {
+            frame,
+            object,
+            key,
+            value,
+        } => {
+            let o = object_mut(batch, frame, object)?;
+            check_user_value(&key, &value, &o.user_meta)?;
+            o.user_meta.insert(key, value);
+        }
+        Edit::RemoveObjectUserMeta { frame, object, key } => {
+            object_mut(batch, frame, object)?.user_meta.remove(&key);
+        }
+        Edit::SetFrameUserMeta { frame, key, value } => {
+            let f = frame_mut(batch, frame)?;
+            check_user_value(&key, &value, &f.user_meta)?;
+            f.user_meta.insert(key, value);
+        }
+        Edit::RemoveFrameUserMeta { frame, key } => {
+            frame_mut(batch, frame)?.user_meta.remove(&key);
+        }
+        Edit::AddDisplay { frame, element } => {
+            element.validate()?;
+            let f = frame_mut(batch, frame)?;
+            if f.display.len() >= MAX_ELEMENTS_PER_FRAME {
+                return Err(DisplayError::TooMany.into());
+            }
+            let is_text = |e: &DisplayElement| matches!(e, DisplayElement::Text(_));
+            if is_text(&element)
+                && f.display.iter().filter(|e| is_text(e)).count() >= MAX_TEXTS_PER_FRAME
+            {
+                return Err(DisplayError::TooManyTexts.into());
+            }
+            f.display.push(element);
+        }
+        Edit::ClearDisplay { frame } => frame_mut(batch, frame)?.display.clear(),
+    }
+    Ok(0)
+}
+
+/// Removes object `index`, keeping the other objects' `parent` indices pointing at the same
+/// objects (a child of the removed object loses its parent).
+pub fn remove_object(frame: &mut Frame, index: usize) {
+    frame.objects.remove(index);
+    for o in &mut frame.objects {
+        o.parent = match o.parent {
+            Some(p) if p as usize == index => None,
+            Some(p) if p as usize > index => Some(p - 1),
+            other => other,
+        };
+    }
+}
+
+fn frame_mut(batch: &mut Batch, frame: u32) -> Result<&mut Frame, EditError> {
+    let count = batch.frames.len();
+    batch
+        .frames
+        .get_mut(frame as usize)
+        .ok_or(EditError::NoFrame { frame, count })
+}
+
+fn object_index(f: &Frame, frame: u32, object: u32) -> Result<usize, EditError> {
+    let count = f.objects.len();
+    if (object as usize) < count {
+        Ok(object as usize)
+    } else {
+        Err(EditError::NoObject {
+            frame,
+            object,
+            count,
+        })
+    }
+}
+
+fn object_mut(batch: &mut Batch, frame: u32, object: u32) -> Result<&mut Object, EditError> {
+    let f = frame_mut(batch, frame)?;
+    let i = object_index(f, frame, object)?;
+    Ok(&mut f.objects[i])
+}
+
+fn check_label(label: &str) -> Result<(), EditError> {
+    if label.len() > MAX_LABEL_BYTES {
+        return Err(EditError::Invalid(format!(
+            "the label is {} bytes long; at most {MAX_LABEL_BYTES}",
+            label.len()
+        )));
+    }
+    Ok(())
+}
+
+fn check_box(b: &BBox) -> Result<(), EditError> {
+    if ![b.left, b.top, b.width, b.height]
+        .iter()
+        .all(|v| v.is_finite())
+    {
+        return Err(EditError::Invalid(format!(
+            "box {b:?} has a coordinate that is not a finite number"
+        )));
+    }
+    if b.width < 0.0 || b.height < 0.0 {
+        return Err(EditError::Invalid(format!(
+            "box {b:?} has a negative width or height"
+        )));
+    }
+    Ok(())
+}
+
+fn check_confidence(c: f32) -> Result<(), EditError> {
+    if !c.is_finite() {
+        return Err(EditError::Invalid(format!(
+            "confidence {c} is not a finite number"
+        )));
+    }
+    Ok(())
+}
+
+fn check_key<V>(key: &str, existing: &BTreeMap<String, V>) -> Result<(), EditError> {
+    if key.is_empty() || key.len() > MAX_KEY_BYTES {
+        return Err(EditError::Invalid(format!(
+            "key {key:?} must be 1 to {MAX_KEY_BYTES} bytes long"
+        )));
+    }
+    if existing.len() >= MAX_USER_KEYS && !existing.contains_key(key) {
+        return Err(EditError::Invalid(format!(
+            "already {MAX_USER_KEYS} keys; key {key:?} not added"
+        )));
+    }
+    Ok(())
+}
+
+fn check_user_value(
+    key: &str,
+    value: &serde_json::Value,
+    existing: &BTreeMap<String, serde_json::Value>,
+) -> Result<(), EditError> {
+    check_key(key, existing)?;
+    let size = serde_json::to_vec(value).map_or(usize::MAX, |v| v.len());
+    if size > MAX_USER_VALUE_BYTES {
+        return Err(EditError::Invalid(format!(
+            "the value of {key:?} is {size} bytes of JSON; at most {MAX_USER_VALUE_BYTES}"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch() -> Batch {
+        let mut frame = Frame::new(0, 1, 640, 480);
+        for (i, label) in ["person", "face", "car"].iter().enumerate() {
+            let mut o = Object::new(
+                i as i32,
+                (*label).into(),
+                0.5,
+                BBox::new(10.0 * i as f32, 0.0, 5.0, 5.0),
+                1,
+            );
+            if i == 1 {
+                o.parent = Some(0);
+            }
+            frame.objects.push(o);
+        }
+        frame.objects[2].parent = Some(1);
+        Batch::single(frame)
+    }
+
+    fn edit(b: &mut Batch, json: &str) -> Result<i64, EditError> {
+        apply(b, Edit::parse(json.as_bytes())?)
+    }
+
+    #[test]
+    fn removing_keeps_parents_pointing_at_the_same_objects() {
+        let mut b = batch();
+        edit(&mut b, r#"{"op":"remove_object","frame":0,"object":0}"#).unwrap();
+        let objects = &b.frames[0].objects;
+        assert_eq!(objects.len(), 2);
+        assert_eq!(&*objects[0].label, "face");
+        assert_eq!(objects[0].parent, None);
+        assert_eq!(objects[1].parent, Some(0));
+    }
+
+    #[test]
+    fn set_object_changes_only_what_is_named() {
+        let mut b = batch();
+        b.frames[0].objects[1].tracker_bbox = Some(BBox::new(1.0, 1.0, 1.0, 1.0));
+        edit(
+            &mut b,
+            r#"{"op":"set_object","frame":0,"object":1,"label":"visitor","bbox":{"left":2,"top":3,"width":4,"height":5}}"#,
+        )
+        .unwrap();
+        let o = &b.frames[0].objects[1];
+        assert_eq!(&*o.label, "visitor");
+        assert_eq!(o.class_id, 1);
+        // The shown box of a tracked object is the tracker's.
+        assert_eq!(o.tracker_bbox, Some(BBox::new(2.0, 3.0, 4.0, 5.0)));
+        assert_eq!(o.detector_bbox, BBox::new(10.0, 0.0, 5.0, 5.0));
+    }
+
+    #[test]
+    fn added_objects_are_untracked_and_indexed() {
+        let mut b = batch();
+        let i = edit(
+            &mut b,
+            r#"{"op":"add_object","frame":0,"object":{"class_id":0,"label":"person","bbox":{"left":1,"top":2,"width":3,"height":4}}}"#,
+        )
+        .unwrap();
+        assert_eq!(i, 3);
+        let o = &b.frames[0].objects[3];
+        assert_eq!(o.object_id, None);
+        assert_eq!(o.confidence, 1.0);
+        assert_eq!(o.component_id, 0);
+    }
+
+    #[test]
+    fn user_meta_and_display_are_kept() {
+        let mut b = batch();
+        edit(
+            &mut b,
+            r#"{"op":"set_frame_user_meta","frame":0,"key":"zone","value":{"open":true,"n":[1,2]}}"#,
+        )
+        .unwrap();
+        edit(
+            &mut b,
+            r#"{"op":"set_object_user_meta","frame":0,"object":2,"key":"plate","value":"AB-123"}"#,
+        )
+        .unwrap();
+        edit(
+            &mut b,
+            r#"{"op":"add_display","frame":0,"element":{"kind":"rect","left":1,"top":1,"width":10,"height":10,"border_width":2,"border_color":[255,0,0,255]}}"#,
+        )
+        .unwrap();
+        let f = &b.frames[0];
+        assert_eq!(f.user_meta["zone"]["n"][1], 2);
+        assert_eq!(f.objects[2].user_meta["plate"], "AB-123");
+        assert_eq!(f.display.len(), 1);
+        edit(
+            &mut b,
+            r#"{"op":"remove_frame_user_meta","frame":0,"key":"zone"}"#,
+        )
+        .unwrap();
+        assert!(b.frames[0].user_meta.is_empty());
+    }
+
+    #[test]
+    fn bad_edits_change_nothing_and_say_why() {
+        let mut b = batch();
+        let before = b.clone();
+        let cases = [
+            (r#"{"op":"remove_object","frame":1,"object":0}"#, "frame 1"),
+            (r#"{"op":"remove_object","frame":0,"object":9}"#, "object 9"),
+            (r#"{"op":"explode","frame":0}"#, "malformed"),
+            (
+                r#"{"op":"set_object","frame":0,"object":0,"label":"x","bbox":{"left":0,"top":0,"width":-1,"height":1}}"#,
+                "negative",
+            ),
+            (
+                r#"{"op":"add_display","frame":0,"element":{"kind":"text","x":0,"y":0,"text":"t","size":0,"color":[0,0,0,0]}}"#,
+                "text size",
+            ),
+            (
+                r#"{"op":"set_frame_user_meta","frame":0,"key":"","value":1}"#,
+                "key",
+            ),
+        ];
+        for (json, needle) in cases {
+            let e = edit(&mut b, json).unwrap_err().to_string();
+            assert!(e.to_lowercase().contains(needle), "{json}: {e}");
+        }
+        let long = format!(
+            r#"{{"op":"set_frame_user_meta","frame":0,"key":"k","value":"{}"}}"#,
+            "x".repeat(MAX_USER_VALUE_BYTES)
+        );
+        assert!(edit(&mut b, &long).is_err());
+        assert_eq!(b, before);
+    }
+}

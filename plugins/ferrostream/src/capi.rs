@@ -1,0 +1,472 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! The C ABI of the plugin library: what C applications (`include/ferrostream/meta.h`) and the
+//! Python package call to read and change the metadata of a buffer, and to map a frame's pixels.
+//!
+//! Every function checks its pointers (a NULL or a non-buffer is refused, never followed), and
+//! reads only a meta that this library registered. Changes require a writable buffer and the
+//! revision the caller read, so two views of one buffer cannot overwrite each other silently.
+//! The structures are those of [`ferrostream_abi`].
+
+use std::ffi::{c_char, c_int, c_void};
+use std::ptr;
+
+use ferrostream_abi::{
+    ABI_VERSION, FsBatch, FsBox, FsClassification, FsFrame, FsFrameMap, FsObject, MAX_PLANES,
+    TIME_NONE, UNTRACKED, memory, status,
+};
+use ferrostream_core::edit::{self, Edit, EditError};
+use ferrostream_core::framemap::{self, MapError, MappedFrame};
+use ferrostream_core::json::{FrameRecord, ObjectRecord};
+use ferrostream_core::{BBox, BatchMeta, Frame, Object};
+use gst::glib;
+
+/// The ABI version this library implements.
+#[unsafe(no_mangle)]
+pub extern "C" fn ferrostream_abi_version() -> u32 {
+    ABI_VERSION
+}
+
+/// Whether `ptr` is a live GstBuffer (a mini object of the buffer type).
+///
+/// # Safety
+/// `ptr` is NULL or points at a GstMiniObject.
+unsafe fn is_buffer(ptr: *const c_void) -> bool {
+    // SAFETY: the caller passes NULL or a mini object, whose first field is its type.
+    !ptr.is_null()
+        && unsafe { (*(ptr as *const gst::ffi::GstMiniObject)).type_ }
+            == unsafe { gst::ffi::gst_buffer_get_type() }
+}
+
+/// The batch metadata of `buffer`, or NULL when it has none (or is not a buffer).
+///
+/// # Safety
+/// `buffer` is NULL or a valid GstBuffer; the result is valid while the buffer lives and its
+/// metadata is not removed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ferrostream_batch_get(buffer: *mut c_void) -> *const FsBatch {
+    // SAFETY: checked to be a buffer, valid per the caller's contract.
+    unsafe {
+        if !is_buffer(buffer) || !BatchMeta::registered_here() {
+            return ptr::null();
+        }
+        let buffer = gst::BufferRef::from_ptr(buffer as *const gst::ffi::GstBuffer);
+        BatchMeta::of(buffer).map_or(ptr::null(), |m| m as *const BatchMeta as *const FsBatch)
+    }
+}
+
+/// # Safety
+/// `batch` is NULL or came from [`ferrostream_batch_get`] and is still valid.
+unsafe fn meta<'a>(batch: *const FsBatch) -> Option<&'a BatchMeta> {
+    // SAFETY: the handle is the address of a live BatchMeta (caller's contract).
+    unsafe { (batch as *const BatchMeta).as_ref() }
+}
+
+/// # Safety
+/// As for [`meta`].
+unsafe fn frame_at<'a>(batch: *const FsBatch, frame: u32) -> Option<&'a Frame> {
+    // SAFETY: caller's contract.
+    unsafe { meta(batch) }.and_then(|m| m.batch().frames.get(frame as usize))
+}
+
+/// # Safety
+/// As for [`meta`].
+unsafe fn object_at<'a>(batch: *const FsBatch, frame: u32, object: u32) -> Option<&'a Object> {
+    // SAFETY: caller's contract.
+    unsafe { frame_at(batch, frame) }.and_then(|f| f.objects.get(object as usize))
+}
+
+/// Number of frames of the batch (0 for NULL).
+///
+/// # Safety
+/// `batch` is NULL or a valid handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ferrostream_batch_n_frames(batch: *const FsBatch) -> u32 {
+    // SAFETY: caller's contract.
+    unsafe { meta(batch) }.map_or(0, |m| m.batch().frames.len() as u32)
+}
+
+/// How many times applications changed the batch.
+///
+/// # Safety
+/// `batch` is NULL or a valid handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ferrostream_batch_revision(batch: *const FsBatch) -> u64 {
+    // SAFETY: caller's contract.
+    unsafe { meta(batch) }.map_or(0, |m| m.revision())
+}
+
+fn fs_box(b: BBox) -> FsBox {
+    FsBox {
+        left: b.left,
+        top: b.top,
+        width: b.width,
+        height: b.height,
+    }
+}
+
+/// Fills `out` with frame `frame`.
+///
+/// # Safety
+/// `batch` is NULL or a valid handle; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ferrostream_batch_frame(
+    batch: *const FsBatch,
+    frame: u32,
+    out: *mut FsFrame,
+) -> c_int {
+    // SAFETY: caller's contract.
+    let Some(f) = (unsafe { frame_at(batch, frame) }) else {
+        return status::BAD_INDEX;
+    };
+    if out.is_null() {
+        return status::INVALID;
+    }
+    let info = FsFrame {
+        source_id: f.source_id,
+        pad_index: f.pad_index,
+        frame_num: f.frame_num,
+        pts: f.pts.map_or(TIME_NONE, |t| t.nseconds()),
+        width: f.width,
+        height: f.height,
+        source_width: f.source_width,
+        source_height: f.source_height,
+        n_objects: f.objects.len() as u32,
+        n_components_run: f.components_run.len() as u32,
+        components_run: f.components_run.as_ptr(),
+        n_terminated_ids: f.terminated_ids.len() as u32,
+        terminated_ids: f.terminated_ids.as_ptr(),
+        n_display: f.display.len() as u32,
+        has_analytics: f.analytics.is_some() as u8,
+        has_segmentation: f.segmentation.is_some() as u8,
+        has_user_meta: !f.user_meta.is_empty() as u8,
+        reserved: 0,
+    };
+    // SAFETY: `out` is writable (caller's contract).
+    unsafe { out.write(info) };
+    status::OK
+}
+
+/// Fills `out` with object `object` of frame `frame`.
+///
+/// # Safety
+/// `batch` is NULL or a valid handle; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ferrostream_batch_object(
+    batch: *const FsBatch,
+    frame: u32,
+    object: u32,
+    out: *mut FsObject,
+) -> c_int {
+    // SAFETY: caller's contract.
+    let Some(o) = (unsafe { object_at(batch, frame, object) }) else {
+        return status::BAD_INDEX;
+    };
+    if out.is_null() {
+        return status::INVALID;
+    }
+    let info = FsObject {
+        object_id: o.object_id.unwrap_or(UNTRACKED),
+        class_id: o.class_id,
+        component_id: o.component_id,
+        label: o.label.as_ptr() as *const c_char,
+        label_len: o.label.len(),
+        confidence: o.confidence,
+        bbox: fs_box(o.bbox()),
+        detector_bbox: fs_box(o.detector_bbox),
+        tracker_bbox: fs_box(o.tracker_bbox.unwrap_or_default()),
+        has_tracker_bbox: o.tracker_bbox.is_some() as u8,
+        has_tracker_confidence: o.tracker_confidence.is_some() as u8,
+        has_tracker_age: o.tracker_age.is_some() as u8,
+        has_parent: o.parent.is_some() as u8,
+        tracker_confidence: o.tracker_confidence.unwrap_or(0.0),
+        tracker_age: o.tracker_age.unwrap_or(0),
+        parent: o.parent.unwrap_or(0),
+        n_classifications: o.classifications.len() as u32,
+        n_attributes: o.attributes.len() as u32,
+        has_mask: o.mask.is_some() as u8,
+        has_analytics: o.analytics.is_some() as u8,
+        has_user_meta: !o.user_meta.is_empty() as u8,
+        reserved: 0,
+    };
+    // SAFETY: `out` is writable (caller's contract).
+    unsafe { out.write(info) };
+    status::OK
+}
+
+/// Fills `out` with classification `index` of an object.
+///
+/// # Safety
+/// `batch` is NULL or a valid handle; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ferrostream_batch_classification(
+    batch: *const FsBatch,
+    frame: u32,
+    object: u32,
+    index: u32,
+    out: *mut FsClassification,
+) -> c_int {
+    // SAFETY: caller's contract.
+    let Some(c) = (unsafe { object_at(batch, frame, object) })
+        .and_then(|o| o.classifications.get(index as usize))
+    else {
+        return status::BAD_INDEX;
+    };
+    if out.is_null() {
+        return status::INVALID;
+    }
+    // SAFETY: `out` is writable (caller's contract).
+    unsafe {
+        out.write(FsClassification {
+            component_id: c.component_id,
+            class_id: c.class_id,
+            label: c.label.as_ptr() as *const c_char,
+            label_len: c.label.len(),
+            prob: c.prob,
+        })
+    };
+    status::OK
+}
+
+/// A `g_malloc`ed copy of `text`, NUL-terminated.
+fn g_string(text: &str) -> *mut c_char {
+    // SAFETY: g_strndup copies `len` bytes and terminates the copy.
+    unsafe { glib::ffi::g_strndup(text.as_ptr() as *const c_char, text.len()) }
+}
+
+/// The frame's JSON record (rsmetaexport's schema), `g_malloc`ed; NULL for a bad index.
+///
+/// # Safety
+/// `batch` is NULL or a valid handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ferrostream_batch_frame_json(
+    batch: *const FsBatch,
+    frame: u32,
+) -> *mut c_char {
+    // SAFETY: caller's contract.
+    unsafe { frame_at(batch, frame) }
+        .and_then(|f| serde_json::to_string(&FrameRecord::from(f)).ok())
+        .map_or(ptr::null_mut(), |s| g_string(&s))
+}
+
+/// The object's JSON record, `g_malloc`ed; NULL for a bad index.
+///
+/// # Safety
+/// `batch` is NULL or a valid handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ferrostream_batch_object_json(
+    batch: *const FsBatch,
+    frame: u32,
+    object: u32,
+) -> *mut c_char {
+    // SAFETY: caller's contract.
+    unsafe { object_at(batch, frame, object) }
+        .and_then(|o| serde_json::to_string(&ObjectRecord::from(o)).ok())
+        .map_or(ptr::null_mut(), |s| g_string(&s))
+}
+
+/// Stores `message` in `*error` when the caller asked for it.
+///
+/// # Safety
+/// `error` is NULL or writable.
+unsafe fn set_error(error: *mut *mut c_char, message: &str) {
+    if !error.is_null() {
+        // SAFETY: writable per the caller's contract.
+        unsafe { *error = g_string(message) };
+    }
+}
+
+/// Applies one edit (see `ferrostream_core::edit`) to the metadata of a writable buffer.
+///
+/// # Safety
+/// `buffer` is NULL or a valid GstBuffer; `edit` points at `len` readable bytes; the out
+/// pointers are NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ferrostream_batch_edit(
+    buffer: *mut c_void,
+    expected_revision: u64,
+    edit_json: *const c_char,
+    len: usize,
+    new_revision: *mut u64,
+    result: *mut i64,
+    error: *mut *mut c_char,
+) -> c_int {
+    // SAFETY: every pointer is checked before use; validity is the caller's contract.
+    unsafe {
+        if !is_buffer(buffer) {
+            set_error(error, "not a GstBuffer");
+            return status::NOT_A_BUFFER;
+        }
+        if !BatchMeta::registered_here() {
+            set_error(
+                error,
+                "the metadata was registered by another copy of the Ferrostream library",
+            );
+            return status::FOREIGN_META;
+        }
+        if gst::ffi::gst_mini_object_is_writable(buffer as *const gst::ffi::GstMiniObject) == 0 {
+            set_error(
+                error,
+                "the buffer is not writable: change metadata in a pad probe through \
+                 ferrostream.writable(info), or on a buffer you own",
+            );
+            return status::NOT_WRITABLE;
+        }
+        if edit_json.is_null() {
+            set_error(error, "no edit given");
+            return status::INVALID;
+        }
+        let bytes = std::slice::from_raw_parts(edit_json as *const u8, len);
+        let buffer = gst::BufferRef::from_mut_ptr(buffer as *mut gst::ffi::GstBuffer);
+        let Some(mut meta) = buffer.meta_mut::<BatchMeta>() else {
+            set_error(error, "the buffer carries no Ferrostream metadata");
+            return status::NO_META;
+        };
+        if meta.revision() != expected_revision {
+            set_error(
+                error,
+                &format!(
+                    "the metadata changed since it was read (revision {} now, {} read): read it again",
+                    meta.revision(),
+                    expected_revision
+                ),
+            );
+            return status::STALE;
+        }
+        let outcome = Edit::parse(bytes).and_then(|e| edit::apply(meta.batch_mut(), e));
+        match outcome {
+            Ok(value) => {
+                let revision = meta.bump_revision();
+                if !new_revision.is_null() {
+                    *new_revision = revision;
+                }
+                if !result.is_null() {
+                    *result = value;
+                }
+                status::OK
+            }
+            Err(e) => {
+                set_error(error, &e.to_string());
+                match e {
+                    EditError::NoFrame { .. } | EditError::NoObject { .. } => status::BAD_INDEX,
+                    _ => status::INVALID,
+                }
+            }
+        }
+    }
+}
+
+/// Makes the buffer a pad probe's info carries writable, replacing it in the info by a copy
+/// when it is shared (the probe then passes the copy downstream); returns the buffer, or NULL
+/// when the info carries none.
+///
+/// # Safety
+/// `info` is NULL or the `GstPadProbeInfo` of a probe that is running now.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ferrostream_probe_make_writable(info: *mut c_void) -> *mut c_void {
+    let info = info as *mut gst::ffi::GstPadProbeInfo;
+    // SAFETY: a live probe info (caller's contract); its data is a buffer when the type says
+    // so, and the info owns one reference to it, which make_writable takes and replaces.
+    unsafe {
+        if info.is_null() || (*info).type_ & gst::ffi::GST_PAD_PROBE_TYPE_BUFFER == 0 {
+            return ptr::null_mut();
+        }
+        let data = (*info).data;
+        if !is_buffer(data) {
+            return ptr::null_mut();
+        }
+        let writable = gst::ffi::gst_mini_object_make_writable(data as *mut _);
+        (*info).data = writable as *mut c_void;
+        writable as *mut c_void
+    }
+}
+
+/// Maps the pixels of frame `index` of `buffer` (caps `caps`) for reading, or writing when
+/// `write` is non-zero; release with [`ferrostream_frame_unmap`].
+///
+/// # Safety
+/// `buffer` and `caps` are NULL or valid; `out` and `error` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ferrostream_frame_map(
+    buffer: *mut c_void,
+    caps: *const c_void,
+    index: u32,
+    write: c_int,
+    out: *mut FsFrameMap,
+    error: *mut *mut c_char,
+) -> c_int {
+    // SAFETY: pointers are checked before use; validity is the caller's contract.
+    unsafe {
+        if out.is_null() {
+            return status::INVALID;
+        }
+        if !is_buffer(buffer) {
+            set_error(error, "not a GstBuffer");
+            return status::NOT_A_BUFFER;
+        }
+        let caps_ok = !caps.is_null()
+            && (*(caps as *const gst::ffi::GstMiniObject)).type_ == gst::ffi::gst_caps_get_type();
+        if !caps_ok {
+            set_error(error, "not a GstCaps");
+            return status::NOT_A_BUFFER;
+        }
+        let caps = gst::CapsRef::from_ptr(caps as *const gst::ffi::GstCaps);
+        match framemap::map_frame(buffer as *mut _, caps, index, write != 0) {
+            Ok(mapped) => {
+                out.write(describe(mapped));
+                status::OK
+            }
+            Err(e) => {
+                set_error(error, &e.to_string());
+                match e {
+                    MapError::BadIndex { .. } => status::BAD_INDEX,
+                    MapError::Format(_) | MapError::Unsupported(_) => status::UNSUPPORTED,
+                    MapError::NotWritable(_) => status::NOT_WRITABLE,
+                    MapError::Caps(_) => status::INVALID,
+                    MapError::Failed(_) => status::MAP_FAILED,
+                }
+            }
+        }
+    }
+}
+
+fn describe(mapped: MappedFrame) -> FsFrameMap {
+    let mut out = FsFrameMap {
+        format: mapped.format_name().as_ptr(),
+        width: mapped.width,
+        height: mapped.height,
+        n_planes: mapped.planes.len().min(MAX_PLANES) as u32,
+        memory: match mapped.memory {
+            ferrostream_core::batch::MemoryKind::System => memory::HOST,
+            _ => memory::CUDA,
+        },
+        gpu_id: mapped.gpu_id.map_or(-1, |g| g as i32),
+        writable: mapped.writable as u8,
+        ..Default::default()
+    };
+    for (i, p) in mapped.planes.iter().take(MAX_PLANES).enumerate() {
+        out.data[i] = p.data;
+        out.strides[i] = p.stride;
+        out.rows[i] = p.rows;
+        out.cols[i] = p.cols;
+        out.channels[i] = p.channels;
+    }
+    out.handle = Box::into_raw(Box::new(mapped)) as *mut c_void;
+    out
+}
+
+/// Unmaps a frame mapped by [`ferrostream_frame_map`]; a second call does nothing.
+///
+/// # Safety
+/// `map` is NULL or was filled by [`ferrostream_frame_map`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ferrostream_frame_unmap(map: *mut FsFrameMap) {
+    // SAFETY: the handle is the boxed mapping `describe` leaked, or NULL after an unmap.
+    unsafe {
+        if map.is_null() || (*map).handle.is_null() {
+            return;
+        }
+        drop(Box::from_raw((*map).handle as *mut MappedFrame));
+        (*map).handle = ptr::null_mut();
+        (*map).data = [0; MAX_PLANES];
+    }
+}

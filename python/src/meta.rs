@@ -1,0 +1,1239 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! Views of a buffer's batch metadata: `BatchMeta` -> `FrameMeta` -> `ObjectMeta`.
+//!
+//! A view reads the metadata once (frames when the batch is taken, a frame's objects when they
+//! are first asked for) and keeps what it read; attribute access then costs no call into the
+//! plugin. Changes go straight to the buffer through the plugin and are mirrored in the view.
+//! All views taken from one `BatchMeta` share one bookkeeping (indices shift when an object is
+//! removed); another `BatchMeta` of the same buffer that changed it makes this one stale, and
+//! its next change raises `StaleMetaError` instead of landing on the wrong object.
+
+use std::ffi::{c_char, c_void};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use ferrostream_abi::{FsBatch, FsBox, FsClassification, FsFrame, FsObject, TIME_NONE, UNTRACKED};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use serde_json::{Value, json};
+
+use crate::errors::{self, StaleMetaError};
+use crate::library::{Lib, lib};
+
+/// Where a view's buffer is, and the revision of the metadata it read.
+pub struct View {
+    /// The GstBuffer; 0 once a `writable` block ended.
+    buffer: AtomicUsize,
+    /// What keeps the buffer alive: the `Gst.Buffer` wrapper, or the probe's info.
+    _keep: Py<PyAny>,
+    revision: AtomicU64,
+    /// Views from `ferrostream.writable(info)`: their buffer is the probe's, writable.
+    pub writable: bool,
+}
+
+impl View {
+    pub fn new(buffer: *mut c_void, keep: Py<PyAny>, revision: u64, writable: bool) -> Arc<Self> {
+        Arc::new(Self {
+            buffer: AtomicUsize::new(buffer as usize),
+            _keep: keep,
+            revision: AtomicU64::new(revision),
+            writable,
+        })
+    }
+
+    pub fn close(&self) {
+        self.buffer.store(0, Ordering::Release);
+    }
+
+    pub fn buffer(&self) -> PyResult<*mut c_void> {
+        match self.buffer.load(Ordering::Acquire) {
+            0 => Err(StaleMetaError::new_err(
+                "this view was taken with ferrostream.writable(info) and its `with` block has \
+                 ended: the buffer has gone downstream",
+            )),
+            b => Ok(b as *mut c_void),
+        }
+    }
+
+    /// The batch handle, checked to be the revision this view read.
+    pub fn batch(&self, lib: &Lib) -> PyResult<*const FsBatch> {
+        let buffer = self.buffer()?;
+        // SAFETY: the buffer is alive (kept by `_keep`, or by the running probe).
+        let batch = unsafe { (lib.batch_get)(buffer) };
+        if batch.is_null() {
+            return Err(StaleMetaError::new_err(
+                "the buffer no longer carries Ferrostream metadata",
+            ));
+        }
+        // SAFETY: a handle just returned by the library.
+        let now = unsafe { (lib.batch_revision)(batch) };
+        let read = self.revision.load(Ordering::Acquire);
+        if now != read {
+            return Err(StaleMetaError::new_err(format!(
+                "the metadata was changed through another view (revision {now}, this view read \
+                 {read}): take ferrostream.batch_meta(buffer) again"
+            )));
+        }
+        Ok(batch)
+    }
+
+    /// Applies one edit; returns its result (an added object's index).
+    pub fn edit(&self, py: Python<'_>, edit: Value) -> PyResult<i64> {
+        let lib = lib(py)?;
+        let buffer = self.buffer()?;
+        let text = edit.to_string();
+        let mut revision = 0u64;
+        let mut result = 0i64;
+        let mut error: *mut c_char = std::ptr::null_mut();
+        // SAFETY: the buffer is alive (see `batch`); the text outlives the call; the out
+        // pointers are locals.
+        let code = unsafe {
+            (lib.batch_edit)(
+                buffer,
+                self.revision.load(Ordering::Acquire),
+                text.as_ptr() as *const c_char,
+                text.len(),
+                &mut revision,
+                &mut result,
+                &mut error,
+            )
+        };
+        let message = lib.take_string(error);
+        if code != ferrostream_abi::status::OK {
+            return Err(errors::from_status(code, message));
+        }
+        self.revision.store(revision, Ordering::Release);
+        Ok(result)
+    }
+}
+
+/// A string the library lent (pointer and length), copied.
+fn lent_str(ptr: *const c_char, len: usize) -> String {
+    if ptr.is_null() || len == 0 {
+        return String::new();
+    }
+    // SAFETY: the library points at `len` bytes of UTF-8 inside the live metadata.
+    unsafe {
+        String::from_utf8_lossy(std::slice::from_raw_parts(ptr as *const u8, len)).into_owned()
+    }
+}
+
+/// Parses a JSON text from the library into Python objects.
+fn json_to_py<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    py.import("json")?.call_method1("loads", (text,))
+}
+
+/// Converts a Python value into JSON through Python's own encoder.
+fn py_to_json(value: &Bound<'_, PyAny>) -> PyResult<Value> {
+    let text: String = value
+        .py()
+        .import("json")?
+        .call_method1("dumps", (value,))
+        .map_err(|e| PyTypeError::new_err(format!("the value is not JSON-serialisable: {e}")))?
+        .extract()?;
+    serde_json::from_str(&text).map_err(|e| PyValueError::new_err(format!("{e}")))
+}
+
+/// A rectangle in frame pixels.
+#[pyclass(frozen, eq, module = "ferrostream")]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BBox {
+    #[pyo3(get)]
+    pub left: f32,
+    #[pyo3(get)]
+    pub top: f32,
+    #[pyo3(get)]
+    pub width: f32,
+    #[pyo3(get)]
+    pub height: f32,
+}
+
+#[pymethods]
+impl BBox {
+    #[new]
+    fn py_new(left: f32, top: f32, width: f32, height: f32) -> Self {
+        Self {
+            left,
+            top,
+            width,
+            height,
+        }
+    }
+
+    #[getter]
+    fn right(&self) -> f32 {
+        self.left + self.width
+    }
+
+    #[getter]
+    fn bottom(&self) -> f32 {
+        self.top + self.height
+    }
+
+    /// `(left, top, width, height)`.
+    fn as_tuple(&self) -> (f32, f32, f32, f32) {
+        (self.left, self.top, self.width, self.height)
+    }
+
+    /// The box as in the JSON export: `{"left":..., "top":..., "width":..., "height":...}`.
+    #[allow(clippy::wrong_self_convention)]
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("left", self.left)?;
+        d.set_item("top", self.top)?;
+        d.set_item("width", self.width)?;
+        d.set_item("height", self.height)?;
+        Ok(d)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "BBox(left={}, top={}, width={}, height={})",
+            self.left, self.top, self.width, self.height
+        )
+    }
+}
+
+impl From<FsBox> for BBox {
+    fn from(b: FsBox) -> Self {
+        Self {
+            left: b.left,
+            top: b.top,
+            width: b.width,
+            height: b.height,
+        }
+    }
+}
+
+impl BBox {
+    /// A `BBox` or a `(left, top, width, height)` sequence.
+    fn extract(value: &Bound<'_, PyAny>) -> PyResult<Self> {
+        if let Ok(b) = value.cast::<BBox>() {
+            return Ok(*b.get());
+        }
+        let (left, top, width, height): (f32, f32, f32, f32) = value.extract().map_err(|_| {
+            PyTypeError::new_err("a box is a ferrostream.BBox or (left, top, width, height)")
+        })?;
+        Ok(Self {
+            left,
+            top,
+            width,
+            height,
+        })
+    }
+
+    fn to_json(self) -> Value {
+        json!({"left": self.left, "top": self.top, "width": self.width, "height": self.height})
+    }
+}
+
+/// One classifier's result on an object.
+#[pyclass(frozen, module = "ferrostream")]
+#[derive(Debug, Clone)]
+pub struct Classification {
+    /// `gie-unique-id` of the classifier.
+    #[pyo3(get)]
+    component_id: i32,
+    #[pyo3(get)]
+    class_id: i32,
+    #[pyo3(get)]
+    label: String,
+    #[pyo3(get)]
+    prob: f32,
+}
+
+#[pymethods]
+impl Classification {
+    fn __repr__(&self) -> String {
+        format!(
+            "Classification(component_id={}, class_id={}, label={:?}, prob={:.3})",
+            self.component_id, self.class_id, self.label, self.prob
+        )
+    }
+}
+
+/// What a view read of one object.
+#[derive(Debug, Clone)]
+struct ObjectData {
+    object_id: Option<u64>,
+    class_id: i32,
+    component_id: i32,
+    label: String,
+    confidence: f32,
+    detector_bbox: BBox,
+    tracker_bbox: Option<BBox>,
+    tracker_confidence: Option<f32>,
+    tracker_age: Option<u32>,
+    parent: Option<u32>,
+    classifications: Vec<Classification>,
+    /// Attributes, mask, analytics and user metadata, from the object's JSON record (None when
+    /// the object has none of them).
+    extras: Option<Value>,
+}
+
+impl ObjectData {
+    fn bbox(&self) -> BBox {
+        self.tracker_bbox.unwrap_or(self.detector_bbox)
+    }
+}
+
+/// An object found in a frame (names as in the JSON export).
+#[pyclass(frozen, module = "ferrostream")]
+pub struct ObjectMeta {
+    view: Arc<View>,
+    frame: u32,
+    /// The object's index in its frame now; `u32::MAX` once removed.
+    index: AtomicU32,
+    data: Mutex<ObjectData>,
+}
+
+const REMOVED: u32 = u32::MAX;
+
+impl ObjectMeta {
+    fn read(lib: &Lib, batch: *const FsBatch, frame: u32, index: u32) -> PyResult<ObjectData> {
+        let mut o = std::mem::MaybeUninit::<FsObject>::uninit();
+        // SAFETY: a current handle; the library fills `o` when it returns OK.
+        let code = unsafe { (lib.batch_object)(batch, frame, index, o.as_mut_ptr()) };
+        if code != ferrostream_abi::status::OK {
+            return Err(errors::from_status(code, None));
+        }
+        // SAFETY: filled above.
+        let o = unsafe { o.assume_init() };
+        let mut classifications = Vec::with_capacity(o.n_classifications as usize);
+        for k in 0..o.n_classifications {
+            let mut c = std::mem::MaybeUninit::<FsClassification>::uninit();
+            // SAFETY: as above.
+            let code =
+                unsafe { (lib.batch_classification)(batch, frame, index, k, c.as_mut_ptr()) };
+            if code != ferrostream_abi::status::OK {
+                return Err(errors::from_status(code, None));
+            }
+            // SAFETY: filled above.
+            let c = unsafe { c.assume_init() };
+            classifications.push(Classification {
+                component_id: c.component_id,
+                class_id: c.class_id,
+                label: lent_str(c.label, c.label_len),
+                prob: c.prob,
+            });
+        }
+        let has_extras =
+            o.n_attributes > 0 || o.has_mask != 0 || o.has_analytics != 0 || o.has_user_meta != 0;
+        let extras = if has_extras {
+            // SAFETY: as above.
+            let text = lib.take_string(unsafe { (lib.batch_object_json)(batch, frame, index) });
+            text.and_then(|t| serde_json::from_str(&t).ok())
+        } else {
+            None
+        };
+        Ok(ObjectData {
+            object_id: (o.object_id != UNTRACKED).then_some(o.object_id),
+            class_id: o.class_id,
+            component_id: o.component_id,
+            label: lent_str(o.label, o.label_len),
+            confidence: o.confidence,
+            detector_bbox: o.detector_bbox.into(),
+            tracker_bbox: (o.has_tracker_bbox != 0).then(|| o.tracker_bbox.into()),
+            tracker_confidence: (o.has_tracker_confidence != 0).then_some(o.tracker_confidence),
+            tracker_age: (o.has_tracker_age != 0).then_some(o.tracker_age),
+            parent: (o.has_parent != 0).then_some(o.parent),
+            classifications,
+            extras,
+        })
+    }
+
+    fn index(&self) -> PyResult<u32> {
+        match self.index.load(Ordering::Acquire) {
+            REMOVED => Err(PyValueError::new_err(
+                "the object was removed from its frame",
+            )),
+            i => Ok(i),
+        }
+    }
+
+    fn data(&self) -> std::sync::MutexGuard<'_, ObjectData> {
+        self.data.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sends `fields` as a `set_object` edit, then lets `update` mirror it.
+    fn set(
+        &self,
+        py: Python<'_>,
+        fields: Value,
+        update: impl FnOnce(&mut ObjectData),
+    ) -> PyResult<()> {
+        let mut edit = json!({"op": "set_object", "frame": self.frame, "object": self.index()?});
+        if let (Some(e), Value::Object(f)) = (edit.as_object_mut(), fields) {
+            e.extend(f);
+        }
+        self.view.edit(py, edit)?;
+        update(&mut self.data());
+        Ok(())
+    }
+
+    fn extra<'py>(&self, py: Python<'py>, key: &str, empty: Value) -> PyResult<Bound<'py, PyAny>> {
+        let value = self
+            .data()
+            .extras
+            .as_ref()
+            .and_then(|e| e.get(key).cloned())
+            .unwrap_or(empty);
+        json_to_py(py, &value.to_string())
+    }
+
+    fn set_extra(&self, map: &str, key: &str, value: Option<Value>) {
+        let mut data = self.data();
+        let extras = data.extras.get_or_insert_with(|| json!({}));
+        if let Some(object) = extras.as_object_mut() {
+            let entry = object.entry(map).or_insert_with(|| json!({}));
+            if let Some(m) = entry.as_object_mut() {
+                match value {
+                    Some(v) => {
+                        m.insert(key.to_owned(), v);
+                    }
+                    None => {
+                        m.remove(key);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl ObjectMeta {
+    /// Tracker id, unique across sources; None until a tracker gives one.
+    #[getter]
+    fn object_id(&self) -> Option<u64> {
+        self.data().object_id
+    }
+
+    /// Index into the producing component's labels. Settable.
+    #[getter]
+    fn class_id(&self) -> i32 {
+        self.data().class_id
+    }
+
+    #[setter]
+    fn set_class_id(&self, py: Python<'_>, value: i32) -> PyResult<()> {
+        self.set(py, json!({"class_id": value}), |d| d.class_id = value)
+    }
+
+    /// Settable (at most 128 bytes).
+    #[getter]
+    fn label(&self) -> String {
+        self.data().label.clone()
+    }
+
+    #[setter]
+    fn set_label(&self, py: Python<'_>, value: String) -> PyResult<()> {
+        self.set(py, json!({"label": value}), |d| d.label = value.clone())
+    }
+
+    /// Detector confidence. Settable.
+    #[getter]
+    fn confidence(&self) -> f32 {
+        self.data().confidence
+    }
+
+    #[setter]
+    fn set_confidence(&self, py: Python<'_>, value: f32) -> PyResult<()> {
+        self.set(py, json!({"confidence": value}), |d| d.confidence = value)
+    }
+
+    /// The box shown and exported: the tracker's when a tracker ran, else the detector's.
+    /// Settable (a BBox or a (left, top, width, height) tuple); setting it changes that box.
+    #[getter]
+    fn bbox(&self) -> BBox {
+        self.data().bbox()
+    }
+
+    #[setter]
+    fn set_bbox(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let b = BBox::extract(value)?;
+        self.set(py, json!({"bbox": b.to_json()}), |d| {
+            match &mut d.tracker_bbox {
+                Some(t) => *t = b,
+                None => d.detector_bbox = b,
+            }
+        })
+    }
+
+    /// The box as the detector produced it. Settable.
+    #[getter]
+    fn detector_bbox(&self) -> BBox {
+        self.data().detector_bbox
+    }
+
+    #[setter]
+    fn set_detector_bbox(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let b = BBox::extract(value)?;
+        self.set(py, json!({"detector_bbox": b.to_json()}), |d| {
+            d.detector_bbox = b
+        })
+    }
+
+    /// The tracker's box, None when no tracker ran. Settable.
+    #[getter]
+    fn tracker_bbox(&self) -> Option<BBox> {
+        self.data().tracker_bbox
+    }
+
+    #[setter]
+    fn set_tracker_bbox(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let b = BBox::extract(value)?;
+        self.set(py, json!({"tracker_bbox": b.to_json()}), |d| {
+            d.tracker_bbox = Some(b)
+        })
+    }
+
+    #[getter]
+    fn tracker_confidence(&self) -> Option<f32> {
+        self.data().tracker_confidence
+    }
+
+    /// Frames since the tracker first saw the object.
+    #[getter]
+    fn tracker_age(&self) -> Option<u32> {
+        self.data().tracker_age
+    }
+
+    /// `gie-unique-id` of the component that produced the object.
+    #[getter]
+    fn component_id(&self) -> i32 {
+        self.data().component_id
+    }
+
+    /// Index of the parent object in the frame's objects (a face inside a person), or None.
+    #[getter]
+    fn parent(&self) -> Option<u32> {
+        self.data().parent
+    }
+
+    /// Classifier results (secondary inference).
+    #[getter]
+    fn classifications<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        PyList::new(py, self.data().classifications.clone())
+    }
+
+    /// Free-form attributes (dict of numbers, strings, booleans, lists of numbers).
+    #[getter]
+    fn attributes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.extra(py, "attributes", json!({}))
+    }
+
+    /// The instance mask as in the JSON export (`width`, `height`, `runs`), or None.
+    #[getter]
+    fn mask<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.extra(py, "mask", Value::Null)
+    }
+
+    /// rsanalytics' results for the object (`rois`, `overcrowding`, `crossed`, `direction`),
+    /// as in the JSON export, or None.
+    #[getter]
+    fn analytics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.extra(py, "analytics", Value::Null)
+    }
+
+    /// User metadata attached to the object (a dict; exported with it).
+    #[getter]
+    fn user_meta<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.extra(py, "user_meta", json!({}))
+    }
+
+    /// Attaches any JSON-serialisable `value` under `key`; it travels with the object and
+    /// appears in rsmetaexport's JSON and rsmsgbroker's payloads.
+    fn set_user_meta(&self, py: Python<'_>, key: String, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let value = py_to_json(value)?;
+        let edit = json!({"op": "set_object_user_meta", "frame": self.frame,
+                          "object": self.index()?, "key": key, "value": value});
+        self.view.edit(py, edit)?;
+        self.set_extra("user_meta", &key, Some(value));
+        Ok(())
+    }
+
+    fn remove_user_meta(&self, py: Python<'_>, key: String) -> PyResult<()> {
+        let edit = json!({"op": "remove_object_user_meta", "frame": self.frame,
+                          "object": self.index()?, "key": key});
+        self.view.edit(py, edit)?;
+        self.set_extra("user_meta", &key, None);
+        Ok(())
+    }
+
+    /// Sets an attribute: a bool, int, float, str or list of floats.
+    fn set_attribute(&self, py: Python<'_>, key: String, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let value = py_to_json(value)?;
+        let edit = json!({"op": "set_object_attribute", "frame": self.frame,
+                          "object": self.index()?, "key": key, "value": value});
+        self.view.edit(py, edit)?;
+        self.set_extra("attributes", &key, Some(value));
+        Ok(())
+    }
+
+    fn remove_attribute(&self, py: Python<'_>, key: String) -> PyResult<()> {
+        let edit = json!({"op": "remove_object_attribute", "frame": self.frame,
+                          "object": self.index()?, "key": key});
+        self.view.edit(py, edit)?;
+        self.set_extra("attributes", &key, None);
+        Ok(())
+    }
+
+    /// The object's record exactly as rsmetaexport writes it (read from the buffer now).
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let lib = lib(py)?;
+        let batch = self.view.batch(lib)?;
+        // SAFETY: a current handle.
+        let text =
+            lib.take_string(unsafe { (lib.batch_object_json)(batch, self.frame, self.index()?) });
+        json_to_py(
+            py,
+            &text.ok_or_else(|| PyValueError::new_err("the object no longer exists"))?,
+        )
+    }
+
+    fn __repr__(&self) -> String {
+        let d = self.data();
+        let b = d.bbox();
+        format!(
+            "ObjectMeta(object_id={}, class_id={}, label={:?}, confidence={:.3}, bbox=({}, {}, {}, {}))",
+            d.object_id.map_or("None".to_string(), |i| i.to_string()),
+            d.class_id,
+            d.label,
+            d.confidence,
+            b.left,
+            b.top,
+            b.width,
+            b.height
+        )
+    }
+}
+
+/// What a view read of one frame.
+#[derive(Debug, Clone)]
+struct FrameData {
+    source_id: u32,
+    pad_index: u32,
+    frame_num: u64,
+    pts: Option<u64>,
+    width: u32,
+    height: u32,
+    source_width: u32,
+    source_height: u32,
+    components_run: Vec<i32>,
+    terminated_ids: Vec<u64>,
+    n_objects: u32,
+    has_extras: bool,
+}
+
+/// One frame of a batch (names as in the JSON export).
+#[pyclass(frozen, module = "ferrostream")]
+pub struct FrameMeta {
+    view: Arc<View>,
+    index: u32,
+    data: FrameData,
+    objects: Mutex<Option<Vec<Py<ObjectMeta>>>>,
+    /// The frame's JSON record, read when `analytics`, `segmentation`, `display` or
+    /// `user_meta` is first asked for.
+    extras: Mutex<Option<Value>>,
+}
+
+impl FrameMeta {
+    pub fn read(view: &Arc<View>, lib: &Lib, batch: *const FsBatch, index: u32) -> PyResult<Self> {
+        let mut f = std::mem::MaybeUninit::<FsFrame>::uninit();
+        // SAFETY: a current handle; filled when OK.
+        let code = unsafe { (lib.batch_frame)(batch, index, f.as_mut_ptr()) };
+        if code != ferrostream_abi::status::OK {
+            return Err(errors::from_status(code, None));
+        }
+        // SAFETY: filled above; the arrays point into the live metadata for their lengths.
+        let f = unsafe { f.assume_init() };
+        let slice = |ptr: *const i32, n: u32| -> Vec<i32> {
+            if ptr.is_null() || n == 0 {
+                Vec::new()
+            } else {
+                // SAFETY: see above.
+                unsafe { std::slice::from_raw_parts(ptr, n as usize) }.to_vec()
+            }
+        };
+        let terminated = if f.terminated_ids.is_null() || f.n_terminated_ids == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: see above.
+            unsafe { std::slice::from_raw_parts(f.terminated_ids, f.n_terminated_ids as usize) }
+                .to_vec()
+        };
+        Ok(Self {
+            view: view.clone(),
+            index,
+            data: FrameData {
+                source_id: f.source_id,
+                pad_index: f.pad_index,
+                frame_num: f.frame_num,
+                pts: (f.pts != TIME_NONE).then_some(f.pts),
+                width: f.width,
+                height: f.height,
+                source_width: f.source_width,
+                source_height: f.source_height,
+                components_run: slice(f.components_run, f.n_components_run),
+                terminated_ids: terminated,
+                n_objects: f.n_objects,
+                has_extras: f.has_analytics != 0
+                    || f.has_segmentation != 0
+                    || f.has_user_meta != 0
+                    || f.n_display > 0,
+            },
+            objects: Mutex::new(None),
+            extras: Mutex::new(None),
+        })
+    }
+
+    fn objects_list(&self, py: Python<'_>) -> PyResult<Vec<Py<ObjectMeta>>> {
+        let mut cached = self.objects.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(list) = cached.as_ref() {
+            return Ok(list.iter().map(|o| o.clone_ref(py)).collect());
+        }
+        let lib = lib(py)?;
+        let batch = self.view.batch(lib)?;
+        let mut list = Vec::with_capacity(self.data.n_objects as usize);
+        for i in 0..self.data.n_objects {
+            let data = ObjectMeta::read(lib, batch, self.index, i)?;
+            list.push(Py::new(
+                py,
+                ObjectMeta {
+                    view: self.view.clone(),
+                    frame: self.index,
+                    index: AtomicU32::new(i),
+                    data: Mutex::new(data),
+                },
+            )?);
+        }
+        let out = list.iter().map(|o| o.clone_ref(py)).collect();
+        *cached = Some(list);
+        Ok(out)
+    }
+
+    fn extras(&self, py: Python<'_>) -> PyResult<Value> {
+        let mut cached = self.extras.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = cached.as_ref() {
+            return Ok(v.clone());
+        }
+        let value = if self.data.has_extras {
+            let lib = lib(py)?;
+            let batch = self.view.batch(lib)?;
+            // SAFETY: a current handle.
+            let text = lib.take_string(unsafe { (lib.batch_frame_json)(batch, self.index) });
+            let mut v: Value = text
+                .and_then(|t| serde_json::from_str(&t).ok())
+                .unwrap_or_else(|| json!({}));
+            if let Some(o) = v.as_object_mut() {
+                o.remove("objects");
+            }
+            v
+        } else {
+            json!({})
+        };
+        *cached = Some(value.clone());
+        Ok(value)
+    }
+
+    fn extra<'py>(&self, py: Python<'py>, key: &str, empty: Value) -> PyResult<Bound<'py, PyAny>> {
+        let value = self.extras(py)?.get(key).cloned().unwrap_or(empty);
+        json_to_py(py, &value.to_string())
+    }
+
+    /// Mirrors a change of the frame's JSON record in the cached copy.
+    fn update_extras(
+        &self,
+        py: Python<'_>,
+        change: impl FnOnce(&mut serde_json::Map<String, Value>),
+    ) -> PyResult<()> {
+        self.extras(py)?;
+        let mut cached = self.extras.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(Value::Object(o)) = cached.as_mut() {
+            change(o);
+        }
+        Ok(())
+    }
+
+    fn add_display(&self, py: Python<'_>, element: Value) -> PyResult<()> {
+        let edit = json!({"op": "add_display", "frame": self.index, "element": element.clone()});
+        self.view.edit(py, edit)?;
+        self.update_extras(py, |o| {
+            if let Value::Array(a) = o.entry("display").or_insert_with(|| json!([])) {
+                a.push(element);
+            }
+        })
+    }
+}
+
+fn color(value: Option<&Bound<'_, PyAny>>, default: [u8; 4]) -> PyResult<[u8; 4]> {
+    let Some(value) = value else {
+        return Ok(default);
+    };
+    if let Ok((r, g, b, a)) = value.extract::<(u8, u8, u8, u8)>() {
+        return Ok([r, g, b, a]);
+    }
+    if let Ok((r, g, b)) = value.extract::<(u8, u8, u8)>() {
+        return Ok([r, g, b, 255]);
+    }
+    Err(PyTypeError::new_err(
+        "a colour is (r, g, b) or (r, g, b, a), each 0..255",
+    ))
+}
+
+fn optional_color(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<[u8; 4]>> {
+    match value {
+        Some(v) if !v.is_none() => color(Some(v), [0; 4]).map(Some),
+        _ => Ok(None),
+    }
+}
+
+#[pymethods]
+impl FrameMeta {
+    /// Source (camera) id.
+    #[getter]
+    fn source_id(&self) -> u32 {
+        self.data.source_id
+    }
+
+    /// The muxer sink pad the frame arrived on.
+    #[getter]
+    fn pad_index(&self) -> u32 {
+        self.data.pad_index
+    }
+
+    /// Per-source frame counter.
+    #[getter]
+    fn frame_num(&self) -> u64 {
+        self.data.frame_num
+    }
+
+    /// Presentation timestamp in nanoseconds, or None.
+    #[getter]
+    fn pts_ns(&self) -> Option<u64> {
+        self.data.pts
+    }
+
+    /// Size of the frame the boxes refer to.
+    #[getter]
+    fn width(&self) -> u32 {
+        self.data.width
+    }
+
+    #[getter]
+    fn height(&self) -> u32 {
+        self.data.height
+    }
+
+    /// Size of the frame as the source produced it.
+    #[getter]
+    fn source_width(&self) -> u32 {
+        self.data.source_width
+    }
+
+    #[getter]
+    fn source_height(&self) -> u32 {
+        self.data.source_height
+    }
+
+    /// `gie-unique-id`s of the inference components that ran on the frame.
+    #[getter]
+    fn components_run(&self) -> Vec<i32> {
+        self.data.components_run.clone()
+    }
+
+    /// Tracker ids of the tracks that ended in this frame.
+    #[getter]
+    fn terminated_ids(&self) -> Vec<u64> {
+        self.data.terminated_ids.clone()
+    }
+
+    /// The frame's objects (a list, in the metadata's order).
+    #[getter]
+    fn objects<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        PyList::new(py, self.objects_list(py)?)
+    }
+
+    /// rsanalytics' frame results (`roi_counts`, `overcrowding`, `lines`, `object_counts`, ...),
+    /// as in the JSON export, or None.
+    #[getter]
+    fn analytics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.extra(py, "analytics", Value::Null)
+    }
+
+    /// The semantic segmentation class map as in the JSON export, or None.
+    #[getter]
+    fn segmentation<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.extra(py, "segmentation", Value::Null)
+    }
+
+    /// Display elements for rsosd (a list of dicts with `kind` "text", "rect" or "line").
+    #[getter]
+    fn display<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.extra(py, "display", json!([]))
+    }
+
+    /// User metadata attached to the frame (a dict).
+    #[getter]
+    fn user_meta<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.extra(py, "user_meta", json!({}))
+    }
+
+    /// Removes `obj` from the frame: downstream elements do not see, draw or export it.
+    fn remove_object(&self, py: Python<'_>, obj: &Bound<'_, ObjectMeta>) -> PyResult<()> {
+        let target = obj.get();
+        if !Arc::ptr_eq(&target.view, &self.view) || target.frame != self.index {
+            return Err(PyValueError::new_err(
+                "the object is not one of this frame's (take it from frame.objects)",
+            ));
+        }
+        let removed = target.index()?;
+        let list = self.objects_list(py)?;
+        self.view.edit(
+            py,
+            json!({"op": "remove_object", "frame": self.index, "object": removed}),
+        )?;
+        target.index.store(REMOVED, Ordering::Release);
+        let mut kept = Vec::with_capacity(list.len());
+        for o in list {
+            let m = o.get();
+            let i = m.index.load(Ordering::Acquire);
+            if i == REMOVED {
+                continue;
+            }
+            if i > removed {
+                m.index.store(i - 1, Ordering::Release);
+            }
+            let mut d = m.data();
+            d.parent = match d.parent {
+                Some(p) if p == removed => None,
+                Some(p) if p > removed => Some(p - 1),
+                other => other,
+            };
+            drop(d);
+            kept.push(o);
+        }
+        *self.objects.lock().unwrap_or_else(|e| e.into_inner()) = Some(kept);
+        Ok(())
+    }
+
+    /// Adds an object (untracked: a tracker downstream gives it an id); returns it.
+    #[pyo3(signature = (class_id, label, bbox, confidence=1.0, component_id=0, parent=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_object(
+        &self,
+        py: Python<'_>,
+        class_id: i32,
+        label: String,
+        bbox: &Bound<'_, PyAny>,
+        confidence: f32,
+        component_id: i32,
+        parent: Option<&Bound<'_, ObjectMeta>>,
+    ) -> PyResult<Py<ObjectMeta>> {
+        let b = BBox::extract(bbox)?;
+        let parent = parent.map(|p| p.get().index()).transpose()?;
+        let list = self.objects_list(py)?;
+        let object = json!({"class_id": class_id, "label": label, "confidence": confidence,
+                            "bbox": b.to_json(), "component_id": component_id, "parent": parent});
+        let index = self.view.edit(
+            py,
+            json!({"op": "add_object", "frame": self.index, "object": object}),
+        )?;
+        let added = Py::new(
+            py,
+            ObjectMeta {
+                view: self.view.clone(),
+                frame: self.index,
+                index: AtomicU32::new(index as u32),
+                data: Mutex::new(ObjectData {
+                    object_id: None,
+                    class_id,
+                    component_id,
+                    label,
+                    confidence,
+                    detector_bbox: b,
+                    tracker_bbox: None,
+                    tracker_confidence: None,
+                    tracker_age: None,
+                    parent,
+                    classifications: Vec::new(),
+                    extras: None,
+                }),
+            },
+        )?;
+        let mut list = list;
+        list.push(added.clone_ref(py));
+        *self.objects.lock().unwrap_or_else(|e| e.into_inner()) = Some(list);
+        Ok(added)
+    }
+
+    /// Asks rsosd to draw `text` with its top-left corner at (`x`, `y`), `size` pixels high.
+    #[pyo3(signature = (text, x, y, size=16, color=None, background=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_text(
+        &self,
+        py: Python<'_>,
+        text: String,
+        x: f32,
+        y: f32,
+        size: u32,
+        color: Option<&Bound<'_, PyAny>>,
+        background: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let element = json!({"kind": "text", "x": x, "y": y, "text": text, "size": size,
+                             "color": self::color(color, [255, 255, 255, 255])?,
+                             "background": optional_color(background)?});
+        self.add_display(py, element)
+    }
+
+    /// Asks rsosd to draw a rectangle: a border `border_width` pixels wide, filled with `fill`
+    /// when given.
+    #[pyo3(signature = (left, top, width, height, border_width=2, border_color=None, fill=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_rect(
+        &self,
+        py: Python<'_>,
+        left: f32,
+        top: f32,
+        width: f32,
+        height: f32,
+        border_width: u32,
+        border_color: Option<&Bound<'_, PyAny>>,
+        fill: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let element = json!({"kind": "rect", "left": left, "top": top, "width": width,
+                             "height": height, "border_width": border_width,
+                             "border_color": color(border_color, [0, 255, 0, 255])?,
+                             "fill": optional_color(fill)?});
+        self.add_display(py, element)
+    }
+
+    /// Asks rsosd to draw a line from (`x1`, `y1`) to (`x2`, `y2`).
+    #[pyo3(signature = (x1, y1, x2, y2, width=2, color=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_line(
+        &self,
+        py: Python<'_>,
+        x1: f32,
+        y1: f32,
+        x2: f32,
+        y2: f32,
+        width: u32,
+        color: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let element = json!({"kind": "line", "x1": x1, "y1": y1, "x2": x2, "y2": y2,
+                             "width": width, "color": self::color(color, [255, 255, 0, 255])?});
+        self.add_display(py, element)
+    }
+
+    /// Removes every display element of the frame.
+    fn clear_display(&self, py: Python<'_>) -> PyResult<()> {
+        self.view
+            .edit(py, json!({"op": "clear_display", "frame": self.index}))?;
+        self.update_extras(py, |o| {
+            o.remove("display");
+        })
+    }
+
+    /// Attaches any JSON-serialisable `value` under `key`; it travels with the frame and appears
+    /// in rsmetaexport's JSON and rsmsgbroker's payloads.
+    fn set_user_meta(&self, py: Python<'_>, key: String, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let value = py_to_json(value)?;
+        let edit = json!({"op": "set_frame_user_meta", "frame": self.index, "key": key, "value": value.clone()});
+        self.view.edit(py, edit)?;
+        self.update_extras(py, |o| {
+            if let Value::Object(m) = o.entry("user_meta").or_insert_with(|| json!({})) {
+                m.insert(key, value);
+            }
+        })
+    }
+
+    fn remove_user_meta(&self, py: Python<'_>, key: String) -> PyResult<()> {
+        let edit = json!({"op": "remove_frame_user_meta", "frame": self.index, "key": key});
+        self.view.edit(py, edit)?;
+        self.update_extras(py, |o| {
+            if let Some(Value::Object(m)) = o.get_mut("user_meta") {
+                m.remove(&key);
+            }
+        })
+    }
+
+    /// The frame's record exactly as rsmetaexport writes it (read from the buffer now).
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let lib = lib(py)?;
+        let batch = self.view.batch(lib)?;
+        // SAFETY: a current handle.
+        let text = lib.take_string(unsafe { (lib.batch_frame_json)(batch, self.index) });
+        json_to_py(
+            py,
+            &text.ok_or_else(|| PyValueError::new_err("the frame no longer exists"))?,
+        )
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "FrameMeta(source_id={}, frame_num={}, pts_ns={}, {}x{}, objects={})",
+            self.data.source_id,
+            self.data.frame_num,
+            self.data.pts.map_or("None".to_string(), |p| p.to_string()),
+            self.data.width,
+            self.data.height,
+            self.data.n_objects
+        )
+    }
+}
+
+/// The analytics metadata of one buffer: a batch of frames.
+#[pyclass(frozen, module = "ferrostream")]
+pub struct BatchMeta {
+    pub view: Arc<View>,
+    frames: Vec<Py<FrameMeta>>,
+}
+
+impl BatchMeta {
+    /// Reads the batch of the buffer at `buffer`, or None when it has none.
+    pub fn read(
+        py: Python<'_>,
+        buffer: *mut c_void,
+        keep: Py<PyAny>,
+        writable: bool,
+    ) -> PyResult<Option<Self>> {
+        let lib = lib(py)?;
+        // SAFETY: the caller passes a live GstBuffer.
+        let batch = unsafe { (lib.batch_get)(buffer) };
+        if batch.is_null() {
+            return Ok(None);
+        }
+        // SAFETY: a handle just returned.
+        let (revision, n) = unsafe { ((lib.batch_revision)(batch), (lib.batch_n_frames)(batch)) };
+        let view = View::new(buffer, keep, revision, writable);
+        let frames = (0..n)
+            .map(|i| Py::new(py, FrameMeta::read(&view, lib, batch, i)?))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(Some(Self { view, frames }))
+    }
+}
+
+#[pymethods]
+impl BatchMeta {
+    /// The frames of the batch (one for a plain video buffer).
+    #[getter]
+    fn frames<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        PyList::new(py, self.frames.iter().map(|f| f.clone_ref(py)))
+    }
+
+    /// Whether changes are allowed (a view from `ferrostream.writable(info)`).
+    #[getter]
+    fn writable(&self) -> bool {
+        self.view.writable
+    }
+
+    /// Total number of objects over all frames.
+    #[getter]
+    fn object_count(&self) -> u64 {
+        self.frames
+            .iter()
+            .map(|f| f.get().data.n_objects as u64)
+            .sum()
+    }
+
+    fn __len__(&self) -> usize {
+        self.frames.len()
+    }
+
+    fn __getitem__(&self, py: Python<'_>, index: isize) -> PyResult<Py<FrameMeta>> {
+        let n = self.frames.len() as isize;
+        let i = if index < 0 { index + n } else { index };
+        if i < 0 || i >= n {
+            return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "frame {index} does not exist: the batch has {n} frames"
+            )));
+        }
+        Ok(self.frames[i as usize].clone_ref(py))
+    }
+
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(
+            PyTuple::new(py, self.frames.iter().map(|f| f.clone_ref(py)))?
+                .as_any()
+                .try_iter()?
+                .into_any(),
+        )
+    }
+
+    /// The pixels of frame `index` (see `ferrostream.frame_array`), writable inside a
+    /// `writable` block.
+    #[pyo3(signature = (caps, index=0))]
+    fn frame_array<'py>(
+        &self,
+        py: Python<'py>,
+        caps: &Bound<'py, PyAny>,
+        index: u32,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let buffer = self.view.buffer()?;
+        crate::arrays::frame_array_of(py, buffer, caps, index, self.view.writable)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "BatchMeta(frames={}, objects={}, writable={})",
+            self.frames.len(),
+            self.object_count(),
+            self.view.writable
+        )
+    }
+}
+
+/// `with ferrostream.writable(info) as batch:` — the probe's buffer made writable, its
+/// metadata open for changes until the block ends.
+#[pyclass(module = "ferrostream")]
+pub struct Writable {
+    info: Py<PyAny>,
+    batch: Option<Py<BatchMeta>>,
+}
+
+impl Writable {
+    pub fn new(info: Py<PyAny>) -> Self {
+        Self { info, batch: None }
+    }
+}
+
+#[pymethods]
+impl Writable {
+    fn __enter__(&mut self, py: Python<'_>) -> PyResult<Option<Py<BatchMeta>>> {
+        let gi = crate::library::gi(py)?;
+        let info = self.info.bind(py);
+        let ptr = crate::library::pointer_of(
+            info,
+            &gi.probe_info,
+            "Gst.PadProbeInfo",
+            gi.pointer_offset,
+        )?;
+        let lib = lib(py)?;
+        // SAFETY: the info of the probe running now (the `with` block is inside it).
+        let buffer = unsafe { (lib.probe_make_writable)(ptr) };
+        if buffer.is_null() {
+            return Err(PyTypeError::new_err(
+                "the probe's info carries no buffer (add the probe with Gst.PadProbeType.BUFFER)",
+            ));
+        }
+        let batch = BatchMeta::read(py, buffer, self.info.clone_ref(py), true)?
+            .map(|b| Py::new(py, b))
+            .transpose()?;
+        self.batch = batch.as_ref().map(|b| b.clone_ref(py));
+        Ok(batch)
+    }
+
+    fn __exit__(
+        &mut self,
+        _exc_type: &Bound<'_, PyAny>,
+        _exc: &Bound<'_, PyAny>,
+        _tb: &Bound<'_, PyAny>,
+    ) -> bool {
+        if let Some(b) = self.batch.take() {
+            b.get().view.close();
+        }
+        false
+    }
+}
