@@ -53,7 +53,7 @@ typedef enum {
   FERROSTREAM_UNSUPPORTED = 6,
   FERROSTREAM_NOT_A_BUFFER = 7,
   FERROSTREAM_FOREIGN_META = 8,
-  FERROSTREAM_MAP_FAILED = 9,
+  FERROSTREAM_MAP_FAILED = 9
 } FerrostreamStatus;
 
 /* A buffer's batch metadata (opaque). */
@@ -106,6 +106,81 @@ typedef struct {
   size_t label_len;
   float prob;
 } FerrostreamClassification;
+
+/* The layout above is the library's (plugins/abi/src/lib.rs, `#[repr(C)]`) on 64-bit targets,
+ * checked here so that a compiler that lays it out differently refuses to build against it. */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define FERROSTREAM_ASSERT_(cond, msg) static_assert (cond, msg)
+#elif !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define FERROSTREAM_ASSERT_(cond, msg) _Static_assert (cond, msg)
+#endif
+#if defined(FERROSTREAM_ASSERT_) && UINTPTR_MAX == UINT64_MAX && SIZE_MAX == UINT64_MAX
+#define FERROSTREAM_CHECK_OFFSET_(type, field, offset) \
+  FERROSTREAM_ASSERT_ (offsetof (type, field) == (offset), \
+      "ferrostream/meta.h: offset of " #type "." #field " differs from the library's")
+#define FERROSTREAM_CHECK_SIZE_(type, size) \
+  FERROSTREAM_ASSERT_ (sizeof (type) == (size), \
+      "ferrostream/meta.h: size of " #type " differs from the library's")
+FERROSTREAM_CHECK_SIZE_ (FerrostreamBox, 16);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamBox, left, 0);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamBox, top, 4);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamBox, width, 8);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamBox, height, 12);
+
+FERROSTREAM_CHECK_SIZE_ (FerrostreamFrame, 80);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamFrame, source_id, 0);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamFrame, pad_index, 4);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamFrame, frame_num, 8);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamFrame, pts, 16);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamFrame, width, 24);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamFrame, height, 28);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamFrame, source_width, 32);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamFrame, source_height, 36);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamFrame, n_objects, 40);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamFrame, n_components_run, 44);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamFrame, components_run, 48);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamFrame, n_terminated_ids, 56);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamFrame, terminated_ids, 64);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamFrame, n_display, 72);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamFrame, has_analytics, 76);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamFrame, has_segmentation, 77);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamFrame, has_user_meta, 78);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamFrame, reserved, 79);
+
+FERROSTREAM_CHECK_SIZE_ (FerrostreamObject, 112);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, object_id, 0);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, class_id, 8);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, component_id, 12);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, label, 16);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, label_len, 24);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, confidence, 32);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, bbox, 36);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, detector_bbox, 52);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, tracker_bbox, 68);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, has_tracker_bbox, 84);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, has_tracker_confidence, 85);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, has_tracker_age, 86);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, has_parent, 87);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, tracker_confidence, 88);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, tracker_age, 92);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, parent, 96);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, n_classifications, 100);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, n_attributes, 104);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, has_mask, 108);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, has_analytics, 109);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, has_user_meta, 110);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, reserved, 111);
+
+FERROSTREAM_CHECK_SIZE_ (FerrostreamClassification, 32);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamClassification, component_id, 0);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamClassification, class_id, 4);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamClassification, label, 8);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamClassification, label_len, 16);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamClassification, prob, 24);
+#undef FERROSTREAM_CHECK_OFFSET_
+#undef FERROSTREAM_CHECK_SIZE_
+#endif
+#undef FERROSTREAM_ASSERT_
 
 /* The ABI version of the loaded library. */
 uint32_t ferrostream_abi_version (void);

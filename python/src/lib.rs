@@ -79,10 +79,13 @@ fn batch_meta(py: Python<'_>, buffer: &Bound<'_, PyAny>) -> PyResult<Option<Batc
 /// `with ferrostream.writable(info) as batch:` inside a pad probe (`info` is its
 /// `Gst.PadProbeInfo`): makes the probe's buffer writable (copying it when it is shared; the
 /// probe then passes the copy downstream) and gives its metadata, open for changes until the
-/// block ends. `batch` is None when the buffer carries no metadata.
+/// block ends. `batch` is None when the buffer carries no metadata, unless `caps` (the pad's
+/// plain video caps) are given: a frame no Ferrostream element has seen then gets an empty
+/// batch of their size, so the application can add its own objects (its own detector, say).
 #[pyfunction]
-fn writable(info: &Bound<'_, PyAny>) -> Writable {
-    Writable::new(info.clone().unbind())
+#[pyo3(signature = (info, caps=None))]
+fn writable(info: &Bound<'_, PyAny>, caps: Option<&Bound<'_, PyAny>>) -> Writable {
+    Writable::new(info.clone().unbind(), caps.map(|c| c.clone().unbind()))
 }
 
 /// The pixels of frame `index` of `buffer` without a copy. `caps` are the pad's caps

@@ -1190,13 +1190,37 @@ impl BatchMeta {
 #[pyclass(module = "ferrostream")]
 pub struct Writable {
     info: Py<PyAny>,
+    /// Caps of a plain stream: a frame without metadata gets an empty batch of their size.
+    caps: Option<Py<PyAny>>,
     batch: Option<Py<BatchMeta>>,
 }
 
 impl Writable {
-    pub fn new(info: Py<PyAny>) -> Self {
-        Self { info, batch: None }
+    pub fn new(info: Py<PyAny>, caps: Option<Py<PyAny>>) -> Self {
+        Self {
+            info,
+            caps,
+            batch: None,
+        }
     }
+}
+
+/// The frame size of plain video caps.
+fn caps_size(caps: &Bound<'_, PyAny>) -> PyResult<(u32, u32)> {
+    let structure = caps.call_method1("get_structure", (0,))?;
+    if structure.is_none() {
+        return Err(PyValueError::new_err("the caps are empty"));
+    }
+    let field = |name: &str| -> PyResult<u32> {
+        let (ok, value): (bool, i64) = structure.call_method1("get_int", (name,))?.extract()?;
+        if !ok || value <= 0 || value > i64::from(u16::MAX) {
+            return Err(PyValueError::new_err(format!(
+                "the caps have no valid {name}: pass the pad's fixed video caps"
+            )));
+        }
+        Ok(value as u32)
+    };
+    Ok((field("width")?, field("height")?))
 }
 
 #[pymethods]
@@ -1217,6 +1241,17 @@ impl Writable {
             return Err(PyTypeError::new_err(
                 "the probe's info carries no buffer (add the probe with Gst.PadProbeType.BUFFER)",
             ));
+        }
+        if let Some(caps) = &self.caps {
+            let caps = caps.bind(py);
+            let gi = crate::library::gi(py)?;
+            crate::library::pointer_of(caps, &gi.caps, "Gst.Caps", gi.pointer_offset)?;
+            let (width, height) = caps_size(caps)?;
+            // SAFETY: the probe's buffer, writable (made so above).
+            let code = unsafe { (lib.batch_ensure)(buffer, width, height) };
+            if code != ferrostream_abi::status::OK {
+                return Err(errors::from_status(code, None));
+            }
         }
         let batch = BatchMeta::read(py, buffer, self.info.clone_ref(py), true)?
             .map(|b| Py::new(py, b))

@@ -231,6 +231,8 @@ pub mod symbols {
         result: *mut i64,
         error: *mut *mut c_char,
     ) -> c_int;
+    /// Attaches an empty one-frame batch of the given size to a writable buffer without one.
+    pub type BatchEnsure = unsafe extern "C" fn(buffer: *mut c_void, width: u32, height: u32) -> c_int;
     /// Makes the buffer of a pad probe's info writable in place (copying it when it is shared)
     /// and returns it (owned by the info), or NULL when the info holds no buffer.
     pub type ProbeMakeWritable = unsafe extern "C" fn(info: *mut c_void) -> *mut c_void;
@@ -254,6 +256,7 @@ pub mod symbols {
     pub const BATCH_FRAME_JSON: &[u8] = b"ferrostream_batch_frame_json\0";
     pub const BATCH_OBJECT_JSON: &[u8] = b"ferrostream_batch_object_json\0";
     pub const BATCH_EDIT: &[u8] = b"ferrostream_batch_edit\0";
+    pub const BATCH_ENSURE: &[u8] = b"ferrostream_batch_ensure\0";
     pub const PROBE_MAKE_WRITABLE: &[u8] = b"ferrostream_probe_make_writable\0";
     pub const FRAME_MAP: &[u8] = b"ferrostream_frame_map\0";
     pub const FRAME_UNMAP: &[u8] = b"ferrostream_frame_unmap\0";

@@ -225,6 +225,9 @@ pub fn apply(batch: &mut Batch, edit: Edit) -> Result<i64, EditError> {
             );
             o.parent = object.parent;
             f.objects.push(o);
+            // The application acts as a detector on this frame: a tracker downstream matches
+            // the frame's objects (it only predicts on frames no detector ran on).
+            f.mark_component_run(object.component_id);
             return Ok(f.objects.len() as i64 - 1);
         }
         Edit::SetObjectAttribute {
@@ -461,6 +464,7 @@ mod tests {
         assert_eq!(o.object_id, None);
         assert_eq!(o.confidence, 1.0);
         assert_eq!(o.component_id, 0);
+        assert!(b.frames[0].components_run.contains(&0));
     }
 
     #[test]

@@ -43,7 +43,7 @@ pub enum MapError {
     Caps(String),
     #[error("frame {index} does not exist: the buffer holds {count} frames")]
     BadIndex { index: u32, count: usize },
-    #[error("{0:?} frames cannot be mapped as arrays (supported: {list})", list = format_list())]
+    #[error("{} frames cannot be mapped as arrays (supported: {list})", .0.to_str(), list = format_list())]
     Format(VideoFormat),
     #[error("{0}")]
     Unsupported(String),

@@ -355,6 +355,38 @@ pub unsafe extern "C" fn ferrostream_batch_edit(
     }
 }
 
+/// Attaches an empty batch of one `width` x `height` frame to a writable buffer that has no
+/// metadata (a plain frame no Ferrostream element has seen yet), so that an application can add
+/// objects to it; does nothing when the buffer has metadata.
+///
+/// # Safety
+/// `buffer` is NULL or a valid GstBuffer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ferrostream_batch_ensure(buffer: *mut c_void, width: u32, height: u32) -> c_int {
+    // SAFETY: checked to be a writable buffer before it is changed.
+    unsafe {
+        if !is_buffer(buffer) {
+            return status::NOT_A_BUFFER;
+        }
+        if !BatchMeta::registered_here() {
+            return status::FOREIGN_META;
+        }
+        let b = gst::BufferRef::from_ptr(buffer as *const gst::ffi::GstBuffer);
+        if BatchMeta::of(b).is_some() {
+            return status::OK;
+        }
+        if gst::ffi::gst_mini_object_is_writable(buffer as *const gst::ffi::GstMiniObject) == 0 {
+            return status::NOT_WRITABLE;
+        }
+        let b = gst::BufferRef::from_mut_ptr(buffer as *mut gst::ffi::GstBuffer);
+        let number = Some(b.offset()).filter(|&o| o != u64::MAX).unwrap_or(0);
+        let mut frame = Frame::new(0, number, width, height);
+        frame.pts = b.pts();
+        BatchMeta::add(b, ferrostream_core::Batch::single(frame));
+        status::OK
+    }
+}
+
 /// Makes the buffer a pad probe's info carries writable, replacing it in the info by a copy
 /// when it is shared (the probe then passes the copy downstream); returns the buffer, or NULL
 /// when the info carries none.

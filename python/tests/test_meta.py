@@ -1,0 +1,428 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
+"""The ferrostream package against real pipelines: what a probe reads equals what rsmetaexport
+writes, changes made in a probe reach downstream elements, frames as arrays are the frame's
+bytes, and bad input raises instead of crashing."""
+
+import json
+import math
+
+import ferrostream
+import numpy as np
+import pytest
+from conftest import PIPELINES, Gst, media, rss_bytes, run
+
+import gi  # noqa: E402
+
+gi.require_version("GstVideo", "1.0")
+from gi.repository import GstVideo  # noqa: E402
+
+COCO = PIPELINES / "coco_ssd.txt"
+TRACKER = PIPELINES / "tracker.toml"
+
+
+def detect_pipeline(json_path, frames=20, fmt="RGB"):
+    return Gst.parse_launch(
+        f"filesrc location={media('vtest.avi')} ! decodebin ! videoconvert "
+        f"! video/x-raw,format={fmt} ! identity eos-after={frames} "
+        f"! rstrtinfer config-file-path={COCO} ! rstracker config-file-path={TRACKER} "
+        f"! identity name=probe ! rsmetaexport location={json_path} ! fakesink sync=false"
+    )
+
+
+def read_jsonl(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def box(b):
+    return None if b is None else {"left": b.left, "top": b.top, "width": b.width, "height": b.height}
+
+
+def probe_record(frame):
+    """Everything a probe can read of a frame, through attributes (not to_dict)."""
+    return {
+        "source_id": frame.source_id,
+        "pad_index": frame.pad_index,
+        "frame_num": frame.frame_num,
+        "pts_ns": frame.pts_ns,
+        "width": frame.width,
+        "height": frame.height,
+        "source_width": frame.source_width,
+        "source_height": frame.source_height,
+        "components_run": frame.components_run,
+        "terminated_ids": frame.terminated_ids,
+        "objects": [
+            {
+                "object_id": o.object_id,
+                "class_id": o.class_id,
+                "label": o.label,
+                "confidence": o.confidence,
+                "bbox": box(o.bbox),
+                "component_id": o.component_id,
+                "classifications": [c.label for c in o.classifications],
+                "attributes": o.attributes,
+                "detector_bbox": box(o.detector_bbox),
+                "tracker_bbox": box(o.tracker_bbox),
+                "tracker_confidence": o.tracker_confidence,
+                "tracker_age": o.tracker_age,
+                "parent": o.parent,
+            }
+            for o in frame.objects
+        ],
+    }
+
+
+def assert_close(a, b, path="record"):
+    """Equal, floats to float32 precision (the JSON writer prints the shortest float32 form)."""
+    if isinstance(a, float) or isinstance(b, float):
+        assert a is not None and b is not None, f"{path}: {a} != {b}"
+        assert math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-4), f"{path}: {a} != {b}"
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() <= b.keys(), f"{path}: {a} != {b}"
+        for k in a:
+            assert_close(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), f"{path}: {a} != {b}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_close(x, y, f"{path}[{i}]")
+    else:
+        assert a == b, f"{path}: {a!r} != {b!r}"
+
+
+def test_probe_sees_exactly_what_the_json_export_writes(tmp_path):
+    out = tmp_path / "objects.jsonl"
+    pipeline = detect_pipeline(out)
+    seen = []
+
+    def probe(pad, info):
+        batch = ferrostream.batch_meta(info.get_buffer())
+        assert batch is not None and len(batch) == 1
+        seen.append(probe_record(batch.frames[0]))
+        return Gst.PadProbeReturn.OK
+
+    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, probe)
+    run(pipeline)
+    exported = read_jsonl(out)
+    assert len(seen) == len(exported) == 20
+    for mine, theirs in zip(seen, exported):
+        for o in theirs["objects"]:
+            o["classifications"] = [c["label"] for c in o["classifications"]]
+        assert_close(mine, theirs, f"frame {theirs['frame_num']}")
+    people = [o for f in seen for o in f["objects"] if o["label"] == "person"]
+    assert len(people) >= 20, "the detector finds the people walking in vtest.avi"
+    tracked = {o["object_id"] for o in people if o["object_id"] is not None}
+    assert len(tracked) >= 2, "the tracker gives the people ids"
+
+
+def test_changes_in_a_probe_reach_the_json_export(tmp_path):
+    out = tmp_path / "changed.jsonl"
+    pipeline = detect_pipeline(out)
+    removed, kept = {}, {}
+
+    def probe(pad, info):
+        with ferrostream.writable(info) as batch:
+            frame = batch.frames[0]
+            for obj in frame.objects:
+                if obj.bbox.width * obj.bbox.height < 2500:
+                    frame.remove_object(obj)
+                    removed.setdefault(frame.frame_num, []).append(obj.bbox.as_tuple())
+                elif obj.label == "person":
+                    obj.label = "visitor"
+            frame.set_user_meta("site", {"camera": "hall", "kept": len(frame.objects)})
+            frame.add_text(f"{len(frame.objects)} objects", 10, 10, size=20)
+            kept[frame.frame_num] = [o.label for o in frame.objects]
+        return Gst.PadProbeReturn.OK
+
+    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, probe)
+    run(pipeline)
+    exported = read_jsonl(out)
+    assert len(exported) == 20
+    assert removed, "vtest.avi has small detections to remove"
+    for f in exported:
+        labels = [o["label"] for o in f["objects"]]
+        assert labels == kept[f["frame_num"]]
+        assert "person" not in labels
+        assert all(o["bbox"]["width"] * o["bbox"]["height"] >= 2500 for o in f["objects"])
+        assert f["user_meta"] == {"site": {"camera": "hall", "kept": len(labels)}}
+        assert f["display"][0]["kind"] == "text"
+        assert f["display"][0]["text"] == f"{len(labels)} objects"
+    assert any("visitor" in kept[n] for n in kept)
+
+
+def synthetic(desc, width=320, height=240, frames=3, fmt="RGBA"):
+    return Gst.parse_launch(
+        f"videotestsrc pattern=black num-buffers={frames} "
+        f"! video/x-raw,format={fmt},width={width},height={height},framerate=30/1 {desc}"
+    )
+
+
+def test_removed_objects_are_not_drawn_and_added_ones_and_display_elements_are():
+    pipeline = synthetic(
+        "! identity name=add ! identity name=remove ! rsosd display-text=false ! appsink name=sink"
+    )
+    caps_of = {}
+
+    def add(pad, info):
+        caps_of["caps"] = pad.get_current_caps()
+        with ferrostream.writable(info, pad.get_current_caps()) as batch:
+            frame = batch.frames[0]
+            frame.add_object(0, "person", (20, 20, 60, 60))
+            frame.add_object(0, "person", (150, 100, 60, 60))
+            frame.add_rect(250, 180, 40, 40, border_width=0, fill=(255, 0, 0))
+        return Gst.PadProbeReturn.OK
+
+    def remove(pad, info):
+        with ferrostream.writable(info) as batch:
+            frame = batch.frames[0]
+            assert len(frame.objects) == 2
+            frame.remove_object(frame.objects[1])
+        return Gst.PadProbeReturn.OK
+
+    pipeline.get_by_name("add").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, add)
+    pipeline.get_by_name("remove").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, remove)
+    sink = pipeline.get_by_name("sink")
+    pipeline.set_state(Gst.State.PLAYING)
+    try:
+        sample = sink.emit("try-pull-sample", 60 * Gst.SECOND)
+        assert sample is not None, "no frame within 60 s"
+        pixels = np.array(ferrostream.frame_array(sample.get_buffer(), sample.get_caps()))
+        batch = ferrostream.batch_meta(sample.get_buffer())
+        assert [o.bbox.as_tuple() for o in batch.frames[0].objects] == [(20, 20, 60, 60)]
+    finally:
+        pipeline.set_state(Gst.State.NULL)
+    # The kept box's border is drawn, the removed box's is not, the display rectangle is red.
+    assert pixels[20, 40, :3].any(), "the kept object's top border"
+    assert not pixels[100, 170, :3].any(), "the removed object's top border stays black"
+    assert not pixels[130, 150, :3].any(), "the removed object's left border stays black"
+    assert (pixels[185:215, 255:285, :3] == [255, 0, 0]).all(), "the display rectangle"
+
+
+def test_added_objects_are_tracked(tmp_path):
+    out = tmp_path / "tracked.jsonl"
+    pipeline = synthetic(
+        f"! identity name=add ! rstracker config-file-path={TRACKER} "
+        f"! rsmetaexport location={out} ! fakesink",
+        frames=20,
+    )
+
+    def add(pad, info):
+        with ferrostream.writable(info, pad.get_current_caps()) as batch:
+            frame = batch.frames[0]
+            x = 20 + 3 * frame.frame_num
+            frame.add_object(0, "person", (x, 50, 40, 80), confidence=0.9, component_id=1)
+        return Gst.PadProbeReturn.OK
+
+    pipeline.get_by_name("add").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, add)
+    run(pipeline)
+    frames = read_jsonl(out)
+    assert len(frames) == 20
+    ids = [f["objects"][0]["object_id"] for f in frames if f["objects"]]
+    assert len(ids) == 20
+    settled = ids[5:]
+    assert None not in settled and len(set(settled)) == 1, f"one stable id: {ids}"
+
+
+@pytest.mark.parametrize(
+    "fmt,width,height",
+    [("RGB", 322, 242), ("BGRx", 320, 240), ("GRAY8", 322, 241), ("NV12", 322, 242), ("I420", 322, 242)],
+)
+def test_frame_array_is_the_frames_bytes(fmt, width, height):
+    pipeline = Gst.parse_launch(
+        f"videotestsrc pattern=smpte num-buffers=1 ! video/x-raw,format={fmt},width={width},height={height} "
+        "! appsink name=sink"
+    )
+    pipeline.set_state(Gst.State.PLAYING)
+    try:
+        sample = pipeline.get_by_name("sink").emit("try-pull-sample", 60 * Gst.SECOND)
+        assert sample is not None
+        buffer, caps = sample.get_buffer(), sample.get_caps()
+        arrays = ferrostream.frame_array(buffer, caps)
+        info = GstVideo.VideoInfo.new_from_caps(caps)
+        ok, mapped = buffer.map(Gst.MapFlags.READ)
+        assert ok
+        raw = np.frombuffer(mapped.data, dtype=np.uint8).copy()
+        buffer.unmap(mapped)
+    finally:
+        pipeline.set_state(Gst.State.NULL)
+    planes = arrays if isinstance(arrays, tuple) else (arrays,)
+    assert len(planes) == info.finfo.n_planes
+    for p, plane in enumerate(planes):
+        assert plane.dtype == np.uint8
+        assert not plane.flags.writeable, "a buffer from a sample is read-only"
+        rows = plane.shape[0]
+        row_bytes = plane.shape[1] * (plane.shape[2] if plane.ndim == 3 else 1)
+        stride, offset = info.stride[p], info.offset[p]
+        expected = np.stack([raw[offset + r * stride : offset + r * stride + row_bytes] for r in range(rows)])
+        assert np.array_equal(plane.reshape(rows, row_bytes), expected), f"plane {p}"
+    if len(planes) == 1:
+        channels = {"RGB": 3, "BGRx": 4, "GRAY8": 1}[fmt]
+        assert planes[0].shape == (height, width, channels)
+    else:
+        assert planes[0].shape == (height, width)
+    with pytest.raises(ValueError):
+        planes[0][0, 0] = 1
+
+
+def test_batches_give_each_sources_frame():
+    pipeline = Gst.parse_launch(
+        "rsstreammux name=mux batch-size=2 batched-push-timeout=2000000 ! identity name=probe ! fakesink "
+        "videotestsrc pattern=black num-buffers=3 ! video/x-raw,format=RGB,width=160,height=120 ! mux.sink_0 "
+        "videotestsrc pattern=white num-buffers=3 ! video/x-raw,format=RGB,width=200,height=100 ! mux.sink_1"
+    )
+    seen = []
+
+    def probe(pad, info):
+        buffer, caps = info.get_buffer(), pad.get_current_caps()
+        batch = ferrostream.batch_meta(buffer)
+        for i, frame in enumerate(batch.frames):
+            pixels = ferrostream.frame_array(buffer, caps, i)
+            seen.append((frame.source_id, pixels.shape, int(pixels.min()), int(pixels.max())))
+        with pytest.raises(IndexError):
+            ferrostream.frame_array(buffer, caps, len(batch))
+        return Gst.PadProbeReturn.OK
+
+    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, probe)
+    run(pipeline)
+    assert (0, (120, 160, 3), 0, 0) in seen
+    assert (1, (100, 200, 3), 255, 255) in seen
+
+
+def test_changes_need_a_writable_buffer_and_a_current_view():
+    pipeline = synthetic("! identity name=add ! identity name=probe ! fakesink", frames=2)
+    outcomes = []
+
+    def add(pad, info):
+        with ferrostream.writable(info, pad.get_current_caps()) as batch:
+            batch.frames[0].add_object(0, "person", (10, 10, 20, 20))
+        return Gst.PadProbeReturn.OK
+
+    def probe(pad, info):
+        frame = ferrostream.batch_meta(info.get_buffer()).frames[0]
+        obj = frame.objects[0]
+        attempts = [
+            lambda: frame.add_text("x", 1, 1),
+            lambda: setattr(obj, "label", "car"),
+            lambda: frame.remove_object(obj),
+            lambda: frame.set_user_meta("k", 1),
+            lambda: obj.set_user_meta("k", 1),
+        ]
+        for attempt in attempts:
+            with pytest.raises(ferrostream.NotWritableError):
+                attempt()
+        assert obj.label == "person", "a refused change changes nothing"
+        with ferrostream.writable(info) as first:
+            with ferrostream.writable(info) as second:
+                second.frames[0].objects[0].label = "second"
+            with pytest.raises(ferrostream.StaleMetaError):
+                first.frames[0].objects[0].label = "first"
+        with pytest.raises(ferrostream.StaleMetaError):
+            first.frames[0].add_text("late", 1, 1)
+        outcomes.append(ferrostream.batch_meta(info.get_buffer()).frames[0].objects[0].label)
+        return Gst.PadProbeReturn.OK
+
+    pipeline.get_by_name("add").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, add)
+    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, probe)
+    run(pipeline)
+    assert outcomes == ["second", "second"]
+
+
+def test_bad_input_raises_clear_errors():
+    caps = Gst.Caps.from_string("video/x-raw,format=RGB,width=64,height=64")
+    buffer = Gst.Buffer.new_allocate(None, 64 * 64 * 3, None)
+    assert ferrostream.batch_meta(buffer) is None, "a buffer without metadata has none"
+    with pytest.raises(TypeError, match="Gst.Buffer"):
+        ferrostream.batch_meta(42)
+    with pytest.raises(TypeError, match="Gst.Buffer"):
+        ferrostream.batch_meta(caps)
+    with pytest.raises(TypeError, match="Gst.Caps"):
+        ferrostream.frame_array(buffer, buffer)
+    with pytest.raises(ValueError, match="UYVY"):
+        ferrostream.frame_array(buffer, Gst.Caps.from_string("video/x-raw,format=UYVY,width=8,height=8"))
+    with pytest.raises(ValueError, match="raw video"):
+        ferrostream.frame_array(buffer, Gst.Caps.from_string("audio/x-raw"))
+    with pytest.raises(IndexError):
+        ferrostream.frame_array(buffer, caps, 1)
+    small = Gst.Buffer.new_allocate(None, 16, None)
+    with pytest.raises(ferrostream.Error, match="cannot map"):
+        ferrostream.frame_array(small, caps)
+    assert ferrostream.frame_array(buffer, caps).shape == (64, 64, 3)
+
+
+def test_bad_values_are_refused_in_a_probe():
+    pipeline = synthetic("! identity name=probe ! fakesink", frames=1)
+    refused = []
+
+    def probe(pad, info):
+        with ferrostream.writable(info, pad.get_current_caps()) as batch:
+            frame = batch.frames[0]
+            obj = frame.add_object(0, "person", (1, 2, 3, 4))
+            cases = {
+                "size 0 text": (ValueError, lambda: frame.add_text("x", 1, 1, size=0)),
+                "NaN box": (ValueError, lambda: setattr(obj, "bbox", (float("nan"), 0, 1, 1))),
+                "negative box": (ValueError, lambda: frame.add_object(0, "x", (0, 0, -5, 1))),
+                "long label": (ValueError, lambda: setattr(obj, "label", "x" * 200)),
+                "not JSON": (TypeError, lambda: frame.set_user_meta("k", object())),
+                "huge value": (ValueError, lambda: frame.set_user_meta("k", "x" * 70000)),
+                "bad colour": (TypeError, lambda: frame.add_line(0, 0, 1, 1, color="red")),
+                "bad box type": (TypeError, lambda: frame.add_object(0, "x", "box")),
+            }
+            for name, (kind, attempt) in cases.items():
+                with pytest.raises(kind):
+                    attempt()
+                refused.append(name)
+            assert obj.label == "person" and obj.bbox.as_tuple() == (1, 2, 3, 4)
+            assert len(frame.objects) == 1
+        return Gst.PadProbeReturn.OK
+
+    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, probe)
+    run(pipeline)
+    assert len(refused) == 8
+
+
+def test_ten_thousand_probe_calls_do_not_grow_memory():
+    frames = 10_000
+    pipeline = synthetic(
+        "! identity name=add ! identity name=read ! fakesink", width=64, height=64, frames=frames, fmt="GRAY8"
+    )
+    rss = {}
+    count = [0]
+
+    def add(pad, info):
+        with ferrostream.writable(info, pad.get_current_caps()) as batch:
+            frame = batch.frames[0]
+            for i in range(20):
+                frame.add_object(i % 3, "person", (i, i, 10, 10), confidence=0.5)
+            frame.set_user_meta("n", count[0])
+            frame.add_text("count", 1, 1)
+        return Gst.PadProbeReturn.OK
+
+    def read(pad, info):
+        buffer = info.get_buffer()
+        frame = ferrostream.batch_meta(buffer).frames[0]
+        total = 0.0
+        for o in frame.objects:
+            b = o.bbox
+            total += b.left + b.top + b.width + b.height + o.confidence + o.class_id
+            _ = (o.label, o.object_id, o.tracker_bbox, o.detector_bbox, o.parent, o.attributes)
+        assert len(frame.objects) == 20 and total > 0
+        pixels = ferrostream.frame_array(buffer, pad.get_current_caps())
+        assert pixels.shape == (64, 64, 1)
+        count[0] += 1
+        if count[0] in (2_000, frames):
+            rss[count[0]] = rss_bytes()
+        return Gst.PadProbeReturn.OK
+
+    pipeline.get_by_name("add").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, add)
+    pipeline.get_by_name("read").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, read)
+    run(pipeline, timeout=600)
+    assert count[0] == frames
+    growth = rss[frames] - rss[2_000]
+    assert growth < 8 * 1024 * 1024, f"memory grew by {growth / 1e6:.1f} MB over 8,000 probe calls"
+
+
+def test_the_module_documents_itself():
+    doc = ferrostream.__doc__
+    assert "batch_meta" in doc and "writable" in doc
+    for name in ("batch_meta", "writable", "frame_array"):
+        assert getattr(ferrostream, name).__doc__, name
+    assert ferrostream.plugin_path().endswith("libgstferrostream.so")
