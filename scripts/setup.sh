@@ -16,6 +16,8 @@ packages=(
     meson ninja-build fonts-dejavu-core
     # The RTSP server the rsurisrcbin tests start (GStreamer's RTSP server library, from Python).
     python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-rtsp-server-1.0
+    # The Python package's environment (a venv of the distribution's Python, seeing python3-gi).
+    python3-venv
     # rsmsgbroker: librdkafka (Kafka, linked at build and run time) and the brokers its tests start.
     librdkafka-dev mosquitto rabbitmq-server redis-server
 )
@@ -48,6 +50,10 @@ fi
 # The KServe v2 inference server (PyPI's kserve with ONNX Runtime) that the remote-inference
 # tests start on loopback.
 "$repo/scripts/install-kserve.sh"
+
+# The ferrostream Python package (built from this tree) with NumPy and pytest, in a virtual
+# environment of the distribution's Python (which has PyGObject): ~/.cache/ferrostream/python.
+"$repo/scripts/install-python.sh"
 
 # Models and footage: those a provided directory has (FERROSTREAM_MODEL_DIR/FERROSTREAM_MEDIA_DIR,
 # or ../shared beside the checkout) are used from there, the others are downloaded into the cache

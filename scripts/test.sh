@@ -29,6 +29,15 @@ mkdir -p "$(dirname "$log")"
     cargo test --workspace --locked --no-fail-fast 2>&1
     cargo test -p gst-trtinfer --features tensorrt --lib --locked --no-fail-fast 2>&1
 } | tee "$log"
+# The Python package (built from this tree) and the C example, against the plugin built above.
+echo "== Python package and C example (pytest)"
+cargo build -p gst-ferrostream --locked
+scripts/install-python.sh
+venv="${FERROSTREAM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ferrostream}/python"
+pylog="${CARGO_TARGET_DIR:-target}/pytest-output.txt"
+GST_PLUGIN_PATH="$repo/${CARGO_TARGET_DIR:-target}/debug" \
+    "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests 2>&1 | tee "$pylog"
+pypassed=$(grep -Eo '[0-9]+ passed' "$pylog" | tail -1 | grep -Eo '[0-9]+' || echo 0)
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
 failed=$(grep -E '^test result:' "$log" | grep -Eo '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
-echo "$passed passed, $failed failed"
+echo "$passed Rust tests passed, $failed failed; $pypassed Python tests passed"

@@ -117,10 +117,10 @@ typedef struct {
 #if defined(FERROSTREAM_ASSERT_) && UINTPTR_MAX == UINT64_MAX && SIZE_MAX == UINT64_MAX
 #define FERROSTREAM_CHECK_OFFSET_(type, field, offset) \
   FERROSTREAM_ASSERT_ (offsetof (type, field) == (offset), \
-      "ferrostream/meta.h: offset of " #type "." #field " differs from the library's")
+      "ferrostream/meta.h: offset of " #type "." #field " does not match libgstferrostream")
 #define FERROSTREAM_CHECK_SIZE_(type, size) \
   FERROSTREAM_ASSERT_ (sizeof (type) == (size), \
-      "ferrostream/meta.h: size of " #type " differs from the library's")
+      "ferrostream/meta.h: size of " #type " does not match libgstferrostream")
 FERROSTREAM_CHECK_SIZE_ (FerrostreamBox, 16);
 FERROSTREAM_CHECK_OFFSET_ (FerrostreamBox, left, 0);
 FERROSTREAM_CHECK_OFFSET_ (FerrostreamBox, top, 4);
@@ -186,7 +186,9 @@ FERROSTREAM_CHECK_OFFSET_ (FerrostreamClassification, prob, 24);
 uint32_t ferrostream_abi_version (void);
 
 /* The buffer's batch metadata (a GstBuffer *), or NULL when it has none. Valid while the buffer
- * lives and its metadata is not changed. */
+ * lives and its metadata is not changed. NULL too when the metadata was made by another copy of
+ * the library than the one the program is linked with: GStreamer must load the plugin from the
+ * file that `pkg-config --libs ferrostream` links (its plugindir). */
 const FerrostreamBatch *ferrostream_batch_get (void *buffer);
 
 uint32_t ferrostream_batch_n_frames (const FerrostreamBatch *batch);

@@ -121,7 +121,31 @@ fn lent_str(ptr: *const c_char, len: usize) -> String {
 
 /// Parses a JSON text from the library into Python objects.
 fn json_to_py<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
-    py.import("json")?.call_method1("loads", (text,))
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| PyValueError::new_err(format!("malformed JSON from the plugin: {e}")))?;
+    value_to_py(py, &value)
+}
+
+/// A JSON value as the Python objects `json.loads` would give.
+fn value_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => pyo3::types::PyBool::new(py, *b).to_owned().into_any(),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => i.into_pyobject(py)?.into_any(),
+            (None, Some(u)) => u.into_pyobject(py)?.into_any(),
+            _ => n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any(),
+        },
+        Value::String(s) => pyo3::types::PyString::new(py, s).into_any(),
+        Value::Array(a) => PyList::new(py, a.iter().map(|v| value_to_py(py, v)).collect::<PyResult<Vec<_>>>()?)?.into_any(),
+        Value::Object(o) => {
+            let d = PyDict::new(py);
+            for (k, v) in o {
+                d.set_item(k, value_to_py(py, v)?)?;
+            }
+            d.into_any()
+        }
+    })
 }
 
 /// Converts a Python value into JSON through Python's own encoder.
@@ -373,13 +397,8 @@ impl ObjectMeta {
     }
 
     fn extra<'py>(&self, py: Python<'py>, key: &str, empty: Value) -> PyResult<Bound<'py, PyAny>> {
-        let value = self
-            .data()
-            .extras
-            .as_ref()
-            .and_then(|e| e.get(key).cloned())
-            .unwrap_or(empty);
-        json_to_py(py, &value.to_string())
+        let data = self.data();
+        value_to_py(py, data.extras.as_ref().and_then(|e| e.get(key)).unwrap_or(&empty))
     }
 
     fn set_extra(&self, map: &str, key: &str, value: Option<Value>) {
@@ -738,8 +757,8 @@ impl FrameMeta {
     }
 
     fn extra<'py>(&self, py: Python<'py>, key: &str, empty: Value) -> PyResult<Bound<'py, PyAny>> {
-        let value = self.extras(py)?.get(key).cloned().unwrap_or(empty);
-        json_to_py(py, &value.to_string())
+        let extras = self.extras(py)?;
+        value_to_py(py, extras.get(key).unwrap_or(&empty))
     }
 
     /// Mirrors a change of the frame's JSON record in the cached copy.
