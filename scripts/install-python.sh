@@ -27,8 +27,10 @@ fi
 . "$repo/scripts/env.sh"
 echo "Building the ferrostream wheel..."
 rm -rf "$repo/target/wheels"
-# The extension module must not link libpython (it is loaded by whatever CPython imports it).
-PYO3_PYTHON="$venv/bin/python" "$venv/bin/maturin" build --quiet --release --locked \
+# Built in a target directory of its own: the extension module (libferrostream.so) must never
+# sit in a directory GStreamer scans for plugins (target/release, target/debug).
+CARGO_TARGET_DIR="$repo/target/python" PYO3_PYTHON="$venv/bin/python" \
+    "$venv/bin/maturin" build --quiet --release --locked \
     --manifest-path "$repo/python/Cargo.toml" --interpreter "$venv/bin/python" \
     --out "$repo/target/wheels"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input --force-reinstall \

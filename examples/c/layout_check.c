@@ -73,5 +73,14 @@ main (void)
   OFFSET (FerrostreamClassification, label);
   OFFSET (FerrostreamClassification, label_len);
   OFFSET (FerrostreamClassification, prob);
+
+  SIZE (FerrostreamAttribute);
+  OFFSET (FerrostreamAttribute, key);
+  OFFSET (FerrostreamAttribute, kind);
+  OFFSET (FerrostreamAttribute, int_value);
+  OFFSET (FerrostreamAttribute, float_value);
+  OFFSET (FerrostreamAttribute, text);
+  OFFSET (FerrostreamAttribute, floats);
+  OFFSET (FerrostreamAttribute, n_floats);
   return 0;
 }

@@ -11,7 +11,8 @@ one line per frame:
 
     frame 12: person=3 car=1
 
-(labels sorted by name; a frame without objects prints `frame 12:`). At the end it prints
+(labels sorted by name, JSON-quoted when they have spaces: `"traffic light"=1`; a frame
+without objects prints `frame 12:`). At the end it prints
 `done frames=N objects=M`. It exits 0 at end of stream, 1 on a pipeline error (printed as
 `error: ...` on stderr) and 2 when --timeout runs out.
 
@@ -19,7 +20,9 @@ one line per frame:
 """
 
 import argparse
+import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -47,8 +50,14 @@ def find_media(name):
     return str(Path(dirs[0] or cache / "media") / name)
 
 
+_emit_lock = threading.Lock()
+
+
 def emit(line):
-    print(line, flush=True)
+    """Prints one whole line (probes run in streaming threads, the bus watch in the main one)."""
+    with _emit_lock:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
 
 
 def fail(message, code=1):
@@ -61,6 +70,20 @@ def require_plugin():
     if Gst.ElementFactory.find("rstrtinfer") is None:
         fail("the ferrostream GStreamer plugin is not installed: install it (meson install) or put "
              "the directory of libgstferrostream.so on GST_PLUGIN_PATH")
+
+
+def load_ferrostream():
+    """The ferrostream package (imported after Gst.init), checked against the plugin GStreamer
+    loads: a package and plugin of different builds fail here, not in the first probe."""
+    try:
+        import ferrostream
+    except ImportError as e:
+        fail(f"the ferrostream Python package is not installed (scripts/install-python.sh): {e}")
+    try:
+        ferrostream.plugin_path()
+    except ferrostream.Error as e:
+        fail(f"ferrostream: {e}")
+    return ferrostream
 
 
 def quote(path):
@@ -169,6 +192,17 @@ class App:
         return self.code
 
 
+def label_token(label):
+    """A label as printed: bare, or JSON-quoted when it has spaces, '=', quotes or is empty
+    ("traffic light" is a COCO label)."""
+    return label if re.fullmatch(r'[^\s="\\|]+', label) else json.dumps(label)
+
+
+def counts_text(counts):
+    """`car=1 person=3`: labels sorted by name."""
+    return " ".join(f"{label_token(label)}={n}" for label, n in sorted(counts.items()))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("input", nargs="?", help="video file (default: vtest.avi of $FERROSTREAM_MEDIA_DIR)")
@@ -181,7 +215,7 @@ def main():
 
     Gst.init(None)
     require_plugin()
-    import ferrostream  # after Gst.init: it finds the plugin GStreamer loaded
+    ferrostream = load_ferrostream()
 
     source = args.input or find_media("vtest.avi")
     if not os.path.isfile(source):
@@ -212,8 +246,7 @@ def main():
             return Gst.PadProbeReturn.OK
         for frame in batch.frames:
             counts = Counter(obj.label for obj in frame.objects)
-            text = " ".join(f"{label}={n}" for label, n in sorted(counts.items()))
-            emit(f"frame {frame.frame_num}: {text}".rstrip())
+            emit(f"frame {frame.frame_num}: {counts_text(counts)}".rstrip())
             totals["frames"] += 1
             totals["objects"] += sum(counts.values())
         return Gst.PadProbeReturn.OK

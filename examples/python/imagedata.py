@@ -23,6 +23,7 @@ runs out, 3 when a crop cannot be encoded or written.
 
 import argparse
 import os
+import re
 import signal
 import sys
 import threading
@@ -50,8 +51,14 @@ def find_media(name):
     return str(Path(dirs[0] or cache / "media") / name)
 
 
+_emit_lock = threading.Lock()
+
+
 def emit(line):
-    print(line, flush=True)
+    """Prints one whole line (probes run in streaming threads, the bus watch in the main one)."""
+    with _emit_lock:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
 
 
 def fail(message, code=1):
@@ -64,6 +71,20 @@ def require_plugin():
     if Gst.ElementFactory.find("rstrtinfer") is None:
         fail("the ferrostream GStreamer plugin is not installed: install it (meson install) or put "
              "the directory of libgstferrostream.so on GST_PLUGIN_PATH")
+
+
+def load_ferrostream():
+    """The ferrostream package (imported after Gst.init), checked against the plugin GStreamer
+    loads: a package and plugin of different builds fail here, not in the first probe."""
+    try:
+        import ferrostream
+    except ImportError as e:
+        fail(f"the ferrostream Python package is not installed (scripts/install-python.sh): {e}")
+    try:
+        ferrostream.plugin_path()
+    except ferrostream.Error as e:
+        fail(f"ferrostream: {e}")
+    return ferrostream
 
 
 def quote(path):
@@ -222,13 +243,14 @@ def main():
 
     Gst.init(None)
     require_plugin()
-    import ferrostream  # after Gst.init: it finds the plugin GStreamer loaded
+    ferrostream = load_ferrostream()
 
     source = args.input or find_media("vtest.avi")
     if not os.path.isfile(source):
         fail(f"input video {source} not found (set FERROSTREAM_MEDIA_DIR or pass a file)")
     out_dir = Path(args.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    file_label = re.sub(r"[^A-Za-z0-9_.-]+", "_", args.label)
 
     export = f"! rsmetaexport location={quote(args.json)} " if args.json else ""
     description = (
@@ -271,7 +293,7 @@ def main():
                     emit(f"skipped object_id={obj.object_id} frame={frame.frame_num} reason=box-outside-frame")
                     continue
                 crop = np.ascontiguousarray(pixels[top:bottom, left:right])
-                path = out_dir / f"{args.label}_{obj.object_id}_frame{frame.frame_num}.jpg"
+                path = out_dir / f"{file_label}_{obj.object_id}_frame{frame.frame_num}.jpg"
                 path.write_bytes(encode_jpeg(crop, args.quality))
                 totals["saved"] += 1
                 emit(f"saved {path} object_id={obj.object_id} frame={frame.frame_num} "

@@ -12,9 +12,9 @@ The Ferrostream counterpart of DeepStream's deepstream-test3:
 A buffer probe on rstiler's sink pad (where the batch still holds one frame per source) prints
 one line per frame of the batch:
 
-    source 0 frame 5: person=2 car=1
+    source 0 frame 5: car=1 person=2
 
-and at the end one line per source, then the batches: `done source=0 frames=30 objects=120`,
+(labels sorted by name, JSON-quoted when they have spaces: `"traffic light"=1`), and at the end one line per source, then the batches: `done source=0 frames=30 objects=120`,
 `done batches=31`. URIs may be file paths, file://, rtsp:// or http(s):// URIs. It exits 0 at
 end of stream (every source ended), 1 on a pipeline error, 2 when --timeout runs out.
 
@@ -22,8 +22,10 @@ end of stream (every source ended), 1 on a pipeline error, 2 when --timeout runs
 """
 
 import argparse
+import json
 import math
 import os
+import re
 import signal
 import sys
 import threading
@@ -51,8 +53,14 @@ def find_media(name):
     return str(Path(dirs[0] or cache / "media") / name)
 
 
+_emit_lock = threading.Lock()
+
+
 def emit(line):
-    print(line, flush=True)
+    """Prints one whole line (probes run in streaming threads, the bus watch in the main one)."""
+    with _emit_lock:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
 
 
 def fail(message, code=1):
@@ -65,6 +73,20 @@ def require_plugin():
     if Gst.ElementFactory.find("rstrtinfer") is None:
         fail("the ferrostream GStreamer plugin is not installed: install it (meson install) or put "
              "the directory of libgstferrostream.so on GST_PLUGIN_PATH")
+
+
+def load_ferrostream():
+    """The ferrostream package (imported after Gst.init), checked against the plugin GStreamer
+    loads: a package and plugin of different builds fail here, not in the first probe."""
+    try:
+        import ferrostream
+    except ImportError as e:
+        fail(f"the ferrostream Python package is not installed (scripts/install-python.sh): {e}")
+    try:
+        ferrostream.plugin_path()
+    except ferrostream.Error as e:
+        fail(f"ferrostream: {e}")
+    return ferrostream
 
 
 def quote(path):
@@ -181,6 +203,17 @@ def to_uri(value):
     return Gst.filename_to_uri(os.path.abspath(value))
 
 
+def label_token(label):
+    """A label as printed: bare, or JSON-quoted when it has spaces, '=', quotes or is empty
+    ("traffic light" is a COCO label)."""
+    return label if re.fullmatch(r'[^\s="\\|]+', label) else json.dumps(label)
+
+
+def counts_text(counts):
+    """`car=1 person=3`: labels sorted by name."""
+    return " ".join(f"{label_token(label)}={n}" for label, n in sorted(counts.items()))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("uris", nargs="*",
@@ -197,13 +230,16 @@ def main():
 
     Gst.init(None)
     require_plugin()
-    import ferrostream  # after Gst.init: it finds the plugin GStreamer loaded
+    ferrostream = load_ferrostream()
 
     uris = [to_uri(u) for u in (args.uris or [find_media("vtest.avi"), find_media("carphone_pristine.mp4")])]
     n = len(uris)
     columns = math.ceil(math.sqrt(n))
     rows = math.ceil(n / columns)
-    width, height = (int(v) for v in args.tiler_size.lower().split("x"))
+    try:
+        width, height = (int(v) for v in args.tiler_size.lower().split("x"))
+    except ValueError:
+        parser.error(f"--tiler-size takes WIDTHxHEIGHT, got {args.tiler_size!r}")
     export = f"! rsmetaexport location={quote(args.json)} " if args.json else ""
     if args.output:
         sink = f"videoconvert ! avenc_mpeg4 bitrate=4000000 ! mp4mux ! filesink location={quote(args.output)}"
@@ -239,8 +275,7 @@ def main():
         batches[0] += 1
         for frame in batch.frames:
             counts = Counter(obj.label for obj in frame.objects)
-            text = " ".join(f"{label}={c}" for label, c in sorted(counts.items()))
-            emit(f"source {frame.source_id} frame {frame.frame_num}: {text}".rstrip())
+            emit(f"source {frame.source_id} frame {frame.frame_num}: {counts_text(counts)}".rstrip())
             frames[frame.source_id] += 1
             objects[frame.source_id] += sum(counts.values())
         return Gst.PadProbeReturn.OK

@@ -107,6 +107,29 @@ typedef struct {
   float prob;
 } FerrostreamClassification;
 
+/* Kinds of an attribute's value. */
+typedef enum {
+  FERROSTREAM_ATTRIBUTE_BOOL = 0,       /* int_value, 0 or 1 */
+  FERROSTREAM_ATTRIBUTE_INT = 1,        /* int_value */
+  FERROSTREAM_ATTRIBUTE_FLOAT = 2,      /* float_value */
+  FERROSTREAM_ATTRIBUTE_TEXT = 3,       /* text, text_len */
+  FERROSTREAM_ATTRIBUTE_FLOATS = 4      /* floats, n_floats */
+} FerrostreamAttributeKind;
+
+/* A free-form attribute of an object (landmarks, a speed, a plate's text, ...). */
+typedef struct {
+  const char *key;
+  size_t key_len;
+  uint32_t kind;                /* a FerrostreamAttributeKind */
+  uint32_t reserved;
+  int64_t int_value;
+  double float_value;
+  const char *text;
+  size_t text_len;
+  const float *floats;
+  size_t n_floats;
+} FerrostreamAttribute;
+
 /* The layout above is the library's (plugins/abi/src/lib.rs, `#[repr(C)]`) on 64-bit targets,
  * checked here so that a compiler that lays it out differently refuses to build against it. */
 #if defined(__cplusplus) && __cplusplus >= 201103L
@@ -177,6 +200,13 @@ FERROSTREAM_CHECK_OFFSET_ (FerrostreamClassification, class_id, 4);
 FERROSTREAM_CHECK_OFFSET_ (FerrostreamClassification, label, 8);
 FERROSTREAM_CHECK_OFFSET_ (FerrostreamClassification, label_len, 16);
 FERROSTREAM_CHECK_OFFSET_ (FerrostreamClassification, prob, 24);
+FERROSTREAM_CHECK_SIZE_ (FerrostreamAttribute, 72);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamAttribute, kind, 16);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamAttribute, int_value, 24);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamAttribute, float_value, 32);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamAttribute, text, 40);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamAttribute, floats, 56);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamAttribute, n_floats, 64);
 #undef FERROSTREAM_CHECK_OFFSET_
 #undef FERROSTREAM_CHECK_SIZE_
 #endif
@@ -202,6 +232,9 @@ int ferrostream_batch_object (const FerrostreamBatch *batch, uint32_t frame, uin
     FerrostreamObject *out);
 int ferrostream_batch_classification (const FerrostreamBatch *batch, uint32_t frame,
     uint32_t object, uint32_t index, FerrostreamClassification *out);
+/* Attribute `index` (0 .. n_attributes - 1, in key order) of an object. */
+int ferrostream_batch_attribute (const FerrostreamBatch *batch, uint32_t frame, uint32_t object,
+    uint32_t index, FerrostreamAttribute *out);
 
 /* The record of a frame or an object as JSON (rsmetaexport's schema); free with g_free.
  * NULL for an index out of range. */

@@ -12,7 +12,10 @@ use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use ferrostream_abi::{FsBatch, FsBox, FsClassification, FsFrame, FsObject, TIME_NONE, UNTRACKED};
+use ferrostream_abi::{
+    FsAttribute, FsBatch, FsBox, FsClassification, FsFrame, FsObject, TIME_NONE, UNTRACKED,
+    attribute,
+};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -119,6 +122,22 @@ fn lent_str(ptr: *const c_char, len: usize) -> String {
     }
 }
 
+/// An attribute the library lent, as its JSON value.
+fn attribute_value(a: &FsAttribute) -> Value {
+    match a.kind {
+        attribute::BOOL => Value::Bool(a.int_value != 0),
+        attribute::INT => Value::from(a.int_value),
+        attribute::FLOAT => Value::from(a.float_value),
+        attribute::TEXT => Value::String(lent_str(a.text, a.text_len)),
+        attribute::FLOATS if !a.floats.is_null() => {
+            // SAFETY: the library points at `n_floats` floats inside the live metadata.
+            let v = unsafe { std::slice::from_raw_parts(a.floats, a.n_floats) };
+            Value::Array(v.iter().map(|&f| Value::from(f as f64)).collect())
+        }
+        _ => Value::Null,
+    }
+}
+
 /// Parses a JSON text from the library into Python objects.
 fn json_to_py<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
     let value: Value = serde_json::from_str(text)
@@ -137,7 +156,13 @@ fn value_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny
             _ => n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any(),
         },
         Value::String(s) => pyo3::types::PyString::new(py, s).into_any(),
-        Value::Array(a) => PyList::new(py, a.iter().map(|v| value_to_py(py, v)).collect::<PyResult<Vec<_>>>()?)?.into_any(),
+        Value::Array(a) => PyList::new(
+            py,
+            a.iter()
+                .map(|v| value_to_py(py, v))
+                .collect::<PyResult<Vec<_>>>()?,
+        )?
+        .into_any(),
         Value::Object(o) => {
             let d = PyDict::new(py);
             for (k, v) in o {
@@ -291,9 +316,13 @@ struct ObjectData {
     tracker_age: Option<u32>,
     parent: Option<u32>,
     classifications: Vec<Classification>,
-    /// Attributes, mask, analytics and user metadata, from the object's JSON record (None when
-    /// the object has none of them).
-    extras: Option<Value>,
+    /// The attributes, in key order.
+    attributes: Vec<(String, Value)>,
+    /// Whether the object has a mask, analytics results or user metadata that were not read
+    /// yet: they are read, from the object's JSON record, when first asked for.
+    extras_pending: bool,
+    /// `mask`, `analytics` and `user_meta`, as in the JSON record.
+    extras: Value,
 }
 
 impl ObjectData {
@@ -342,15 +371,18 @@ impl ObjectMeta {
                 prob: c.prob,
             });
         }
-        let has_extras =
-            o.n_attributes > 0 || o.has_mask != 0 || o.has_analytics != 0 || o.has_user_meta != 0;
-        let extras = if has_extras {
+        let mut attributes = Vec::with_capacity(o.n_attributes as usize);
+        for k in 0..o.n_attributes {
+            let mut a = std::mem::MaybeUninit::<FsAttribute>::uninit();
             // SAFETY: as above.
-            let text = lib.take_string(unsafe { (lib.batch_object_json)(batch, frame, index) });
-            text.and_then(|t| serde_json::from_str(&t).ok())
-        } else {
-            None
-        };
+            let code = unsafe { (lib.batch_attribute)(batch, frame, index, k, a.as_mut_ptr()) };
+            if code != ferrostream_abi::status::OK {
+                return Err(errors::from_status(code, None));
+            }
+            // SAFETY: filled above; its pointers are into the live metadata.
+            let a = unsafe { a.assume_init() };
+            attributes.push((lent_str(a.key, a.key_len), attribute_value(&a)));
+        }
         Ok(ObjectData {
             object_id: (o.object_id != UNTRACKED).then_some(o.object_id),
             class_id: o.class_id,
@@ -363,8 +395,35 @@ impl ObjectMeta {
             tracker_age: (o.has_tracker_age != 0).then_some(o.tracker_age),
             parent: (o.has_parent != 0).then_some(o.parent),
             classifications,
-            extras,
+            attributes,
+            extras_pending: o.has_mask != 0 || o.has_analytics != 0 || o.has_user_meta != 0,
+            extras: json!({}),
         })
+    }
+
+    /// Reads the mask, analytics results and user metadata when the view has not yet.
+    fn load_extras(&self, py: Python<'_>) -> PyResult<()> {
+        if !self.data().extras_pending {
+            return Ok(());
+        }
+        let lib = lib(py)?;
+        let batch = self.view.batch(lib)?;
+        // SAFETY: a current handle.
+        let text =
+            lib.take_string(unsafe { (lib.batch_object_json)(batch, self.frame, self.index()?) });
+        let record: Value = text
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .ok_or_else(|| errors::Error::new_err("the plugin gave no record for the object"))?;
+        let mut extras = serde_json::Map::new();
+        for key in ["mask", "analytics", "user_meta"] {
+            if let Some(v) = record.get(key) {
+                extras.insert(key.to_owned(), v.clone());
+            }
+        }
+        let mut data = self.data();
+        data.extras = Value::Object(extras);
+        data.extras_pending = false;
+        Ok(())
     }
 
     fn index(&self) -> PyResult<u32> {
@@ -397,14 +456,15 @@ impl ObjectMeta {
     }
 
     fn extra<'py>(&self, py: Python<'py>, key: &str, empty: Value) -> PyResult<Bound<'py, PyAny>> {
-        let data = self.data();
-        value_to_py(py, data.extras.as_ref().and_then(|e| e.get(key)).unwrap_or(&empty))
+        self.load_extras(py)?;
+        let value = self.data().extras.get(key).cloned();
+        value_to_py(py, value.as_ref().unwrap_or(&empty))
     }
 
+    /// Mirrors a change of user metadata (after `load_extras`).
     fn set_extra(&self, map: &str, key: &str, value: Option<Value>) {
         let mut data = self.data();
-        let extras = data.extras.get_or_insert_with(|| json!({}));
-        if let Some(object) = extras.as_object_mut() {
+        if let Some(object) = data.extras.as_object_mut() {
             let entry = object.entry(map).or_insert_with(|| json!({}));
             if let Some(m) = entry.as_object_mut() {
                 match value {
@@ -533,13 +593,19 @@ impl ObjectMeta {
     /// Classifier results (secondary inference).
     #[getter]
     fn classifications<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        PyList::new(py, self.data().classifications.clone())
+        let classifications = self.data().classifications.clone();
+        PyList::new(py, classifications)
     }
 
     /// Free-form attributes (dict of numbers, strings, booleans, lists of numbers).
     #[getter]
-    fn attributes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.extra(py, "attributes", json!({}))
+    fn attributes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let attributes = self.data().attributes.clone();
+        let d = PyDict::new(py);
+        for (k, v) in &attributes {
+            d.set_item(k, value_to_py(py, v)?)?;
+        }
+        Ok(d)
     }
 
     /// The instance mask as in the JSON export (`width`, `height`, `runs`), or None.
@@ -565,6 +631,7 @@ impl ObjectMeta {
     /// appears in rsmetaexport's JSON and rsmsgbroker's payloads.
     fn set_user_meta(&self, py: Python<'_>, key: String, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let value = py_to_json(value)?;
+        self.load_extras(py)?;
         let edit = json!({"op": "set_object_user_meta", "frame": self.frame,
                           "object": self.index()?, "key": key, "value": value});
         self.view.edit(py, edit)?;
@@ -573,6 +640,7 @@ impl ObjectMeta {
     }
 
     fn remove_user_meta(&self, py: Python<'_>, key: String) -> PyResult<()> {
+        self.load_extras(py)?;
         let edit = json!({"op": "remove_object_user_meta", "frame": self.frame,
                           "object": self.index()?, "key": key});
         self.view.edit(py, edit)?;
@@ -586,7 +654,14 @@ impl ObjectMeta {
         let edit = json!({"op": "set_object_attribute", "frame": self.frame,
                           "object": self.index()?, "key": key, "value": value});
         self.view.edit(py, edit)?;
-        self.set_extra("attributes", &key, Some(value));
+        let mut data = self.data();
+        match data
+            .attributes
+            .binary_search_by(|(k, _)| k.as_str().cmp(&key))
+        {
+            Ok(i) => data.attributes[i].1 = value,
+            Err(i) => data.attributes.insert(i, (key, value)),
+        }
         Ok(())
     }
 
@@ -594,7 +669,7 @@ impl ObjectMeta {
         let edit = json!({"op": "remove_object_attribute", "frame": self.frame,
                           "object": self.index()?, "key": key});
         self.view.edit(py, edit)?;
-        self.set_extra("attributes", &key, None);
+        self.data().attributes.retain(|(k, _)| *k != key);
         Ok(())
     }
 
@@ -708,8 +783,14 @@ impl FrameMeta {
     }
 
     fn objects_list(&self, py: Python<'_>) -> PyResult<Vec<Py<ObjectMeta>>> {
-        let mut cached = self.objects.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(list) = cached.as_ref() {
+        // No lock is held while Python objects are made: that may run arbitrary Python code
+        // (the garbage collector), which could come back here.
+        if let Some(list) = self
+            .objects
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
             return Ok(list.iter().map(|o| o.clone_ref(py)).collect());
         }
         let lib = lib(py)?;
@@ -727,9 +808,9 @@ impl FrameMeta {
                 },
             )?);
         }
-        let out = list.iter().map(|o| o.clone_ref(py)).collect();
-        *cached = Some(list);
-        Ok(out)
+        let mut cached = self.objects.lock().unwrap_or_else(|e| e.into_inner());
+        let list = cached.get_or_insert(list);
+        Ok(list.iter().map(|o| o.clone_ref(py)).collect())
     }
 
     fn extras(&self, py: Python<'_>) -> PyResult<Value> {
@@ -977,7 +1058,9 @@ impl FrameMeta {
                     tracker_age: None,
                     parent,
                     classifications: Vec::new(),
-                    extras: None,
+                    attributes: Vec::new(),
+                    extras_pending: false,
+                    extras: json!({}),
                 }),
             },
         )?;

@@ -170,7 +170,8 @@ def test_layout_matches_rust(built):
     assert {k: a for k, (a, b) in compared.items() if a != b} == {}, (
         f"C layout differs from the Rust assertions (C, Rust): {compared}"
     )
-    for ty in ("FerrostreamBox", "FerrostreamFrame", "FerrostreamObject", "FerrostreamClassification"):
+    for ty in ("FerrostreamBox", "FerrostreamFrame", "FerrostreamObject", "FerrostreamClassification",
+               "FerrostreamAttribute"):
         assert f"{ty} size" in compared, f"{ty}: no size compared"
 
 

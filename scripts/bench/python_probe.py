@@ -29,6 +29,7 @@ from gi.repository import Gst  # noqa: E402
 import ferrostream  # noqa: E402
 
 OBJECTS = 20
+ATTRS = True
 CAPS = "video/x-raw,format=RGB,width=1280,height=720,framerate=30/1"
 
 
@@ -44,7 +45,7 @@ def make_buffer():
             for i in range(OBJECTS):
                 obj = frame.add_object(i % 4, "person", (20 + 60 * i, 100, 50, 120), confidence=0.8)
                 obj.tracker_bbox = (22 + 60 * i, 101, 49, 119)
-                obj.set_attribute("speed", 1.5)
+                if ATTRS: obj.set_attribute("speed", 1.5)
         return Gst.PadProbeReturn.OK
 
     pipeline.get_by_name("add").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, add)

@@ -731,3 +731,85 @@ fn parser_families_read_device_outputs_like_host_outputs() {
         println!("GPU-RESULT parser_family {model}: device path equals host path");
     }
 }
+
+/// Applications (the Python package, C) map a frame in CUDA memory through the plugin's C ABI:
+/// they get the device address, pitch and shape of the very memory `cudaupload` produced (no
+/// copy), and those bytes are the frame's pixels.
+#[test]
+#[ignore = "needs a CUDA GPU; run by scripts/gpu-check.sh"]
+fn applications_map_cuda_frames_in_place() {
+    use ferrostream_abi::{FsFrameMap, memory, status};
+    use gstferrostream::capi::{ferrostream_frame_map, ferrostream_frame_unmap};
+    if gpu("applications_map_cuda_frames_in_place").is_none() {
+        return;
+    }
+    init();
+    let pipeline = gst::parse::launch(
+        "videotestsrc num-buffers=1 pattern=smpte ! video/x-raw,format=RGBA,width=322,height=240 \
+         ! tee name=t t. ! queue ! appsink name=host t. ! queue ! cudaupload \
+         ! video/x-raw(memory:CUDAMemory) ! appsink name=dev",
+    )
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let pull = |name: &str| {
+        pipeline
+            .by_name(name)
+            .unwrap()
+            .emit_by_name::<Option<gst::Sample>>(
+                "try-pull-sample",
+                &[&gst::ClockTime::from_seconds(60)],
+            )
+            .unwrap_or_else(|| panic!("no frame from {name}"))
+    };
+    let (host, dev) = (pull("host"), pull("dev"));
+    let host_buffer = host.buffer().unwrap().map_readable().unwrap();
+    let host_info = gst_video::VideoInfo::from_caps(host.caps().unwrap()).unwrap();
+    let buffer = dev.buffer_owned().unwrap();
+    let caps = dev.caps_owned().unwrap();
+    let mut map = FsFrameMap::default();
+    let mut error = std::ptr::null_mut();
+    // SAFETY: a live buffer and caps; `map` and `error` are locals.
+    let code = unsafe {
+        ferrostream_frame_map(
+            buffer.as_ptr() as *mut _,
+            caps.as_ptr() as *const _,
+            0,
+            0,
+            &mut map,
+            &mut error,
+        )
+    };
+    assert_eq!(code, status::OK, "mapping the CUDA frame");
+    assert_eq!(map.memory, memory::CUDA);
+    assert_eq!(map.gpu_id, 0);
+    assert_eq!(
+        (map.n_planes, map.rows[0], map.cols[0], map.channels[0]),
+        (1, 240, 322, 4)
+    );
+    let pitch = map.strides[0] as usize;
+    let mut ctx = ferrostream_core::cuda::gst_cuda::ContextTracker::default();
+    let context = ctx
+        .context_of(buffer.as_ref())
+        .expect("cudaupload's context");
+    let _bound = context.bind().unwrap();
+    let mut device_bytes = vec![0u8; pitch * 240];
+    // SAFETY: the mapped plane holds `pitch * rows` bytes at this device address, in the bound
+    // context.
+    unsafe {
+        cudarc::driver::result::memcpy_dtoh_sync(&mut device_bytes, map.data[0]).unwrap();
+    }
+    for row in 0..240 {
+        let h = &host_buffer[row * host_info.stride()[0] as usize..][..322 * 4];
+        assert_eq!(&device_bytes[row * pitch..][..322 * 4], h, "row {row}");
+    }
+    // SAFETY: filled by ferrostream_frame_map; a second unmap is a no-op.
+    unsafe {
+        ferrostream_frame_unmap(&mut map);
+        ferrostream_frame_unmap(&mut map);
+    }
+    assert!(map.handle.is_null());
+    drop(host_buffer);
+    pipeline.set_state(gst::State::Null).unwrap();
+}

@@ -128,6 +128,32 @@ pub struct FsClassification {
     pub prob: f32,
 }
 
+/// Kinds of an attribute value.
+pub mod attribute {
+    pub const BOOL: u32 = 0;
+    pub const INT: u32 = 1;
+    pub const FLOAT: u32 = 2;
+    pub const TEXT: u32 = 3;
+    pub const FLOATS: u32 = 4;
+}
+
+/// One free-form attribute of an object (`FerrostreamAttribute` in C): `kind` says which of
+/// the value fields holds it (a bool is in `int_value`, 0 or 1).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct FsAttribute {
+    pub key: *const c_char,
+    pub key_len: usize,
+    pub kind: u32,
+    pub reserved: u32,
+    pub int_value: i64,
+    pub float_value: f64,
+    pub text: *const c_char,
+    pub text_len: usize,
+    pub floats: *const f32,
+    pub n_floats: usize,
+}
+
 /// Pixel memory kinds of a mapped frame.
 pub mod memory {
     /// System memory: `data` are host addresses.
@@ -214,6 +240,13 @@ pub mod symbols {
         index: u32,
         out: *mut FsClassification,
     ) -> c_int;
+    pub type BatchAttribute = unsafe extern "C" fn(
+        batch: *const FsBatch,
+        frame: u32,
+        object: u32,
+        index: u32,
+        out: *mut FsAttribute,
+    ) -> c_int;
     /// Returns a `g_malloc`ed NUL-terminated JSON text (free with `g_free`), or NULL.
     pub type BatchFrameJson =
         unsafe extern "C" fn(batch: *const FsBatch, frame: u32) -> *mut c_char;
@@ -232,7 +265,8 @@ pub mod symbols {
         error: *mut *mut c_char,
     ) -> c_int;
     /// Attaches an empty one-frame batch of the given size to a writable buffer without one.
-    pub type BatchEnsure = unsafe extern "C" fn(buffer: *mut c_void, width: u32, height: u32) -> c_int;
+    pub type BatchEnsure =
+        unsafe extern "C" fn(buffer: *mut c_void, width: u32, height: u32) -> c_int;
     /// Makes the buffer of a pad probe's info writable in place (copying it when it is shared)
     /// and returns it (owned by the info), or NULL when the info holds no buffer.
     pub type ProbeMakeWritable = unsafe extern "C" fn(info: *mut c_void) -> *mut c_void;
@@ -253,6 +287,7 @@ pub mod symbols {
     pub const BATCH_FRAME: &[u8] = b"ferrostream_batch_frame\0";
     pub const BATCH_OBJECT: &[u8] = b"ferrostream_batch_object\0";
     pub const BATCH_CLASSIFICATION: &[u8] = b"ferrostream_batch_classification\0";
+    pub const BATCH_ATTRIBUTE: &[u8] = b"ferrostream_batch_attribute\0";
     pub const BATCH_FRAME_JSON: &[u8] = b"ferrostream_batch_frame_json\0";
     pub const BATCH_OBJECT_JSON: &[u8] = b"ferrostream_batch_object_json\0";
     pub const BATCH_EDIT: &[u8] = b"ferrostream_batch_edit\0";
@@ -278,6 +313,8 @@ mod tests {
         assert_eq!(offset_of!(FsObject, label), 16);
         assert_eq!(offset_of!(FsObject, bbox), 36);
         assert_eq!(size_of::<FsClassification>(), 32);
+        assert_eq!(size_of::<FsAttribute>(), 72);
+        assert_eq!(offset_of!(FsAttribute, int_value), 24);
         assert_eq!(size_of::<FsFrameMap>(), 152);
     }
 }

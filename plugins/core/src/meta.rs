@@ -126,10 +126,7 @@ impl BatchMeta {
     /// copy (a second build of Ferrostream loaded into the process) would have registered it
     /// first, with callbacks and a layout of its own; its metas must not be read as ours.
     pub fn registered_here() -> bool {
-        let info = imp::meta_info();
-        // SAFETY: `meta_info` returns the registered, immutable GstMetaInfo.
-        let init = unsafe { (*info).init_func };
-        init.is_some_and(|f| f as *const () as usize == imp::init_address())
+        imp::registered_here()
     }
 
     /// The buffer's meta, borrowed for as long as the buffer is.
@@ -186,10 +183,6 @@ mod imp {
         pub(super) revision: u64,
     }
 
-    pub(super) fn init_address() -> usize {
-        batch_meta_init as *const () as usize
-    }
-
     pub(super) fn meta_api_type() -> glib::Type {
         static TYPE: LazyLock<glib::Type> = LazyLock::new(|| {
             // SAFETY: plain C calls with NUL-terminated static strings; `tags` is a
@@ -211,13 +204,22 @@ mod imp {
         *TYPE
     }
 
-    struct MetaInfo(ptr::NonNull<gst::ffi::GstMetaInfo>);
+    /// The registered meta, and whether this copy of the library registered it.
+    struct MetaInfo(ptr::NonNull<gst::ffi::GstMetaInfo>, bool);
     // SAFETY: GstMetaInfo is immutable after registration and lives for the whole process.
     unsafe impl Send for MetaInfo {}
     // SAFETY: see above.
     unsafe impl Sync for MetaInfo {}
 
     pub(super) fn meta_info() -> *const gst::ffi::GstMetaInfo {
+        info().0.as_ptr()
+    }
+
+    pub(super) fn registered_here() -> bool {
+        info().1
+    }
+
+    fn info() -> &'static MetaInfo {
         static INFO: LazyLock<MetaInfo> = LazyLock::new(|| {
             let api = meta_api_type();
             // SAFETY: registering with our own callbacks, which match `BatchMetaRaw`.
@@ -238,10 +240,11 @@ mod imp {
                 MetaInfo(
                     ptr::NonNull::new(info as *mut gst::ffi::GstMetaInfo)
                         .expect("registering BatchMeta"),
+                    existing.is_null(),
                 )
             }
         });
-        INFO.0.as_ptr()
+        &INFO
     }
 
     unsafe extern "C" fn batch_meta_init(

@@ -11,13 +11,13 @@ use std::ffi::{c_char, c_int, c_void};
 use std::ptr;
 
 use ferrostream_abi::{
-    ABI_VERSION, FsBatch, FsBox, FsClassification, FsFrame, FsFrameMap, FsObject, MAX_PLANES,
-    TIME_NONE, UNTRACKED, memory, status,
+    ABI_VERSION, FsAttribute, FsBatch, FsBox, FsClassification, FsFrame, FsFrameMap, FsObject,
+    MAX_PLANES, TIME_NONE, UNTRACKED, attribute, memory, status,
 };
 use ferrostream_core::edit::{self, Edit, EditError};
 use ferrostream_core::framemap::{self, MapError, MappedFrame};
 use ferrostream_core::json::{FrameRecord, ObjectRecord};
-use ferrostream_core::{BBox, BatchMeta, Frame, Object};
+use ferrostream_core::{AttributeValue, BBox, BatchMeta, Frame, Object};
 use gst::glib;
 
 /// The ABI version this library implements.
@@ -227,6 +227,65 @@ pub unsafe extern "C" fn ferrostream_batch_classification(
     status::OK
 }
 
+/// Fills `out` with attribute `index` (in key order) of an object.
+///
+/// # Safety
+/// `batch` is NULL or a valid handle; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ferrostream_batch_attribute(
+    batch: *const FsBatch,
+    frame: u32,
+    object: u32,
+    index: u32,
+    out: *mut FsAttribute,
+) -> c_int {
+    // SAFETY: caller's contract.
+    let Some((key, value)) = (unsafe { object_at(batch, frame, object) })
+        .and_then(|o| o.attributes.iter().nth(index as usize))
+    else {
+        return status::BAD_INDEX;
+    };
+    if out.is_null() {
+        return status::INVALID;
+    }
+    let mut a = FsAttribute {
+        key: key.as_ptr() as *const c_char,
+        key_len: key.len(),
+        kind: attribute::BOOL,
+        reserved: 0,
+        int_value: 0,
+        float_value: 0.0,
+        text: ptr::null(),
+        text_len: 0,
+        floats: ptr::null(),
+        n_floats: 0,
+    };
+    match value {
+        AttributeValue::Bool(b) => a.int_value = *b as i64,
+        AttributeValue::Int(i) => {
+            a.kind = attribute::INT;
+            a.int_value = *i;
+        }
+        AttributeValue::Float(f) => {
+            a.kind = attribute::FLOAT;
+            a.float_value = *f;
+        }
+        AttributeValue::Text(t) => {
+            a.kind = attribute::TEXT;
+            a.text = t.as_ptr() as *const c_char;
+            a.text_len = t.len();
+        }
+        AttributeValue::Floats(v) => {
+            a.kind = attribute::FLOATS;
+            a.floats = v.as_ptr();
+            a.n_floats = v.len();
+        }
+    }
+    // SAFETY: `out` is writable (caller's contract).
+    unsafe { out.write(a) };
+    status::OK
+}
+
 /// A `g_malloc`ed copy of `text`, NUL-terminated.
 fn g_string(text: &str) -> *mut c_char {
     // SAFETY: g_strndup copies `len` bytes and terminates the copy.
@@ -362,7 +421,11 @@ pub unsafe extern "C" fn ferrostream_batch_edit(
 /// # Safety
 /// `buffer` is NULL or a valid GstBuffer.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn ferrostream_batch_ensure(buffer: *mut c_void, width: u32, height: u32) -> c_int {
+pub unsafe extern "C" fn ferrostream_batch_ensure(
+    buffer: *mut c_void,
+    width: u32,
+    height: u32,
+) -> c_int {
     // SAFETY: checked to be a writable buffer before it is changed.
     unsafe {
         if !is_buffer(buffer) {
