@@ -261,15 +261,25 @@ fn dlpack_capsule(plane: &Bound<'_, Plane>) -> PyResult<Py<PyAny>> {
     }
 }
 
-/// The arrays of frame `index` of the buffer at `buffer`: writable when `write` is set and the
-/// buffer allows it, read-only otherwise.
+/// How a frame is mapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    ReadOnly,
+    /// Writable when the buffer is, else read-only.
+    WriteIfPossible,
+    /// Writable, or an error saying why not.
+    Write,
+}
+
+/// The arrays of frame `index` of the buffer at `buffer`.
 pub fn frame_array_of<'py>(
     py: Python<'py>,
     buffer: *mut c_void,
     caps: &Bound<'py, PyAny>,
     index: u32,
-    write: bool,
+    access: Access,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let write = access != Access::ReadOnly;
     let gi = gi(py)?;
     let caps_ptr = pointer_of(caps, &gi.caps, "Gst.Caps", gi.pointer_offset)?;
     let lib = lib(py)?;
@@ -279,7 +289,12 @@ pub fn frame_array_of<'py>(
     let mut code =
         unsafe { (lib.frame_map)(buffer, caps_ptr, index, write as i32, &mut map, &mut error) };
     let mut message = lib.take_string(error);
-    if code == status::NOT_WRITABLE && write {
+    if code == status::NOT_WRITABLE && access == Access::Write {
+        return Err(errors::NotWritableError::new_err(
+            crate::meta::SHARED_BY_AN_ARRAY,
+        ));
+    }
+    if code == status::NOT_WRITABLE && access == Access::WriteIfPossible {
         error = std::ptr::null_mut();
         // SAFETY: as above.
         code = unsafe { (lib.frame_map)(buffer, caps_ptr, index, 0, &mut map, &mut error) };

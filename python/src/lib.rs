@@ -94,7 +94,8 @@ fn writable(info: &Bound<'_, PyAny>, caps: Option<&Bound<'_, PyAny>>) -> Writabl
 /// `height x width x channels` array; NV12/NV21 as (Y, UV) and I420/YV12 as (Y, U, V). CUDA
 /// memory gives `Plane` objects with `__cuda_array_interface__` and `__dlpack__`
 /// (`cupy.asarray(plane)`, `torch.from_dlpack(plane)`). Arrays are read-only unless the buffer
-/// is writable; the buffer stays mapped as long as an array of it lives.
+/// is writable; the buffer stays mapped as long as an array of it lives (and, inside a
+/// `writable` block, the metadata cannot be changed meanwhile: change it first).
 #[pyfunction]
 #[pyo3(signature = (buffer, caps, index=0))]
 fn frame_array<'py>(
@@ -105,7 +106,7 @@ fn frame_array<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let gi = library::gi(py)?;
     let ptr = library::pointer_of(buffer, &gi.buffer, "Gst.Buffer", gi.pointer_offset)?;
-    arrays::frame_array_of(py, ptr, caps, index, true)
+    arrays::frame_array_of(py, ptr, caps, index, arrays::Access::WriteIfPossible)
 }
 
 /// The path of the plugin library this package uses (the one GStreamer loaded).

@@ -121,13 +121,20 @@ fn load(py: Python<'_>) -> PyResult<Lib> {
         })?;
         let glib = Library::open(Some("libglib-2.0.so.0"), RTLD_NOW | RTLD_NOLOAD)
             .map_err(|e| PluginError::new_err(format!("GLib is not loaded: {e}")))?;
-        let missing = |e: libloading::Error| {
-            PluginError::new_err(format!(
-                "{path} lacks a function of the Ferrostream C ABI ({e}): the plugin is older \
-                 than this Python package; rebuild both from the same release"
-            ))
+        let path_ref = &path;
+        let lookup = |name: &[u8]| {
+            let shown =
+                String::from_utf8_lossy(name.strip_suffix(b"\0").unwrap_or(name)).into_owned();
+            move |e: libloading::Error| {
+                PluginError::new_err(format!(
+                    "{path_ref} lacks {shown} of the Ferrostream C ABI ({e}): the plugin is older \
+                     than this Python package; rebuild both from the same release"
+                ))
+            }
         };
-        let version: sym::AbiVersion = *plugin.get(sym::ABI_VERSION).map_err(missing)?;
+        let version: sym::AbiVersion = *plugin
+            .get(sym::ABI_VERSION)
+            .map_err(lookup(sym::ABI_VERSION))?;
         let have = version();
         if have != ferrostream_abi::ABI_VERSION {
             return Err(PluginError::new_err(format!(
@@ -137,20 +144,44 @@ fn load(py: Python<'_>) -> PyResult<Lib> {
             )));
         }
         Ok(Lib {
-            batch_get: *plugin.get(sym::BATCH_GET).map_err(missing)?,
-            batch_n_frames: *plugin.get(sym::BATCH_N_FRAMES).map_err(missing)?,
-            batch_revision: *plugin.get(sym::BATCH_REVISION).map_err(missing)?,
-            batch_frame: *plugin.get(sym::BATCH_FRAME).map_err(missing)?,
-            batch_object: *plugin.get(sym::BATCH_OBJECT).map_err(missing)?,
-            batch_classification: *plugin.get(sym::BATCH_CLASSIFICATION).map_err(missing)?,
-            batch_attribute: *plugin.get(sym::BATCH_ATTRIBUTE).map_err(missing)?,
-            batch_frame_json: *plugin.get(sym::BATCH_FRAME_JSON).map_err(missing)?,
-            batch_object_json: *plugin.get(sym::BATCH_OBJECT_JSON).map_err(missing)?,
-            batch_edit: *plugin.get(sym::BATCH_EDIT).map_err(missing)?,
-            batch_ensure: *plugin.get(sym::BATCH_ENSURE).map_err(missing)?,
-            probe_make_writable: *plugin.get(sym::PROBE_MAKE_WRITABLE).map_err(missing)?,
-            frame_map: *plugin.get(sym::FRAME_MAP).map_err(missing)?,
-            frame_unmap: *plugin.get(sym::FRAME_UNMAP).map_err(missing)?,
+            batch_get: *plugin.get(sym::BATCH_GET).map_err(lookup(sym::BATCH_GET))?,
+            batch_n_frames: *plugin
+                .get(sym::BATCH_N_FRAMES)
+                .map_err(lookup(sym::BATCH_N_FRAMES))?,
+            batch_revision: *plugin
+                .get(sym::BATCH_REVISION)
+                .map_err(lookup(sym::BATCH_REVISION))?,
+            batch_frame: *plugin
+                .get(sym::BATCH_FRAME)
+                .map_err(lookup(sym::BATCH_FRAME))?,
+            batch_object: *plugin
+                .get(sym::BATCH_OBJECT)
+                .map_err(lookup(sym::BATCH_OBJECT))?,
+            batch_classification: *plugin
+                .get(sym::BATCH_CLASSIFICATION)
+                .map_err(lookup(sym::BATCH_CLASSIFICATION))?,
+            batch_attribute: *plugin
+                .get(sym::BATCH_ATTRIBUTE)
+                .map_err(lookup(sym::BATCH_ATTRIBUTE))?,
+            batch_frame_json: *plugin
+                .get(sym::BATCH_FRAME_JSON)
+                .map_err(lookup(sym::BATCH_FRAME_JSON))?,
+            batch_object_json: *plugin
+                .get(sym::BATCH_OBJECT_JSON)
+                .map_err(lookup(sym::BATCH_OBJECT_JSON))?,
+            batch_edit: *plugin
+                .get(sym::BATCH_EDIT)
+                .map_err(lookup(sym::BATCH_EDIT))?,
+            batch_ensure: *plugin
+                .get(sym::BATCH_ENSURE)
+                .map_err(lookup(sym::BATCH_ENSURE))?,
+            probe_make_writable: *plugin
+                .get(sym::PROBE_MAKE_WRITABLE)
+                .map_err(lookup(sym::PROBE_MAKE_WRITABLE))?,
+            frame_map: *plugin.get(sym::FRAME_MAP).map_err(lookup(sym::FRAME_MAP))?,
+            frame_unmap: *plugin
+                .get(sym::FRAME_UNMAP)
+                .map_err(lookup(sym::FRAME_UNMAP))?,
             g_free: *glib
                 .get(b"g_free\0")
                 .map_err(|e| PluginError::new_err(format!("GLib lacks g_free: {e}")))?,

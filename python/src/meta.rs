@@ -21,7 +21,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use serde_json::{Value, json};
 
-use crate::errors::{self, StaleMetaError};
+use crate::errors::{self, NotWritableError, StaleMetaError};
 use crate::library::{Lib, lib};
 
 /// Where a view's buffer is, and the revision of the metadata it read.
@@ -103,6 +103,9 @@ impl View {
             )
         };
         let message = lib.take_string(error);
+        if code == ferrostream_abi::status::NOT_WRITABLE && self.writable {
+            return Err(NotWritableError::new_err(SHARED_BY_AN_ARRAY));
+        }
         if code != ferrostream_abi::status::OK {
             return Err(errors::from_status(code, message));
         }
@@ -110,6 +113,11 @@ impl View {
         Ok(result)
     }
 }
+
+/// Why the buffer of a `writable` block is not writable: only an array of its pixels can hold it.
+pub const SHARED_BY_AN_ARRAY: &str = "the buffer is held by a frame array taken in this block \
+     (an array keeps its buffer mapped, and so shared): make metadata changes before taking \
+     frame_array, or delete the array first";
 
 /// A string the library lent (pointer and length), copied.
 fn lent_str(ptr: *const c_char, len: usize) -> String {
@@ -813,6 +821,15 @@ impl FrameMeta {
         Ok(list.iter().map(|o| o.clone_ref(py)).collect())
     }
 
+    /// The number of objects now (after this view's additions and removals).
+    fn object_count(&self) -> u32 {
+        self.objects
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map_or(self.data.n_objects, |l| l.len() as u32)
+    }
+
     fn extras(&self, py: Python<'_>) -> PyResult<Value> {
         let mut cached = self.extras.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(v) = cached.as_ref() {
@@ -1181,7 +1198,7 @@ impl FrameMeta {
             self.data.pts.map_or("None".to_string(), |p| p.to_string()),
             self.data.width,
             self.data.height,
-            self.data.n_objects
+            self.object_count()
         )
     }
 }
@@ -1236,7 +1253,7 @@ impl BatchMeta {
     fn object_count(&self) -> u64 {
         self.frames
             .iter()
-            .map(|f| f.get().data.n_objects as u64)
+            .map(|f| f.get().object_count() as u64)
             .sum()
     }
 
@@ -1274,7 +1291,12 @@ impl BatchMeta {
         index: u32,
     ) -> PyResult<Bound<'py, PyAny>> {
         let buffer = self.view.buffer()?;
-        crate::arrays::frame_array_of(py, buffer, caps, index, self.view.writable)
+        let access = if self.view.writable {
+            crate::arrays::Access::Write
+        } else {
+            crate::arrays::Access::ReadOnly
+        };
+        crate::arrays::frame_array_of(py, buffer, caps, index, access)
     }
 
     fn __repr__(&self) -> String {
