@@ -267,7 +267,8 @@ def test_frame_array_is_the_frames_bytes(fmt, width, height):
 
 def test_batches_give_each_sources_frame():
     pipeline = Gst.parse_launch(
-        "rsstreammux name=mux batch-size=2 batched-push-timeout=2000000 ! identity name=probe ! fakesink "
+        "rsstreammux name=mux batch-size=2 batched-push-timeout=2000000 ! identity name=probe "
+        "! identity name=paint ! identity name=after ! fakesink "
         "videotestsrc pattern=black num-buffers=3 ! video/x-raw,format=RGB,width=160,height=120 ! mux.sink_0 "
         "videotestsrc pattern=white num-buffers=3 ! video/x-raw,format=RGB,width=200,height=100 ! mux.sink_1"
     )
@@ -283,10 +284,33 @@ def test_batches_give_each_sources_frame():
             ferrostream.frame_array(buffer, caps, len(batch))
         return Gst.PadProbeReturn.OK
 
+    painted = []
+
+    def paint(pad, info):
+        # Pixels of a batch's frame written in a probe reach the elements downstream.
+        with ferrostream.writable(info) as batch:
+            for i, frame in enumerate(batch.frames):
+                if frame.source_id == 1:
+                    pixels = batch.frame_array(pad.get_current_caps(), i)
+                    pixels[:10, :10] = 7
+                    del pixels
+        return Gst.PadProbeReturn.OK
+
+    def after(pad, info):
+        buffer = info.get_buffer()
+        for i, frame in enumerate(ferrostream.batch_meta(buffer).frames):
+            if frame.source_id == 1:
+                pixels = ferrostream.frame_array(buffer, pad.get_current_caps(), i)
+                painted.append((int(pixels[:10, :10].max()), int(pixels[10:, 10:].min())))
+        return Gst.PadProbeReturn.OK
+
     pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, probe)
+    pipeline.get_by_name("paint").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, paint)
+    pipeline.get_by_name("after").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, after)
     run(pipeline)
     assert (0, (120, 160, 3), 0, 0) in seen
     assert (1, (100, 200, 3), 255, 255) in seen
+    assert painted and all(p == (7, 255) for p in painted), painted
 
 
 def test_changes_need_a_writable_buffer_and_a_current_view():
