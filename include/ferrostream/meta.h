@@ -223,7 +223,8 @@ const FerrostreamBatch *ferrostream_batch_get (void *buffer);
 
 uint32_t ferrostream_batch_n_frames (const FerrostreamBatch *batch);
 
-/* How many times applications changed the metadata (Python edits, for instance). */
+/* Which state of the metadata this is: unique in the process, changed by every application edit
+ * (Python, for instance). */
 uint64_t ferrostream_batch_revision (const FerrostreamBatch *batch);
 
 /* Fill *out; FERROSTREAM_BAD_INDEX for an index out of range. */

@@ -8,7 +8,7 @@ use std::ffi::{CStr, c_char, c_void};
 use std::sync::Mutex;
 
 use ferrostream_abi::{FsFrameMap, memory, status};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
@@ -16,7 +16,7 @@ use crate::errors;
 use crate::library::{gi, lib, pointer_of};
 
 /// A frame mapped by the plugin; unmapped when the last plane of it is gone.
-#[pyclass(frozen, module = "ferrostream")]
+#[pyclass(frozen, weakref, module = "ferrostream")]
 pub struct FrameMapping {
     map: Mutex<FsFrameMap>,
     unmap: ferrostream_abi::symbols::FrameUnmap,
@@ -137,29 +137,49 @@ impl Plane {
     }
 
     /// A DLPack capsule of the plane (no copy); the plane stays mapped until the consumer
-    /// releases it.
+    /// releases it. A read-only plane is exported only to consumers of DLPack 1.0 or newer
+    /// (`max_version`), whose tensors carry the read-only flag.
     #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
     fn __dlpack__(
         slf: &Bound<'_, Self>,
         stream: Option<&Bound<'_, PyAny>>,
-        max_version: Option<&Bound<'_, PyAny>>,
-        dl_device: Option<&Bound<'_, PyAny>>,
+        max_version: Option<(u32, u32)>,
+        dl_device: Option<(i32, i32)>,
         copy: Option<bool>,
     ) -> PyResult<Py<PyAny>> {
-        let _ = (stream, max_version, dl_device);
+        // The pixels are ready: the producer's work was waited for when the frame was mapped.
+        let _ = stream;
+        let p = slf.get();
         if copy == Some(true) {
-            return Err(pyo3::exceptions::PyBufferError::new_err(
+            return Err(PyBufferError::new_err(
                 "ferrostream planes are exported without copies only",
             ));
         }
-        dlpack_capsule(slf)
+        if let Some(device) = dl_device
+            && device != p.__dlpack_device__()
+        {
+            return Err(PyBufferError::new_err(format!(
+                "the plane is on DLPack device {:?}, not {device:?}",
+                p.__dlpack_device__()
+            )));
+        }
+        let versioned = max_version.is_some_and(|(major, _)| major >= 1);
+        if p.readonly && !versioned {
+            return Err(PyBufferError::new_err(
+                "a read-only plane is exported only with DLPack 1.0's read-only flag \
+                 (max_version=(1, 0)); writable planes come from batch.frame_array() inside a \
+                 ferrostream.writable block",
+            ));
+        }
+        dlpack_capsule(slf, versioned)
     }
 }
 
 const DL_CPU: i32 = 1;
 const DL_CUDA: i32 = 2;
+const DLPACK_FLAG_READ_ONLY: u64 = 1;
 
-/// DLPack's structures (dlpack.h, the unversioned `DLManagedTensor`).
+/// DLPack's structures (dlpack.h 1.0: `DLManagedTensor` and `DLManagedTensorVersioned`).
 #[repr(C)]
 struct DlTensor {
     data: *mut c_void,
@@ -181,16 +201,27 @@ struct DlManagedTensor {
     deleter: Option<unsafe extern "C" fn(*mut DlManagedTensor)>,
 }
 
-/// What a capsule owns: the tensor, its shape and strides, and the plane keeping the mapping.
+#[repr(C)]
+struct DlManagedTensorVersioned {
+    version: [u32; 2],
+    manager_ctx: *mut c_void,
+    deleter: Option<unsafe extern "C" fn(*mut DlManagedTensorVersioned)>,
+    flags: u64,
+    tensor: DlTensor,
+}
+
+/// What a capsule owns: the tensor (one of the two forms), its shape and strides, and the plane
+/// keeping the mapping.
 struct DlContext {
-    managed: DlManagedTensor,
+    legacy: DlManagedTensor,
+    versioned: DlManagedTensorVersioned,
     shape: Vec<i64>,
     strides: Vec<i64>,
     _owner: Py<Plane>,
 }
 
 unsafe extern "C" fn dl_deleter(managed: *mut DlManagedTensor) {
-    // SAFETY: `managed` is the first field of a boxed DlContext made in `dlpack_capsule`, and
+    // SAFETY: the managed tensor's context is the boxed DlContext made in `dlpack_capsule`, and
     // DLPack calls the deleter once. Dropping the `Py` without the interpreter attached is
     // deferred by PyO3.
     unsafe {
@@ -200,7 +231,17 @@ unsafe extern "C" fn dl_deleter(managed: *mut DlManagedTensor) {
     }
 }
 
+unsafe extern "C" fn dl_deleter_versioned(managed: *mut DlManagedTensorVersioned) {
+    // SAFETY: as for `dl_deleter`.
+    unsafe {
+        if !managed.is_null() {
+            drop(Box::from_raw((*managed).manager_ctx as *mut DlContext));
+        }
+    }
+}
+
 const DLTENSOR: &CStr = c"dltensor";
+const DLTENSOR_VERSIONED: &CStr = c"dltensor_versioned";
 
 unsafe extern "C" fn capsule_destructor(capsule: *mut pyo3::ffi::PyObject) {
     // SAFETY: a capsule still named "dltensor" was never consumed, so its tensor is ours to
@@ -216,43 +257,76 @@ unsafe extern "C" fn capsule_destructor(capsule: *mut pyo3::ffi::PyObject) {
     }
 }
 
-fn dlpack_capsule(plane: &Bound<'_, Plane>) -> PyResult<Py<PyAny>> {
+unsafe extern "C" fn capsule_destructor_versioned(capsule: *mut pyo3::ffi::PyObject) {
+    // SAFETY: as for `capsule_destructor`, with the versioned names.
+    unsafe {
+        if pyo3::ffi::PyCapsule_IsValid(capsule, DLTENSOR_VERSIONED.as_ptr()) == 1 {
+            let managed = pyo3::ffi::PyCapsule_GetPointer(capsule, DLTENSOR_VERSIONED.as_ptr())
+                as *mut DlManagedTensorVersioned;
+            if let Some(deleter) = (*managed).deleter {
+                deleter(managed);
+            }
+        }
+    }
+}
+
+fn dlpack_capsule(plane: &Bound<'_, Plane>, versioned: bool) -> PyResult<Py<PyAny>> {
     let py = plane.py();
     let p = plane.get();
     // DLPack strides count elements; ours are bytes of 1-byte elements.
+    let tensor = || DlTensor {
+        data: p.data as *mut c_void,
+        device_type: p.device.map_or(DL_CPU, |_| DL_CUDA),
+        device_id: p.device.unwrap_or(0),
+        ndim: p.shape.len() as i32,
+        dtype_code: 1, // kDLUInt
+        dtype_bits: 8,
+        dtype_lanes: 1,
+        shape: std::ptr::null_mut(),
+        strides: std::ptr::null_mut(),
+        byte_offset: 0,
+    };
     let mut ctx = Box::new(DlContext {
-        managed: DlManagedTensor {
-            tensor: DlTensor {
-                data: p.data as *mut c_void,
-                device_type: p.device.map_or(DL_CPU, |_| DL_CUDA),
-                device_id: p.device.unwrap_or(0),
-                ndim: p.shape.len() as i32,
-                dtype_code: 1, // kDLUInt
-                dtype_bits: 8,
-                dtype_lanes: 1,
-                shape: std::ptr::null_mut(),
-                strides: std::ptr::null_mut(),
-                byte_offset: 0,
-            },
+        legacy: DlManagedTensor {
+            tensor: tensor(),
             manager_ctx: std::ptr::null_mut(),
             deleter: Some(dl_deleter),
+        },
+        versioned: DlManagedTensorVersioned {
+            version: [1, 0],
+            manager_ctx: std::ptr::null_mut(),
+            deleter: Some(dl_deleter_versioned),
+            flags: if p.readonly { DLPACK_FLAG_READ_ONLY } else { 0 },
+            tensor: tensor(),
         },
         shape: p.shape.clone(),
         strides: p.strides.clone(),
         _owner: plane.clone().unbind(),
     });
-    ctx.managed.tensor.shape = ctx.shape.as_mut_ptr();
-    ctx.managed.tensor.strides = ctx.strides.as_mut_ptr();
+    let (shape, strides) = (ctx.shape.as_mut_ptr(), ctx.strides.as_mut_ptr());
+    for t in [&mut ctx.legacy.tensor, &mut ctx.versioned.tensor] {
+        t.shape = shape;
+        t.strides = strides;
+    }
     let raw = Box::into_raw(ctx);
-    // SAFETY: `raw` is a live box; the managed tensor is its first field, so the capsule's
-    // pointer is the DLManagedTensor DLPack expects.
+    // SAFETY: `raw` is a live box that the capsule's tensor owns from here on (its deleter frees
+    // it); the capsule points at the tensor form its name announces.
     unsafe {
-        (*raw).managed.manager_ctx = raw as *mut c_void;
-        let capsule = pyo3::ffi::PyCapsule_New(
-            &mut (*raw).managed as *mut DlManagedTensor as *mut c_void,
-            DLTENSOR.as_ptr(),
-            Some(capsule_destructor),
-        );
+        (*raw).legacy.manager_ctx = raw as *mut c_void;
+        (*raw).versioned.manager_ctx = raw as *mut c_void;
+        let capsule = if versioned {
+            pyo3::ffi::PyCapsule_New(
+                &mut (*raw).versioned as *mut DlManagedTensorVersioned as *mut c_void,
+                DLTENSOR_VERSIONED.as_ptr(),
+                Some(capsule_destructor_versioned),
+            )
+        } else {
+            pyo3::ffi::PyCapsule_New(
+                &mut (*raw).legacy as *mut DlManagedTensor as *mut c_void,
+                DLTENSOR.as_ptr(),
+                Some(capsule_destructor),
+            )
+        };
         if capsule.is_null() {
             drop(Box::from_raw(raw));
             return Err(PyErr::fetch(py));
@@ -261,47 +335,41 @@ fn dlpack_capsule(plane: &Bound<'_, Plane>) -> PyResult<Py<PyAny>> {
     }
 }
 
-/// How a frame is mapped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    ReadOnly,
-    /// Writable when the buffer is, else read-only.
-    WriteIfPossible,
-    /// Writable, or an error saying why not.
-    Write,
-}
-
-/// The arrays of frame `index` of the buffer at `buffer`.
+/// The arrays of frame `index` of the buffer at `buffer`: read-only, or writable through
+/// `writer`, the writable view whose block the buffer belongs to (an error says why when the
+/// buffer cannot be written).
 pub fn frame_array_of<'py>(
     py: Python<'py>,
     buffer: *mut c_void,
     caps: &Bound<'py, PyAny>,
     index: u32,
-    access: Access,
+    writer: Option<&crate::meta::View>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let write = access != Access::ReadOnly;
     let gi = gi(py)?;
     let caps_ptr = pointer_of(caps, &gi.caps, "Gst.Caps", gi.pointer_offset)?;
     let lib = lib(py)?;
     let mut map = FsFrameMap::default();
     let mut error: *mut c_char = std::ptr::null_mut();
+    let write = writer.is_some() as i32;
     // SAFETY: a live buffer and caps (kept by the caller); `map` and `error` are locals.
-    let mut code =
-        unsafe { (lib.frame_map)(buffer, caps_ptr, index, write as i32, &mut map, &mut error) };
-    let mut message = lib.take_string(error);
-    if code == status::NOT_WRITABLE && access == Access::Write {
-        return Err(errors::NotWritableError::new_err(
-            crate::meta::SHARED_BY_AN_ARRAY,
-        ));
-    }
-    if code == status::NOT_WRITABLE && access == Access::WriteIfPossible {
-        error = std::ptr::null_mut();
-        // SAFETY: as above.
-        code = unsafe { (lib.frame_map)(buffer, caps_ptr, index, 0, &mut map, &mut error) };
-        message = lib.take_string(error);
-    }
+    let code = unsafe { (lib.frame_map)(buffer, caps_ptr, index, write, &mut map, &mut error) };
+    let message = lib.take_string(error);
     if code != status::OK {
-        return Err(errors::from_status(code, message));
+        return Err(match (code, writer) {
+            (status::NOT_WRITABLE, Some(view)) => view.shared_error(py),
+            _ => errors::from_status(code, message),
+        });
+    }
+    // Owned from here on: any error below unmaps it.
+    let mapping = Py::new(
+        py,
+        FrameMapping {
+            map: Mutex::new(map),
+            unmap: lib.frame_unmap,
+        },
+    )?;
+    if let Some(view) = writer {
+        view.track_mapping(py, mapping.bind(py).as_any())?;
     }
     let readonly = map.writable == 0;
     let device = (map.memory == memory::CUDA).then_some(map.gpu_id);
@@ -326,13 +394,6 @@ pub fn frame_array_of<'py>(
             "the frame mapped with no pixel address",
         ));
     }
-    let mapping = Py::new(
-        py,
-        FrameMapping {
-            map: Mutex::new(map),
-            unmap: lib.frame_unmap,
-        },
-    )?;
     let numpy = if device.is_none() {
         Some(py.import("numpy").map_err(|e| {
             errors::Error::new_err(format!("frame_array needs NumPy (pip install numpy): {e}"))

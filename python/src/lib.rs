@@ -88,14 +88,16 @@ fn writable(info: &Bound<'_, PyAny>, caps: Option<&Bound<'_, PyAny>>) -> Writabl
     Writable::new(info.clone().unbind(), caps.map(|c| c.clone().unbind()))
 }
 
-/// The pixels of frame `index` of `buffer` without a copy. `caps` are the pad's caps
-/// (`pad.get_current_caps()`, `sample.get_caps()`). System memory gives NumPy arrays: RGB,
-/// BGR, RGBA, BGRA, RGBx, BGRx (and the other 8-bit packed RGB orders) and GRAY8 as one
-/// `height x width x channels` array; NV12/NV21 as (Y, UV) and I420/YV12 as (Y, U, V). CUDA
-/// memory gives `Plane` objects with `__cuda_array_interface__` and `__dlpack__`
-/// (`cupy.asarray(plane)`, `torch.from_dlpack(plane)`). Arrays are read-only unless the buffer
-/// is writable; the buffer stays mapped as long as an array of it lives (and, inside a
-/// `writable` block, the metadata cannot be changed meanwhile: change it first).
+/// The pixels of frame `index` of `buffer` without a copy, read-only (writable arrays come
+/// from `batch.frame_array(caps, index)` inside a `writable` block). `caps` are the pad's caps
+/// (`pad.get_current_caps()`, `sample.get_caps()`). System memory gives NumPy arrays: RGB, BGR,
+/// RGBA, BGRA, RGBx, BGRx (and the other 8-bit packed RGB orders) and GRAY8 as one
+/// `height x width x channels` array; the planar formats as their planes in GStreamer's order:
+/// NV12 (Y, UV), NV21 (Y, VU), I420 (Y, U, V), YV12 (Y, V, U). CUDA memory gives `Plane`
+/// objects with `__cuda_array_interface__` and `__dlpack__` (`cupy.asarray(plane)`,
+/// `torch.from_dlpack(plane)`); GPU work on a writable plane must be finished (synchronised)
+/// before the block ends. The buffer stays mapped as long as an array of it lives; inside a
+/// `writable` block the metadata cannot be changed meanwhile: change it first.
 #[pyfunction]
 #[pyo3(signature = (buffer, caps, index=0))]
 fn frame_array<'py>(
@@ -106,7 +108,7 @@ fn frame_array<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let gi = library::gi(py)?;
     let ptr = library::pointer_of(buffer, &gi.buffer, "Gst.Buffer", gi.pointer_offset)?;
-    arrays::frame_array_of(py, ptr, caps, index, arrays::Access::WriteIfPossible)
+    arrays::frame_array_of(py, ptr, caps, index, None)
 }
 
 /// The path of the plugin library this package uses (the one GStreamer loaded).

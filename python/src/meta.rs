@@ -33,6 +33,8 @@ pub struct View {
     revision: AtomicU64,
     /// Views from `ferrostream.writable(info)`: their buffer is the probe's, writable.
     pub writable: bool,
+    /// Weak references to the writable frame mappings taken through this view.
+    mappings: Mutex<Vec<Py<PyAny>>>,
 }
 
 impl View {
@@ -42,7 +44,48 @@ impl View {
             _keep: keep,
             revision: AtomicU64::new(revision),
             writable,
+            mappings: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Remembers a writable mapping taken through this view (weakly).
+    pub fn track_mapping(&self, py: Python<'_>, mapping: &Bound<'_, PyAny>) -> PyResult<()> {
+        let weak = py
+            .import("weakref")?
+            .call_method1("ref", (mapping,))?
+            .unbind();
+        self.mappings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(weak);
+        Ok(())
+    }
+
+    /// How many writable mappings taken through this view are still alive.
+    pub fn live_mappings(&self, py: Python<'_>) -> PyResult<usize> {
+        let weak: Vec<Py<PyAny>> = self
+            .mappings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|w| w.clone_ref(py))
+            .collect();
+        let mut alive = 0;
+        for w in weak {
+            if !w.bind(py).call0()?.is_none() {
+                alive += 1;
+            }
+        }
+        Ok(alive)
+    }
+
+    /// Why the buffer of a writable view is shared now.
+    pub fn shared_error(&self, py: Python<'_>) -> PyErr {
+        if self.live_mappings(py).unwrap_or(0) > 0 {
+            NotWritableError::new_err(SHARED_BY_AN_ARRAY)
+        } else {
+            NotWritableError::new_err(SHARED_BY_A_WRAPPER)
+        }
     }
 
     pub fn close(&self) {
@@ -83,6 +126,12 @@ impl View {
 
     /// Applies one edit; returns its result (an added object's index).
     pub fn edit(&self, py: Python<'_>, edit: Value) -> PyResult<i64> {
+        if !self.writable {
+            return Err(NotWritableError::new_err(
+                "a view from ferrostream.batch_meta() is read-only: change metadata in a pad \
+                 probe, with `with ferrostream.writable(info) as batch:`",
+            ));
+        }
         let lib = lib(py)?;
         let buffer = self.buffer()?;
         let text = edit.to_string();
@@ -103,8 +152,8 @@ impl View {
             )
         };
         let message = lib.take_string(error);
-        if code == ferrostream_abi::status::NOT_WRITABLE && self.writable {
-            return Err(NotWritableError::new_err(SHARED_BY_AN_ARRAY));
+        if code == ferrostream_abi::status::NOT_WRITABLE {
+            return Err(self.shared_error(py));
         }
         if code != ferrostream_abi::status::OK {
             return Err(errors::from_status(code, message));
@@ -118,6 +167,11 @@ impl View {
 pub const SHARED_BY_AN_ARRAY: &str = "the buffer is held by a frame array taken in this block \
      (an array keeps its buffer mapped, and so shared): make metadata changes before taking \
      frame_array, or delete the array first";
+
+/// Why the buffer of a `writable` block is not writable when no array holds it.
+pub const SHARED_BY_A_WRAPPER: &str = "the buffer is shared: a Gst.Buffer of it taken inside the \
+     block (info.get_buffer()) or a frame array kept from earlier holds it; inside the block, use \
+     the batch it gave and batch.frame_array()";
 
 /// A string the library lent (pointer and length), copied.
 fn lent_str(ptr: *const c_char, len: usize) -> String {
@@ -181,13 +235,33 @@ fn value_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny
     })
 }
 
+/// `value`, checked to be a finite number (JSON has no NaN or infinity).
+fn finite(what: &str, value: f32) -> PyResult<f32> {
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(PyValueError::new_err(format!(
+            "{what} must be a finite number (in float32 range), not {value}"
+        )))
+    }
+}
+
 /// Converts a Python value into JSON through Python's own encoder.
 fn py_to_json(value: &Bound<'_, PyAny>) -> PyResult<Value> {
+    let kwargs = PyDict::new(value.py());
+    kwargs.set_item("allow_nan", false)?;
     let text: String = value
         .py()
         .import("json")?
-        .call_method1("dumps", (value,))
-        .map_err(|e| PyTypeError::new_err(format!("the value is not JSON-serialisable: {e}")))?
+        .call_method("dumps", (value,), Some(&kwargs))
+        .map_err(|e| {
+            let message = format!("the value is not JSON-serialisable: {e}");
+            if e.is_instance_of::<PyValueError>(value.py()) {
+                PyValueError::new_err(message)
+            } else {
+                PyTypeError::new_err(message)
+            }
+        })?
         .extract()?;
     serde_json::from_str(&text).map_err(|e| PyValueError::new_err(format!("{e}")))
 }
@@ -272,6 +346,14 @@ impl BBox {
         let (left, top, width, height): (f32, f32, f32, f32) = value.extract().map_err(|_| {
             PyTypeError::new_err("a box is a ferrostream.BBox or (left, top, width, height)")
         })?;
+        for (name, v) in [
+            ("left", left),
+            ("top", top),
+            ("width", width),
+            ("height", height),
+        ] {
+            finite(&format!("the box's {name}"), v)?;
+        }
         Ok(Self {
             left,
             top,
@@ -526,6 +608,7 @@ impl ObjectMeta {
 
     #[setter]
     fn set_confidence(&self, py: Python<'_>, value: f32) -> PyResult<()> {
+        let value = finite("confidence", value)?;
         self.set(py, json!({"confidence": value}), |d| d.confidence = value)
     }
 
@@ -735,6 +818,8 @@ pub struct FrameMeta {
     index: u32,
     data: FrameData,
     objects: Mutex<Option<Vec<Py<ObjectMeta>>>>,
+    /// Components credited with objects this view added (they count as having run).
+    added_components: Mutex<Vec<i32>>,
     /// The frame's JSON record, read when `analytics`, `segmentation`, `display` or
     /// `user_meta` is first asked for.
     extras: Mutex<Option<Value>>,
@@ -786,6 +871,7 @@ impl FrameMeta {
                     || f.n_display > 0,
             },
             objects: Mutex::new(None),
+            added_components: Mutex::new(Vec::new()),
             extras: Mutex::new(None),
         })
     }
@@ -801,21 +887,28 @@ impl FrameMeta {
         {
             return Ok(list.iter().map(|o| o.clone_ref(py)).collect());
         }
+        // Everything is read from the buffer before any Python object is made (making one may
+        // run other Python code, which could let the buffer go on).
         let lib = lib(py)?;
         let batch = self.view.batch(lib)?;
-        let mut list = Vec::with_capacity(self.data.n_objects as usize);
-        for i in 0..self.data.n_objects {
-            let data = ObjectMeta::read(lib, batch, self.index, i)?;
-            list.push(Py::new(
-                py,
-                ObjectMeta {
-                    view: self.view.clone(),
-                    frame: self.index,
-                    index: AtomicU32::new(i),
-                    data: Mutex::new(data),
-                },
-            )?);
-        }
+        let data = (0..self.data.n_objects)
+            .map(|i| ObjectMeta::read(lib, batch, self.index, i))
+            .collect::<PyResult<Vec<_>>>()?;
+        let list = data
+            .into_iter()
+            .enumerate()
+            .map(|(i, data)| {
+                Py::new(
+                    py,
+                    ObjectMeta {
+                        view: self.view.clone(),
+                        frame: self.index,
+                        index: AtomicU32::new(i as u32),
+                        data: Mutex::new(data),
+                    },
+                )
+            })
+            .collect::<PyResult<Vec<_>>>()?;
         let mut cached = self.objects.lock().unwrap_or_else(|e| e.into_inner());
         let list = cached.get_or_insert(list);
         Ok(list.iter().map(|o| o.clone_ref(py)).collect())
@@ -874,6 +967,8 @@ impl FrameMeta {
     }
 
     fn add_display(&self, py: Python<'_>, element: Value) -> PyResult<()> {
+        // The record is read before the change, so that the change is mirrored once.
+        self.extras(py)?;
         let edit = json!({"op": "add_display", "frame": self.index, "element": element.clone()});
         self.view.edit(py, edit)?;
         self.update_extras(py, |o| {
@@ -957,7 +1052,18 @@ impl FrameMeta {
     /// `gie-unique-id`s of the inference components that ran on the frame.
     #[getter]
     fn components_run(&self) -> Vec<i32> {
-        self.data.components_run.clone()
+        let mut run = self.data.components_run.clone();
+        for c in self
+            .added_components
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            if !run.contains(c) {
+                run.push(*c);
+            }
+        }
+        run
     }
 
     /// Tracker ids of the tracks that ended in this frame.
@@ -1049,7 +1155,19 @@ impl FrameMeta {
         parent: Option<&Bound<'_, ObjectMeta>>,
     ) -> PyResult<Py<ObjectMeta>> {
         let b = BBox::extract(bbox)?;
-        let parent = parent.map(|p| p.get().index()).transpose()?;
+        let confidence = finite("confidence", confidence)?;
+        let parent = match parent {
+            Some(p) => {
+                let p = p.get();
+                if !Arc::ptr_eq(&p.view, &self.view) || p.frame != self.index {
+                    return Err(PyValueError::new_err(
+                        "the parent is not one of this frame's objects (take it from frame.objects)",
+                    ));
+                }
+                Some(p.index()?)
+            }
+            None => None,
+        };
         let list = self.objects_list(py)?;
         let object = json!({"class_id": class_id, "label": label, "confidence": confidence,
                             "bbox": b.to_json(), "component_id": component_id, "parent": parent});
@@ -1057,6 +1175,10 @@ impl FrameMeta {
             py,
             json!({"op": "add_object", "frame": self.index, "object": object}),
         )?;
+        self.added_components
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(component_id);
         let added = Py::new(
             py,
             ObjectMeta {
@@ -1100,6 +1222,7 @@ impl FrameMeta {
         color: Option<&Bound<'_, PyAny>>,
         background: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
+        let (x, y) = (finite("x", x)?, finite("y", y)?);
         let element = json!({"kind": "text", "x": x, "y": y, "text": text, "size": size,
                              "color": self::color(color, [255, 255, 255, 255])?,
                              "background": optional_color(background)?});
@@ -1121,6 +1244,14 @@ impl FrameMeta {
         border_color: Option<&Bound<'_, PyAny>>,
         fill: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
+        for (name, v) in [
+            ("left", left),
+            ("top", top),
+            ("width", width),
+            ("height", height),
+        ] {
+            finite(name, v)?;
+        }
         let element = json!({"kind": "rect", "left": left, "top": top, "width": width,
                              "height": height, "border_width": border_width,
                              "border_color": color(border_color, [0, 255, 0, 255])?,
@@ -1141,6 +1272,9 @@ impl FrameMeta {
         width: u32,
         color: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
+        for (name, v) in [("x1", x1), ("y1", y1), ("x2", x2), ("y2", y2)] {
+            finite(name, v)?;
+        }
         let element = json!({"kind": "line", "x1": x1, "y1": y1, "x2": x2, "y2": y2,
                              "width": width, "color": self::color(color, [255, 255, 0, 255])?});
         self.add_display(py, element)
@@ -1159,6 +1293,7 @@ impl FrameMeta {
     /// in rsmetaexport's JSON and rsmsgbroker's payloads.
     fn set_user_meta(&self, py: Python<'_>, key: String, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let value = py_to_json(value)?;
+        self.extras(py)?;
         let edit = json!({"op": "set_frame_user_meta", "frame": self.index, "key": key, "value": value.clone()});
         self.view.edit(py, edit)?;
         self.update_extras(py, |o| {
@@ -1228,7 +1363,10 @@ impl BatchMeta {
         let (revision, n) = unsafe { ((lib.batch_revision)(batch), (lib.batch_n_frames)(batch)) };
         let view = View::new(buffer, keep, revision, writable);
         let frames = (0..n)
-            .map(|i| Py::new(py, FrameMeta::read(&view, lib, batch, i)?))
+            .map(|i| FrameMeta::read(&view, lib, batch, i))
+            .collect::<PyResult<Vec<_>>>()?
+            .into_iter()
+            .map(|f| Py::new(py, f))
             .collect::<PyResult<Vec<_>>>()?;
         Ok(Some(Self { view, frames }))
     }
@@ -1291,12 +1429,8 @@ impl BatchMeta {
         index: u32,
     ) -> PyResult<Bound<'py, PyAny>> {
         let buffer = self.view.buffer()?;
-        let access = if self.view.writable {
-            crate::arrays::Access::Write
-        } else {
-            crate::arrays::Access::ReadOnly
-        };
-        crate::arrays::frame_array_of(py, buffer, caps, index, access)
+        let writer = self.view.writable.then_some(&*self.view);
+        crate::arrays::frame_array_of(py, buffer, caps, index, writer)
     }
 
     fn __repr__(&self) -> String {
@@ -1317,6 +1451,7 @@ pub struct Writable {
     /// Caps of a plain stream: a frame without metadata gets an empty batch of their size.
     caps: Option<Py<PyAny>>,
     batch: Option<Py<BatchMeta>>,
+    entered: bool,
 }
 
 impl Writable {
@@ -1325,6 +1460,7 @@ impl Writable {
             info,
             caps,
             batch: None,
+            entered: false,
         }
     }
 }
@@ -1350,6 +1486,13 @@ fn caps_size(caps: &Bound<'_, PyAny>) -> PyResult<(u32, u32)> {
 #[pymethods]
 impl Writable {
     fn __enter__(&mut self, py: Python<'_>) -> PyResult<Option<Py<BatchMeta>>> {
+        if self.entered {
+            return Err(PyValueError::new_err(
+                "a ferrostream.writable(info) block can be entered once: call writable(info) \
+                 again inside the probe",
+            ));
+        }
+        self.entered = true;
         let gi = crate::library::gi(py)?;
         let info = self.info.bind(py);
         let ptr = crate::library::pointer_of(
@@ -1386,13 +1529,33 @@ impl Writable {
 
     fn __exit__(
         &mut self,
+        py: Python<'_>,
         _exc_type: &Bound<'_, PyAny>,
         _exc: &Bound<'_, PyAny>,
         _tb: &Bound<'_, PyAny>,
-    ) -> bool {
+    ) -> PyResult<bool> {
         if let Some(b) = self.batch.take() {
-            b.get().view.close();
+            let view = &b.get().view;
+            view.close();
+            let alive = view.live_mappings(py)?;
+            if alive > 0 {
+                // An array cannot be revoked: writing to it after the block races with the
+                // elements downstream, and its mapping keeps the buffer from being reused.
+                let warnings = py.import("warnings")?;
+                let category = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
+                warnings.call_method1(
+                    "warn",
+                    (
+                        format!(
+                            "{alive} writable frame array(s) outlive their ferrostream.writable \
+                             block: the frame has gone downstream; del them inside the block"
+                        ),
+                        category,
+                        2,
+                    ),
+                )?;
+            }
         }
-        false
+        Ok(false)
     }
 }

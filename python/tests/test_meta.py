@@ -483,3 +483,79 @@ def test_counts_follow_edits_and_arrays_hold_the_buffer():
     pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, probe)
     run(pipeline)
     assert checked == ["after"]
+
+
+def test_misuse_is_refused_with_a_reason():
+    pipeline = synthetic("! identity name=probe ! fakesink", frames=1)
+    checked = []
+
+    def probe(pad, info):
+        caps = pad.get_current_caps()
+        block = ferrostream.writable(info, caps)
+        with block as batch:
+            frame = batch.frames[0]
+            obj = frame.add_object(0, "person", (1, 1, 5, 5))
+            with pytest.raises(ValueError, match="finite"):
+                obj.confidence = float("nan")
+            with pytest.raises(ValueError, match="finite"):
+                frame.add_text("x", float("inf"), 1)
+            with pytest.raises(ValueError):
+                frame.set_user_meta("k", float("nan"))
+            assert obj.confidence == 1.0
+            kept = batch.frame_array(caps)
+        # An array kept past the block is reported: the frame has gone on.
+        with pytest.raises(ValueError, match="entered once"):
+            with block:
+                pass
+        checked.append(kept.shape)
+        return Gst.PadProbeReturn.OK
+
+    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, probe)
+    with pytest.warns(RuntimeWarning, match="outlive"):
+        run(pipeline)
+    assert checked == [(240, 320, 4)]
+
+
+def test_parents_come_from_the_same_frame_and_read_only_views_stay_read_only():
+    pipeline = Gst.parse_launch(
+        "rsstreammux name=mux batch-size=2 batched-push-timeout=2000000 ! identity name=probe ! fakesink "
+        "videotestsrc num-buffers=1 ! video/x-raw,format=RGB,width=64,height=48 ! mux.sink_0 "
+        "videotestsrc num-buffers=1 ! video/x-raw,format=RGB,width=64,height=48 ! mux.sink_1"
+    )
+    checked = []
+
+    def probe(pad, info):
+        seen = ferrostream.batch_meta(info.get_buffer())
+        with ferrostream.writable(info) as batch:
+            if len(batch) < 2:
+                return Gst.PadProbeReturn.OK
+            first, second = batch.frames[0], batch.frames[1]
+            person = first.add_object(0, "person", (1, 1, 20, 20))
+            with pytest.raises(ValueError, match="parent"):
+                second.add_object(1, "face", (2, 2, 5, 5), parent=person)
+            first.add_object(1, "face", (2, 2, 5, 5), parent=person)
+            assert [o.parent for o in first.objects] == [None, 0]
+            assert 0 in first.components_run
+        # The view taken before the block is read-only, whatever happened to the buffer since.
+        with pytest.raises(ferrostream.NotWritableError, match="read-only"):
+            seen.frames[0].add_text("x", 1, 1)
+        checked.append(len(batch))
+        return Gst.PadProbeReturn.OK
+
+    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, probe)
+    run(pipeline)
+    assert checked == [2]
+
+
+def test_dlpack_export_keeps_read_only_frames_read_only():
+    caps = Gst.Caps.from_string("video/x-raw,format=RGB,width=8,height=4")
+    buffer = Gst.Buffer.new_wrapped(bytes(range(96)))
+    pixels = ferrostream.frame_array(buffer, caps)
+    plane = pixels.base
+    assert plane.__dlpack_device__() == (1, 0)
+    with pytest.raises(BufferError, match="read-only"):
+        plane.__dlpack__()
+    with pytest.raises(BufferError, match="device"):
+        plane.__dlpack__(max_version=(1, 0), dl_device=(2, 0))
+    exported = np.from_dlpack(plane)
+    assert np.array_equal(exported, pixels) and not exported.flags.writeable

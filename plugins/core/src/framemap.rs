@@ -74,6 +74,10 @@ pub struct Plane {
 /// A mapped frame; unmapped (and its buffer released) on drop.
 pub struct MappedFrame {
     frame: Box<gst_video::ffi::GstVideoFrame>,
+    /// For a frame of a batch: the batch's buffer, which owns the metadata that owns the
+    /// surface mapped (without a reference of its own, so that the surface stays writable by
+    /// its single owner, and a second write map of it is refused like a plain frame's).
+    _batch: Option<gst::Buffer>,
     pub format: VideoFormat,
     pub width: u32,
     pub height: u32,
@@ -102,8 +106,9 @@ impl MappedFrame {
 
 impl Drop for MappedFrame {
     fn drop(&mut self) {
-        // SAFETY: mapped by `map_frame`, unmapped once; the unmap releases the buffer reference
-        // the map took.
+        // SAFETY: mapped by `map_frame`, unmapped once, before `_batch` (which keeps an
+        // unreferenced surface alive) is released; the unmap releases the buffer reference a
+        // plain frame's map took.
         unsafe { gst_video::ffi::gst_video_frame_unmap(&mut *self.frame) };
     }
 }
@@ -124,7 +129,8 @@ pub unsafe fn map_frame(
     let writable = unsafe { gst::ffi::gst_mini_object_is_writable(buffer.cast()) != 0 };
     if write && !writable {
         return Err(MapError::NotWritable(
-            "take it with ferrostream.writable(info) in a pad probe",
+            "it is shared; pixels can be written where the buffer has a single owner, such as \
+             a pad probe's buffer made writable",
         ));
     }
     if is_batch(caps) {
@@ -139,8 +145,11 @@ pub unsafe fn map_frame(
             let memory = MemoryKind::from_caps(surface.stream.caps.as_ref());
             // The surface may be shared with the source's other consumers: writing gets a copy
             // of its own (GStreamer copies the memory itself on the first write map).
-            let pixels = surface.buffer.make_mut();
-            return map_plain(pixels.as_mut_ptr(), &info, memory, true);
+            let pixels = surface.buffer.make_mut().as_mut_ptr();
+            // SAFETY: the caller's buffer, valid; taking a reference makes it shared, so nothing
+            // changes it (or this surface) until the mapping ends.
+            let keep = unsafe { gst::Buffer::from_glib_none(buffer) };
+            return map_plain(pixels, &info, memory, true, Some(keep));
         }
         // SAFETY: valid (the caller's contract).
         let outer = unsafe { gst::BufferRef::from_ptr(buffer) };
@@ -148,14 +157,22 @@ pub unsafe fn map_frame(
         let (i, info) = surface_of(meta, index)?;
         let surface = &meta.surfaces()[i];
         let memory = MemoryKind::from_caps(surface.stream.caps.as_ref());
-        return map_plain(surface.buffer.as_ptr() as *mut _, &info, memory, false);
+        // SAFETY: as above.
+        let keep = unsafe { gst::Buffer::from_glib_none(buffer) };
+        return map_plain(
+            surface.buffer.as_ptr() as *mut _,
+            &info,
+            memory,
+            false,
+            Some(keep),
+        );
     }
     let info = gst_video::VideoInfo::from_caps(caps)
         .map_err(|_| MapError::Caps(format!("{caps} are not raw video caps")))?;
     if index != 0 {
         return Err(MapError::BadIndex { index, count: 1 });
     }
-    map_plain(buffer, &info, MemoryKind::from_caps(caps), write)
+    map_plain(buffer, &info, MemoryKind::from_caps(caps), write, None)
 }
 
 /// The index of the surface holding frame `index`, and its layout.
@@ -183,12 +200,13 @@ fn map_plain(
     info: &gst_video::VideoInfo,
     memory: MemoryKind,
     write: bool,
+    batch: Option<gst::Buffer>,
 ) -> Result<MappedFrame, MapError> {
     let format = info.format();
     if !FORMATS.contains(&format) {
         return Err(MapError::Format(format));
     }
-    let (flags, gpu_id) = match memory {
+    let (mut flags, gpu_id) = match memory {
         MemoryKind::System => {
             let mut flags = gst::ffi::GST_MAP_READ;
             if write {
@@ -218,6 +236,9 @@ fn map_plain(
             ));
         }
     };
+    if batch.is_some() {
+        flags |= gst_video::ffi::GST_VIDEO_FRAME_MAP_FLAG_NO_REF;
+    }
     let mut frame = Box::new(std::mem::MaybeUninit::<gst_video::ffi::GstVideoFrame>::zeroed());
     // SAFETY: `info` describes the buffer (its caps); a successful map takes a reference to the
     // buffer, released by the unmap in Drop. A write map of a non-writable buffer fails here.
@@ -258,6 +279,7 @@ fn map_plain(
     }
     Ok(MappedFrame {
         frame,
+        _batch: batch,
         format,
         width: info.width(),
         height: info.height(),

@@ -110,15 +110,16 @@ impl BatchMeta {
         &mut self.0.surfaces
     }
 
-    /// How many times applications changed the batch through [`crate::edit`] since the meta was
-    /// attached: a view read at one revision must not edit another.
+    /// Which state of the batch this is, as applications see it: unique in the process, and
+    /// changed by every edit through [`crate::edit`], so a view read at one revision never
+    /// edits another.
     pub fn revision(&self) -> u64 {
         self.0.revision
     }
 
     /// Records a change made on behalf of an application.
     pub fn bump_revision(&mut self) -> u64 {
-        self.0.revision = self.0.revision.wrapping_add(1);
+        self.0.revision = imp::next_revision();
         self.0.revision
     }
 
@@ -204,6 +205,13 @@ mod imp {
         *TYPE
     }
 
+    /// A revision no meta of the process has had: a view that read one meta can never take
+    /// another (a copy, a replacement) for it.
+    pub(super) fn next_revision() -> u64 {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The registered meta, and whether this copy of the library registered it.
     struct MetaInfo(ptr::NonNull<gst::ffi::GstMetaInfo>, bool);
     // SAFETY: GstMetaInfo is immutable after registration and lives for the whole process.
@@ -265,7 +273,7 @@ mod imp {
             };
             ptr::write(ptr::addr_of_mut!((*meta).batch), batch);
             ptr::write(ptr::addr_of_mut!((*meta).surfaces), surfaces);
-            ptr::write(ptr::addr_of_mut!((*meta).revision), 0);
+            ptr::write(ptr::addr_of_mut!((*meta).revision), next_revision());
         }
         glib::ffi::GTRUE
     }

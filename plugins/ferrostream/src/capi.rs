@@ -85,7 +85,7 @@ pub unsafe extern "C" fn ferrostream_batch_n_frames(batch: *const FsBatch) -> u3
     unsafe { meta(batch) }.map_or(0, |m| m.batch().frames.len() as u32)
 }
 
-/// How many times applications changed the batch.
+/// Which state of the batch this is: unique in the process, changed by every application edit.
 ///
 /// # Safety
 /// `batch` is NULL or a valid handle.
@@ -365,8 +365,8 @@ pub unsafe extern "C" fn ferrostream_batch_edit(
         if gst::ffi::gst_mini_object_is_writable(buffer as *const gst::ffi::GstMiniObject) == 0 {
             set_error(
                 error,
-                "the buffer is not writable: change metadata in a pad probe through \
-                 ferrostream.writable(info), or on a buffer you own",
+                "the buffer is not writable (it is shared): change metadata where the buffer has \
+                 a single owner, such as a pad probe's buffer made writable",
             );
             return status::NOT_WRITABLE;
         }
@@ -504,6 +504,13 @@ pub unsafe extern "C" fn ferrostream_frame_map(
             set_error(error, "not a GstCaps");
             return status::NOT_A_BUFFER;
         }
+        if !BatchMeta::registered_here() {
+            set_error(
+                error,
+                "the metadata was registered by another copy of the Ferrostream library",
+            );
+            return status::FOREIGN_META;
+        }
         let caps = gst::CapsRef::from_ptr(caps as *const gst::ffi::GstCaps);
         match framemap::map_frame(buffer as *mut _, caps, index, write != 0) {
             Ok(mapped) => {
@@ -565,3 +572,23 @@ pub unsafe extern "C" fn ferrostream_frame_unmap(map: *mut FsFrameMap) {
         (*map).data = [0; MAX_PLANES];
     }
 }
+
+// The signatures callers resolve at run time (`ferrostream_abi::symbols`) are these functions'.
+const _: () = {
+    use ferrostream_abi::symbols as s;
+    let _: s::AbiVersion = ferrostream_abi_version;
+    let _: s::BatchGet = ferrostream_batch_get;
+    let _: s::BatchNFrames = ferrostream_batch_n_frames;
+    let _: s::BatchRevision = ferrostream_batch_revision;
+    let _: s::BatchFrame = ferrostream_batch_frame;
+    let _: s::BatchObject = ferrostream_batch_object;
+    let _: s::BatchClassification = ferrostream_batch_classification;
+    let _: s::BatchAttribute = ferrostream_batch_attribute;
+    let _: s::BatchFrameJson = ferrostream_batch_frame_json;
+    let _: s::BatchObjectJson = ferrostream_batch_object_json;
+    let _: s::BatchEdit = ferrostream_batch_edit;
+    let _: s::BatchEnsure = ferrostream_batch_ensure;
+    let _: s::ProbeMakeWritable = ferrostream_probe_make_writable;
+    let _: s::FrameMap = ferrostream_frame_map;
+    let _: s::FrameUnmap = ferrostream_frame_unmap;
+};

@@ -20,6 +20,13 @@ pub use gst_trtinfer as trtinfer;
 
 fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     ferrostream_core::meta::register();
+    if !ferrostream_core::BatchMeta::registered_here() {
+        // Another copy of Ferrostream (a second build) is loaded in the process and registered
+        // the metadata first, with its own layout: this copy's elements must not touch it.
+        return Err(glib::bool_error!(
+            "another copy of the Ferrostream library is already loaded in this process"
+        ));
+    }
     ferrostream_core::metaexport::register(plugin)?;
     #[cfg(feature = "cuda")]
     ferrostream_core::nvmmtestsrc::register(plugin)?;
