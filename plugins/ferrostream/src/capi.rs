@@ -104,6 +104,19 @@ fn fs_box(b: BBox) -> FsBox {
     }
 }
 
+/// Writes `value` to `out`.
+///
+/// # Safety
+/// `out` is NULL (refused) or writable.
+unsafe fn fill<T>(out: *mut T, value: T) -> c_int {
+    if out.is_null() {
+        return status::INVALID;
+    }
+    // SAFETY: writable per the caller's contract.
+    unsafe { out.write(value) };
+    status::OK
+}
+
 /// Fills `out` with frame `frame`.
 ///
 /// # Safety
@@ -118,9 +131,6 @@ pub unsafe extern "C" fn ferrostream_batch_frame(
     let Some(f) = (unsafe { frame_at(batch, frame) }) else {
         return status::BAD_INDEX;
     };
-    if out.is_null() {
-        return status::INVALID;
-    }
     let info = FsFrame {
         source_id: f.source_id,
         pad_index: f.pad_index,
@@ -141,9 +151,8 @@ pub unsafe extern "C" fn ferrostream_batch_frame(
         has_user_meta: !f.user_meta.is_empty() as u8,
         reserved: 0,
     };
-    // SAFETY: `out` is writable (caller's contract).
-    unsafe { out.write(info) };
-    status::OK
+    // SAFETY: `out` is NULL or writable (caller's contract).
+    unsafe { fill(out, info) }
 }
 
 /// Fills `out` with object `object` of frame `frame`.
@@ -161,9 +170,6 @@ pub unsafe extern "C" fn ferrostream_batch_object(
     let Some(o) = (unsafe { object_at(batch, frame, object) }) else {
         return status::BAD_INDEX;
     };
-    if out.is_null() {
-        return status::INVALID;
-    }
     let info = FsObject {
         object_id: o.object_id.unwrap_or(UNTRACKED),
         class_id: o.class_id,
@@ -188,9 +194,8 @@ pub unsafe extern "C" fn ferrostream_batch_object(
         has_user_meta: !o.user_meta.is_empty() as u8,
         reserved: 0,
     };
-    // SAFETY: `out` is writable (caller's contract).
-    unsafe { out.write(info) };
-    status::OK
+    // SAFETY: `out` is NULL or writable (caller's contract).
+    unsafe { fill(out, info) }
 }
 
 /// Fills `out` with classification `index` of an object.
@@ -211,20 +216,15 @@ pub unsafe extern "C" fn ferrostream_batch_classification(
     else {
         return status::BAD_INDEX;
     };
-    if out.is_null() {
-        return status::INVALID;
-    }
-    // SAFETY: `out` is writable (caller's contract).
-    unsafe {
-        out.write(FsClassification {
-            component_id: c.component_id,
-            class_id: c.class_id,
-            label: c.label.as_ptr() as *const c_char,
-            label_len: c.label.len(),
-            prob: c.prob,
-        })
+    let info = FsClassification {
+        component_id: c.component_id,
+        class_id: c.class_id,
+        label: c.label.as_ptr() as *const c_char,
+        label_len: c.label.len(),
+        prob: c.prob,
     };
-    status::OK
+    // SAFETY: `out` is NULL or writable (caller's contract).
+    unsafe { fill(out, info) }
 }
 
 /// Fills `out` with attribute `index` (in key order) of an object.
@@ -245,9 +245,6 @@ pub unsafe extern "C" fn ferrostream_batch_attribute(
     else {
         return status::BAD_INDEX;
     };
-    if out.is_null() {
-        return status::INVALID;
-    }
     let mut a = FsAttribute {
         key: key.as_ptr() as *const c_char,
         key_len: key.len(),
@@ -281,9 +278,8 @@ pub unsafe extern "C" fn ferrostream_batch_attribute(
             a.n_floats = v.len();
         }
     }
-    // SAFETY: `out` is writable (caller's contract).
-    unsafe { out.write(a) };
-    status::OK
+    // SAFETY: `out` is NULL or writable (caller's contract).
+    unsafe { fill(out, a) }
 }
 
 /// A `g_malloc`ed copy of `text`, NUL-terminated.
