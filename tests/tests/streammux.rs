@@ -1,6 +1,7 @@
 //! rsstreammux, rsstreamdemux, rstiler and batched rstrtinfer, end to end.
 
 use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -751,6 +752,75 @@ fn demo_script_reads_the_cameras_over_rtsp() {
     );
 }
 
+/// The same on a machine whose cores are all busy: the cameras start slowly (a slow start is
+/// not a lost camera), and the frame limit downstream ends each of them for good. It used to
+/// reconnect the slow cameras and then never end.
+#[test]
+fn demo_script_reads_the_cameras_over_rtsp_on_a_loaded_machine() {
+    // Busy processes in sessions of their own: the scheduler shares the cores between sessions,
+    // so the demo gets a small share, as on a machine that is building.
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut load: Vec<std::process::Child> = (0..cores + 1)
+        .map(|_| {
+            std::process::Command::new("setsid")
+                .args(["sh", "-c", "while :; do :; done"])
+                .spawn()
+                .expect("starting a busy process (setsid, sh)")
+        })
+        .collect();
+    let outcome = std::panic::catch_unwind(|| run_demo(&["--rtsp", "--frames", "15"]));
+    for busy in &mut load {
+        let _ = busy.kill();
+        let _ = busy.wait();
+    }
+    let stdout = outcome.unwrap_or_else(|e| std::panic::resume_unwind(e));
+    assert!(stdout.contains("serving the cameras"), "{stdout}");
+}
+
+/// The longest a demo run of a few frames may take, however loaded the machine.
+const DEMO_WATCHDOG: Duration = Duration::from_secs(240);
+
+/// Waits for `child` at most `limit`, reading its output meanwhile; kills its process group
+/// (the script, its pipeline and its server) and fails with what it printed when it runs longer.
+fn wait_with_watchdog(mut child: std::process::Child, limit: Duration) -> std::process::Output {
+    use std::io::Read;
+    let read = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let _ = pipe.read_to_end(&mut out);
+            out
+        })
+    };
+    let stdout = read(Box::new(child.stdout.take().unwrap()));
+    let stderr = read(Box::new(child.stderr.take().unwrap()));
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() >= deadline {
+            // SAFETY: signals the child's own process group (made at spawn).
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let (stdout, stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
+    let Some(status) = status else {
+        panic!(
+            "the demo did not end within {limit:?}:\n{}\n{}",
+            String::from_utf8_lossy(&stdout),
+            String::from_utf8_lossy(&stderr)
+        );
+    };
+    std::process::Output {
+        status,
+        stdout,
+        stderr,
+    }
+}
+
 /// Runs the 4-camera demo with `args`, checks its summary (every camera, objects, the counts of
 /// the two vtest cameras) and the video written; returns what it printed.
 fn run_demo(args: &[&str]) -> String {
@@ -764,9 +834,12 @@ fn run_demo(args: &[&str]) -> String {
         "plugin not built at {}",
         plugins.display()
     );
+    // One directory per run: tests with the same arguments run at the same time.
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
     let dir = std::env::temp_dir().join(format!(
-        "ferrostream-demo-{}-{}",
+        "ferrostream-demo-{}-{}-{}",
         std::process::id(),
+        RUNS.fetch_add(1, Ordering::Relaxed),
         args.join("")
     ));
     std::fs::create_dir_all(&dir).unwrap();
@@ -787,8 +860,13 @@ fn run_demo(args: &[&str]) -> String {
                 "FERROSTREAM_MEDIA_DIR",
                 media("vtest.avi").parent().unwrap(),
             )
-            .output()
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            // A group of its own, so the watchdog stops the script's pipeline and server too.
+            .process_group(0)
+            .spawn()
             .expect("running demo-4cam.sh");
+    let run = wait_with_watchdog(run, DEMO_WATCHDOG);
     let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stdout}\n{stderr}");

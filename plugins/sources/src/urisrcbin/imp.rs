@@ -17,6 +17,10 @@ static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
 
 /// How often the worker looks at the source when nothing else happens.
 const TICK: Duration = Duration::from_millis(100);
+/// How many reconnect intervals a new source has to give its first frame.
+const FIRST_FRAME_GRACE: u32 = 3;
+/// The least time a new source has to give its first frame.
+const MIN_FIRST_FRAME_WAIT: Duration = Duration::from_secs(20);
 /// The first back-off before a new attempt; it doubles per failed attempt.
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 
@@ -99,6 +103,13 @@ struct Flow {
     gave_up: bool,
     /// Sources made since start; the first is 1.
     generation: u64,
+    /// Whether the current source has given a frame yet.
+    started: bool,
+    /// Downstream ended the stream (a frame limit, a sink's num-buffers): the bin's stream is
+    /// over for good, nothing is reconnected or looped any more.
+    downstream_ended: bool,
+    /// The end of stream went downstream.
+    eos_sent: bool,
 }
 
 impl Default for Flow {
@@ -111,6 +122,9 @@ impl Default for Flow {
             last_end: None,
             gave_up: false,
             generation: 0,
+            started: false,
+            downstream_ended: false,
+            eos_sent: false,
         }
     }
 }
@@ -209,6 +223,7 @@ impl RsUriSrcBin {
             flow.last_data = Instant::now();
             flow.segment = gst::FormattedSegment::new();
             flow.generation += 1;
+            flow.started = false;
         }
         *self.source.lock().unwrap() = Some(source.clone());
         source
@@ -243,6 +258,7 @@ impl RsUriSrcBin {
                 let returned = {
                     let mut flow = self.flow.lock().unwrap();
                     flow.last_data = Instant::now();
+                    flow.started = true;
                     flow.attempt = 0;
                     if let Some(end) = buffer
                         .pts()
@@ -281,7 +297,13 @@ impl RsUriSrcBin {
                         .output()
                         .static_pad("src")
                         .is_some_and(|p| p.last_flow_result() == Err(gst::FlowError::Eos));
-                    if downstream_ended {
+                    let over = {
+                        let mut flow = self.flow.lock().unwrap();
+                        flow.downstream_ended |= downstream_ended;
+                        flow.eos_sent |= flow.downstream_ended;
+                        flow.downstream_ended
+                    };
+                    if over {
                         return gst::PadProbeReturn::Ok;
                     }
                     let settings = self.settings.lock().unwrap().clone();
@@ -334,6 +356,10 @@ impl RsUriSrcBin {
             let command = match commands.recv_timeout(TICK) {
                 Ok(c) => c,
                 Err(RecvTimeoutError::Timeout) => {
+                    if self.downstream_ended() {
+                        self.finish();
+                        continue;
+                    }
                     let current = self.source.lock().unwrap().clone();
                     match (self.silent_for(), current) {
                         (Some(silence), Some(source)) => Command::Reconnect {
@@ -347,6 +373,9 @@ impl RsUriSrcBin {
             };
             match command {
                 Command::Stop => return,
+                Command::Loop | Command::Reconnect { .. } if self.downstream_ended() => {
+                    self.finish();
+                }
                 Command::Loop => {
                     let settings = self.settings.lock().unwrap().clone();
                     // The file starts again at zero: its running times continue from the end.
@@ -373,8 +402,35 @@ impl RsUriSrcBin {
         }
     }
 
+    /// Whether downstream ended the stream: the last push of the output was refused with EOS
+    /// (remembered: a later push may not be refused again, as identity's `eos-after` does).
+    fn downstream_ended(&self) -> bool {
+        let refused = self
+            .output()
+            .static_pad("src")
+            .is_some_and(|p| p.last_flow_result() == Err(gst::FlowError::Eos));
+        let mut flow = self.flow.lock().unwrap();
+        flow.downstream_ended |= refused;
+        flow.downstream_ended
+    }
+
+    /// Ends the bin's stream after downstream ended it: the source may stop without sending
+    /// its end of stream (a camera's session just goes quiet), so the bin sends it, once.
+    fn finish(&self) {
+        let send = {
+            let mut flow = self.flow.lock().unwrap();
+            !std::mem::replace(&mut flow.eos_sent, true)
+        };
+        if send && let Some(pad) = self.output().static_pad("src") {
+            gst::debug!(CAT, imp = self, "downstream ended the stream: sending EOS");
+            pad.push_event(gst::event::Eos::new());
+        }
+    }
+
     /// How long a network source that should be sending has been silent, past
-    /// `reconnect-interval`.
+    /// `reconnect-interval`; a source that has not given its first frame yet gets
+    /// [`FIRST_FRAME_GRACE`] times that (at least [`MIN_FIRST_FRAME_WAIT`]): a slow start, on a
+    /// loaded machine, is not a lost camera.
     fn silent_for(&self) -> Option<Duration> {
         let settings = self.settings.lock().unwrap();
         if !settings.reconnects() || self.obj().current_state() != gst::State::Playing {
@@ -382,8 +438,13 @@ impl RsUriSrcBin {
         }
         let flow = self.flow.lock().unwrap();
         let silence = flow.last_data.elapsed();
-        (!flow.gave_up && silence >= Duration::from_secs(u64::from(settings.reconnect_interval)))
-            .then_some(silence)
+        let interval = Duration::from_secs(u64::from(settings.reconnect_interval));
+        let allowed = if flow.started {
+            interval
+        } else {
+            (interval * FIRST_FRAME_GRACE).max(MIN_FIRST_FRAME_WAIT)
+        };
+        (!flow.gave_up && !flow.downstream_ended && silence >= allowed).then_some(silence)
     }
 
     /// One attempt to bring the source back; `false` when the worker is to stop.
@@ -515,7 +576,8 @@ impl ObjectImpl for RsUriSrcBin {
                     .nick("Reconnect interval")
                     .blurb(
                         "Seconds a network source may send nothing before it is reconnected \
-                         (0: never reconnect)",
+                         (a new source: three times this, at least 20 s, for its first frame; \
+                         0: never reconnect)",
                     )
                     .default_value(d.reconnect_interval)
                     .mutable_ready()

@@ -12,6 +12,12 @@
 //! sources meanwhile (with `batched-push-timeout`). With `file-loop`, a file starts again at
 //! its end, its timestamps continuing where they were.
 //!
+//! A new source has three times `reconnect-interval` (at least 20 s) to give its first frame:
+//! on a loaded machine a camera starts slowly, and a slow start is not a lost camera. When
+//! downstream ends the stream (a frame limit such as `identity eos-after`, a sink's
+//! `num-buffers`), the source is over for good: it is never reconnected or looped again, and
+//! the bin sends the end of stream itself if the source goes quiet without one.
+//!
 //! The output has the caps the decoder and downstream agree on: with `nvh264dec` (or
 //! `nvv4l2decoder`) and a downstream that takes CUDA (or NVMM) memory, such as `rsstreammux`,
 //! frames stay on the GPU. Which decoder `uridecodebin` picks follows the elements' ranks;
