@@ -309,24 +309,9 @@ impl<'a> SourceImage<'a> {
     }
 }
 
-/// Raw video formats the CPU path reads.
-pub const SUPPORTED_FORMATS: &[VideoFormat] = &[
-    VideoFormat::Rgb,
-    VideoFormat::Bgr,
-    VideoFormat::Rgba,
-    VideoFormat::Bgra,
-    VideoFormat::Argb,
-    VideoFormat::Abgr,
-    VideoFormat::Rgbx,
-    VideoFormat::Bgrx,
-    VideoFormat::Xrgb,
-    VideoFormat::Xbgr,
-    VideoFormat::Gray8,
-    VideoFormat::Nv12,
-    VideoFormat::Nv21,
-    VideoFormat::I420,
-    VideoFormat::Yv12,
-];
+/// Raw video formats the CPU path reads: the 8-bit formats whose planes are plain arrays, the
+/// same that applications map as arrays.
+pub const SUPPORTED_FORMATS: &[VideoFormat] = ferrostream_core::framemap::FORMATS;
 
 impl<'a> SourceImage<'a> {
     /// Views a mapped video frame.

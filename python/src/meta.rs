@@ -501,15 +501,16 @@ impl ObjectMeta {
         // SAFETY: a current handle.
         let text =
             lib.take_string(unsafe { (lib.batch_object_json)(batch, self.frame, self.index()?) });
-        let record: Value = text
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .ok_or_else(|| errors::Error::new_err("the plugin gave no record for the object"))?;
-        let mut extras = serde_json::Map::new();
-        for key in ["mask", "analytics", "user_meta"] {
-            if let Some(v) = record.get(key) {
-                extras.insert(key.to_owned(), v.clone());
-            }
-        }
+        let Some(Value::Object(mut record)) = text.and_then(|t| serde_json::from_str(&t).ok())
+        else {
+            return Err(errors::Error::new_err(
+                "the plugin gave no record for the object",
+            ));
+        };
+        let extras: serde_json::Map<String, Value> = ["mask", "analytics", "user_meta"]
+            .into_iter()
+            .filter_map(|key| Some((key.to_owned(), record.remove(key)?)))
+            .collect();
         let mut data = self.data();
         data.extras = Value::Object(extras);
         data.extras_pending = false;
@@ -551,7 +552,8 @@ impl ObjectMeta {
         value_to_py(py, value.as_ref().unwrap_or(&empty))
     }
 
-    /// Mirrors a change of user metadata (after `load_extras`).
+    /// Mirrors a change of user metadata in what the view read (when the object's extras are
+    /// still to be read, they are read later with the change in them).
     fn set_extra(&self, map: &str, key: &str, value: Option<Value>) {
         let mut data = self.data();
         if let Some(object) = data.extras.as_object_mut() {
@@ -722,7 +724,6 @@ impl ObjectMeta {
     /// appears in rsmetaexport's JSON and rsmsgbroker's payloads.
     fn set_user_meta(&self, py: Python<'_>, key: String, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let value = py_to_json(value)?;
-        self.load_extras(py)?;
         let edit = json!({"op": "set_object_user_meta", "frame": self.frame,
                           "object": self.index()?, "key": key, "value": value});
         self.view.edit(py, edit)?;
@@ -731,7 +732,6 @@ impl ObjectMeta {
     }
 
     fn remove_user_meta(&self, py: Python<'_>, key: String) -> PyResult<()> {
-        self.load_extras(py)?;
         let edit = json!({"op": "remove_object_user_meta", "frame": self.frame,
                           "object": self.index()?, "key": key});
         self.view.edit(py, edit)?;
@@ -818,6 +818,8 @@ pub struct FrameMeta {
     index: u32,
     data: FrameData,
     objects: Mutex<Option<Vec<Py<ObjectMeta>>>>,
+    /// Whether this view changed the record's extras before reading them.
+    extras_changed: std::sync::atomic::AtomicBool,
     /// Components credited with objects this view added (they count as having run).
     added_components: Mutex<Vec<i32>>,
     /// The frame's JSON record, read when `analytics`, `segmentation`, `display` or
@@ -872,6 +874,7 @@ impl FrameMeta {
             },
             objects: Mutex::new(None),
             added_components: Mutex::new(Vec::new()),
+            extras_changed: std::sync::atomic::AtomicBool::new(false),
             extras: Mutex::new(None),
         })
     }
@@ -923,59 +926,67 @@ impl FrameMeta {
             .map_or(self.data.n_objects, |l| l.len() as u32)
     }
 
-    fn extras(&self, py: Python<'_>) -> PyResult<Value> {
-        let mut cached = self.extras.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(v) = cached.as_ref() {
-            return Ok(v.clone());
+    /// Reads the frame's record (less its objects) when this view has not yet. No lock is held
+    /// while the plugin is called.
+    fn load_extras(&self, py: Python<'_>) -> PyResult<()> {
+        if self
+            .extras
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+        {
+            return Ok(());
         }
-        let value = if self.data.has_extras {
+        let mut value = json!({});
+        if self.data.has_extras || self.extras_changed.load(Ordering::Acquire) {
             let lib = lib(py)?;
             let batch = self.view.batch(lib)?;
             // SAFETY: a current handle.
             let text = lib.take_string(unsafe { (lib.batch_frame_json)(batch, self.index) });
-            let mut v: Value = text
-                .and_then(|t| serde_json::from_str(&t).ok())
-                .unwrap_or_else(|| json!({}));
-            if let Some(o) = v.as_object_mut() {
-                o.remove("objects");
+            if let Some(Value::Object(mut record)) =
+                text.and_then(|t| serde_json::from_str(&t).ok())
+            {
+                record.remove("objects");
+                value = Value::Object(record);
             }
-            v
-        } else {
-            json!({})
-        };
-        *cached = Some(value.clone());
-        Ok(value)
-    }
-
-    fn extra<'py>(&self, py: Python<'py>, key: &str, empty: Value) -> PyResult<Bound<'py, PyAny>> {
-        let extras = self.extras(py)?;
-        value_to_py(py, extras.get(key).unwrap_or(&empty))
-    }
-
-    /// Mirrors a change of the frame's JSON record in the cached copy.
-    fn update_extras(
-        &self,
-        py: Python<'_>,
-        change: impl FnOnce(&mut serde_json::Map<String, Value>),
-    ) -> PyResult<()> {
-        self.extras(py)?;
-        let mut cached = self.extras.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(Value::Object(o)) = cached.as_mut() {
-            change(o);
         }
+        self.extras
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert(value);
         Ok(())
     }
 
+    fn extra<'py>(&self, py: Python<'py>, key: &str, empty: Value) -> PyResult<Bound<'py, PyAny>> {
+        self.load_extras(py)?;
+        let value = self
+            .extras
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .and_then(|e| e.get(key).cloned());
+        value_to_py(py, value.as_ref().unwrap_or(&empty))
+    }
+
+    /// Mirrors a change of the frame's JSON record in the view's copy, when it was read (when it
+    /// was not, it is read later, from the buffer, with the change in it).
+    fn update_extras(&self, change: impl FnOnce(&mut serde_json::Map<String, Value>)) {
+        let mut cached = self.extras.lock().unwrap_or_else(|e| e.into_inner());
+        match cached.as_mut() {
+            Some(Value::Object(o)) => change(o),
+            _ => self.extras_changed.store(true, Ordering::Release),
+        }
+    }
+
     fn add_display(&self, py: Python<'_>, element: Value) -> PyResult<()> {
-        // The record is read before the change, so that the change is mirrored once.
-        self.extras(py)?;
         let edit = json!({"op": "add_display", "frame": self.index, "element": element.clone()});
         self.view.edit(py, edit)?;
-        self.update_extras(py, |o| {
+        self.update_extras(|o| {
             if let Value::Array(a) = o.entry("display").or_insert_with(|| json!([])) {
                 a.push(element);
             }
-        })
+        });
+        Ok(())
     }
 }
 
@@ -1284,33 +1295,35 @@ impl FrameMeta {
     fn clear_display(&self, py: Python<'_>) -> PyResult<()> {
         self.view
             .edit(py, json!({"op": "clear_display", "frame": self.index}))?;
-        self.update_extras(py, |o| {
+        self.update_extras(|o| {
             o.remove("display");
-        })
+        });
+        Ok(())
     }
 
     /// Attaches any JSON-serialisable `value` under `key`; it travels with the frame and appears
     /// in rsmetaexport's JSON and rsmsgbroker's payloads.
     fn set_user_meta(&self, py: Python<'_>, key: String, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let value = py_to_json(value)?;
-        self.extras(py)?;
         let edit = json!({"op": "set_frame_user_meta", "frame": self.index, "key": key, "value": value.clone()});
         self.view.edit(py, edit)?;
-        self.update_extras(py, |o| {
+        self.update_extras(|o| {
             if let Value::Object(m) = o.entry("user_meta").or_insert_with(|| json!({})) {
                 m.insert(key, value);
             }
-        })
+        });
+        Ok(())
     }
 
     fn remove_user_meta(&self, py: Python<'_>, key: String) -> PyResult<()> {
         let edit = json!({"op": "remove_frame_user_meta", "frame": self.index, "key": key});
         self.view.edit(py, edit)?;
-        self.update_extras(py, |o| {
+        self.update_extras(|o| {
             if let Some(Value::Object(m)) = o.get_mut("user_meta") {
                 m.remove(&key);
             }
-        })
+        });
+        Ok(())
     }
 
     /// The frame's record exactly as rsmetaexport writes it (read from the buffer now).

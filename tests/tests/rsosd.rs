@@ -41,6 +41,24 @@ impl Target {
         }
     }
 
+    /// Packed RGB with and without alpha, and both YUV layouts in both matrices.
+    fn mixed() -> [Self; 4] {
+        [
+            Self::rgb(VideoFormat::Rgba),
+            Self::rgb(VideoFormat::Bgrx),
+            Self::yuv(
+                VideoFormat::Nv12,
+                VideoColorMatrix::Bt709,
+                VideoColorRange::Range16_235,
+            ),
+            Self::yuv(
+                VideoFormat::I420,
+                VideoColorMatrix::Bt601,
+                VideoColorRange::Range16_235,
+            ),
+        ]
+    }
+
     fn is_yuv(&self) -> bool {
         matches!(self.format, VideoFormat::Nv12 | VideoFormat::I420)
     }
@@ -485,20 +503,7 @@ fn count_color(
 fn labels_show_glyphs_in_the_text_colour_on_their_background() {
     let label_area = (60u32, 70u32, 300u32, 100u32);
     for font in ["", "builtin"] {
-        for target in [
-            Target::rgb(VideoFormat::Rgba),
-            Target::rgb(VideoFormat::Bgrx),
-            Target::yuv(
-                VideoFormat::Nv12,
-                VideoColorMatrix::Bt709,
-                VideoColorRange::Range16_235,
-            ),
-            Target::yuv(
-                VideoFormat::I420,
-                VideoColorMatrix::Bt601,
-                VideoColorRange::Range16_235,
-            ),
-        ] {
+        for target in Target::mixed() {
             let info = target.info(W, H);
             let input = Picture::noise(&info, 3);
             let before = Picture::from_buffer(&input, &info);
@@ -1287,20 +1292,7 @@ fn display_elements_draw_the_applications_rectangles_and_text() {
         ];
         frame
     };
-    for target in [
-        Target::rgb(VideoFormat::Rgba),
-        Target::rgb(VideoFormat::Bgrx),
-        Target::yuv(
-            VideoFormat::Nv12,
-            VideoColorMatrix::Bt709,
-            VideoColorRange::Range16_235,
-        ),
-        Target::yuv(
-            VideoFormat::I420,
-            VideoColorMatrix::Bt601,
-            VideoColorRange::Range16_235,
-        ),
-    ] {
+    for target in Target::mixed() {
         let info = target.info(W, H);
         let input = Picture::noise(&info, 17);
         let before = Picture::from_buffer(&input, &info);

@@ -237,15 +237,7 @@ pub fn apply(batch: &mut Batch, edit: Edit) -> Result<i64, EditError> {
             value,
         } => {
             let o = object_mut(batch, frame, object)?;
-            check_key(&key, &o.attributes)?;
-            if let AttributeValue::Text(t) = &value
-                && t.len() > MAX_USER_VALUE_BYTES
-            {
-                return Err(EditError::Invalid(format!(
-                    "attribute {key:?} is {} bytes long; at most {MAX_USER_VALUE_BYTES}",
-                    t.len()
-                )));
-            }
+            check_entry(&key, &value, &o.attributes)?;
             o.attributes.insert(key, value);
         }
         Edit::RemoveObjectAttribute { frame, object, key } => {
@@ -258,7 +250,7 @@ pub fn apply(batch: &mut Batch, edit: Edit) -> Result<i64, EditError> {
             value,
         } => {
             let o = object_mut(batch, frame, object)?;
-            check_user_value(&key, &value, &o.user_meta)?;
+            check_entry(&key, &value, &o.user_meta)?;
             o.user_meta.insert(key, value);
         }
         Edit::RemoveObjectUserMeta { frame, object, key } => {
@@ -266,7 +258,7 @@ pub fn apply(batch: &mut Batch, edit: Edit) -> Result<i64, EditError> {
         }
         Edit::SetFrameUserMeta { frame, key, value } => {
             let f = frame_mut(batch, frame)?;
-            check_user_value(&key, &value, &f.user_meta)?;
+            check_entry(&key, &value, &f.user_meta)?;
             f.user_meta.insert(key, value);
         }
         Edit::RemoveFrameUserMeta { frame, key } => {
@@ -381,10 +373,12 @@ fn check_key<V>(key: &str, existing: &BTreeMap<String, V>) -> Result<(), EditErr
     Ok(())
 }
 
-fn check_user_value(
+/// A new entry of a map of user metadata or attributes: a bounded key, a bounded number of
+/// keys, and a value of bounded size (as JSON, the form it is exported in).
+fn check_entry<V: serde::Serialize>(
     key: &str,
-    value: &serde_json::Value,
-    existing: &BTreeMap<String, serde_json::Value>,
+    value: &V,
+    existing: &BTreeMap<String, V>,
 ) -> Result<(), EditError> {
     check_key(key, existing)?;
     let size = serde_json::to_vec(value).map_or(usize::MAX, |v| v.len());
@@ -527,6 +521,11 @@ mod tests {
             "x".repeat(MAX_USER_VALUE_BYTES)
         );
         assert!(edit(&mut b, &long).is_err());
+        let floats = format!(
+            r#"{{"op":"set_object_attribute","frame":0,"object":0,"key":"k","value":[{}]}}"#,
+            vec!["1.5"; MAX_USER_VALUE_BYTES / 4].join(",")
+        );
+        assert!(edit(&mut b, &floats).is_err());
         assert_eq!(b, before);
     }
 }

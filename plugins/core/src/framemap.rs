@@ -17,7 +17,8 @@ use gst_video::VideoFormat;
 use crate::batch::{MemoryKind, is_batch};
 use crate::meta::BatchMeta;
 
-/// Formats a frame can be mapped in.
+/// Formats a frame can be mapped in: the 8-bit formats whose planes are plain arrays (also what
+/// the inference pre-processing reads on the CPU).
 pub const FORMATS: &[VideoFormat] = &[
     VideoFormat::Rgb,
     VideoFormat::Bgr,
