@@ -37,7 +37,8 @@ cargo build -p gst-ferrostream --locked
 scripts/install-python.sh
 venv="${FERROSTREAM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ferrostream}/python"
 pylog="${CARGO_TARGET_DIR:-target}/pytest-output.txt"
-GST_PLUGIN_PATH="$repo/${CARGO_TARGET_DIR:-target}/debug" \
+# Each test has watchdogs of its own; this one stops the whole run if one of them cannot.
+GST_PLUGIN_PATH="$repo/${CARGO_TARGET_DIR:-target}/debug" timeout --kill-after=30 1800 \
     "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests 2>&1 | tee "$pylog"
 pypassed=$(grep -Eo '[0-9]+ passed' "$pylog" | tail -1 | grep -Eo '[0-9]+' || echo 0)
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')

@@ -14,7 +14,7 @@ The exit codes of every sample, set by App:
     1  a pipeline error (printed as `error: ...` on stderr), or a pipeline that does not start
     2  no end of stream within --timeout seconds
     3  an exception in a pad probe
-    4  after an end of stream, the pipeline did not stop within 30 s (a watchdog ends the
+    4  the pipeline did not stop within SHUTDOWN_WATCHDOG_S (120 s) (a watchdog ends the
        process; after a failure it exits with that failure's code)
 
 Failures at start (no plugin, no package, no input, a pipeline that does not parse) print
@@ -42,6 +42,11 @@ PIPELINES = REPO / "pipelines"
 
 # --- options and start-up -------------------------------------------------------------------
 
+
+
+# The longest stopping a pipeline may take, however loaded the machine, before the sample gives
+# up on it (exit 4).
+SHUTDOWN_WATCHDOG_S = 120
 
 def argument_parser(doc, *, tracker=False, output=True,
                     frames_help="stop after N frames (0: the whole file)",
@@ -271,7 +276,7 @@ class App:
         if self.code is None:
             self.loop.run()
         # Never hang on the way out either.
-        watchdog = threading.Timer(30, lambda: os._exit(self.code or 4))
+        watchdog = threading.Timer(SHUTDOWN_WATCHDOG_S, lambda: os._exit(4))
         watchdog.daemon = True
         watchdog.start()
         self.pipeline.set_state(Gst.State.NULL)

@@ -36,6 +36,10 @@ sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 import common  # noqa: E402  (examples/python/common.py: options, checks, main loop)
 
 
+
+# The longest one crop's JPEG encoding may take on a loaded machine.
+ENCODE_TIMEOUT_S = 120
+
 def encode_jpeg(rgb, quality=90):
     """JPEG bytes of an HxWx3 RGB array, encoded by a small GStreamer pipeline."""
     h, w = rgb.shape[:2]
@@ -54,10 +58,10 @@ def encode_jpeg(rgb, quality=90):
         buffer.pts = 0
         src.emit("push-buffer", buffer)
         src.emit("end-of-stream")
-        sample = sink.emit("try-pull-sample", 10 * Gst.SECOND)
+        sample = sink.emit("try-pull-sample", ENCODE_TIMEOUT_S * Gst.SECOND)
         if sample is None:
             message = pipeline.get_bus().pop_filtered(Gst.MessageType.ERROR)
-            why = message.parse_error()[0].message if message else "no output within 10 s"
+            why = message.parse_error()[0].message if message else f"no output within {ENCODE_TIMEOUT_S} s"
             raise RuntimeError(f"JPEG encoding failed: {why}")
         out = sample.get_buffer()
         ok, info = out.map(Gst.MapFlags.READ)

@@ -3,13 +3,12 @@
 writes, changes made in a probe reach downstream elements, frames as arrays are the frame's
 bytes, and bad input raises instead of crashing."""
 
-import json
 import math
 
 import ferrostream
 import numpy as np
 import pytest
-from conftest import PIPELINES, Gst, media, rss_bytes, run
+from conftest import PIPELINES, Gst, checked, media, pull, read_jsonl, rss_bytes, run, stop
 
 import gi  # noqa: E402
 
@@ -27,11 +26,6 @@ def detect_pipeline(json_path, frames=20, fmt="RGB"):
         f"! rstrtinfer config-file-path={COCO} ! rstracker config-file-path={TRACKER} "
         f"! identity name=probe ! rsmetaexport location={json_path} ! fakesink sync=false"
     )
-
-
-def read_jsonl(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def box(b):
@@ -100,7 +94,7 @@ def test_probe_sees_exactly_what_the_json_export_writes(tmp_path):
         seen[batch.frames[0].frame_num] = probe_record(batch.frames[0])
         return Gst.PadProbeReturn.OK
 
-    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, probe)
+    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, checked(probe))
     run(pipeline)
     exported = read_jsonl(out)
     # identity's eos-after may let a frame more through (GStreamer 1.22): frames are matched by
@@ -135,7 +129,7 @@ def test_changes_in_a_probe_reach_the_json_export(tmp_path):
             kept[frame.frame_num] = [o.label for o in frame.objects]
         return Gst.PadProbeReturn.OK
 
-    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, probe)
+    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, checked(probe))
     run(pipeline)
     exported = read_jsonl(out)
     assert len(exported) >= 15
@@ -162,10 +156,7 @@ def test_removed_objects_are_not_drawn_and_added_ones_and_display_elements_are()
     pipeline = synthetic(
         "! identity name=add ! identity name=remove ! rsosd display-text=false ! appsink name=sink"
     )
-    caps_of = {}
-
     def add(pad, info):
-        caps_of["caps"] = pad.get_current_caps()
         with ferrostream.writable(info, pad.get_current_caps()) as batch:
             frame = batch.frames[0]
             frame.add_object(0, "person", (20, 20, 60, 60))
@@ -180,18 +171,16 @@ def test_removed_objects_are_not_drawn_and_added_ones_and_display_elements_are()
             frame.remove_object(frame.objects[1])
         return Gst.PadProbeReturn.OK
 
-    pipeline.get_by_name("add").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, add)
-    pipeline.get_by_name("remove").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, remove)
-    sink = pipeline.get_by_name("sink")
+    pipeline.get_by_name("add").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, checked(add))
+    pipeline.get_by_name("remove").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, checked(remove))
     pipeline.set_state(Gst.State.PLAYING)
     try:
-        sample = sink.emit("try-pull-sample", 60 * Gst.SECOND)
-        assert sample is not None, "no frame within 60 s"
+        sample = pull(pipeline)
         pixels = np.array(ferrostream.frame_array(sample.get_buffer(), sample.get_caps()))
         batch = ferrostream.batch_meta(sample.get_buffer())
         assert [o.bbox.as_tuple() for o in batch.frames[0].objects] == [(20, 20, 60, 60)]
     finally:
-        pipeline.set_state(Gst.State.NULL)
+        stop(pipeline)
     # The kept box's border is drawn, the removed box's is not, the display rectangle is red.
     assert pixels[20, 40, :3].any(), "the kept object's top border"
     assert not pixels[100, 170, :3].any(), "the removed object's top border stays black"
@@ -214,7 +203,7 @@ def test_added_objects_are_tracked(tmp_path):
             frame.add_object(0, "person", (x, 50, 40, 80), confidence=0.9, component_id=1)
         return Gst.PadProbeReturn.OK
 
-    pipeline.get_by_name("add").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, add)
+    pipeline.get_by_name("add").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, checked(add))
     run(pipeline)
     frames = read_jsonl(out)
     assert len(frames) == 20
@@ -235,8 +224,7 @@ def test_frame_array_is_the_frames_bytes(fmt, width, height):
     )
     pipeline.set_state(Gst.State.PLAYING)
     try:
-        sample = pipeline.get_by_name("sink").emit("try-pull-sample", 60 * Gst.SECOND)
-        assert sample is not None
+        sample = pull(pipeline)
         buffer, caps = sample.get_buffer(), sample.get_caps()
         arrays = ferrostream.frame_array(buffer, caps)
         info = GstVideo.VideoInfo.new_from_caps(caps)
@@ -245,7 +233,7 @@ def test_frame_array_is_the_frames_bytes(fmt, width, height):
         raw = np.frombuffer(mapped.data, dtype=np.uint8).copy()
         buffer.unmap(mapped)
     finally:
-        pipeline.set_state(Gst.State.NULL)
+        stop(pipeline)
     planes = arrays if isinstance(arrays, tuple) else (arrays,)
     assert len(planes) == info.finfo.n_planes
     for p, plane in enumerate(planes):
@@ -273,10 +261,12 @@ def test_batches_give_each_sources_frame():
         "videotestsrc pattern=white num-buffers=3 ! video/x-raw,format=RGB,width=200,height=100 ! mux.sink_1"
     )
     seen = []
+    batches = []
 
     def probe(pad, info):
         buffer, caps = info.get_buffer(), pad.get_current_caps()
         batch = ferrostream.batch_meta(buffer)
+        batches.append(sorted(f.source_id for f in batch.frames))
         for i, frame in enumerate(batch.frames):
             pixels = ferrostream.frame_array(buffer, caps, i)
             seen.append((frame.source_id, pixels.shape, int(pixels.min()), int(pixels.max())))
@@ -304,13 +294,14 @@ def test_batches_give_each_sources_frame():
                 painted.append((int(pixels[:10, :10].max()), int(pixels[10:, 10:].min())))
         return Gst.PadProbeReturn.OK
 
-    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, probe)
-    pipeline.get_by_name("paint").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, paint)
-    pipeline.get_by_name("after").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, after)
+    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, checked(probe))
+    pipeline.get_by_name("paint").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, checked(paint))
+    pipeline.get_by_name("after").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, checked(after))
     run(pipeline)
-    assert (0, (120, 160, 3), 0, 0) in seen
-    assert (1, (100, 200, 3), 255, 255) in seen
-    assert painted and all(p == (7, 255) for p in painted), painted
+    # batched-push-timeout=-1: every batch holds a frame of each source.
+    assert batches == [[0, 1]] * 3
+    assert sorted(seen) == [(0, (120, 160, 3), 0, 0)] * 3 + [(1, (100, 200, 3), 255, 255)] * 3
+    assert painted == [(7, 255)] * 3, painted
 
 
 def test_changes_need_a_writable_buffer_and_a_current_view():
@@ -346,8 +337,8 @@ def test_changes_need_a_writable_buffer_and_a_current_view():
         outcomes.append(ferrostream.batch_meta(info.get_buffer()).frames[0].objects[0].label)
         return Gst.PadProbeReturn.OK
 
-    pipeline.get_by_name("add").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, add)
-    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, probe)
+    pipeline.get_by_name("add").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, checked(add))
+    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, checked(probe))
     run(pipeline)
     assert outcomes == ["second", "second"]
 
@@ -400,7 +391,7 @@ def test_bad_values_are_refused_in_a_probe():
             assert len(frame.objects) == 1
         return Gst.PadProbeReturn.OK
 
-    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, probe)
+    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, checked(probe))
     run(pipeline)
     assert len(refused) == 8
 
@@ -438,8 +429,8 @@ def test_ten_thousand_probe_calls_do_not_grow_memory():
             rss[count[0]] = rss_bytes()
         return Gst.PadProbeReturn.OK
 
-    pipeline.get_by_name("add").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, add)
-    pipeline.get_by_name("read").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, read)
+    pipeline.get_by_name("add").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, checked(add))
+    pipeline.get_by_name("read").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, checked(read))
     run(pipeline, timeout=600)
     assert count[0] == frames
     growth = rss[frames] - rss[2_000]
@@ -456,7 +447,7 @@ def test_the_module_documents_itself():
 
 def test_counts_follow_edits_and_arrays_hold_the_buffer():
     pipeline = synthetic("! identity name=probe ! fakesink", frames=1)
-    checked = []
+    done = []
 
     def probe(pad, info):
         caps = pad.get_current_caps()
@@ -477,17 +468,17 @@ def test_counts_follow_edits_and_arrays_hold_the_buffer():
                 batch.frame_array(caps)
             del pixels
             frame.add_text("after", 1, 1)
-            checked.append(frame.display[0]["text"])
+            done.append(frame.display[0]["text"])
         return Gst.PadProbeReturn.OK
 
-    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, probe)
+    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, checked(probe))
     run(pipeline)
-    assert checked == ["after"]
+    assert done == ["after"]
 
 
 def test_misuse_is_refused_with_a_reason():
     pipeline = synthetic("! identity name=probe ! fakesink", frames=1)
-    checked = []
+    done = []
 
     def probe(pad, info):
         caps = pad.get_current_caps()
@@ -507,13 +498,13 @@ def test_misuse_is_refused_with_a_reason():
         with pytest.raises(ValueError, match="entered once"):
             with block:
                 pass
-        checked.append(kept.shape)
+        done.append(kept.shape)
         return Gst.PadProbeReturn.OK
 
-    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, probe)
+    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, checked(probe))
     with pytest.warns(RuntimeWarning, match="outlive"):
         run(pipeline)
-    assert checked == [(240, 320, 4)]
+    assert done == [(240, 320, 4)]
 
 
 def test_parents_come_from_the_same_frame_and_read_only_views_stay_read_only():
@@ -522,7 +513,7 @@ def test_parents_come_from_the_same_frame_and_read_only_views_stay_read_only():
         "videotestsrc num-buffers=1 ! video/x-raw,format=RGB,width=64,height=48 ! mux.sink_0 "
         "videotestsrc num-buffers=1 ! video/x-raw,format=RGB,width=64,height=48 ! mux.sink_1"
     )
-    checked = []
+    done = []
 
     def probe(pad, info):
         seen = ferrostream.batch_meta(info.get_buffer())
@@ -538,12 +529,12 @@ def test_parents_come_from_the_same_frame_and_read_only_views_stay_read_only():
         # The view taken before the block is read-only, whatever happened to the buffer since.
         with pytest.raises(ferrostream.NotWritableError, match="read-only"):
             seen.frames[0].add_text("x", 1, 1)
-        checked.append(len(batch))
+        done.append(len(batch))
         return Gst.PadProbeReturn.OK
 
-    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, probe)
+    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, checked(probe))
     run(pipeline)
-    assert checked == [2]
+    assert done == [2]
 
 
 def test_dlpack_export_keeps_read_only_frames_read_only():
