@@ -56,8 +56,8 @@ pub fn algorithm_from_name(name: &str) -> Option<Algorithm> {
 
 /// Reads `path` over the defaults. Returns the configuration and the warnings to post.
 pub fn load(path: &Path) -> Result<(TrackerConfig, Vec<String>), String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read tracker configuration {}: {e}", path.display()))?;
+    let text = ferrostream_core::files::read_text(path)
+        .map_err(|e| format!("cannot read tracker configuration: {e}"))?;
     parse(path, &text)
 }
 

@@ -76,7 +76,13 @@ pub struct RemoteSettings {
     pub on_failure: ServerFailure,
     /// Seconds without an answer after which the element fails (0: never).
     pub give_up_s: u32,
+    /// The largest answer accepted, in MiB (0: four times the largest answer the model's
+    /// metadata allows for a batch, at least 16 MiB).
+    pub max_message_mib: u32,
 }
+
+/// The largest `server-max-message-mib`: gRPC frames messages with a 32-bit length.
+pub const MAX_MESSAGE_MIB: u32 = 2047;
 
 impl Default for RemoteSettings {
     fn default() -> Self {
@@ -92,6 +98,7 @@ impl Default for RemoteSettings {
             requests_in_flight: 4,
             on_failure: ServerFailure::Wait,
             give_up_s: 60,
+            max_message_mib: 0,
         }
     }
 }
@@ -445,25 +452,57 @@ enum ClassKey {
     RoiBottom,
 }
 
+/// Each key's name in the file, first; later names are accepted too.
+const CLASS_KEYS: [(ClassKey, &str); 16] = [
+    (ClassKey::Pre, "pre-cluster-threshold"),
+    (ClassKey::Post, "post-cluster-threshold"),
+    (ClassKey::Iou, "nms-iou-threshold"),
+    (ClassKey::TopK, "topk"),
+    (ClassKey::MinW, "detected-min-w"),
+    (ClassKey::MinH, "detected-min-h"),
+    (ClassKey::MaxW, "detected-max-w"),
+    (ClassKey::MaxH, "detected-max-h"),
+    (ClassKey::Eps, "eps"),
+    (ClassKey::GroupThreshold, "group-threshold"),
+    (ClassKey::MinBoxes, "minBoxes"),
+    (ClassKey::DbscanMinScore, "dbscan-min-score"),
+    (ClassKey::RoiTop, "roi-top-offset"),
+    (ClassKey::RoiBottom, "roi-bottom-offset"),
+    (ClassKey::Pre, "threshold"),
+    (ClassKey::MinBoxes, "min-boxes"),
+];
+
 impl ClassKey {
     fn from_name(name: &str) -> Option<Self> {
-        Some(match name {
-            "pre-cluster-threshold" | "threshold" => Self::Pre,
-            "post-cluster-threshold" => Self::Post,
-            "nms-iou-threshold" => Self::Iou,
-            "topk" => Self::TopK,
-            "detected-min-w" => Self::MinW,
-            "detected-min-h" => Self::MinH,
-            "detected-max-w" => Self::MaxW,
-            "detected-max-h" => Self::MaxH,
-            "eps" => Self::Eps,
-            "group-threshold" => Self::GroupThreshold,
-            "minBoxes" | "min-boxes" => Self::MinBoxes,
-            "dbscan-min-score" => Self::DbscanMinScore,
-            "roi-top-offset" => Self::RoiTop,
-            "roi-bottom-offset" => Self::RoiBottom,
-            _ => return None,
-        })
+        CLASS_KEYS.iter().find(|(_, n)| *n == name).map(|(k, _)| *k)
+    }
+
+    fn name(self) -> &'static str {
+        CLASS_KEYS
+            .iter()
+            .find(|(k, _)| *k == self)
+            .map_or("?", |(_, n)| n)
+    }
+
+    /// Whether `v` is a value of this key: every number finite, sizes and offsets not negative.
+    fn check(self, v: f32) -> Result<(), String> {
+        if !v.is_finite() {
+            return Err(format!("expected a finite number, found {v}"));
+        }
+        let size = matches!(
+            self,
+            Self::MinW
+                | Self::MinH
+                | Self::MaxW
+                | Self::MaxH
+                | Self::Eps
+                | Self::RoiTop
+                | Self::RoiBottom
+        );
+        if size && v < 0.0 {
+            return Err(format!("expected a size of 0 or more, found {v}"));
+        }
+        Ok(())
     }
 
     fn apply(self, attrs: &mut ClassAttrs, v: f32) {
@@ -488,6 +527,27 @@ impl ClassKey {
 
 impl ClassAttrsTable {
     /// Resolved attributes for classes `0..num_classes`.
+    /// Checks the values set on the element (the file's are checked as they are read).
+    pub fn check(&self) -> Result<(), String> {
+        let a = &self.all;
+        for (key, v) in [
+            (ClassKey::Pre, a.pre_cluster_threshold),
+            (ClassKey::Post, a.post_cluster_threshold),
+            (ClassKey::Iou, a.nms_iou_threshold),
+            (ClassKey::MinW, a.detected_min_w),
+            (ClassKey::MinH, a.detected_min_h),
+            (ClassKey::MaxW, a.detected_max_w),
+            (ClassKey::MaxH, a.detected_max_h),
+            (ClassKey::Eps, a.eps),
+            (ClassKey::DbscanMinScore, a.dbscan_min_score),
+            (ClassKey::RoiTop, a.roi_top_offset),
+            (ClassKey::RoiBottom, a.roi_bottom_offset),
+        ] {
+            key.check(v).map_err(|m| format!("{}: {m}", key.name()))?;
+        }
+        Ok(())
+    }
+
     pub fn resolve(&self, num_classes: usize) -> Vec<ClassAttrs> {
         (0..num_classes)
             .map(|class| {
@@ -801,7 +861,18 @@ impl InferConfig {
                     }
                 }
             }
-            "num-detected-classes" => self.num_detected_classes = ini.value(e)?,
+            "num-detected-classes" => {
+                self.num_detected_classes = ini.value(e)?;
+                if self.num_detected_classes > MAX_CLASSES {
+                    return Err(ini.error(
+                        e,
+                        format!(
+                            "at most {MAX_CLASSES} classes, found {}",
+                            self.num_detected_classes
+                        ),
+                    ));
+                }
+            }
             "model-color-format" => {
                 self.model_color_format = match ini.value::<u32>(e)? {
                     0 => ColorFormat::Rgb,
@@ -831,7 +902,7 @@ impl InferConfig {
                     }
                 }
             }
-            "net-scale-factor" => self.net_scale_factor = ini.value(e)?,
+            "net-scale-factor" => self.net_scale_factor = finite(ini, e)?,
             "offsets" => self.offsets = offsets(ini.list_value(e)?).map_err(|m| ini.error(e, m))?,
             "infer-dims" => {
                 self.infer_dims =
@@ -892,8 +963,8 @@ impl InferConfig {
                     return Err(ini.error(e, "expected strides above 0, e.g. 8;16;32"));
                 }
             }
-            "classifier-threshold" => self.classifier_threshold = ini.value(e)?,
-            "segmentation-threshold" => self.segmentation_threshold = ini.value(e)?,
+            "classifier-threshold" => self.classifier_threshold = finite(ini, e)?,
+            "segmentation-threshold" => self.segmentation_threshold = finite(ini, e)?,
             "segmentation-output-order" => {
                 self.segmentation_hwc = match ini.value::<u32>(e)? {
                     0 => false,
@@ -947,6 +1018,18 @@ impl InferConfig {
             "requests-in-flight" => self.remote.requests_in_flight = positive(ini, e)?,
             "on-server-failure" => self.remote.on_failure = enum_value(ini, e)?,
             "server-give-up" => self.remote.give_up_s = ini.value(e)?,
+            "server-max-message-mib" => {
+                self.remote.max_message_mib = ini.value(e)?;
+                if self.remote.max_message_mib > MAX_MESSAGE_MIB {
+                    return Err(ini.error(
+                        e,
+                        format!(
+                            "at most {MAX_MESSAGE_MIB}, found {}",
+                            self.remote.max_message_mib
+                        ),
+                    ));
+                }
+            }
             key if UNSUPPORTED_KEYS.contains(&key) => {
                 return Ok(Some(format!(
                     "{}:{}: key `{key}` is not supported by rstrtinfer and is ignored",
@@ -1042,6 +1125,7 @@ impl InferConfig {
             }
             (None, None) => {}
         }
+        self.check_numbers()?;
         let mut warnings = Vec::new();
         if self.backend.is_remote() {
             if self.remote.server_url.is_empty() {
@@ -1107,6 +1191,30 @@ impl InferConfig {
             }
         }
         Ok(warnings)
+    }
+
+    /// Every number finite, sizes not negative, the class count bounded: NaN and infinity
+    /// pass the properties' ranges and parse as numbers, and would silently disable a filter.
+    fn check_numbers(&self) -> Result<(), String> {
+        let finite = [
+            ("net-scale-factor", self.net_scale_factor),
+            ("classifier-threshold", self.classifier_threshold),
+            ("segmentation-threshold", self.segmentation_threshold),
+        ]
+        .into_iter()
+        .chain(self.offsets.iter().map(|&o| ("offsets", o)));
+        for (key, v) in finite {
+            if !v.is_finite() {
+                return Err(format!("{key}: expected a finite number, found {v}"));
+            }
+        }
+        if self.num_detected_classes > MAX_CLASSES {
+            return Err(format!(
+                "num-detected-classes: at most {MAX_CLASSES}, found {}",
+                self.num_detected_classes
+            ));
+        }
+        self.class_attrs.check()
     }
 
     /// Copies into `self` the values of `props` whose property names are in `set`: properties
@@ -1206,16 +1314,23 @@ impl InferConfig {
                 }
                 "on-server-failure" => self.remote.on_failure = props.remote.on_failure,
                 "server-give-up" => self.remote.give_up_s = props.remote.give_up_s,
+                "server-max-message-mib" => {
+                    self.remote.max_message_mib = props.remote.max_message_mib
+                }
                 other => unreachable!("property {other} has no configuration key"),
             }
         }
     }
 }
 
-/// Parses `offsets` (one value, or one per channel).
 /// The largest `batch-size` (configuration key and property).
 pub const MAX_BATCH_SIZE: u32 = 1024;
 
+/// The most classes a model, `num-detected-classes` or a label file may have. Real models stay
+/// far below (ImageNet-21k has 21,841); every class costs its thresholds and limits in memory.
+pub const MAX_CLASSES: u32 = 1 << 18;
+
+/// Parses `offsets` (one value, or one per channel).
 pub fn offsets(values: Vec<f32>) -> Result<Vec<f32>, String> {
     if values.len() > 4 {
         return Err(format!(
@@ -1276,8 +1391,19 @@ fn class_value(ini: &IniFile, e: &Entry, key: ClassKey) -> Result<f32, ConfigErr
     ) {
         Ok(ini.value::<i32>(e)? as f32)
     } else {
-        ini.value::<f32>(e)
+        let v = ini.value::<f32>(e)?;
+        key.check(v).map_err(|m| ini.error(e, m))?;
+        Ok(v)
     }
+}
+
+/// A number of the file that must be finite (NaN and infinity parse as `f32`).
+fn finite(ini: &IniFile, e: &Entry) -> Result<f32, ConfigError> {
+    let v = ini.value::<f32>(e)?;
+    if !v.is_finite() {
+        return Err(ini.error(e, format!("expected a finite number, found {v}")));
+    }
+    Ok(v)
 }
 
 fn unknown_key(ini: &IniFile, e: &Entry, section: &str) -> String {

@@ -10,12 +10,15 @@ use ferrostream_core::mask::InstanceMask;
 use ferrostream_core::{AttributeValue, BBox, Classification, Object};
 
 use crate::cluster::cluster;
-use crate::config::{Backend, ClassAttrs, ColorFormat, InferConfig, InputOrder, NetworkMode};
+use crate::config::{
+    Backend, ClassAttrs, ColorFormat, InferConfig, InputOrder, MAX_CLASSES, NetworkMode,
+    NetworkType,
+};
 use crate::engine::onnxruntime::{DlaOptions, OrtEngine, OrtOptions};
 use crate::engine::remote::{Health, RemoteCall};
 use crate::engine::{
     ElementType, Engine, EngineDescription, EngineError, EngineLog, InputData, LogLevel,
-    OutputTensor,
+    OutputTensor, TensorInfo,
 };
 use crate::labels::{label_for, load as load_labels};
 use crate::parse::{Detection, OutputParser, ParserSettings};
@@ -34,6 +37,26 @@ pub enum SetupError {
     Model(String),
     #[error("{0}")]
     Unsupported(String),
+}
+
+impl SetupError {
+    /// The error with the model's file (or server and name) in front, where it does not name
+    /// it yet.
+    fn in_model(self, model: &std::path::Path) -> Self {
+        let name = model.display().to_string();
+        let named = |m: String| {
+            if m.contains(&name) {
+                m
+            } else {
+                format!("{name}: {m}")
+            }
+        };
+        match self {
+            SetupError::Config(m) => SetupError::Config(named(m)),
+            SetupError::Model(m) => SetupError::Model(named(m)),
+            other => other,
+        }
+    }
 }
 
 impl From<EngineError> for SetupError {
@@ -59,6 +82,33 @@ pub enum InputTensor {
 /// The largest input tensor a configuration may ask for (batch-size x the network input): 2 GiB.
 /// A bigger one is refused when the element starts, not attempted.
 pub const MAX_INPUT_TENSOR_BYTES: usize = 2 << 30;
+
+/// The largest output tensor a model may declare for one engine call (held as f32): 2 GiB.
+pub const MAX_OUTPUT_TENSOR_BYTES: usize = 2 << 30;
+
+/// The largest height or width of a network input.
+pub const MAX_NETWORK_SIDE: usize = 1 << 15;
+
+/// Checks that every output the model declares fits [`MAX_OUTPUT_TENSOR_BYTES`] for a batch of
+/// `capacity` (a dynamic batch axis counts as `capacity`, other dynamic axes as 1).
+fn check_output_sizes(outputs: &[TensorInfo], capacity: usize) -> Result<(), String> {
+    for o in outputs {
+        let elements = o.dims.iter().enumerate().try_fold(1usize, |n, (axis, d)| {
+            let d = d.unwrap_or(if axis == 0 { capacity } else { 1 });
+            n.checked_mul(d)
+        });
+        let bytes = elements.and_then(|n| n.checked_mul(std::mem::size_of::<f32>()));
+        if bytes.is_none_or(|b| b > MAX_OUTPUT_TENSOR_BYTES) {
+            return Err(format!(
+                "output {o} declares {} values for a batch of {capacity}: more than the {} GiB \
+                 an output may take",
+                elements.map_or("more than 2^64".to_string(), |n| n.to_string()),
+                MAX_OUTPUT_TENSOR_BYTES >> 30
+            ));
+        }
+    }
+    Ok(())
+}
 
 impl InputTensor {
     fn new(element_type: ElementType, len: usize) -> Result<Self, String> {
@@ -141,6 +191,8 @@ pub struct Inference {
     considered: Vec<usize>,
     output_names: Vec<Arc<str>>,
     detections: Vec<Detection>,
+    /// Warnings not yet taken by [`Inference::take_warnings`].
+    warnings: Vec<String>,
     /// Letterbox of the frame in each tensor slot, once filled.
     letterboxes: Vec<Option<Letterbox>>,
     /// The device engine's GPU state, made at the first batch on the GPU.
@@ -197,13 +249,17 @@ impl Inference {
     ) -> Result<Self, SetupError> {
         config.validate().map_err(SetupError::Config)?;
         let description = engine.description().clone();
-        let (network, fixed_batch) = network_input(&config, &description)?;
+        let (network, fixed_batch) =
+            network_input(&config, &description).map_err(|e| e.in_model(&model_path))?;
         let capacity = fixed_batch.unwrap_or(config.batch_size.max(1) as usize);
         let tensor = InputTensor::new(
             description.input.element_type,
             network.frame_len().saturating_mul(capacity),
         )
-        .map_err(|m| SetupError::Model(format!("model input {}: {m}", description.input)))?;
+        .map_err(|m| SetupError::Model(format!("model input {}: {m}", description.input)))
+        .map_err(|e| e.in_model(&model_path))?;
+        check_output_sizes(&description.outputs, capacity)
+            .map_err(|m| SetupError::Model(m).in_model(&model_path))?;
 
         let considered = considered_outputs(&config, &description)?;
         let infos: Vec<_> = considered
@@ -267,6 +323,8 @@ impl Inference {
             ],
         };
         let labels = layer_labels.first().cloned().unwrap_or_default();
+        let warnings = check_classes(&config, parser.as_ref(), &description.outputs)
+            .map_err(|m| SetupError::Model(m).in_model(&model_path))?;
         let class_attrs = class_attrs(&config, parser.as_ref(), &description.outputs, &labels);
         let parser_guessed =
             config.output_parser == crate::config::ParserKind::Auto && custom.is_none();
@@ -298,9 +356,16 @@ impl Inference {
                 .map(|o| Arc::from(o.name.as_str()))
                 .collect(),
             detections: Vec::new(),
+            warnings,
             #[cfg(feature = "cuda")]
             runner: None,
         })
+    }
+
+    /// Warnings for the application (a class count that disagrees with the model), once each:
+    /// from the start, and from the first outputs where the model's shapes are symbolic.
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
     }
 
     /// nvinfer `interval`: infer on one buffer (frame or batch), then skip `interval` buffers.
@@ -374,6 +439,9 @@ impl Inference {
         for (info, &i) in infos.into_iter().zip(&self.considered) {
             all[i] = info;
         }
+        let warnings = check_classes(&self.config, Some(&parser), &all)
+            .map_err(|m| format!("{}: {m}", self.model_path.display()))?;
+        self.warnings.extend(warnings);
         self.class_attrs = class_attrs(&self.config, Some(&parser), &all, &self.labels);
         if self.config.labelfile_path.is_none() && self.labels.is_empty() {
             self.labels = parser
@@ -992,6 +1060,12 @@ impl Inference {
             &attrs_of,
             &mut self.detections,
         )?;
+        // As nvinfer and the custom parser path: classes from num-detected-classes on are not
+        // reported.
+        let configured = self.config.num_detected_classes;
+        if configured > 0 {
+            self.detections.retain(|d| d.class_id < configured);
+        }
         self.objects_from_detections(lb, frame_w, frame_h, Some(slot))
     }
 
@@ -1233,6 +1307,8 @@ fn kserve_engine(config: &InferConfig) -> Result<(Box<dyn Engine>, PathBuf), Set
         },
         model_name: r.model_name.clone(),
         model_version: r.model_version.clone(),
+        max_message_bytes: (r.max_message_mib > 0).then(|| (r.max_message_mib as usize) << 20),
+        batch: config.batch_size.max(1) as usize,
         // Secondary mode runs engine calls one by one and waits for each: a dropped call would
         // be an error there, so it always waits (validate() warns about drop).
         policy: match (r.on_failure, config.process_mode) {
@@ -1358,6 +1434,46 @@ fn input_shape(n: &NetworkInput, batch: usize) -> Vec<usize> {
     }
 }
 
+/// Checks the class count the model's outputs declare ([`MAX_CLASSES`] at most), and compares
+/// it with `num-detected-classes`. A disagreement is tolerated as nvinfer tolerates it (only
+/// classes below `num-detected-classes` are reported, whatever the parser), with a warning.
+fn check_classes(
+    config: &InferConfig,
+    parser: Option<&OutputParser>,
+    outputs: &[crate::engine::TensorInfo],
+) -> Result<Vec<String>, String> {
+    let Some(model) = parser.and_then(|p| p.num_classes(outputs)) else {
+        return Ok(Vec::new());
+    };
+    if model > MAX_CLASSES as usize {
+        return Err(format!(
+            "the model's outputs declare {model} classes, more than the {MAX_CLASSES} a model \
+             may have"
+        ));
+    }
+    let configured = config.num_detected_classes as usize;
+    let detector = matches!(
+        config.network_type,
+        NetworkType::Detector | NetworkType::InstanceSegmentation
+    );
+    if !detector || configured == 0 || configured == model {
+        return Ok(Vec::new());
+    }
+    Ok(vec![if configured < model {
+        format!(
+            "num-detected-classes={configured} but the model's outputs have {model} classes: \
+             only classes 0 to {} are reported, as nvinfer does",
+            configured - 1
+        )
+    } else {
+        format!(
+            "num-detected-classes={configured} but the model's outputs have {model} classes: \
+             classes {model} to {} can never be detected",
+            configured - 1
+        )
+    }])
+}
+
 /// The thresholds and limits of every class the model, the configuration or the labels know.
 fn class_attrs(
     config: &InferConfig,
@@ -1445,6 +1561,12 @@ fn network_input(
             ));
         }
     };
+    if dims.1.max(dims.2) > MAX_NETWORK_SIDE || dims.1 == 0 || dims.2 == 0 {
+        return Err(err(format!(
+            "a network input of {}x{} pixels: each side must be 1 to {MAX_NETWORK_SIDE}",
+            dims.2, dims.1
+        )));
+    }
     let channels = dims.0.unwrap_or(3);
     let expected = if config.model_color_format == ColorFormat::Gray {
         1

@@ -6,8 +6,15 @@ use std::sync::Arc;
 
 /// Reads a label file. Blank lines keep their index (they name unused classes).
 pub fn load(path: &Path) -> Result<Vec<Arc<str>>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read label file {}: {e}", path.display()))?;
+    let text = ferrostream_core::files::read_text(path)
+        .map_err(|e| format!("cannot read label file: {e}"))?;
+    let max = crate::config::MAX_CLASSES as usize;
+    if text.lines().nth(max).is_some() {
+        return Err(format!(
+            "label file {} has more than {max} lines: more classes than a model may have",
+            path.display()
+        ));
+    }
     let labels: Vec<Arc<str>> = text.lines().map(|l| Arc::from(l.trim())).collect();
     if labels.is_empty() {
         return Err(format!("label file {} is empty", path.display()));

@@ -49,11 +49,8 @@ impl Default for CheckOptions {
 
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
-    #[error("cannot read {path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("cannot read {0}")]
+    Io(#[from] ferrostream_core::files::FileError),
     #[error("{path}: {source}")]
     Decode {
         path: String,
@@ -143,10 +140,7 @@ pub struct Report {
 
 /// Checks the ONNX model at `path`.
 pub fn check_file(path: &Path, options: &CheckOptions) -> Result<Report, CheckError> {
-    let bytes = std::fs::read(path).map_err(|source| CheckError::Io {
-        path: path.display().to_string(),
-        source,
-    })?;
+    let bytes = ferrostream_core::files::read(path, ferrostream_core::files::MAX_MODEL_FILE_BYTES)?;
     let model = Model::decode(&bytes).map_err(|source| CheckError::Decode {
         path: path.display().to_string(),
         source,

@@ -209,10 +209,12 @@ impl CudlaEngine {
     /// Loads `loadable` on DLA core `core`, under GPU `gpu_id`'s CUDA context.
     pub fn open(loadable: &Path, core: u32, gpu_id: u32) -> Result<Self, EngineError> {
         let lib = Library::load().map_err(cudla_error)?;
-        let bytes = std::fs::read(loadable).map_err(|e| EngineError::Model {
-            path: loadable.display().to_string(),
-            reason: e.to_string(),
-        })?;
+        let bytes =
+            ferrostream_core::files::read(loadable, ferrostream_core::files::MAX_MODEL_FILE_BYTES)
+                .map_err(|e| EngineError::Model {
+                    path: loadable.display().to_string(),
+                    reason: e.to_string(),
+                })?;
         let cuda = cuda::Context::primary(gpu_id).map_err(cuda_error)?;
         let _bound = cuda.bind().map_err(cuda_error)?;
         let device = Device::open(&lib, core).map_err(cudla_error)?;

@@ -125,9 +125,8 @@ impl CustomParser {
         outputs: &[String],
         deepstream_version: u32,
     ) -> Result<Self, String> {
-        if !path.is_file() {
-            return Err(format!("custom-lib-path {}: no such file", path.display()));
-        }
+        ferrostream_core::files::check_regular(path, ferrostream_core::files::MAX_MODEL_FILE_BYTES)
+            .map_err(|e| format!("custom-lib-path {e}"))?;
         // SAFETY: loading a library runs its initialisers; a parser library is code the user
         // configured to run in this process, exactly as nvinfer loads it.
         let library = unsafe { libloading::Library::new(path) }

@@ -3,6 +3,7 @@
 //! server's health is shared by every call ([`Health`]): an outage starts at the first call
 //! that could not reach it and ends at the next answer.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -22,6 +23,9 @@ pub enum RemoteError {
     /// would not help.
     #[error("{0}")]
     Failed(String),
+    /// The element flushed or stopped while the call waited.
+    #[error("stopped waiting for the inference server (flushing or stopping)")]
+    Interrupted,
 }
 
 impl From<RemoteError> for EngineError {
@@ -36,6 +40,8 @@ pub struct Health {
     outage: Mutex<Option<Outage>>,
     /// The last outage an answer ended, until [`Health::take_ended`] collects it.
     ended: Mutex<Option<Outage>>,
+    /// The element is flushing or stopping: waits end ([`RemoteCall::wait`]).
+    interrupted: AtomicBool,
 }
 
 /// A time without answers: when it began, the last reason, and the calls that failed in it.
@@ -74,6 +80,15 @@ impl Health {
     /// The outage going on, if any.
     pub fn outage(&self) -> Option<Outage> {
         self.outage.lock().unwrap().clone()
+    }
+
+    /// Ends every wait for an answer (`true`, while flushing or stopping), or allows them again.
+    pub fn interrupt(&self, interrupted: bool) {
+        self.interrupted.store(interrupted, Ordering::SeqCst);
+    }
+
+    pub fn is_interrupted(&self) -> bool {
+        self.interrupted.load(Ordering::SeqCst)
     }
 }
 
@@ -119,11 +134,15 @@ impl RemoteCall {
         }
     }
 
-    /// Waits for the answer, however long the call's own deadlines allow.
+    /// Waits for the answer, however long the call's own deadlines allow, until the engine's
+    /// health is interrupted ([`Health::interrupt`]; checked every 100 ms).
     pub fn wait(&self) -> RemoteResult {
         loop {
-            if let Poll::Ready(result) = self.wait_for(Duration::from_secs(3600)) {
+            if let Poll::Ready(result) = self.wait_for(Duration::from_millis(100)) {
                 return result;
+            }
+            if self.health.is_interrupted() {
+                return Err(RemoteError::Interrupted);
             }
         }
     }
@@ -187,5 +206,24 @@ mod tests {
         assert!(matches!(call.wait_for(Duration::ZERO), Poll::Pending));
         drop(tx);
         assert!(matches!(call.wait(), Err(RemoteError::Failed(_))));
+    }
+
+    #[test]
+    fn an_interrupted_wait_returns_at_once_however_long_the_server_takes() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let (_tx, rx) = mpsc::channel();
+        let task = rt.spawn(async {});
+        let health = Arc::new(Health::default());
+        let call = RemoteCall::new(rx, task.abort_handle(), health.clone());
+        let interrupter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            health.interrupt(true);
+        });
+        let started = Instant::now();
+        assert_eq!(call.wait(), Err(RemoteError::Interrupted));
+        assert!(started.elapsed() < Duration::from_secs(5));
+        interrupter.join().unwrap();
     }
 }

@@ -157,7 +157,10 @@ pub struct TrtInfer {
 
 impl TrtInfer {
     /// The configuration file (if any) with the explicitly set properties applied over it.
-    fn resolve_config(&self, settings: &Settings) -> Result<InferConfig, gst::ErrorMessage> {
+    fn resolve_config(
+        &self,
+        settings: &Settings,
+    ) -> Result<(InferConfig, Vec<String>), gst::ErrorMessage> {
         let settings_error = |m: String| gst::error_msg!(gst::LibraryError::Settings, ("{m}"));
         let mut props = settings.props.clone();
         if settings.set.contains("offsets") {
@@ -202,17 +205,14 @@ impl TrtInfer {
                 .map_err(|m| settings_error(format!("property operate-on-class-ids: {m}")))?;
         }
         let Some(path) = &settings.config_file else {
-            return Ok(props);
+            return Ok((props, Vec::new()));
         };
         let defaults = (self.obj().class().as_ref().defaults)();
         let loaded = InferConfig::from_file_over(path, defaults)
             .map_err(|e| settings_error(e.to_string()))?;
-        for warning in &loaded.warnings {
-            gst::element_imp_warning!(self, gst::LibraryError::Settings, ("{warning}"));
-        }
         let mut config = loaded.config;
         config.apply_overrides(&props, &settings.set);
-        Ok(config)
+        Ok((config, loaded.warnings))
     }
 
     /// Where the engine's messages go: building progress as GStreamer progress messages (an
@@ -454,6 +454,7 @@ impl ObjectImpl for TrtInfer {
                 glib::ParamSpecUInt::builder("num-detected-classes")
                     .nick("Classes")
                     .blurb("Number of classes (0: from the model's outputs or the label file)")
+                    .maximum(crate::config::MAX_CLASSES)
                     .default_value(d.num_detected_classes)
                     .mutable_ready()
                     .build(),
@@ -766,6 +767,15 @@ impl ObjectImpl for TrtInfer {
                     .default_value(d.remote.give_up_s)
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecUInt::builder("server-max-message-mib")
+                    .nick("Largest answer")
+                    .blurb("backend=kserve: the largest answer accepted from the server, in MiB \
+                            (0: four times the largest answer the model's metadata allows for a \
+                            batch, at least 16 MiB); a larger one is an error")
+                    .maximum(crate::config::MAX_MESSAGE_MIB)
+                    .default_value(d.remote.max_message_mib)
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecUInt64::builder("server-dropped")
                     .nick("Frames dropped")
                     .blurb("backend=kserve, on-server-failure=drop: frames passed on without \
@@ -958,6 +968,9 @@ impl ObjectImpl for TrtInfer {
                 p.remote.on_failure = value.get::<ServerFailure>().expect("type checked upstream")
             }
             "server-give-up" => p.remote.give_up_s = value.get().expect("type checked upstream"),
+            "server-max-message-mib" => {
+                p.remote.max_message_mib = value.get().expect("type checked upstream")
+            }
             "operate-on-gie-id" => {
                 p.operate_on_gie_id =
                     Some(value.get::<i32>().expect("type checked upstream")).filter(|&id| id > 0)
@@ -1070,6 +1083,7 @@ impl ObjectImpl for TrtInfer {
             "requests-in-flight" => p.remote.requests_in_flight.to_value(),
             "on-server-failure" => p.remote.on_failure.to_value(),
             "server-give-up" => p.remote.give_up_s.to_value(),
+            "server-max-message-mib" => p.remote.max_message_mib.to_value(),
             "server-dropped" => self.stats.lock().unwrap().server_dropped.to_value(),
             "operate-on-gie-id" => p.operate_on_gie_id.unwrap_or(-1).to_value(),
             "operate-on-class-ids" => s.class_ids_text.to_value(),
@@ -1130,6 +1144,11 @@ impl ElementImpl for TrtInfer {
         &self,
         transition: gst::StateChange,
     ) -> Result<gst::StateChangeSuccess, gst::StateChangeError> {
+        if transition == gst::StateChange::PausedToReady {
+            // Before the pads are deactivated, which waits for the streaming thread: a
+            // buffer waiting for room or for the server's answer gives up now.
+            self.interrupt(true);
+        }
         #[cfg(feature = "cuda")]
         match transition {
             // Before the upstream elements open (states change from the sinks up), so that
@@ -1152,12 +1171,12 @@ impl BaseTransformImpl for TrtInfer {
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         let settings = self.settings.lock().unwrap().clone();
-        let mut config = self.resolve_config(&settings)?;
+        let (mut config, file_warnings) = self.resolve_config(&settings)?;
         config.stream_priority = settings.stream_priority;
         let warnings = config
             .validate()
             .map_err(|m| gst::error_msg!(gst::LibraryError::Settings, ("{m}")))?;
-        for warning in warnings {
+        for warning in file_warnings.into_iter().chain(warnings) {
             gst::element_imp_warning!(self, gst::LibraryError::Settings, ("{warning}"));
         }
         let secondary =
@@ -1170,6 +1189,9 @@ impl BaseTransformImpl for TrtInfer {
             settings.threads as usize,
             self.engine_log(),
         )?;
+        for warning in inference.take_warnings() {
+            gst::element_imp_warning!(self, gst::LibraryError::Settings, ("{warning}"));
+        }
         let d = inference.description();
         gst::info!(
             CAT,
@@ -1351,10 +1373,10 @@ impl BaseTransformImpl for TrtInfer {
     fn sink_event(&self, event: gst::Event) -> bool {
         // Buffers in flight leave before any serialized event, which keeps its place.
         match event.view() {
-            gst::EventView::FlushStart(_) => self.flight.set_flushing(true),
+            gst::EventView::FlushStart(_) => self.interrupt(true),
             gst::EventView::FlushStop(_) => {
                 self.flight.drain();
-                self.flight.set_flushing(false);
+                self.interrupt(false);
             }
             _ if event.is_serialized() => self.flight.drain(),
             _ => {}
@@ -1411,13 +1433,17 @@ impl BaseTransformImpl for TrtInfer {
         } else {
             self.infer_frames(state, buf, frames, single_size, &mut warnings)
         };
+        let settings_warnings = state.inference.take_warnings();
         // Messages are posted without holding the state lock: a bus handler may stop the
         // element.
         drop(guard);
-        for warning in warnings {
-            gst::element_imp_warning!(self, gst::CoreError::Negotiation, ("{warning}"));
-        }
+        self.post_warnings(warnings, settings_warnings);
         let (work, counts) = outcome.map_err(|(kind, message)| {
+            if self.flight.interrupted() {
+                // A flush or a stop ended a wait for the server: not an error.
+                gst::debug!(CAT, imp = self, "interrupted: {message}");
+                return gst::FlowError::Flushing;
+            }
             gst::element_imp_error!(self, kind, ("{message}"));
             gst::FlowError::Error
         })?;
@@ -1450,8 +1476,8 @@ impl TrtInfer {
     fn share_engine_context(&self) {
         use ferrostream_core::cuda::{self, Context};
         let settings = self.settings.lock().unwrap().clone();
-        let Ok(config) = self.resolve_config(&settings) else {
-            return; // reported by start()
+        let Ok((config, _)) = self.resolve_config(&settings) else {
+            return; // reported by start(), with the warnings
         };
         if config.device == Device::Cpu || !cuda::driver_present() {
             return;
@@ -1562,9 +1588,7 @@ impl TrtInfer {
             Queued::Nothing
         };
         drop(guard);
-        for warning in warnings {
-            gst::element_imp_warning!(self, gst::CoreError::Negotiation, ("{warning}"));
-        }
+        self.post_warnings(warnings, Vec::new());
         self.flight.push(InFlight {
             buffer: inbuf,
             queued,
@@ -1718,7 +1742,30 @@ impl TrtInfer {
             work.gpu_items += n;
             work.engine_calls += 1;
         }
+        let settings_warnings = state.inference.take_warnings();
+        drop(guard);
+        self.post_warnings(Vec::new(), settings_warnings);
         Ok(results)
+    }
+
+    /// Flushing (or stopping) with `true`: the buffers in flight are dropped, and whatever
+    /// waits (for room, or for the inference server's answer, whatever the failure policy)
+    /// returns within 100 ms.
+    fn interrupt(&self, interrupted: bool) {
+        self.flight.set_flushing(interrupted);
+        if let Some(w) = self.server.lock().unwrap().as_ref() {
+            w.health.interrupt(interrupted);
+        }
+    }
+
+    /// Posts warnings about the frames and about the settings (never under the state lock).
+    fn post_warnings(&self, frames: Vec<String>, settings: Vec<String>) {
+        for warning in frames {
+            gst::element_imp_warning!(self, gst::CoreError::Negotiation, ("{warning}"));
+        }
+        for warning in settings {
+            gst::element_imp_warning!(self, gst::LibraryError::Settings, ("{warning}"));
+        }
     }
 
     /// Waits for the server's answers to a buffer's requests and parses them. `None`: the
@@ -1747,7 +1794,9 @@ impl TrtInfer {
                         state
                             .inference
                             .finish_remote(&batch.letterboxes, &batch.sizes, outputs);
+                    let settings_warnings = state.inference.take_warnings();
                     drop(guard);
+                    self.post_warnings(Vec::new(), settings_warnings);
                     let parsed = parsed.map_err(|m| {
                         gst::element_imp_error!(
                             self,

@@ -39,7 +39,7 @@ pub struct IniFile {
 impl IniFile {
     /// Reads and parses `path`.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        let text = crate::files::read_text(path).map_err(|e| ConfigError {
             path: path.to_owned(),
             line: 0,
             message: format!("cannot read configuration file: {e}"),

@@ -9,6 +9,7 @@ pub mod device;
 pub mod display;
 pub mod edit;
 pub mod element;
+pub mod files;
 pub mod framemap;
 pub mod ini;
 pub mod json;

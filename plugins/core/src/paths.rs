@@ -37,7 +37,8 @@ pub fn model_search_dirs() -> Vec<PathBuf> {
 /// Resolves a model path: `path` itself when it exists, else (for a bare file name) the first
 /// match in [`model_search_dirs`]. On failure returns every location tried.
 pub fn resolve_model(path: &Path) -> Result<PathBuf, Vec<PathBuf>> {
-    if path.exists() {
+    // A link that leads nowhere (a loop) is this path too: reading it says what is wrong.
+    if path.exists() || path.symlink_metadata().is_ok() {
         return Ok(path.to_owned());
     }
     let mut tried = vec![path.to_owned()];

@@ -29,8 +29,8 @@ pub struct TlsMaterial {
 }
 
 fn read(what: &str, path: &Path) -> Result<Vec<u8>, String> {
-    std::fs::read(path)
-        .map_err(|e| format!("cannot read the TLS {what} file {}: {e}", path.display()))
+    ferrostream_core::files::read(path, ferrostream_core::files::MAX_ASSET_FILE_BYTES)
+        .map_err(|e| format!("cannot read the TLS {what} file {e}"))
 }
 
 impl TlsMaterial {

@@ -127,8 +127,9 @@ impl Typeface {
     }
 
     fn from_file(path: &Path) -> Result<Self, String> {
-        let data = std::fs::read(path)
-            .map_err(|e| format!("cannot read font file {}: {e}", path.display()))?;
+        let data =
+            ferrostream_core::files::read(path, ferrostream_core::files::MAX_ASSET_FILE_BYTES)
+                .map_err(|e| format!("cannot read font file: {e}"))?;
         let font =
             fontdue::Font::from_bytes(data, fontdue::FontSettings::default()).map_err(|e| {
                 format!(

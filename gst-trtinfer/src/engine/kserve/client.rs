@@ -64,7 +64,8 @@ impl Connection {
 
     fn tls(&self) -> Result<ClientTlsConfig, String> {
         let read = |what: &str, path: &PathBuf| {
-            std::fs::read(path).map_err(|e| format!("{what} {}: {e}", path.display()))
+            ferrostream_core::files::read(path, ferrostream_core::files::MAX_ASSET_FILE_BYTES)
+                .map_err(|e| format!("{what} {e}"))
         };
         let mut tls = ClientTlsConfig::new();
         tls = match &self.ca_file {
@@ -88,9 +89,9 @@ impl Connection {
         Ok(tls)
     }
 
-    /// A client whose channel connects on first use and reconnects after failures. Must be
-    /// called within a Tokio runtime.
-    pub fn client(&self) -> Result<Client, String> {
+    /// A client whose channel connects on first use and reconnects after failures, accepting
+    /// answers of up to `message_limit` bytes. Must be called within a Tokio runtime.
+    pub fn client(&self, message_limit: usize) -> Result<Client, String> {
         let (url, tls) = self.endpoint_url()?;
         if !tls && (self.ca_file.is_some() || self.cert_file.is_some()) {
             return Err(format!(
@@ -114,10 +115,11 @@ impl Connection {
         let channel = endpoint.connect_lazy();
         Ok(Client {
             grpc: tonic::client::Grpc::new(channel)
-                .max_decoding_message_size(usize::MAX)
+                .max_decoding_message_size(message_limit)
                 .max_encoding_message_size(usize::MAX),
             headers: self.metadata()?,
             timeout: self.timeout,
+            message_limit,
         })
     }
 }
@@ -143,9 +145,20 @@ pub struct Client {
     grpc: tonic::client::Grpc<Channel>,
     headers: MetadataMap,
     timeout: Duration,
+    /// The largest answer accepted, in bytes.
+    message_limit: usize,
 }
 
 impl Client {
+    /// The same channel, accepting answers of up to `limit` bytes.
+    pub fn with_message_limit(self, limit: usize) -> Client {
+        Client {
+            grpc: self.grpc.max_decoding_message_size(limit),
+            message_limit: limit,
+            ..self
+        }
+    }
+
     async fn unary<Req, Resp>(
         &mut self,
         method: &'static str,
@@ -171,6 +184,20 @@ impl Client {
                 .map(tonic::Response::into_inner)
         };
         match tokio::time::timeout(self.timeout, call).await {
+            Ok(Err(status))
+                if status.code() == Code::OutOfRange && status.message().contains("too large") =>
+            {
+                Err(Failure {
+                    code: Code::OutOfRange,
+                    retry: false,
+                    message: format!(
+                        "the server's answer is larger than the {} MiB accepted \
+                         (server-max-message-mib): {}",
+                        self.message_limit >> 20,
+                        status.message()
+                    ),
+                })
+            }
             Ok(result) => result.map_err(Failure::from),
             Err(_) => Err(Failure {
                 code: Code::DeadlineExceeded,
@@ -299,21 +326,21 @@ mod tests {
         let _guard = rt.enter();
         let mut c = connection("127.0.0.1:1");
         c.headers = vec![("Authorization".into(), "Bearer abc".into())];
-        assert!(c.client().is_ok());
+        assert!(c.client(1 << 20).is_ok());
         c.headers = vec![("bad header".into(), "x".into())];
-        let e = c.client().err().unwrap();
+        let e = c.client(1 << 20).err().unwrap();
         assert!(e.contains("not a valid header name"), "{e}");
         let mut c = connection("https://127.0.0.1:1");
         c.ca_file = Some("/nonexistent/ca.pem".into());
-        let e = c.client().err().unwrap();
+        let e = c.client(1 << 20).err().unwrap();
         assert!(e.contains("server-ca-file /nonexistent/ca.pem"), "{e}");
         let mut c = connection("127.0.0.1:1");
         c.ca_file = Some("/nonexistent/ca.pem".into());
-        let e = c.client().err().unwrap();
+        let e = c.client(1 << 20).err().unwrap();
         assert!(e.contains("is not TLS"), "{e}");
         let mut c = connection("https://127.0.0.1:1");
         c.cert_file = Some("/x.pem".into());
-        let e = c.client().err().unwrap();
+        let e = c.client(1 << 20).err().unwrap();
         assert!(e.contains("go together"), "{e}");
     }
 

@@ -48,6 +48,40 @@ pub struct KserveOptions {
     /// Empty: the server's choice.
     pub model_version: String,
     pub policy: FailurePolicy,
+    /// The largest answer accepted; `None`: [`auto_message_limit`] of the model's metadata.
+    pub max_message_bytes: Option<usize>,
+    /// The most frames a request carries (`batch-size`).
+    pub batch: usize,
+}
+
+/// The metadata calls' answers are small: a few names and shapes per tensor.
+const METADATA_MESSAGE_LIMIT: usize = 4 << 20;
+/// The least automatic answer limit.
+const MIN_AUTO_MESSAGE_LIMIT: usize = 16 << 20;
+/// The automatic limit where the metadata leaves a size open (a dynamic axis besides the batch).
+const OPEN_AUTO_MESSAGE_LIMIT: usize = 256 << 20;
+
+/// The automatic answer limit: four times the largest answer the metadata allows for `batch`
+/// frames (8 bytes a value, the widest type), at least [`MIN_AUTO_MESSAGE_LIMIT`];
+/// [`OPEN_AUTO_MESSAGE_LIMIT`] where an output has a dynamic axis besides the batch.
+fn auto_message_limit(outputs: &[TensorInfo], batch: usize) -> usize {
+    let mut total = 0usize;
+    for o in outputs {
+        let mut values = 1usize;
+        for (axis, d) in o.dims.iter().enumerate() {
+            let d = match d {
+                Some(d) => *d,
+                None if axis == 0 => batch,
+                None => return OPEN_AUTO_MESSAGE_LIMIT,
+            };
+            values = values.saturating_mul(d);
+        }
+        total = total.saturating_add(values.saturating_mul(8));
+    }
+    total
+        .saturating_mul(4)
+        .max(MIN_AUTO_MESSAGE_LIMIT)
+        .min((crate::config::MAX_MESSAGE_MIB as usize) << 20)
 }
 
 /// The first retry waits this long; each next one twice as long, up to [`MAX_BACKOFF`].
@@ -125,7 +159,7 @@ impl KserveEngine {
             let _guard = runtime.enter();
             options
                 .connection
-                .client()
+                .client(METADATA_MESSAGE_LIMIT)
                 .map_err(EngineError::ProviderUnavailable)?
         };
         let url = options.connection.url.clone();
@@ -198,6 +232,10 @@ impl KserveEngine {
             input: tensor_info(input),
             outputs: metadata.outputs.iter().map(tensor_info).collect(),
         };
+        let limit = options
+            .max_message_bytes
+            .unwrap_or_else(|| auto_message_limit(&description.outputs, options.batch));
+        let client = client.with_message_limit(limit);
         let template = proto::ModelInferRequest {
             model_name: options.model_name.clone(),
             model_version: options.model_version.clone(),
@@ -252,11 +290,16 @@ async fn call(
 ) -> RemoteResult {
     let started = Instant::now();
     let mut backoff = FIRST_BACKOFF;
+    let batch = request
+        .inputs
+        .first()
+        .and_then(|t| t.shape.first())
+        .map_or(1, |&n| usize::try_from(n).unwrap_or(1));
     loop {
         match client.infer(request.clone()).await {
             Ok(response) => {
                 health.answered();
-                return convert(response, &outputs).map_err(RemoteError::Failed);
+                return convert(response, &outputs, batch).map_err(RemoteError::Failed);
             }
             Err(f) if !f.retry => return Err(RemoteError::Failed(f.message)),
             Err(f) => {
@@ -282,10 +325,13 @@ async fn call(
     }
 }
 
-/// The outputs of `response` in the order of `wanted`, as f32.
+/// The outputs of `response` in the order of `wanted`, as f32. Every shape must fit the model's
+/// metadata (`wanted`) and a batch of at most `batch`, and come with exactly its values; no
+/// value may be NaN. Memory is only taken for values that are in the answer.
 fn convert(
     response: proto::ModelInferResponse,
     wanted: &[TensorInfo],
+    batch: usize,
 ) -> Result<Vec<OutputTensor>, String> {
     let proto::ModelInferResponse {
         mut outputs,
@@ -306,15 +352,14 @@ fn convert(
             return Err(format!("the server's answer has no output {}", info.name));
         };
         let output = &mut outputs[index];
-        let shape: Vec<usize> = output
-            .shape
+        let shape = answered_shape(&output.shape, info, batch)
+            .map_err(|why| format!("output {} has shape {:?}: {why}", output.name, output.shape))?;
+        let elements = shape
             .iter()
-            .map(|&d| usize::try_from(d))
-            .collect::<Result<_, _>>()
-            .map_err(|_| format!("output {} has shape {:?}", output.name, output.shape))?;
-        let elements: usize = shape.iter().product();
+            .try_fold(1usize, |n, &d| n.checked_mul(d))
+            .ok_or_else(|| format!("output {} has shape {:?}", output.name, output.shape))?;
         let ty = element_type(&output.datatype);
-        let mut data = Vec::with_capacity(elements);
+        let mut data = Vec::new();
         if raw {
             to_f32(ty, &raw_output_contents[index], &mut data)
                 .map_err(|e| format!("output {}: {e}", output.name))?;
@@ -345,6 +390,15 @@ fn convert(
                 data.len()
             ));
         }
+        let nan = data.iter().filter(|v| v.is_nan()).count();
+        if nan > 0 {
+            return Err(format!(
+                "output {} holds {nan} NaN values of {}: the model on the server is broken \
+                 (its answer cannot be read as results)",
+                output.name,
+                data.len()
+            ));
+        }
         tensors.push(OutputTensor {
             name: info.name.clone(),
             shape,
@@ -352,6 +406,35 @@ fn convert(
         });
     }
     Ok(tensors)
+}
+
+/// The shape of an answered output, checked against the model's metadata: the same rank (where
+/// the metadata gives one), the fixed axes equal, the batch axis at most `batch`.
+fn answered_shape(shape: &[i64], info: &TensorInfo, batch: usize) -> Result<Vec<usize>, String> {
+    let shape: Vec<usize> = shape
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| "a negative size".to_string()))
+        .collect::<Result<_, _>>()?;
+    if info.dims.is_empty() {
+        return Ok(shape);
+    }
+    if shape.len() != info.dims.len() {
+        return Err(format!("the model's metadata says {info}"));
+    }
+    for (axis, (&d, &declared)) in shape.iter().zip(&info.dims).enumerate() {
+        match declared {
+            Some(declared) if declared != d => {
+                return Err(format!("the model's metadata says {info}"));
+            }
+            None if axis == 0 && d > batch => {
+                return Err(format!(
+                    "a batch of {d}, but at most {batch} frames were sent"
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(shape)
 }
 
 impl RemoteEngine for KserveEngine {
@@ -435,8 +518,73 @@ mod tests {
         TensorInfo {
             name: name.into(),
             element_type: ElementType::F32,
-            dims: vec![None, Some(2)],
+            dims: Vec::new(),
         }
+    }
+
+    fn info_of(name: &str, dims: &[Option<usize>]) -> TensorInfo {
+        TensorInfo {
+            dims: dims.to_vec(),
+            ..info(name)
+        }
+    }
+
+    #[test]
+    fn declared_shapes_are_bounded_by_the_metadata_and_the_data() {
+        // A shape whose product is 10^12 values, with four bytes of data: refused without
+        // taking memory for it.
+        let huge = proto::ModelInferResponse {
+            outputs: vec![output("a", "FP32", vec![1, 1_000_000_000_000])],
+            raw_output_contents: vec![1f32.to_le_bytes().to_vec()],
+            ..Default::default()
+        };
+        let e = convert(huge.clone(), &[info("a")], 1).unwrap_err();
+        assert!(e.contains("came with 1 elements"), "{e}");
+        let e = convert(huge, &[info_of("a", &[None, Some(2)])], 1).unwrap_err();
+        assert!(e.contains("the model's metadata says a f32[?,2]"), "{e}");
+        let overflow = proto::ModelInferResponse {
+            outputs: vec![output("a", "FP32", vec![1 << 40, 1 << 40])],
+            raw_output_contents: vec![Vec::new()],
+            ..Default::default()
+        };
+        let e = convert(overflow, &[info("a")], 1).unwrap_err();
+        assert!(e.contains("has shape"), "{e}");
+        let batch = proto::ModelInferResponse {
+            outputs: vec![output("a", "FP32", vec![3, 1])],
+            raw_output_contents: vec![vec![0; 12]],
+            ..Default::default()
+        };
+        let e = convert(batch, &[info_of("a", &[None, Some(1)])], 2).unwrap_err();
+        assert!(e.contains("a batch of 3, but at most 2 frames"), "{e}");
+        let negative = proto::ModelInferResponse {
+            outputs: vec![output("a", "FP32", vec![-1])],
+            raw_output_contents: vec![Vec::new()],
+            ..Default::default()
+        };
+        let e = convert(negative, &[info("a")], 1).unwrap_err();
+        assert!(e.contains("a negative size"), "{e}");
+    }
+
+    #[test]
+    fn nan_answers_are_errors_not_empty_results() {
+        let nan = proto::ModelInferResponse {
+            outputs: vec![output("scores", "FP32", vec![1, 2])],
+            raw_output_contents: vec![[f32::NAN.to_le_bytes(), 0.5f32.to_le_bytes()].concat()],
+            ..Default::default()
+        };
+        let e = convert(nan, &[info("scores")], 1).unwrap_err();
+        assert!(e.contains("output scores holds 1 NaN values of 2"), "{e}");
+    }
+
+    #[test]
+    fn the_automatic_answer_limit_follows_the_metadata() {
+        let small = [info_of("boxes", &[None, Some(100), Some(4)])];
+        assert_eq!(auto_message_limit(&small, 8), MIN_AUTO_MESSAGE_LIMIT);
+        let big = [info_of("masks", &[None, Some(100), Some(160), Some(160)])];
+        // 8 frames x 2,560,000 values x 8 bytes x 4.
+        assert_eq!(auto_message_limit(&big, 8), 8 * 2_560_000 * 8 * 4);
+        let open = [info_of("rows", &[None, None, Some(6)])];
+        assert_eq!(auto_message_limit(&open, 1), OPEN_AUTO_MESSAGE_LIMIT);
     }
 
     #[test]
@@ -452,7 +600,7 @@ mod tests {
             ],
             ..Default::default()
         };
-        let t = convert(raw, &[info("a"), info("b")]).unwrap();
+        let t = convert(raw, &[info("a"), info("b")], 1).unwrap();
         assert_eq!(
             (t[0].name.as_str(), &t[0].data[..]),
             ("a", &[1.5, -2.0][..])
@@ -472,7 +620,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            convert(response, &[info("a")]).unwrap()[0].data,
+            convert(response, &[info("a")], 1).unwrap()[0].data,
             vec![3.0, 4.0]
         );
     }
@@ -484,21 +632,21 @@ mod tests {
             raw_output_contents: vec![1f32.to_le_bytes().to_vec()],
             ..Default::default()
         };
-        let e = convert(missing, &[info("scores")]).unwrap_err();
+        let e = convert(missing, &[info("scores")], 1).unwrap_err();
         assert!(e.contains("no output scores"), "{e}");
         let short = proto::ModelInferResponse {
             outputs: vec![output("a", "FP32", vec![3])],
             raw_output_contents: vec![1f32.to_le_bytes().to_vec()],
             ..Default::default()
         };
-        let e = convert(short, &[info("a")]).unwrap_err();
+        let e = convert(short, &[info("a")], 1).unwrap_err();
         assert!(e.contains("came with 1 elements"), "{e}");
         let text = proto::ModelInferResponse {
             outputs: vec![output("a", "BYTES", vec![1])],
             ..Default::default()
         };
         assert!(
-            convert(text, &[info("a")])
+            convert(text, &[info("a")], 1)
                 .unwrap_err()
                 .contains("not a number")
         );
@@ -522,6 +670,8 @@ mod tests {
             model_name: "m".into(),
             model_version: String::new(),
             policy: FailurePolicy::Drop,
+            max_message_bytes: None,
+            batch: 1,
         })
         .err()
         .unwrap()

@@ -185,7 +185,11 @@ impl OrtEngine {
                 .map_err(|e| model_error(e.to_string()))?;
         }
         let (providers, cuda_stream) = register_providers(&mut builder, options)?;
-        let bytes = std::fs::read(&options.model).map_err(|e| model_error(e.to_string()))?;
+        let bytes = ferrostream_core::files::read(
+            &options.model,
+            ferrostream_core::files::MAX_MODEL_FILE_BYTES,
+        )
+        .map_err(|e| model_error(e.to_string()))?;
         let session = builder
             .commit_from_memory(&bytes)
             .map_err(|e| model_error(e.to_string()))?;

@@ -215,10 +215,12 @@ fn engine_blob(
     progress: &Progress,
 ) -> Result<(Vec<u8>, Origin), EngineError> {
     let read = |path: &Path| {
-        std::fs::read(path).map_err(|e| EngineError::Model {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        })
+        ferrostream_core::files::read(path, ferrostream_core::files::MAX_MODEL_FILE_BYTES).map_err(
+            |e| EngineError::Model {
+                path: path.display().to_string(),
+                reason: e.to_string(),
+            },
+        )
     };
     if let Some(file) = options.engine_file.as_ref().filter(|f| f.is_file()) {
         return Ok((read(file)?, Origin::EngineFile(file.clone())));
