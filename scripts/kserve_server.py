@@ -11,10 +11,16 @@ suite and the scale-out example:
 --delay-ms makes every answer that much later (a slow server, for tests); --tls-cert/--tls-key
 serve gRPC over TLS (--tls-client-ca also asks clients for a certificate signed by that CA);
 --require-header name=value refuses calls without that header.
+
+--hostile MODE answers as a broken or hostile server would, for the reliability tests, after
+--hostile-after good answers: huge-shape (the first output declares 10^12 values), nan (every
+value NaN), oversized (an extra 32 MiB output), stall (never answers) or die (the process exits
+in the middle of the call).
 """
 import argparse
 import asyncio
 import logging
+import os
 import sys
 
 import numpy as np
@@ -66,6 +72,12 @@ def parse_args():
     parser.add_argument("--tls-key", help="PEM key of --tls-cert")
     parser.add_argument("--tls-client-ca", help="PEM CA that client certificates must have")
     parser.add_argument("--require-header", help="name=value every call must carry")
+    parser.add_argument(
+        "--hostile", choices=["huge-shape", "nan", "oversized", "stall", "die"],
+        help="answer as a broken server would (tests)",
+    )
+    parser.add_argument("--hostile-after", type=int, default=0,
+                        help="good answers before --hostile starts")
     return parser.parse_args()
 
 
@@ -147,6 +159,7 @@ def main():
             self.session = ort.InferenceSession(
                 args.model, options, providers=["CPUExecutionProvider"]
             )
+            self.answered = 0
             self.ready = True
 
         def get_input_types(self):
@@ -163,13 +176,31 @@ def main():
             results = await asyncio.get_running_loop().run_in_executor(
                 None, lambda: self.session.run(wanted, feeds)
             )
+            hostile = args.hostile if self.answered >= args.hostile_after else None
+            self.answered += 1
+            if hostile == "stall":
+                await asyncio.sleep(3600)
+            if hostile == "die":
+                os._exit(3)
             outputs = []
-            for name, value in zip(wanted, results):
+            for index, (name, value) in enumerate(zip(wanted, results)):
                 value = np.ascontiguousarray(value)
+                if hostile == "nan" and value.dtype.kind == "f":
+                    value = np.full_like(value, np.nan)
+                shape = list(value.shape)
+                if hostile == "huge-shape" and index == 0:
+                    shape = [1, 10**12]
                 out = InferOutput(
                     name=name, shape=list(value.shape), datatype=NUMPY_DATATYPES[value.dtype.name]
                 )
                 out.set_data_from_numpy(value, binary_data=True)
+                # Declared after the data, which kserve checks against the shape.
+                out.shape = shape
+                outputs.append(out)
+            if hostile == "oversized":
+                padding = np.zeros(8 << 20, dtype=np.float32)
+                out = InferOutput(name="padding", shape=list(padding.shape), datatype="FP32")
+                out.set_data_from_numpy(padding, binary_data=True)
                 outputs.append(out)
             return InferResponse(
                 model_name=self.name, infer_outputs=outputs, response_id=payload.id

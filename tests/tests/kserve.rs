@@ -843,3 +843,189 @@ fn start_errors_name_the_server_and_the_model() {
         "{e}"
     );
 }
+
+/// A server that answers with a declared shape of 10^12 values, NaN everywhere, or an answer
+/// larger than allowed: each is an element error that names the server and says what was
+/// wrong, after the frames answered well. (A declared shape of 10^12 values aborted the
+/// process; a NaN answer read as "no objects".)
+#[test]
+fn hostile_answers_are_clear_errors() {
+    for (mode, extra, expected) in [
+        ("huge-shape", "", "has shape [1, 1000000000000]"),
+        ("nan", "", "NaN values of"),
+        (
+            "oversized",
+            "server-max-message-mib=8",
+            "larger than the 8 MiB accepted",
+        ),
+    ] {
+        let server = Server::start(&["--hostile", mode, "--hostile-after", "3"]);
+        let props = server_props(&server, &format!("requests-in-flight=1 {extra}"));
+        let o = stream(&props, Duration::ZERO, Duration::from_secs(120), |_| {});
+        let error = o.error.clone().unwrap_or_default();
+        assert!(error.contains(expected), "{mode}: {error}");
+        assert!(error.contains(&server.url()), "{mode}: {error}");
+        assert_eq!(o.frames.len(), 3, "{mode}: the frames answered well leave");
+        for (remote, local) in o.frames.iter().zip(local()) {
+            same_detections(remote, local).unwrap();
+        }
+    }
+}
+
+/// How a test server fails while a pipeline waits for it.
+#[derive(Debug, Clone, Copy)]
+enum Outage {
+    /// Accepts the call and never answers (`--hostile stall`).
+    Stall,
+    /// The process is stopped (SIGSTOP): no answers, not even to keep-alive pings.
+    Freeze,
+    /// The process exits in the middle of a call.
+    Die,
+}
+
+/// Runs `pipeline` until the stream is held by the server's outage (no buffer for two seconds)
+/// or the element warns about it, then times a flushing seek (where `seek`) and the stop.
+/// Each must return promptly; a watchdog fails the test after 30 s instead of hanging.
+fn stop_while_waiting(pipeline: &str, server: &Server, outage: Outage, seek: bool) {
+    init();
+    let pipeline = gst::parse::launch(pipeline)
+        .unwrap()
+        .downcast::<gst::Pipeline>()
+        .unwrap();
+    let sink = pipeline.by_name("sink").unwrap();
+    let buffers = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = buffers.clone();
+    sink.static_pad("sink")
+        .unwrap()
+        .add_probe(gst::PadProbeType::BUFFER, move |_, _| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            gst::PadProbeReturn::Ok
+        });
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let bus = pipeline.bus().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut frozen = false;
+    let (mut seen, mut since) = (0, Instant::now());
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "{outage:?}: the outage never held the stream"
+        );
+        if let Some(msg) = bus.timed_pop(gst::ClockTime::from_mseconds(100)) {
+            match msg.view() {
+                gst::MessageView::Error(e) => panic!("{outage:?}: {}", e.error()),
+                gst::MessageView::Warning(w)
+                    if w.error().to_string().contains("does not answer") =>
+                {
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let n = buffers.load(std::sync::atomic::Ordering::SeqCst);
+        if matches!(outage, Outage::Freeze) && !frozen && n >= 3 {
+            server.freeze(true);
+            frozen = true;
+        }
+        if n != seen {
+            (seen, since) = (n, Instant::now());
+        } else if n > 0 && since.elapsed() > Duration::from_secs(2) {
+            break;
+        }
+    }
+    let timed = |what: &str, action: Box<dyn FnOnce() + Send>| {
+        let (done, finished) = std::sync::mpsc::channel();
+        let started = Instant::now();
+        std::thread::spawn(move || {
+            action();
+            let _ = done.send(());
+        });
+        assert!(
+            finished.recv_timeout(Duration::from_secs(30)).is_ok(),
+            "{outage:?}: {what} did not return within 30 s"
+        );
+        let took = started.elapsed();
+        eprintln!("{outage:?}: {what} took {} ms", took.as_millis());
+        took
+    };
+    if seek {
+        let p = pipeline.clone();
+        let took = timed(
+            "a flushing seek",
+            Box::new(move || {
+                let _ = p.seek_simple(gst::SeekFlags::FLUSH, gst::ClockTime::ZERO);
+            }),
+        );
+        assert!(
+            took < Duration::from_secs(5),
+            "{outage:?}: the seek took {took:?}"
+        );
+    }
+    let p = pipeline.clone();
+    let took = timed(
+        "set_state(NULL)",
+        Box::new(move || {
+            p.set_state(gst::State::Null).unwrap();
+        }),
+    );
+    assert!(
+        took < Duration::from_secs(5),
+        "{outage:?}: the stop took {took:?}"
+    );
+}
+
+/// Stopping (and a flushing seek) never waits for a server that stalls, froze or died, in
+/// either failure policy and in secondary mode (before, with on-server-failure=wait,
+/// set_state(NULL) never returned after the "holding the stream" warning).
+#[test]
+fn a_pipeline_stops_promptly_while_the_server_stalls_freezes_or_dies() {
+    let source = format!(
+        "videotestsrc pattern=ball ! video/x-raw,format=RGB,width={WIDTH},height={HEIGHT},\
+         framerate=10/1"
+    );
+    for (outage, policy) in [
+        (Outage::Stall, "wait"),
+        (Outage::Freeze, "wait"),
+        (Outage::Die, "wait"),
+        (Outage::Stall, "drop"),
+    ] {
+        let server = match outage {
+            Outage::Stall => Server::start(&["--hostile", "stall", "--hostile-after", "3"]),
+            Outage::Die => Server::start(&["--hostile", "die", "--hostile-after", "3"]),
+            Outage::Freeze => Server::start(&[]),
+        };
+        let pipeline = format!(
+            "{source} ! rstrtinfer config-file-path={} {} ! fakesink name=sink sync=false",
+            quoted(&repo_root().join("pipelines/coco_ssd.txt")),
+            server_props(
+                &server,
+                &format!("on-server-failure={policy} server-timeout=500 server-give-up=0")
+            )
+        );
+        eprintln!("{outage:?}, on-server-failure={policy}");
+        stop_while_waiting(&pipeline, &server, outage, true);
+    }
+    // Secondary mode waits for each answer in the streaming thread.
+    let server = Server::start(&[
+        "--model",
+        &model("mobilenet_v2_imagenet.onnx").display().to_string(),
+        "--name",
+        "mobilenet",
+        "--hostile",
+        "stall",
+        "--hostile-after",
+        "2",
+    ]);
+    let pipeline = format!(
+        "filesrc location={} ! decodebin ! videoconvert ! rstrtinfer config-file-path={} \
+         ! rstrtinfer config-file-path={} secondary-reinfer-interval=0 backend=kserve \
+           server-url={} model-name=mobilenet server-timeout=500 server-give-up=0 \
+         ! fakesink name=sink sync=false",
+        quoted(&media("vtest.avi")),
+        quoted(&repo_root().join("pipelines/coco_ssd.txt")),
+        quoted(&repo_root().join("pipelines/imagenet_secondary.txt")),
+        server.url()
+    );
+    eprintln!("Stall, secondary mode");
+    stop_while_waiting(&pipeline, &server, Outage::Stall, false);
+}
