@@ -301,3 +301,55 @@ fn deepstream_version_of_a_parser_library_is_checked() {
         "{err}"
     );
 }
+
+/// A model with 18 classes configured as 10 or 80 (num-detected-classes): a warning naming both
+/// counts, and nvinfer's behaviour on every parser path: only classes below
+/// num-detected-classes are reported. (Before, the built-in parsers reported class 12 with
+/// num-detected-classes=10, and neither count mismatch said a word.)
+#[test]
+fn num_detected_classes_that_disagree_with_the_model_warn_and_apply_on_every_path() {
+    let objects = |infer: &str| {
+        let out = run_pipeline(
+            &format!(
+                "videotestsrc num-buffers=1 ! video/x-raw,format=RGB,width=64,height=64 \
+                 ! rstrtinfer onnx-file={} pre-cluster-threshold=0.5 {infer} \
+                 ! appsink name=sink",
+                quoted(&fixture("yolov8_18_classes.onnx"))
+            ),
+            TIMEOUT,
+        )
+        .unwrap();
+        let mut classes: Vec<i32> = out.frames[0].objects.iter().map(|o| o.class_id).collect();
+        classes.sort();
+        (classes, out.warnings)
+    };
+    let custom = format!(
+        "custom-lib-path={} parse-bbox-func-name=NvDsInferParseYoloV8AnyClasses",
+        quoted(library())
+    );
+    let (all, warnings) = objects("output-parser=yolov8");
+    assert_eq!(all, vec![0, 3, 12]);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    for (configured, kept, warning) in [
+        (
+            10,
+            vec![0, 3],
+            "num-detected-classes=10 but the model's outputs have 18 classes: only classes 0 \
+             to 9 are reported",
+        ),
+        (
+            80,
+            vec![0, 3, 12],
+            "num-detected-classes=80 but the model's outputs have 18 classes: classes 18 to 79 \
+             can never be detected",
+        ),
+    ] {
+        let n = format!("num-detected-classes={configured}");
+        let (built_in, warnings) = objects(&format!("output-parser=yolov8 {n}"));
+        assert_eq!(built_in, kept, "{n}");
+        let about: Vec<_> = warnings.iter().filter(|w| w.contains(warning)).collect();
+        assert_eq!(about.len(), 1, "{n}: {warnings:?}");
+        let (from_library, _) = objects(&format!("{custom} {n}"));
+        assert_eq!(from_library, kept, "{n}, parser library");
+    }
+}

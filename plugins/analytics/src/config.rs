@@ -556,11 +556,23 @@ pub fn points(numbers: &[i64]) -> Result<Vec<Point>, String> {
         .collect())
 }
 
-/// Checks a polygon: at least three corners, some area, no crossing edges.
+/// The most corners a region may have. Regions drawn by hand have a few dozen; the crossing
+/// check compares every pair of edges (at most half a million pairs here, a few milliseconds),
+/// and every object is tested against every edge of its regions on every frame.
+pub const MAX_CORNERS: usize = 1024;
+
+/// Checks a polygon: at least three corners and at most [`MAX_CORNERS`], some area, no
+/// crossing edges.
 pub fn polygon(points: Vec<Point>) -> Result<Vec<Point>, String> {
     if points.len() < 3 {
         return Err(format!(
             "a region needs at least 3 corners, found {}",
+            points.len()
+        ));
+    }
+    if points.len() > MAX_CORNERS {
+        return Err(format!(
+            "a region may have at most {MAX_CORNERS} corners, found {}",
             points.len()
         ));
     }

@@ -13,3 +13,29 @@ pub fn filter_pad_templates(caps: &gst::Caps) -> Vec<gst::PadTemplate> {
     })
     .collect()
 }
+
+/// Posts a warning when a property that the element only reads as it starts (flagged
+/// `GST_PARAM_MUTABLE_READY`) is set while it is PAUSED or PLAYING: the value is kept and takes
+/// effect the next time the element starts, which the application would otherwise not know.
+/// Elements call it first thing in `set_property`.
+pub fn warn_if_set_late(element: &gst::Element, pspec: &gst::glib::ParamSpec) {
+    use gst::prelude::*;
+    let flags = pspec.flags();
+    let later = gst::PARAM_FLAG_MUTABLE_PAUSED | gst::PARAM_FLAG_MUTABLE_PLAYING;
+    if !flags.contains(gst::PARAM_FLAG_MUTABLE_READY) || flags.intersects(later) {
+        return;
+    }
+    let state = element.current_state();
+    if state <= gst::State::Ready {
+        return;
+    }
+    gst::element_warning!(
+        element,
+        gst::LibraryError::Settings,
+        (
+            "Property {} was set while the element is {state:?}: it takes effect the next time \
+             the element starts (READY to PAUSED)",
+            pspec.name()
+        )
+    );
+}

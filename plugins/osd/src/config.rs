@@ -124,13 +124,43 @@ fn parsed<T>(
     parse(&entry.value).map_err(|e| file.error(entry, e))
 }
 
+/// The range of each size of the file and of the element's property of the same name: a glyph
+/// atlas or a blur kernel is sized from them.
+pub const RANGES: [(&str, u32, u32); 5] = [
+    ("border-width", 0, 100),
+    ("text-size", 4, 512),
+    ("clock-font-size", 4, 512),
+    ("blur-strength", 1, 256),
+    ("mask-alpha", 0, 255),
+];
+
+/// The range of `key` in [`RANGES`].
+pub fn range(key: &str) -> (u32, u32) {
+    RANGES
+        .iter()
+        .find(|(k, _, _)| *k == key)
+        .map(|&(_, min, max)| (min, max))
+        .expect("a key of RANGES")
+}
+
+/// A size of the file, within the range of its property (`name`: the key as the property is
+/// named, for the key's other spellings).
+fn sized(file: &IniFile, entry: &Entry, name: &str) -> Result<u32, ConfigError> {
+    let v: u32 = file.value(entry)?;
+    let (min, max) = range(name);
+    if !(min..=max).contains(&v) {
+        return Err(file.error(entry, format!("expected {min} to {max}, found {v}")));
+    }
+    Ok(v)
+}
+
 /// Applies one `[osd]` key; `false` when the key is unknown.
 fn osd_key(file: &IniFile, entry: &Entry, s: &mut Style) -> Result<bool, ConfigError> {
     match entry.key.as_str() {
         "display-bbox" => s.display_bbox = file.bool_value(entry)?,
         "display-text" => s.display_text = file.bool_value(entry)?,
         "display-clock" | "show-clock" => s.display_clock = file.bool_value(entry)?,
-        "border-width" => s.border_width = file.value(entry)?,
+        "border-width" => s.border_width = sized(file, entry, "border-width")?,
         "border-color" => s.border_color = Some(color(file, entry)?),
         "class-colors" => {
             for (id, c) in parsed(file, entry, parse_class_colors)? {
@@ -138,7 +168,7 @@ fn osd_key(file: &IniFile, entry: &Entry, s: &mut Style) -> Result<bool, ConfigE
             }
         }
         "bbox-bg-color" => s.bbox_bg_color = color(file, entry)?,
-        "text-size" => s.text_size = file.value(entry)?,
+        "text-size" => s.text_size = sized(file, entry, "text-size")?,
         "text-color" => s.text_color = Some(color(file, entry)?),
         "text-bg-color" => s.text_bg_color = Some(color(file, entry)?),
         "label-format" => s.label_format = parsed(file, entry, |v| v.parse())?,
@@ -150,7 +180,9 @@ fn osd_key(file: &IniFile, entry: &Entry, s: &mut Style) -> Result<bool, ConfigE
                 other => other,
             }
         }
-        "clock-font-size" | "clock-text-size" => s.clock_font_size = file.value(entry)?,
+        "clock-font-size" | "clock-text-size" => {
+            s.clock_font_size = sized(file, entry, "clock-font-size")?
+        }
         "clock-color" => s.clock_color = color(file, entry)?,
         "x-clock-offset" | "clock-x-offset" => s.clock_x = file.value(entry)?,
         "y-clock-offset" | "clock-y-offset" => s.clock_y = file.value(entry)?,
@@ -158,9 +190,9 @@ fn osd_key(file: &IniFile, entry: &Entry, s: &mut Style) -> Result<bool, ConfigE
         "source-text" => s.source_text = parsed(file, entry, parse_source_text)?,
         "blur-class-ids" => s.blur_class_ids = file.list_value(entry)?,
         "blur-mode" => s.blur_mode = parsed(file, entry, |v| v.parse())?,
-        "blur-strength" => s.blur_strength = file.value(entry)?,
+        "blur-strength" => s.blur_strength = sized(file, entry, "blur-strength")?,
         "display-mask" => s.display_mask = file.bool_value(entry)?,
-        "mask-alpha" => s.mask_alpha = file.value(entry)?,
+        "mask-alpha" => s.mask_alpha = sized(file, entry, "mask-alpha")? as u8,
         "display-analytics" => s.display_analytics = file.bool_value(entry)?,
         _ => return Ok(false),
     }
@@ -171,7 +203,7 @@ fn osd_key(file: &IniFile, entry: &Entry, s: &mut Style) -> Result<bool, ConfigE
 fn class_key(file: &IniFile, entry: &Entry, o: &mut ClassOverride) -> Result<bool, ConfigError> {
     match entry.key.as_str() {
         "border-color" => o.border_color = Some(color(file, entry)?),
-        "border-width" => o.border_width = Some(file.value(entry)?),
+        "border-width" => o.border_width = Some(sized(file, entry, "border-width")?),
         "bg-color" => o.bg_color = Some(color(file, entry)?),
         "blur" => o.blur = Some(file.bool_value(entry)?),
         _ => return Ok(false),

@@ -390,6 +390,7 @@ impl ObjectImpl for RsAnalytics {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        ferrostream_core::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
         let mut s = self.settings.lock().unwrap();
         let text = || -> String {
             value

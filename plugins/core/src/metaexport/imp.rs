@@ -1,5 +1,6 @@
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
+use std::os::fd::AsFd;
 use std::sync::{LazyLock, Mutex};
 
 use gst::glib;
@@ -24,8 +25,54 @@ struct Settings {
     location: Option<String>,
 }
 
+/// Where the lines go. Standard output is a duplicate of descriptor 1, written without Rust's
+/// `Stdout`, which ignores writes to a closed descriptor.
+enum Output {
+    File { file: File, path: String },
+    Stdout(File),
+}
+
+impl Output {
+    fn name(&self) -> &str {
+        match self {
+            Output::File { path, .. } => path,
+            Output::Stdout(_) => "standard output",
+        }
+    }
+
+    fn file(&mut self) -> &mut File {
+        match self {
+            Output::File { file, .. } | Output::Stdout(file) => file,
+        }
+    }
+}
+
+/// A duplicate of descriptor 1, if it is open for writing. A process started with its standard
+/// output closed has it closed (EBADF), or reused by the next file it opened, often read-only:
+/// writing there would go nowhere, or into another file.
+fn writable_stdout() -> std::io::Result<File> {
+    let fd = std::io::stdout().as_fd().try_clone_to_owned()?;
+    // SAFETY: F_GETFL on a descriptor this function owns.
+    let flags = unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&fd), libc::F_GETFL) };
+    if flags < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if flags & libc::O_ACCMODE == libc::O_RDONLY {
+        return Err(std::io::Error::other(
+            "descriptor 1 is not open for writing (standard output was closed)",
+        ));
+    }
+    Ok(File::from(fd))
+}
+
 struct State {
-    out: Box<dyn Write + Send>,
+    out: Output,
+    /// One buffer's lines, written with one call.
+    lines: Vec<u8>,
+    /// Bytes of complete lines in the file: where a failed write is cut back to.
+    committed: u64,
+    /// A write failed (posted once): every later buffer fails without writing.
+    failed: bool,
     /// Frame size from the caps, for buffers that carry no metadata.
     size: (u32, u32),
     frames_without_meta: u64,
@@ -43,23 +90,32 @@ impl MetaExport {
         let Some(state) = guard.as_mut() else {
             return Err(gst::FlowError::Flushing);
         };
-        if let Err(e) = self.write_frames(state, buffer) {
+        if state.failed {
+            return Err(gst::FlowError::Error);
+        }
+        if let Err(e) = Self::write_frames(state, buffer) {
+            state.failed = true;
+            let cut = Self::cut_back(state);
+            let name = state.out.name().to_string();
             drop(guard);
             gst::element_imp_error!(
                 self,
                 gst::ResourceError::Write,
-                ("Writing metadata failed: {e}")
+                ("Writing metadata to {name} failed: {e}"),
+                ["{cut}"]
             );
             return Err(gst::FlowError::Error);
         }
         Ok(gst::FlowSuccess::Ok)
     }
 
-    fn write_frames(&self, state: &mut State, buffer: &gst::BufferRef) -> std::io::Result<()> {
+    /// Writes the buffer's frames, one complete line each, with one write.
+    fn write_frames(state: &mut State, buffer: &gst::BufferRef) -> std::io::Result<()> {
+        state.lines.clear();
         match buffer.meta::<BatchMeta>() {
             Some(meta) => {
                 for frame in &meta.batch().frames {
-                    write_frame_line(&mut state.out, frame)?;
+                    write_frame_line(&mut state.lines, frame)?;
                 }
             }
             None => {
@@ -67,10 +123,28 @@ impl MetaExport {
                     Frame::new(0, state.frames_without_meta, state.size.0, state.size.1);
                 frame.pts = buffer.pts();
                 state.frames_without_meta += 1;
-                write_frame_line(&mut state.out, &frame)?;
+                write_frame_line(&mut state.lines, &frame)?;
             }
         }
-        state.out.flush()
+        state.out.file().write_all(&state.lines)?;
+        state.committed += state.lines.len() as u64;
+        Ok(())
+    }
+
+    /// After a failed write: a file is cut back to its last complete line (a full disk may
+    /// have taken part of the buffer's lines). Says what was done, for the error's details.
+    fn cut_back(state: &mut State) -> String {
+        let committed = state.committed;
+        match &mut state.out {
+            Output::File { file, path } if !file.metadata().is_ok_and(|m| m.is_file()) => {
+                format!("{path} is not a regular file: nothing to cut back")
+            }
+            Output::File { file, path } => match file.set_len(committed) {
+                Ok(()) => format!("{path} ends after its last complete line ({committed} bytes)"),
+                Err(e) => format!("{path} could not be cut back to {committed} bytes: {e}"),
+            },
+            Output::Stdout(_) => "standard output may end in a partial line".into(),
+        }
     }
 }
 
@@ -98,6 +172,7 @@ impl ObjectImpl for MetaExport {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        crate::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
         let mut settings = self.settings.lock().unwrap();
         match pspec.name() {
             "location" => {
@@ -149,7 +224,7 @@ impl BaseTransformImpl for MetaExport {
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         let location = self.settings.lock().unwrap().location.clone();
-        let out: Box<dyn Write + Send> = match &location {
+        let out = match &location {
             Some(path) => {
                 let file = File::create(path).map_err(|e| {
                     gst::error_msg!(
@@ -157,18 +232,25 @@ impl BaseTransformImpl for MetaExport {
                         ("Cannot create metadata file {path}: {e}")
                     )
                 })?;
-                Box::new(BufWriter::new(file))
+                Output::File {
+                    file,
+                    path: path.clone(),
+                }
             }
-            None => Box::new(std::io::stdout()),
+            None => Output::Stdout(writable_stdout().map_err(|e| {
+                gst::error_msg!(
+                    gst::ResourceError::OpenWrite,
+                    ("Cannot write metadata to standard output: {e}"),
+                    ["set location to write to a file"]
+                )
+            })?),
         };
-        gst::info!(
-            CAT,
-            imp = self,
-            "writing metadata to {}",
-            location.as_deref().unwrap_or("stdout")
-        );
+        gst::info!(CAT, imp = self, "writing metadata to {}", out.name());
         *self.state.lock().unwrap() = Some(State {
             out,
+            lines: Vec::new(),
+            committed: 0,
+            failed: false,
             size: (0, 0),
             frames_without_meta: 0,
         });
@@ -176,11 +258,9 @@ impl BaseTransformImpl for MetaExport {
     }
 
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
-        if let Some(mut state) = self.state.lock().unwrap().take() {
-            state.out.flush().map_err(|e| {
-                gst::error_msg!(gst::ResourceError::Write, ("Flushing metadata output: {e}"))
-            })?;
-        }
+        // Every buffer's lines were written whole (nothing is held back): stopping writes
+        // nothing, so it cannot fail, after a write error either.
+        self.state.lock().unwrap().take();
         Ok(())
     }
 

@@ -288,6 +288,7 @@ impl ObjectImpl for NvmmTestSrc {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        crate::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
         let mut settings = self.settings.lock().unwrap();
         match pspec.name() {
             "gpu-id" => settings.gpu_id = value.get().expect("type checked upstream"),

@@ -583,6 +583,7 @@ impl ObjectImpl for MsgBroker {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        ferrostream_core::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
         let mut s = self.settings.lock().unwrap();
         match pspec.name() {
             "protocol" => s.protocol = value.get().expect("type checked upstream"),

@@ -518,40 +518,50 @@ impl ObjectSubclass for RsOsd {
 
 impl ObjectImpl for RsOsd {
     fn properties() -> &'static [glib::ParamSpec] {
-        static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> =
-            LazyLock::new(|| {
-                let d = Style::default();
-                let boolean = |name: &'static str, blurb: &'static str, default: bool| {
-                    glib::ParamSpecBoolean::builder(name)
-                        .blurb(blurb)
-                        .default_value(default)
-                        .mutable_playing()
-                        .build()
-                };
-                let uint = |name: &'static str, blurb: &'static str, min, max, default| {
-                    glib::ParamSpecUInt::builder(name)
-                        .blurb(blurb)
-                        .minimum(min)
-                        .maximum(max)
-                        .default_value(default)
-                        .mutable_playing()
-                        .build()
-                };
-                let color = |name: &'static str, blurb: &'static str, default: u32| {
-                    glib::ParamSpecUInt::builder(name)
-                        .blurb(blurb)
-                        .default_value(default)
-                        .mutable_playing()
-                        .build()
-                };
-                let text = |name: &'static str, blurb: &'static str, default: Option<&str>| {
-                    glib::ParamSpecString::builder(name)
-                        .blurb(blurb)
-                        .default_value(default)
-                        .mutable_playing()
-                        .build()
-                };
-                vec![
+        static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
+            let d = Style::default();
+            let boolean = |name: &'static str, blurb: &'static str, default: bool| {
+                glib::ParamSpecBoolean::builder(name)
+                    .blurb(blurb)
+                    .default_value(default)
+                    .mutable_playing()
+                    .build()
+            };
+            // The sizes the configuration file shares take their range from it.
+            let sized = |name: &'static str, blurb: &'static str, default| {
+                let (min, max) = crate::config::range(name);
+                glib::ParamSpecUInt::builder(name)
+                    .blurb(blurb)
+                    .minimum(min)
+                    .maximum(max)
+                    .default_value(default)
+                    .mutable_playing()
+                    .build()
+            };
+            let uint = |name: &'static str, blurb: &'static str, min, max, default| {
+                glib::ParamSpecUInt::builder(name)
+                    .blurb(blurb)
+                    .minimum(min)
+                    .maximum(max)
+                    .default_value(default)
+                    .mutable_playing()
+                    .build()
+            };
+            let color = |name: &'static str, blurb: &'static str, default: u32| {
+                glib::ParamSpecUInt::builder(name)
+                    .blurb(blurb)
+                    .default_value(default)
+                    .mutable_playing()
+                    .build()
+            };
+            let text = |name: &'static str, blurb: &'static str, default: Option<&str>| {
+                glib::ParamSpecString::builder(name)
+                    .blurb(blurb)
+                    .default_value(default)
+                    .mutable_playing()
+                    .build()
+            };
+            vec![
                 glib::ParamSpecString::builder("config-file-path")
                     .nick("Config file")
                     .blurb(
@@ -568,11 +578,9 @@ impl ObjectImpl for RsOsd {
                     "Draw the objects' instance masks and the frames' class maps",
                     d.display_mask,
                 ),
-                uint(
+                sized(
                     "mask-alpha",
                     "Opacity of masks and class maps, 0 (none) to 255 (opaque)",
-                    0,
-                    255,
                     u32::from(d.mask_alpha),
                 ),
                 boolean(
@@ -581,13 +589,7 @@ impl ObjectImpl for RsOsd {
                      osd-mode asks",
                     d.display_analytics,
                 ),
-                uint(
-                    "border-width",
-                    "Box border width in pixels",
-                    0,
-                    100,
-                    d.border_width,
-                ),
+                sized("border-width", "Box border width in pixels", d.border_width),
                 color(
                     "border-color",
                     "Box colour as 0xRRGGBBAA for every class; 0: a palette colour per class",
@@ -604,7 +606,7 @@ impl ObjectImpl for RsOsd {
                     "Fill inside every box as 0xRRGGBBAA (0: none)",
                     d.bbox_bg_color.to_u32(),
                 ),
-                uint("text-size", "Label text height in pixels", 4, 512, d.text_size),
+                sized("text-size", "Label text height in pixels", d.text_size),
                 color(
                     "text-color",
                     "Label text colour as 0xRRGGBBAA; 0: black or white, whichever stands out \
@@ -631,11 +633,9 @@ impl ObjectImpl for RsOsd {
                     )
                     .mutable_ready()
                     .build(),
-                uint(
+                sized(
                     "clock-font-size",
                     "Clock text height in pixels",
-                    4,
-                    512,
                     d.clock_font_size,
                 ),
                 color(
@@ -677,11 +677,9 @@ impl ObjectImpl for RsOsd {
                     .blurb("How blurred boxes are hidden")
                     .mutable_playing()
                     .build(),
-                uint(
+                sized(
                     "blur-strength",
                     "Pixelation block size or blur radius in pixels",
-                    1,
-                    256,
                     d.blur_strength,
                 ),
                 glib::ParamSpecInt::builder("stream-priority")
@@ -712,11 +710,12 @@ impl ObjectImpl for RsOsd {
                     .read_only()
                     .build(),
             ]
-            });
+        });
         PROPERTIES.as_ref()
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        ferrostream_core::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
         let name: &'static str = Self::properties()
             .iter()
             .find(|p| p.name() == pspec.name())

@@ -248,6 +248,7 @@ impl ObjectImpl for Tiler {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        ferrostream_core::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
         let mut g = self.settings.lock().unwrap();
         let v: u32 = value.get().expect("type checked upstream");
         match pspec.name() {
@@ -317,6 +318,12 @@ impl BaseTransformImpl for Tiler {
         gst_base::subclass::BaseTransformMode::NeverInPlace;
     const PASSTHROUGH_ON_SAME_CAPS: bool = false;
     const TRANSFORM_IP_ON_PASSTHROUGH: bool = false;
+
+    fn start(&self) -> Result<(), gst::ErrorMessage> {
+        let grid = *self.settings.lock().unwrap();
+        grid.check()
+            .map_err(|m| gst::error_msg!(gst::LibraryError::Settings, ("{m}")))
+    }
 
     fn transform_caps(
         &self,

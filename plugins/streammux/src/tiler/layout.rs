@@ -14,7 +14,26 @@ pub struct Grid {
     pub height: u32,
 }
 
+/// The narrowest tile: two pixels, the chroma alignment of subsampled formats.
+pub const MIN_TILE: u32 = 2;
+
 impl Grid {
+    /// Checks that every tile is at least [`MIN_TILE`] pixels on each side.
+    pub fn check(&self) -> Result<(), String> {
+        for (side, size, count, what) in [
+            ("width", self.width, self.columns, "columns"),
+            ("height", self.height, self.rows, "rows"),
+        ] {
+            if count == 0 || size / count < MIN_TILE {
+                return Err(format!(
+                    "{side}={size} cannot hold {count} {what}: each tile needs at least \
+                     {MIN_TILE} pixels (raise {side} or lower {what})"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     pub fn tiles(&self) -> u32 {
         self.rows * self.columns
     }
@@ -43,8 +62,10 @@ impl Grid {
 pub fn letterbox(tile: Rect, frame_w: u32, frame_h: u32, align: i32) -> Rect {
     let scale = (tile.width as f64 / frame_w as f64).min(tile.height as f64 / frame_h as f64);
     let down = |v: i32| v - v.rem_euclid(align);
-    let width = down(((frame_w as f64 * scale).round() as i32).clamp(align, tile.width));
-    let height = down(((frame_h as f64 * scale).round() as i32).clamp(align, tile.height));
+    // A tile narrower than `align` is refused by Grid::check; max() keeps clamp() well-formed.
+    let width = down(((frame_w as f64 * scale).round() as i32).clamp(align, tile.width.max(align)));
+    let height =
+        down(((frame_h as f64 * scale).round() as i32).clamp(align, tile.height.max(align)));
     Rect {
         x: down(tile.x + (tile.width - width) / 2),
         y: down(tile.y + (tile.height - height) / 2),
@@ -68,6 +89,24 @@ pub fn map_box(b: BBox, frame_w: u32, frame_h: u32, dest: Rect) -> BBox {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn grids_too_small_for_their_tiles_are_refused() {
+        let grid = |rows, columns, width, height| Grid {
+            rows,
+            columns,
+            width,
+            height,
+        };
+        let e = grid(1, 2, 1, 100).check().unwrap_err();
+        assert!(e.starts_with("width=1 cannot hold 2 columns"), "{e}");
+        let e = grid(64, 1, 100, 100).check().unwrap_err();
+        assert!(e.starts_with("height=100 cannot hold 64 rows"), "{e}");
+        assert!(grid(2, 2, 4, 4).check().is_ok());
+        // Tiles narrower than the alignment do not panic either.
+        let r = letterbox(grid(1, 1, 1, 1).tile(0).unwrap(), 640, 480, 2);
+        assert_eq!((r.width, r.height), (2, 2));
+    }
 
     #[test]
     fn tiles_cover_the_frame_row_by_row() {
