@@ -206,6 +206,11 @@ const GRID_MIN_PAIRS: usize = 4096;
 /// How much a shadow target's confidence decays per frame without a detection.
 const SHADOW_DECAY: f32 = 0.9;
 
+/// The most lost targets a tracker keeps predicting at once. `max-shadow-age` (from the file or
+/// the element) decides how long each is kept, so without this bound a long age and a busy
+/// scene would keep every target ever seen; past it, the targets lost longest end first.
+pub const MAX_SHADOW_TRACKS: usize = 1024;
+
 /// The targets of one source.
 #[derive(Debug)]
 pub struct Tracker {
@@ -362,6 +367,25 @@ impl Tracker {
                 }
             }
         }
+        let shadows = keep.iter().filter(|t| t.misses > 0).count();
+        if shadows > MAX_SHADOW_TRACKS {
+            let mut lost: Vec<(u32, usize)> = (keep.iter().enumerate())
+                .filter(|(_, t)| t.misses > 0)
+                .map(|(i, t)| (t.misses, i))
+                .collect();
+            // Lost longest first; among equals, the older track first.
+            lost.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            let mut end = vec![false; keep.len()];
+            for &(_, i) in &lost[..shadows - MAX_SHADOW_TRACKS] {
+                end[i] = true;
+                result.terminated.extend(keep[i].id);
+            }
+            let mut index = 0;
+            keep.retain(|_| {
+                index += 1;
+                !end[index - 1]
+            });
+        }
         self.tracks = keep;
 
         // New targets from unused detections (ByteTrack: only confident ones).
@@ -472,5 +496,37 @@ impl Tracker {
             .into_iter()
             .map(|(i, j)| (tracks[i], dets[j]))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A very long max-shadow-age in a scene where every frame brings a new target and loses
+    /// the last one: the lost targets kept are bounded, and those lost longest end first.
+    #[test]
+    fn lost_targets_are_bounded_whatever_max_shadow_age_says() {
+        let mut tracker = Tracker::new(TrackerConfig {
+            algorithm: Algorithm::Iou,
+            probation_age: 1,
+            max_shadow_age: u32::MAX,
+            ..TrackerConfig::default()
+        });
+        let mut ids = IdAllocator::default();
+        let mut ended = Vec::new();
+        for frame in 0..3000u32 {
+            // Far from every earlier box: never matched again.
+            let x = (frame % 100) as f32 * 100.0;
+            let y = (frame / 100) as f32 * 100.0;
+            let detection = Detection::new(BBox::new(x, y, 10.0, 10.0), 0.9, 0);
+            let result = tracker.update(&[detection], &mut ids);
+            ended.extend(result.terminated);
+        }
+        assert_eq!(tracker.tracks.len(), MAX_SHADOW_TRACKS + 1);
+        // The first targets (ids 0, 1, ...) ended first, in order.
+        let expected: Vec<u64> = (0..ended.len() as u64).collect();
+        assert_eq!(ended, expected);
+        assert_eq!(ended.len(), 3000 - MAX_SHADOW_TRACKS - 1);
     }
 }

@@ -210,6 +210,52 @@ fn stalled_source_does_not_stall_batches_when_not_live() {
     stalled_source_does_not_stall_batches(false);
 }
 
+/// The cause of a stall seen once in a CI run of `stalled_source_does_not_stall_batches_when_not_live`
+/// (only the frames batched during preroll left): the deadline of a pending frame was kept as a
+/// running time. A bin gives each element its base time for PLAYING only just before that
+/// element changes state, after the sink downstream already let the muxer's thread go on; a
+/// deadline computed in between (with the old base time, 0) became hours away once the new base
+/// time was set and the muxer woken, and no batch left again. Here the same base-time change
+/// is made by hand, at a moment a frame is waiting for the stalled source.
+#[test]
+fn a_new_base_time_does_not_push_a_pending_deadline_away() {
+    init();
+    let pipeline = launch(
+        "rsstreammux name=mux batched-push-timeout=50000 ! appsink name=sink sync=false \
+         videotestsrc num-buffers=40 \
+             ! video/x-raw,format=I420,width=64,height=48,framerate=20/1 ! mux.sink_0 \
+         appsrc name=stalled format=time \
+             caps=video/x-raw,format=I420,width=64,height=48,framerate=20/1 ! mux.sink_1",
+    );
+    let clock = gst::SystemClock::obtain();
+    pipeline.use_clock(Some(&clock));
+    // Every element runs with base time 0, as the muxer did before the bin reached it.
+    pipeline.set_start_time(gst::ClockTime::NONE);
+    pipeline.set_base_time(gst::ClockTime::ZERO);
+    let sink: gst_app::AppSink = element(&pipeline, "sink");
+    let mux: gst::Element = element(&pipeline, "mux");
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let mut frames = 0;
+    let mut rebased = false;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while frames < 40 && Instant::now() < deadline {
+        if let Some(sample) = sink.try_pull_sample(gst::ClockTime::from_mseconds(100)) {
+            let meta = BatchMeta::of(sample.buffer().unwrap()).unwrap();
+            frames += meta.batch().frames.len();
+        }
+        if frames >= 5 && !rebased {
+            // What the bin does at PLAYING: a base time near the clock's time, then the
+            // muxer's own state change wakes its thread.
+            mux.set_base_time(clock.time() - gst::ClockTime::from_seconds(1));
+            let mut q = gst::query::Latency::new();
+            mux.static_pad("src").unwrap().query(&mut q);
+            rebased = true;
+        }
+    }
+    pipeline.set_state(gst::State::Null).unwrap();
+    assert_eq!(frames, 40, "every frame of the flowing source left");
+}
+
 #[test]
 fn live_latency_includes_the_push_timeout_and_max_latency() {
     let pipeline = launch(

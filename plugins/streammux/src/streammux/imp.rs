@@ -60,7 +60,9 @@ impl Settings {
 
 #[derive(Default)]
 struct State {
-    /// Running time at which the oldest frame not yet batched was first seen.
+    /// Clock time (not running time) at which the oldest frame not yet batched was first seen:
+    /// its deadline must not move when the base time does (the bin sets it for PLAYING only
+    /// after the muxer's thread may have looked at its clock).
     first_pending: Option<gst::ClockTime>,
     /// Latency this element reports downstream (upstream's plus its own), once queried.
     reported_latency: Option<gst::ClockTime>,
@@ -844,14 +846,20 @@ impl AggregatorImpl for StreamMux {
                 if !any_queued {
                     return None;
                 }
-                let now = self.obj().current_running_time()?;
+                let now = self.obj().clock()?.time();
                 self.state.lock().unwrap().first_pending = Some(now);
                 now
             }
         };
-        // The aggregator wakes at next_time + its latency; aim at first + timeout.
+        // The aggregator waits until base time + next_time + its latency, on the clock; aim at
+        // the clock time first + timeout, whatever the base time is now.
+        let base = self.obj().base_time()?;
         let latency = reported_latency.unwrap_or(settings.max_latency + timeout);
-        Some((first + timeout).saturating_sub(latency))
+        Some(
+            (first + timeout)
+                .saturating_sub(base)
+                .saturating_sub(latency),
+        )
     }
 
     fn src_query(&self, query: &mut gst::QueryRef) -> bool {
