@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh Debian/Ubuntu machine: installs what is needed, then checks
 # formatting and lints and runs every test (unit, element and end-to-end, on real models).
+#
+# `scripts/test.sh --under-load [N]` runs the tests beside N busy processes (default 3, on top of
+# the machine's own work), as a loaded CI machine would: waits that depend on timing show up.
 set -euo pipefail
+load=0
+if [[ "${1:-}" == "--under-load" ]]; then
+    load="${2:-3}"
+    [[ "$load" =~ ^[0-9]+$ ]] || { echo "usage: $0 [--under-load [N]]" >&2; exit 2; }
+fi
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 scripts/setup.sh
@@ -17,6 +25,15 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== TensorRT backend: compile check"
 export FERROSTREAM_TENSORRT_COMPILE_CHECK=1
 cargo clippy -p gst-trtinfer -p gst-dlainfer --features gst-trtinfer/tensorrt,gst-dlainfer/tensorrt --all-targets --locked -- -D warnings
+if (( load > 0 )); then
+    echo "== running the tests beside $load busy processes"
+    busy=()
+    for _ in $(seq "$load"); do
+        (while :; do :; done) &
+        busy+=("$!")
+    done
+    trap 'kill "${busy[@]}" 2>/dev/null || true' EXIT
+fi
 echo "== cargo test"
 # A test binary that hangs is killed after 15 minutes (the slowest takes about one), so a
 # deadlock fails the run with the name of the test still running instead of stalling it.

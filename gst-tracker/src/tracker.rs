@@ -524,9 +524,15 @@ mod tests {
             ended.extend(result.terminated);
         }
         assert_eq!(tracker.tracks.len(), MAX_SHADOW_TRACKS + 1);
-        // The first targets (ids 0, 1, ...) ended first, in order.
-        let expected: Vec<u64> = (0..ended.len() as u64).collect();
-        assert_eq!(ended, expected);
+        // The first targets (ids 1, 2, ...) ended first, in order.
         assert_eq!(ended.len(), 3000 - MAX_SHADOW_TRACKS - 1);
+        assert!(
+            ended
+                .iter()
+                .zip(1u64..)
+                .all(|(&id, expected)| id == expected),
+            "ended out of order: {:?}",
+            &ended[..ended.len().min(20)]
+        );
     }
 }

@@ -1307,7 +1307,7 @@ fn kserve_engine(config: &InferConfig) -> Result<(Box<dyn Engine>, PathBuf), Set
         },
         model_name: r.model_name.clone(),
         model_version: r.model_version.clone(),
-        max_message_bytes: (r.max_message_mib > 0).then(|| (r.max_message_mib as usize) << 20),
+        max_message_bytes: (r.max_message_mib > 0).then_some((r.max_message_mib as usize) << 20),
         batch: config.batch_size.max(1) as usize,
         // Secondary mode runs engine calls one by one and waits for each: a dropped call would
         // be an error there, so it always waits (validate() warns about drop).
