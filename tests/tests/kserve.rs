@@ -577,10 +577,21 @@ fn a_server_killed_mid_stream_with_drop_passes_counted_frames_without_results() 
         (10..18).all(|n| without.contains(&n)),
         "the outage's frames go without results: {without:?}"
     );
-    assert!(
-        o.frames.iter().rev().take(4).all(inferred),
-        "results come back after the restart: {without:?}"
-    );
+    // Results come back after the restart. A loaded machine (a slow server) may skip later
+    // frames too, when all requests in flight are taken: then the element says so.
+    let back = o.frames[18..]
+        .iter()
+        .position(inferred)
+        .unwrap_or_else(|| panic!("results come back after the restart: {without:?}"));
+    if o.frames[18 + back..].iter().any(|f| !inferred(f)) {
+        assert!(
+            o.warnings
+                .iter()
+                .any(|w| w.contains("slower than the stream")),
+            "frames after the recovery went without results, unexplained: {without:?} {:?}",
+            o.warnings
+        );
+    }
     for (remote, local) in o.frames.iter().zip(local()) {
         if inferred(remote) {
             same_detections(remote, local).unwrap();

@@ -492,8 +492,11 @@ mod tests {
     fn named_font_that_is_missing_is_an_error() {
         let err = Typeface::load(&FontRequest::File("/nonexistent/font.ttf".into())).unwrap_err();
         assert!(err.contains("/nonexistent/font.ttf"), "{err}");
-        let not_a_font = std::env::current_exe().unwrap();
-        let err = Typeface::load(&FontRequest::File(not_a_font)).unwrap_err();
+        let not_a_font =
+            std::env::temp_dir().join(format!("ferrostream-not-a-font-{}.ttf", std::process::id()));
+        std::fs::write(&not_a_font, b"plain text, not a font").unwrap();
+        let err = Typeface::load(&FontRequest::File(not_a_font.clone())).unwrap_err();
+        let _ = std::fs::remove_file(&not_a_font);
         assert!(err.contains("not a usable"), "{err}");
     }
 

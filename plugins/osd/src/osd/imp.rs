@@ -527,17 +527,6 @@ impl ObjectImpl for RsOsd {
                     .mutable_playing()
                     .build()
             };
-            // The sizes the configuration file shares take their range from it.
-            let sized = |name: &'static str, blurb: &'static str, default| {
-                let (min, max) = crate::config::range(name);
-                glib::ParamSpecUInt::builder(name)
-                    .blurb(blurb)
-                    .minimum(min)
-                    .maximum(max)
-                    .default_value(default)
-                    .mutable_playing()
-                    .build()
-            };
             let uint = |name: &'static str, blurb: &'static str, min, max, default| {
                 glib::ParamSpecUInt::builder(name)
                     .blurb(blurb)
@@ -546,6 +535,11 @@ impl ObjectImpl for RsOsd {
                     .default_value(default)
                     .mutable_playing()
                     .build()
+            };
+            // The sizes the configuration file shares take their range from it.
+            let sized = |name: &'static str, blurb: &'static str, default| {
+                let (min, max) = crate::config::range(name);
+                uint(name, blurb, min, max, default)
             };
             let color = |name: &'static str, blurb: &'static str, default: u32| {
                 glib::ParamSpecUInt::builder(name)
