@@ -3,8 +3,12 @@
  * Counts the objects Ferrostream finds in a video, reading the metadata with the C ABI only
  * (<ferrostream/meta.h>), in the manner of DeepStream's deepstream-test1:
  *
- *   filesrc ! decodebin ! videoconvert ! identity eos-after=N ! rstrtinfer ! rstracker
+ *   filesrc ! decodebin ! videoconvert ! identity eos-after=N+1 ! rstrtinfer ! rstracker
  *     ! rsmetaexport ! fakesink
+ *
+ * (GStreamer 1.22's identity may let one frame less or a few more through than eos-after says,
+ * depending on timing: it ends the stream one frame late, and a probe on its src pad lets
+ * exactly N frames through.)
  *
  * A pad probe on rstracker's src pad prints, for each frame,
  *
@@ -95,6 +99,19 @@ static gint
 compare_strings (gconstpointer a, gconstpointer b)
 {
   return strcmp ((const char *) a, (const char *) b);
+}
+
+/* Lets the first *limit buffers through and drops the ones after them. */
+static GstPadProbeReturn
+on_limited_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
+{
+  gint64 *left = user_data;
+  (void) pad;
+  (void) info;
+  if (*left <= 0)
+    return GST_PAD_PROBE_DROP;
+  *left -= 1;
+  return GST_PAD_PROBE_OK;
 }
 
 static GstPadProbeReturn
@@ -275,7 +292,7 @@ main (int argc, char **argv)
   GstElement *src, *decode, *convert, *limit, *infer, *tracker, *export_, *sink;
   GstPad *tracker_src;
   GstBus *bus;
-  gint64 frames = -1;
+  gint64 frames = -1, left = 0;
 
   if (argc < 4 || argc > 5) {
     fprintf (stderr, "usage: %s VIDEO NVINFER-CONFIG JSON-OUTPUT [FRAMES]\n", argv[0]);
@@ -285,7 +302,7 @@ main (int argc, char **argv)
     char *end;
     errno = 0;
     frames = g_ascii_strtoll (argv[4], &end, 10);
-    if (errno != 0 || end == argv[4] || *end != '\0' || frames < 1 || frames > G_MAXINT) {
+    if (errno != 0 || end == argv[4] || *end != '\0' || frames < 1 || frames >= G_MAXINT) {
       fprintf (stderr, "error: FRAMES must be a positive number, not '%s'\n", argv[4]);
       return 2;
     }
@@ -313,8 +330,14 @@ main (int argc, char **argv)
   g_object_set (src, "location", argv[1], NULL);
   g_object_set (infer, "config-file-path", argv[2], NULL);
   g_object_set (export_, "location", argv[3], NULL);
-  if (frames > 0)
-    g_object_set (limit, "eos-after", (gint) frames, NULL);
+  if (frames > 0) {
+    GstPad *limit_src = gst_element_get_static_pad (limit, "src");
+    /* frames <= G_MAXINT - 1 (checked above) */
+    left = frames;
+    g_object_set (limit, "eos-after", (gint) (frames + 1), NULL);
+    gst_pad_add_probe (limit_src, GST_PAD_PROBE_TYPE_BUFFER, on_limited_buffer, &left, NULL);
+    gst_object_unref (limit_src);
+  }
 
   if (!gst_element_link (src, decode)
       || !gst_element_link_many (convert, limit, infer, tracker, export_, sink, NULL)) {
