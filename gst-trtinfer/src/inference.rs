@@ -256,8 +256,10 @@ impl Inference {
             description.input.element_type,
             network.frame_len().saturating_mul(capacity),
         )
-        .map_err(|m| SetupError::Model(format!("model input {}: {m}", description.input)))
-        .map_err(|e| e.in_model(&model_path))?;
+        .map_err(|m| {
+            SetupError::Model(format!("model input {}: {m}", description.input))
+                .in_model(&model_path)
+        })?;
         check_output_sizes(&description.outputs, capacity)
             .map_err(|m| SetupError::Model(m).in_model(&model_path))?;
 

@@ -245,6 +245,18 @@ fn files_larger_than_any_real_one_are_refused() {
         quoted(&big)
     )));
     assert_error(&ended, &["is 17.0 MiB, more than the 16.0 MiB", "big.txt"]);
+    // A model file larger than any real one (sparse: it takes no disk space).
+    let model = scratch("big.onnx");
+    std::fs::File::create(&model)
+        .unwrap()
+        .set_len(5 << 30)
+        .unwrap();
+    let ended = run(&through(&detector(&format!(
+        "onnx-file={}",
+        quoted(&model)
+    ))));
+    assert_error(&ended, &["is 5.0 GiB, more than the 4.0 GiB", "big.onnx"]);
+    let _ = std::fs::remove_file(&model);
 }
 
 /// A loop of symbolic links is reported as one, not as "file not found".
