@@ -252,16 +252,21 @@ pub struct Failure {
 impl From<tonic::Status> for Failure {
     fn from(status: tonic::Status) -> Self {
         // Unavailable and deadlines: the server is down, restarting or overloaded. NotFound:
-        // the model is being (re)loaded. A transport error surfaces as Unknown with the cause.
-        let retry = matches!(
-            status.code(),
-            Code::Unavailable
-                | Code::DeadlineExceeded
-                | Code::Cancelled
-                | Code::ResourceExhausted
-                | Code::Aborted
-                | Code::NotFound
-        ) || (status.code() == Code::Unknown && status.message().contains("transport"));
+        // the model is being (re)loaded. A broken connection (reset, closed mid-answer) is made
+        // here, not sent by a server: it is Unknown with the local error as its source, while a
+        // server's own Unknown comes without one and is not retried.
+        let broken_connection =
+            status.code() == Code::Unknown && std::error::Error::source(&status).is_some();
+        let retry = broken_connection
+            || matches!(
+                status.code(),
+                Code::Unavailable
+                    | Code::DeadlineExceeded
+                    | Code::Cancelled
+                    | Code::ResourceExhausted
+                    | Code::Aborted
+                    | Code::NotFound
+            );
         let mut message = format!("{:?}: {}", status.code(), status.message());
         if let Some(cause) = std::error::Error::source(&status) {
             let causes = with_causes(cause);
@@ -357,5 +362,12 @@ mod tests {
             let f = Failure::from(tonic::Status::new(code, "m"));
             assert_eq!(f.retry, retry, "{code:?}");
         }
+        // A server's own Unknown is its answer; a connection that broke mid-answer is retried.
+        assert!(!Failure::from(tonic::Status::new(Code::Unknown, "model raised")).retry);
+        let reset = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "connection reset");
+        let f = Failure::from(tonic::Status::from_error(Box::new(reset)));
+        assert_eq!(f.code, Code::Unknown);
+        assert!(f.retry, "{}", f.message);
+        assert!(f.message.contains("connection reset"), "{}", f.message);
     }
 }
