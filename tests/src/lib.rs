@@ -263,13 +263,68 @@ pub fn run_in_child(test_name: &str, env: &[(&str, &str)]) -> (bool, String) {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let output = cmd.output().expect("spawning the test binary");
+    let output = output_within(&mut cmd, CHILD_WATCHDOG);
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
     (output.status.success(), text)
+}
+
+/// The longest a test run in a child process by [`run_in_child`] may take.
+const CHILD_WATCHDOG: Duration = Duration::from_secs(600);
+
+/// Runs `command` to its end, collecting its output, for `limit` at most. It runs in a process
+/// group of its own: when it outlasts `limit`, the whole group (a script's pipelines and
+/// servers too) is killed and the test fails with what it printed.
+pub fn output_within(
+    command: &mut std::process::Command,
+    limit: Duration,
+) -> std::process::Output {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
+    let read = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let _ = pipe.read_to_end(&mut out);
+            out
+        })
+    };
+    let stdout = read(Box::new(child.stdout.take().expect("piped")));
+    let stderr = read(Box::new(child.stderr.take().expect("piped")));
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for a child process") {
+            break Some(status);
+        }
+        if Instant::now() >= deadline {
+            // SAFETY: kill(2) on the process group made for the child at spawn.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let (stdout, stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
+    let Some(status) = status else {
+        panic!(
+            "{command:?} did not end within {limit:?}:\n{}\n{}",
+            String::from_utf8_lossy(&stdout),
+            String::from_utf8_lossy(&stderr)
+        );
+    };
+    std::process::Output {
+        status,
+        stdout,
+        stderr,
+    }
 }
 
 /// The process's resident memory in KiB (`VmRSS`), for tests that watch memory.
@@ -355,7 +410,9 @@ pub fn decode_frames(
     pipeline.set_state(gst::State::Playing).expect("playing");
     let mut frames = Vec::new();
     while frames.len() < count {
-        let Ok(sample) = sink.pull_sample() else {
+        // A pipeline that stopped with an error would leave the sink waiting forever.
+        let Some(sample) = sink.try_pull_sample(gst::ClockTime::from_seconds(60)) else {
+            assert!(sink.is_eos(), "no frame within 60 s from {}", path.display());
             break;
         };
         let info =

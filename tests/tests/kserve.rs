@@ -155,7 +155,9 @@ fn frames() -> &'static [gst::Buffer] {
         pipeline.set_state(gst::State::Playing).unwrap();
         let mut out = Vec::new();
         while out.len() < FRAMES {
-            let sample = sink.pull_sample().expect("a decoded frame");
+            let sample = sink
+                .try_pull_sample(gst::ClockTime::from_seconds(60))
+                .expect("a decoded frame within 60 s");
             let mut buffer = sample.buffer_owned().unwrap();
             let b = buffer.make_mut();
             b.set_pts(gst::ClockTime::from_mseconds(100 * out.len() as u64));
@@ -186,10 +188,37 @@ impl Outcome {
     }
 }
 
+/// Where a streaming run is, as the pushing thread sees it before each push.
+struct Progress<'a> {
+    /// Frames pushed so far.
+    pushed: usize,
+    out: &'a Mutex<Outcome>,
+}
+
+impl Progress<'_> {
+    /// Waits until `n` frames have left the element (with or without results), `limit` at
+    /// most; whether they did.
+    fn wait_for_frames_out(&self, n: usize, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while self.out.lock().unwrap().frames.len() < n {
+            if Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        true
+    }
+}
+
 /// Pushes the test frames through `appsrc ! rstrtinfer <props> ! appsink`, calling `during`
-/// with the number of frames pushed before each push (to kill servers mid-stream), `pace`
-/// apart; waits for EOS or an error (`limit` at most).
-fn stream(props: &str, pace: Duration, limit: Duration, during: impl FnMut(usize)) -> Outcome {
+/// before each push (to kill servers mid-stream), `pace` apart; waits for EOS or an error
+/// (`limit` at most).
+fn stream(
+    props: &str,
+    pace: Duration,
+    limit: Duration,
+    during: impl FnMut(&Progress),
+) -> Outcome {
     stream_through("rstrtinfer", props, pace, limit, during)
 }
 
@@ -199,7 +228,7 @@ fn stream_through(
     props: &str,
     pace: Duration,
     limit: Duration,
-    mut during: impl FnMut(usize),
+    mut during: impl FnMut(&Progress),
 ) -> Outcome {
     init();
     let desc = format!(
@@ -269,7 +298,10 @@ fn stream_through(
     if started.is_ok() {
         let deadline = Instant::now() + limit;
         'push: for (i, frame) in frames().iter().enumerate() {
-            during(i);
+            during(&Progress {
+                pushed: i,
+                out: &out,
+            });
             // Two frames queued at most: the source waits while the element holds the stream
             // back (an appsrc that blocks would never return once the stream stopped).
             while src.property::<u64>("current-level-buffers") >= 2 {
@@ -499,17 +531,20 @@ fn batched_cameras_through_the_server_equal_the_local_engine() {
 
 #[test]
 fn a_server_killed_mid_stream_is_waited_for_and_every_frame_gets_its_results() {
-    let mut server = Some(Server::start(&[]));
+    // Answers take at least 200 ms, so that requests are in flight when the server dies. The
+    // death is seen at once (a reset, then refused connections): a long server-timeout costs
+    // nothing and keeps a slow loaded server from making outages of its own.
+    let mut server = Some(Server::start(&["--delay-ms", "200"]));
     let props = server_props(
         server.as_ref().unwrap(),
-        "on-server-failure=wait server-timeout=1000 server-give-up=60",
+        "on-server-failure=wait server-timeout=5000 server-give-up=60",
     );
     let o = stream(
         &props,
         Duration::from_millis(30),
         Duration::from_secs(300),
-        |i| {
-            if i == 12 {
+        |p| {
+            if p.pushed == 12 {
                 let mut s = server.take().unwrap();
                 s.kill();
                 std::thread::sleep(Duration::from_millis(1500));
@@ -545,17 +580,19 @@ fn a_server_killed_mid_stream_with_drop_passes_counted_frames_without_results() 
     let mut server = Some(Server::start(&[]));
     let props = server_props(
         server.as_ref().unwrap(),
-        "on-server-failure=drop server-timeout=500 requests-in-flight=8",
+        // The death is seen at once (a reset, then refused connections): a long server-timeout
+        // keeps a slow loaded server from making outages of its own.
+        "on-server-failure=drop server-timeout=5000 requests-in-flight=8",
     );
     let o = stream(
         &props,
         Duration::from_millis(60),
         Duration::from_secs(300),
-        |i| {
-            if i == 10 {
+        |p| {
+            if p.pushed == 10 {
                 server.as_mut().unwrap().kill();
             }
-            if i == 18 {
+            if p.pushed == 18 {
                 server = Some(server.take().unwrap().restart());
             }
         },
@@ -621,15 +658,18 @@ fn a_server_that_stops_answering_is_an_error_after_the_give_up_time() {
         let server = Server::start(&[]);
         let props = server_props(
             &server,
-            &format!("on-server-failure={policy} server-timeout=400 server-give-up=3"),
+            &format!("on-server-failure={policy} server-timeout=1000 server-give-up=3"),
         );
         let started = Instant::now();
         // Paced so that the stream outlasts the give-up time (frames dropped do not wait).
         let pace = Duration::from_millis(if policy == "drop" { 200 } else { 30 });
-        let o = stream(&props, pace, Duration::from_secs(60), |i| {
-            if i == 6 {
-                // The frames pushed so far are answered first.
-                std::thread::sleep(Duration::from_secs(2));
+        let o = stream(&props, pace, Duration::from_secs(60), |p| {
+            if p.pushed == 6 {
+                // Four frames are answered first, however slow the machine.
+                assert!(
+                    p.wait_for_frames_out(4, Duration::from_secs(30)),
+                    "{policy}: four frames before the freeze"
+                );
                 server.freeze(true);
             }
         });

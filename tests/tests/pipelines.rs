@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::time::Duration;
 
 use ferrostream_tests::{media, model, repo_root};
 use gst_trtinfer::config::{InferConfig, ParserKind};
@@ -64,14 +65,14 @@ fn detect_script_runs_and_summarises() {
         .parent()
         .unwrap()
         .to_owned();
-    let run = Command::new(repo_root().join("pipelines/detect-vtest.sh"))
+    let mut script = Command::new(repo_root().join("pipelines/detect-vtest.sh"));
+    script
         .args(["--input", media("carphone_pristine.mp4").to_str().unwrap()])
         .args(["--output", output.to_str().unwrap()])
         .env("GST_PLUGIN_PATH", &plugins)
         .env("GST_REGISTRY", plugins.join("registry.bin"))
-        .env("FERROSTREAM_MODEL_DIR", &models)
-        .output()
-        .expect("running detect-vtest.sh");
+        .env("FERROSTREAM_MODEL_DIR", &models);
+    let run = ferrostream_tests::output_within(&mut script, Duration::from_secs(300));
     let stdout = String::from_utf8_lossy(&run.stdout);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stdout}\n{stderr}");
@@ -96,7 +97,8 @@ fn detect_script_runs_and_summarises() {
 #[test]
 fn metaexport_writes_to_stdout_without_location() {
     let plugins = plugin_dir();
-    let run = Command::new("gst-launch-1.0")
+    let mut launch = Command::new("gst-launch-1.0");
+    launch
         .args([
             "-q",
             "videotestsrc",
@@ -107,9 +109,8 @@ fn metaexport_writes_to_stdout_without_location() {
         ])
         .args(["rsmetaexport", "!", "fakesink"])
         .env("GST_PLUGIN_PATH", &plugins)
-        .env("GST_REGISTRY", plugins.join("registry-stdout.bin"))
-        .output()
-        .expect("running gst-launch-1.0");
+        .env("GST_REGISTRY", plugins.join("registry-stdout.bin"));
+    let run = ferrostream_tests::output_within(&mut launch, Duration::from_secs(120));
     assert!(
         run.status.success(),
         "{}",

@@ -13,6 +13,13 @@ use ferrostream_core::BatchMeta;
 use ferrostream_tests::{element, init, media, repo_root, rss_kib};
 use gst::prelude::*;
 
+/// The RTSP tests one at a time: the memory test measures the whole process, and the other's
+/// live camera must not stall because a second server restarts beside it.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// An RTSP server process serving a live test pattern on 127.0.0.1:`port`.
 struct RtspServer {
     child: Child,
@@ -231,6 +238,7 @@ impl Drop for Cameras {
 
 #[test]
 fn rtsp_camera_comes_back_and_the_other_never_stalls() {
+    let _serial = serial();
     let port = free_port();
     let server = RtspServer::start(port);
     let cams = Cameras::start(&format!("rtsp://127.0.0.1:{port}/test"));
@@ -292,6 +300,7 @@ fn rtsp_camera_comes_back_and_the_other_never_stalls() {
 
 #[test]
 fn memory_stays_flat_over_many_reconnections() {
+    let _serial = serial();
     let port = free_port();
     let mut server = RtspServer::start(port);
     let cams = Cameras::start(&format!("rtsp://127.0.0.1:{port}/test"));

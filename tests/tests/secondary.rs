@@ -146,7 +146,9 @@ fn messi_rgb() -> (Vec<u8>, usize, usize, usize) {
     ));
     let sink: gst_app::AppSink = element(&pipeline, "sink");
     pipeline.set_state(gst::State::Playing).unwrap();
-    let sample = sink.pull_sample().expect("a decoded frame");
+    let sample = sink
+        .try_pull_sample(gst::ClockTime::from_seconds(60))
+        .expect("a decoded frame within 60 s");
     pipeline.set_state(gst::State::Null).unwrap();
     let info = gst_video::VideoInfo::from_caps(sample.caps().unwrap()).unwrap();
     let frame = gst_video::VideoFrameRef::from_buffer_ref_readable(sample.buffer().unwrap(), &info)
@@ -425,10 +427,12 @@ fn push_swapping_patches(middle: &str) -> Vec<Frame> {
     }
     src.end_of_stream().unwrap();
     let mut out = Vec::new();
-    while let Ok(sample) = sink.pull_sample() {
+    // Until EOS: a pipeline that stopped with an error would leave the sink waiting forever.
+    while let Some(sample) = sink.try_pull_sample(gst::ClockTime::from_seconds(60)) {
         let meta = sample.buffer().unwrap().meta::<BatchMeta>().unwrap();
         out.extend(meta.batch().frames.iter().cloned());
     }
+    assert!(sink.is_eos(), "no frame or EOS within 60 s");
     pipeline.set_state(gst::State::Null).unwrap();
     out
 }

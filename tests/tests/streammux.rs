@@ -805,11 +805,22 @@ fn demo_script_reads_the_cameras_over_rtsp() {
 fn demo_script_reads_the_cameras_over_rtsp_on_a_loaded_machine() {
     // Busy processes in sessions of their own: the scheduler shares the cores between sessions,
     // so the demo gets a small share, as on a machine that is building.
+    // Each ends by itself after the demo's watchdog, should this test die without killing it.
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let end = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + DEMO_WATCHDOG.as_secs()
+        + 60;
+    let busy = format!(
+        "while [ \"$(date +%s)\" -lt {end} ]; do i=0; \
+         while [ $i -lt 100000 ]; do i=$((i + 1)); done; done"
+    );
     let mut load: Vec<std::process::Child> = (0..cores + 1)
         .map(|_| {
             std::process::Command::new("setsid")
-                .args(["sh", "-c", "while :; do :; done"])
+                .args(["sh", "-c", &busy])
                 .spawn()
                 .expect("starting a busy process (setsid, sh)")
         })
@@ -825,47 +836,6 @@ fn demo_script_reads_the_cameras_over_rtsp_on_a_loaded_machine() {
 
 /// The longest a demo run of a few frames may take, however loaded the machine.
 const DEMO_WATCHDOG: Duration = Duration::from_secs(240);
-
-/// Waits for `child` at most `limit`, reading its output meanwhile; kills its process group
-/// (the script, its pipeline and its server) and fails with what it printed when it runs longer.
-fn wait_with_watchdog(mut child: std::process::Child, limit: Duration) -> std::process::Output {
-    use std::io::Read;
-    let read = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut out = Vec::new();
-            let _ = pipe.read_to_end(&mut out);
-            out
-        })
-    };
-    let stdout = read(Box::new(child.stdout.take().unwrap()));
-    let stderr = read(Box::new(child.stderr.take().unwrap()));
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if Instant::now() >= deadline {
-            // SAFETY: signals the child's own process group (made at spawn).
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let (stdout, stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
-    let Some(status) = status else {
-        panic!(
-            "the demo did not end within {limit:?}:\n{}\n{}",
-            String::from_utf8_lossy(&stdout),
-            String::from_utf8_lossy(&stderr)
-        );
-    };
-    std::process::Output {
-        status,
-        stdout,
-        stderr,
-    }
-}
 
 /// Runs the 4-camera demo with `args`, checks its summary (every camera, objects, the counts of
 /// the two vtest cameras) and the video written; returns what it printed.
@@ -895,24 +865,19 @@ fn run_demo(args: &[&str]) -> String {
         .unwrap()
         .to_owned();
     let video = dir.join("demo.mp4");
-    let run =
-        std::process::Command::new(ferrostream_tests::repo_root().join("pipelines/demo-4cam.sh"))
-            .args(args)
-            .args(["--output", video.to_str().unwrap()])
-            .env("GST_PLUGIN_PATH", &dir)
-            .env("GST_REGISTRY", dir.join("registry.bin"))
-            .env("FERROSTREAM_MODEL_DIR", &models)
-            .env(
-                "FERROSTREAM_MEDIA_DIR",
-                media("vtest.avi").parent().unwrap(),
-            )
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            // A group of its own, so the watchdog stops the script's pipeline and server too.
-            .process_group(0)
-            .spawn()
-            .expect("running demo-4cam.sh");
-    let run = wait_with_watchdog(run, DEMO_WATCHDOG);
+    let mut demo =
+        std::process::Command::new(ferrostream_tests::repo_root().join("pipelines/demo-4cam.sh"));
+    demo.args(args)
+        .args(["--output", video.to_str().unwrap()])
+        .env("GST_PLUGIN_PATH", &dir)
+        .env("GST_REGISTRY", dir.join("registry.bin"))
+        .env("FERROSTREAM_MODEL_DIR", &models)
+        .env(
+            "FERROSTREAM_MEDIA_DIR",
+            media("vtest.avi").parent().unwrap(),
+        );
+    // The watchdog stops the script's pipeline and server too.
+    let run = ferrostream_tests::output_within(&mut demo, DEMO_WATCHDOG);
     let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stdout}\n{stderr}");
