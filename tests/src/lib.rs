@@ -278,10 +278,7 @@ const CHILD_WATCHDOG: Duration = Duration::from_secs(600);
 /// Runs `command` to its end, collecting its output, for `limit` at most. It runs in a process
 /// group of its own: when it outlasts `limit`, the whole group (a script's pipelines and
 /// servers too) is killed and the test fails with what it printed.
-pub fn output_within(
-    command: &mut std::process::Command,
-    limit: Duration,
-) -> std::process::Output {
+pub fn output_within(command: &mut std::process::Command, limit: Duration) -> std::process::Output {
     use std::io::Read;
     use std::os::unix::process::CommandExt;
     let mut child = command
@@ -412,7 +409,11 @@ pub fn decode_frames(
     while frames.len() < count {
         // A pipeline that stopped with an error would leave the sink waiting forever.
         let Some(sample) = sink.try_pull_sample(gst::ClockTime::from_seconds(60)) else {
-            assert!(sink.is_eos(), "no frame within 60 s from {}", path.display());
+            assert!(
+                sink.is_eos(),
+                "no frame within 60 s from {}",
+                path.display()
+            );
             break;
         };
         let info =

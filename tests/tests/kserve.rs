@@ -213,12 +213,7 @@ impl Progress<'_> {
 /// Pushes the test frames through `appsrc ! rstrtinfer <props> ! appsink`, calling `during`
 /// before each push (to kill servers mid-stream), `pace` apart; waits for EOS or an error
 /// (`limit` at most).
-fn stream(
-    props: &str,
-    pace: Duration,
-    limit: Duration,
-    during: impl FnMut(&Progress),
-) -> Outcome {
+fn stream(props: &str, pace: Duration, limit: Duration, during: impl FnMut(&Progress)) -> Outcome {
     stream_through("rstrtinfer", props, pace, limit, during)
 }
 

@@ -690,9 +690,11 @@ fn outage_loses_nothing(
     }
     broker.down();
     push_frames(&mut fed, 200, 300);
-    wait_until("the element to see the broker gone", Duration::from_secs(30), || {
-        !fed.element.property::<bool>("connected")
-    });
+    wait_until(
+        "the element to see the broker gone",
+        Duration::from_secs(30),
+        || !fed.element.property::<bool>("connected"),
+    );
     let queued_in_outage = fed.counter("messages-queued");
     broker.up();
     push_frames(&mut fed, 500, 100);
@@ -761,9 +763,11 @@ fn queue_bound_drops_are_counted_and_reported() {
     received.wait_for(20, Duration::from_secs(20));
     // A message read by the consumer may not be acknowledged to the element yet: until it is,
     // it still takes a place in the queue.
-    wait_until("the first 20 acknowledgements", Duration::from_secs(20), || {
-        fed.counter("messages-acknowledged") == 20
-    });
+    wait_until(
+        "the first 20 acknowledgements",
+        Duration::from_secs(20),
+        || fed.counter("messages-acknowledged") == 20,
+    );
     broker.down();
     push_frames(&mut fed, 20, 200);
     assert_eq!(fed.counter("messages-dropped"), 150);

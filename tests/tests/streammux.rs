@@ -1,7 +1,6 @@
 //! rsstreammux, rsstreamdemux, rstiler and batched rstrtinfer, end to end.
 
 use std::collections::BTreeMap;
-use std::os::unix::process::CommandExt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
