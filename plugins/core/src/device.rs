@@ -33,6 +33,10 @@ pub const DEVICE_FORMATS: &[VideoFormat] = &[
     VideoFormat::Bgrx,
 ];
 
+/// The widest and tallest frame described in device memory (NVIDIA's engines stop well below),
+/// so that every row and plane size fits its integer.
+pub const MAX_SIDE: u32 = 1 << 15;
+
 /// Why a frame cannot be described as a [`DeviceImage`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DeviceImageError {
@@ -53,6 +57,14 @@ pub enum DeviceImageError {
     },
     #[error("plane {plane} of a {format:?} frame has no device address")]
     Null { format: VideoFormat, plane: usize },
+    #[error("a {width}x{height} {format:?} frame is larger than {MAX_SIDE} pixels a side")]
+    Size {
+        format: VideoFormat,
+        width: u32,
+        height: u32,
+    },
+    #[error("plane {plane} of a {format:?} frame starts beyond the end of the address space")]
+    Address { format: VideoFormat, plane: usize },
 }
 
 impl DeviceImage {
@@ -64,6 +76,13 @@ impl DeviceImage {
         height: u32,
         planes: [DevicePlane; 3],
     ) -> Result<Self, DeviceImageError> {
+        if width > MAX_SIDE || height > MAX_SIDE {
+            return Err(DeviceImageError::Size {
+                format,
+                width,
+                height,
+            });
+        }
         let image = Self {
             format,
             width,
@@ -95,7 +114,12 @@ impl DeviceImage {
         let mut planes = [DevicePlane::default(); 3];
         for (i, p) in planes.iter_mut().enumerate().take(info.n_planes() as usize) {
             *p = DevicePlane {
-                ptr: base + info.offset()[i] as u64,
+                ptr: base.checked_add(info.offset()[i] as u64).ok_or(
+                    DeviceImageError::Address {
+                        format: info.format(),
+                        plane: i,
+                    },
+                )?,
                 pitch: info.stride()[i] as u32,
             };
         }
@@ -174,6 +198,26 @@ mod tests {
         assert!(matches!(
             DeviceImage::new(VideoFormat::Yuy2, 16, 2, planes),
             Err(DeviceImageError::Format(VideoFormat::Yuy2))
+        ));
+    }
+
+    /// Found by fuzzing the NvBufSurface reader: a surface 2^30 pixels wide overflowed the row
+    /// size (a panic; a wrong size in a release build).
+    #[test]
+    fn sizes_and_addresses_that_overflow_are_refused() {
+        gst::init().unwrap();
+        let planes = [DevicePlane { ptr: 1, pitch: 0 }; 3];
+        for (width, height) in [(1 << 30, 1), (1, u32::MAX), (MAX_SIDE + 1, 2)] {
+            let e = DeviceImage::new(VideoFormat::Rgba, width, height, planes).unwrap_err();
+            assert!(matches!(e, DeviceImageError::Size { .. }), "{e}");
+            assert!(e.to_string().contains("32768 pixels a side"), "{e}");
+        }
+        let info = gst_video::VideoInfo::builder(VideoFormat::Nv12, 64, 64)
+            .build()
+            .unwrap();
+        assert!(matches!(
+            DeviceImage::from_info(u64::MAX - 16, &info),
+            Err(DeviceImageError::Address { plane: 1, .. })
         ));
     }
 }

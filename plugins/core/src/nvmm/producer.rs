@@ -60,6 +60,12 @@ impl PitchLayout {
                 "{width}x{height} with pitch alignment {pitch_align}"
             )));
         }
+        if width > crate::device::MAX_SIDE || height > crate::device::MAX_SIDE {
+            return Err(invalid(format!(
+                "{width}x{height}: at most {} pixels a side",
+                crate::device::MAX_SIDE
+            )));
+        }
         let probe = DeviceImage {
             format,
             width,

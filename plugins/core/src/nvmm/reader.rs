@@ -9,7 +9,7 @@ use gst_video::{VideoColorMatrix, VideoColorRange, VideoFormat};
 use super::NvmmError;
 use super::abi::{self, NVBUF_MAX_PLANES, NvBufSurfacePlaneParams, NvmmAbi, ds7, ds8};
 use super::loader::{self, EglSurfaceMapping};
-use crate::device::{DeviceImage, DevicePlane};
+use crate::device::{DeviceImage, DeviceImageError, DevicePlane};
 
 /// The YUV matrix and range an NVMM colour format implies (`NV12_709_ER`: BT.709, full range).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -316,7 +316,13 @@ pub(crate) fn pitch_image(index: u32, p: &Params) -> Result<DeviceImage, NvmmErr
             });
         }
         *out = DevicePlane {
-            ptr: p.data_ptr + offset as u64,
+            ptr: p
+                .data_ptr
+                .checked_add(offset as u64)
+                .ok_or(NvmmError::Image {
+                    index,
+                    source: DeviceImageError::Address { format, plane },
+                })?,
             pitch,
         };
     }

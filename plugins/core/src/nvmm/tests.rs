@@ -641,4 +641,6 @@ fn pitch_layout_rounds_pitches_like_deepstream() {
     assert!(PitchLayout::new(NVBUF_COLOR_FORMAT_NV21, 16, 16, 512).is_err());
     assert!(PitchLayout::new(NVBUF_COLOR_FORMAT_NV12, 0, 16, 512).is_err());
     assert!(PitchLayout::new(NVBUF_COLOR_FORMAT_RGBA, 65536, 65536, 512).is_err());
+    // A row of 2^30 RGBA pixels overflowed its byte count (a panic) before the side limit.
+    assert!(PitchLayout::new(NVBUF_COLOR_FORMAT_RGBA, 1 << 30, 1, 512).is_err());
 }
