@@ -561,13 +561,43 @@ fn a_server_killed_mid_stream_is_waited_for_and_every_frame_gets_its_results() {
         "{:?}",
         o.warnings
     );
-    assert_eq!(o.messages_named("-server-lost").len(), 1);
-    let recovered = o.messages_named("-server-recovered");
-    assert_eq!(recovered.len(), 1, "{:?}", o.messages);
-    assert!(recovered[0].get::<u64>("outage-ms").unwrap() >= 1000);
-    assert_eq!(recovered[0].get::<u64>("dropped").unwrap(), 0);
+    // The kill's outage is the longest (a loaded machine may add short ones); nothing is
+    // dropped in any.
+    let recovered = outages(&o);
+    let kill = recovered
+        .iter()
+        .map(|r| r.get::<u64>("outage-ms").unwrap())
+        .max()
+        .unwrap_or_else(|| panic!("no outage reported: {:?}", o.messages));
+    assert!(kill >= 1000, "{:?}", o.messages);
+    assert!(
+        recovered
+            .iter()
+            .all(|r| r.get::<u64>("dropped").unwrap() == 0),
+        "{:?}",
+        o.messages
+    );
     let stats = o.stats.clone().unwrap();
     assert_eq!(stats.get::<u64>("server-dropped").unwrap(), 0);
+}
+
+/// The outages the element reported: each `-server-lost` followed by its `-server-recovered`,
+/// never two of one kind in a row, none left open. Returns the recovered messages.
+fn outages(o: &Outcome) -> Vec<&gst::Structure> {
+    let mut open = false;
+    let mut recovered = Vec::new();
+    for m in &o.messages {
+        if m.name().ends_with("-server-lost") {
+            assert!(!open, "lost twice without a recovery: {:?}", o.messages);
+            open = true;
+        } else if m.name().ends_with("-server-recovered") {
+            assert!(open, "recovered without a loss: {:?}", o.messages);
+            open = false;
+            recovered.push(m);
+        }
+    }
+    assert!(!open, "an outage never recovered: {:?}", o.messages);
+    recovered
 }
 
 #[test]
@@ -638,12 +668,18 @@ fn a_server_killed_mid_stream_with_drop_passes_counted_frames_without_results() 
         "{:?}",
         o.warnings
     );
-    let recovered = o.messages_named("-server-recovered");
-    assert_eq!(recovered.len(), 1, "{:?}", o.messages);
-    let in_outage = recovered[0].get::<u64>("dropped").unwrap();
+    // The kill's outage dropped at least the eight frames sent while the server was dead; a
+    // loaded machine may add short outages of its own. Every frame dropped in an outage is
+    // counted in it (others went for want of a free request).
+    let in_outages: Vec<u64> = outages(&o)
+        .iter()
+        .map(|r| r.get::<u64>("dropped").unwrap())
+        .collect();
+    let kill = in_outages.iter().copied().max().unwrap_or(0);
+    assert!(kill >= 8, "{in_outages:?} of {dropped}: {:?}", o.messages);
     assert!(
-        (8..=dropped).contains(&in_outage),
-        "{in_outage} of {dropped}"
+        in_outages.iter().sum::<u64>() <= dropped,
+        "{in_outages:?} of {dropped}"
     );
 }
 

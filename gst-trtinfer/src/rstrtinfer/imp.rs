@@ -123,7 +123,9 @@ struct ServerWatch {
     on_failure: ServerFailure,
     /// Seconds without an answer after which the element fails (`None`: never).
     give_up: Option<Duration>,
-    /// Whether the outage going on was reported.
+    /// Whether an outage was reported lost and not yet recovered. Answers and failures reach
+    /// the element in the order of its frames, not of time: an outage is reported lost when a
+    /// frame meets it, and recovered by the first answer after that while the server answers.
     warned: bool,
     /// When frames were last reported dropped for want of a free request.
     last_busy_warning: Option<Instant>,
@@ -1778,12 +1780,12 @@ impl TrtInfer {
         work: &mut Work,
     ) -> Result<Option<Vec<ItemResult>>, gst::FlowError> {
         let mut results = Vec::new();
-        let mut unanswered = false;
+        let mut unanswered = None;
         for batch in batches {
             match self.wait_for_server(&batch.call)? {
                 Ok(outputs) => {
                     self.report_recovery();
-                    if unanswered {
+                    if unanswered.is_some() {
                         continue;
                     }
                     let t = Instant::now();
@@ -1811,7 +1813,7 @@ impl TrtInfer {
                     work.times[2] += t.elapsed();
                     results.extend(parsed);
                 }
-                Err(RemoteError::Unavailable(_)) => unanswered = true,
+                Err(RemoteError::Unavailable(reason)) => unanswered = Some(reason),
                 Err(e) => {
                     let url = self.server_url();
                     gst::element_imp_error!(
@@ -1823,12 +1825,13 @@ impl TrtInfer {
                 }
             }
         }
-        if unanswered {
+        if let Some(reason) = unanswered {
             self.stats.lock().unwrap().server_dropped += frames as u64;
             if let Some(w) = self.server.lock().unwrap().as_mut() {
                 w.dropped += frames as u64;
             }
-            self.watch_outage()?;
+            // Reported even when the server answered again meanwhile: these frames met it.
+            self.watch_outage(Some(&reason))?;
             return Ok(None);
         }
         Ok(Some(results))
@@ -1855,25 +1858,30 @@ impl TrtInfer {
             if self.flight.interrupted() {
                 return Err(gst::FlowError::Flushing);
             }
-            self.watch_outage()?;
+            self.watch_outage(None)?;
         }
     }
 
-    /// Reports an outage of the server once (a warning and a `<factory>-server-lost` message),
-    /// and fails once it has lasted `server-give-up` seconds with frames being dropped (while
-    /// waiting, the request itself gives up).
-    fn watch_outage(&self) -> Result<(), gst::FlowError> {
+    /// Reports an outage of the server once (a warning and a `<factory>-server-lost` message):
+    /// the one going on, or the one that made a frame go without results (`failure`, which may
+    /// have ended since). Fails once an outage has lasted `server-give-up` seconds with frames
+    /// being dropped (while waiting, the request itself gives up).
+    fn watch_outage(&self, failure: Option<&str>) -> Result<(), gst::FlowError> {
         let mut guard = self.server.lock().unwrap();
         let Some(w) = guard.as_mut() else {
             return Ok(());
         };
-        let Some(outage) = w.health.outage() else {
-            return Ok(());
+        let ongoing = w.health.outage();
+        let reason = match (&ongoing, failure) {
+            (Some(outage), _) => outage.reason.clone(),
+            (None, Some(failure)) => failure.to_string(),
+            (None, None) => return Ok(()),
         };
         let url = w.url.clone();
-        let give_up = w
-            .give_up
-            .filter(|g| w.on_failure == ServerFailure::Drop && outage.since.elapsed() >= *g);
+        let give_up = ongoing.as_ref().and_then(|outage| {
+            w.give_up
+                .filter(|g| w.on_failure == ServerFailure::Drop && outage.since.elapsed() >= *g)
+        });
         let first = !std::mem::replace(&mut w.warned, true);
         let on_failure = w.on_failure;
         drop(guard);
@@ -1884,7 +1892,7 @@ impl TrtInfer {
                 (
                     "Inference server {url} has not answered for {} s: {}",
                     give_up.as_secs(),
-                    outage.reason
+                    reason
                 ),
                 [
                     "server-give-up={}; set 0 to never give up",
@@ -1907,12 +1915,12 @@ impl TrtInfer {
                 gst::ResourceError::Read,
                 (
                     "Inference server {url} does not answer ({}): {what}",
-                    outage.reason
+                    reason
                 )
             );
             let structure = gst::Structure::builder(format!("{}-server-lost", self.factory_name()))
                 .field("server", &url)
-                .field("reason", &outage.reason)
+                .field("reason", &reason)
                 .build();
             let _ = self.obj().post_message(
                 gst::message::Element::builder(structure)
@@ -1924,12 +1932,17 @@ impl TrtInfer {
     }
 
     /// Reports the end of an outage: a `<factory>-server-recovered` message with its length and
-    /// the frames dropped in it.
+    /// the frames dropped in it. Only for an outage reported lost, and only once the server
+    /// answers again: an answer older than the outage (frames leave in order, answers come
+    /// as they come) waits for a later one. An outage that no frame met is not reported.
     fn report_recovery(&self) {
         let mut guard = self.server.lock().unwrap();
         let Some(w) = guard.as_mut() else {
             return;
         };
+        if !w.warned || w.health.outage().is_some() {
+            return;
+        }
         let Some(outage) = w.health.take_ended() else {
             return;
         };

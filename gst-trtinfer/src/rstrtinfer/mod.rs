@@ -56,8 +56,9 @@
 //! model metadata; pre-processing and parsing are the local ones. Up to `requests-in-flight`
 //! batches are on their way at once; `on-server-failure` chooses between holding the stream back
 //! (`wait`) and passing frames on without results (`drop`, counted in `server-dropped`), with a
-//! warning per outage, `rstrtinfer-server-lost` / `rstrtinfer-server-recovered` messages, and an
-//! error after `server-give-up` seconds without an answer.
+//! warning per outage, `rstrtinfer-server-lost` / `rstrtinfer-server-recovered` messages (always
+//! in pairs, in the order the frames met the outage), and an error after `server-give-up` seconds
+//! without an answer.
 //!
 //! ```text
 //! gst-launch-1.0 filesrc location=vtest.avi ! decodebin ! videoconvert \
