@@ -76,18 +76,9 @@ impl DeviceImage {
         height: u32,
         planes: [DevicePlane; 3],
     ) -> Result<Self, DeviceImageError> {
-        if width > MAX_SIDE || height > MAX_SIDE {
-            return Err(DeviceImageError::Size {
-                format,
-                width,
-                height,
-            });
-        }
         let image = Self {
-            format,
-            width,
-            height,
             planes,
+            ..Self::unplaced(format, width, height)?
         };
         let count = image.plane_count()?;
         for (plane, p) in planes.iter().enumerate().take(count) {
@@ -107,6 +98,28 @@ impl DeviceImage {
             }
         }
         Ok(image)
+    }
+
+    /// A frame's format and size before its planes are placed (all zero), to ask its rows and
+    /// row sizes: at most [`MAX_SIDE`] pixels a side, so that none of them overflows.
+    pub fn unplaced(
+        format: VideoFormat,
+        width: u32,
+        height: u32,
+    ) -> Result<Self, DeviceImageError> {
+        if width > MAX_SIDE || height > MAX_SIDE {
+            return Err(DeviceImageError::Size {
+                format,
+                width,
+                height,
+            });
+        }
+        Ok(Self {
+            format,
+            width,
+            height,
+            planes: Default::default(),
+        })
     }
 
     /// Describes a frame laid out as `info` says, starting at device address `base`.

@@ -562,12 +562,8 @@ impl EglSurfaceMapping {
                 self.frame.pitch, pitches[0]
             )));
         }
-        let probe = DeviceImage {
-            format,
-            width,
-            height,
-            planes: Default::default(),
-        };
+        let probe = DeviceImage::unplaced(format, width, height)
+            .map_err(|source| NvmmError::Image { index, source })?;
         let count = probe
             .plane_count()
             .map_err(|source| NvmmError::Image { index, source })?;

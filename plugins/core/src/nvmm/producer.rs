@@ -60,18 +60,8 @@ impl PitchLayout {
                 "{width}x{height} with pitch alignment {pitch_align}"
             )));
         }
-        if width > crate::device::MAX_SIDE || height > crate::device::MAX_SIDE {
-            return Err(invalid(format!(
-                "{width}x{height}: at most {} pixels a side",
-                crate::device::MAX_SIDE
-            )));
-        }
-        let probe = DeviceImage {
-            format,
-            width,
-            height,
-            planes: Default::default(),
-        };
+        let probe =
+            DeviceImage::unplaced(format, width, height).map_err(|e| invalid(e.to_string()))?;
         let count = probe.plane_count().map_err(|e| invalid(e.to_string()))?;
         let mut planes = Vec::with_capacity(count);
         let mut offset: u64 = 0;

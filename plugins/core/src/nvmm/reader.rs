@@ -283,12 +283,8 @@ pub(crate) fn pitch_image(index: u32, p: &Params) -> Result<DeviceImage, NvmmErr
     if p.data_ptr == 0 {
         return Err(NvmmError::NullData { index });
     }
-    let probe = DeviceImage {
-        format,
-        width: p.width,
-        height: p.height,
-        planes: Default::default(),
-    };
+    let probe = DeviceImage::unplaced(format, p.width, p.height)
+        .map_err(|source| NvmmError::Image { index, source })?;
     let count = probe
         .plane_count()
         .map_err(|source| NvmmError::Image { index, source })?;
