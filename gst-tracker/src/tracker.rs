@@ -12,17 +12,19 @@ use crate::assignment::{greedy, sparse_hungarian};
 use crate::grid::BoxGrid;
 use crate::kalman::KalmanBox;
 
-/// Association algorithm.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Algorithm {
-    /// Greedy IoU matching; the box is the last detection.
-    Iou,
-    /// Kalman prediction and optimal IoU assignment in one stage.
-    Sort,
-    /// Kalman prediction, optimal assignment of high-confidence detections first, then of the
-    /// low-confidence ones to the targets still unmatched.
-    #[default]
-    ByteTrack,
+ferrostream_core::choice_enum! {
+    /// Association algorithm (property `tracker-algorithm`, key `algorithm`).
+    #[derive(Default)]
+    pub enum Algorithm: "GstRsTrackerAlgorithm" {
+        /// Greedy IoU matching; the box is the last detection.
+        Iou = 0 => ("iou", "IoU: greedy overlap matching"),
+        /// Kalman prediction and optimal IoU assignment in one stage.
+        Sort = 1 => ("sort", "SORT: Kalman filter and optimal assignment"),
+        /// Kalman prediction, optimal assignment of high-confidence detections first, then of
+        /// the low-confidence ones to the targets still unmatched.
+        #[default]
+        ByteTrack = 2 => ("bytetrack", "ByteTrack: high- then low-confidence association"),
+    }
 }
 
 /// Tracker settings (DeepStream names where they exist).

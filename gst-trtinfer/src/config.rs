@@ -5,31 +5,28 @@
 //! relative to the file. Unknown keys produce a warning naming the key; malformed values an error
 //! naming file, line and key.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use ferrostream_core::ini::{ConfigError, Entry, IniFile};
-use gst::glib;
+use ferrostream_core::ini::{ConfigError, IniFile};
+use ferrostream_core::settings::Props;
 
-/// Which inference implementation runs the model.
-#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
-#[repr(u32)]
-#[enum_type(name = "GstRsTrtInferBackend")]
-pub enum Backend {
-    /// Native TensorRT when available, else ONNX Runtime (choosing its device as `device` says).
-    #[default]
-    #[enum_value(name = "Auto: best available backend", nick = "auto")]
-    Auto = 0,
-    #[enum_value(name = "ONNX Runtime", nick = "onnxruntime")]
-    OnnxRuntime = 1,
-    #[enum_value(name = "Native TensorRT", nick = "tensorrt")]
-    TensorRt = 2,
-    /// A KServe v2 / Open Inference Protocol server over gRPC (`server-url`, `model-name`).
-    #[enum_value(name = "KServe v2 inference server (gRPC)", nick = "kserve")]
-    Kserve = 3,
-    /// The same as `kserve`: Triton Inference Server speaks KServe v2.
-    #[enum_value(name = "Triton Inference Server (KServe v2 gRPC)", nick = "triton")]
-    Triton = 4,
+use crate::settings::{CLASS_SECTION, CLASS_SETTINGS, SETTINGS};
+
+ferrostream_core::choice_enum! {
+    /// Which inference implementation runs the model.
+    #[derive(Default, PartialOrd, Ord, Hash)]
+    pub enum Backend: "GstRsTrtInferBackend" {
+        /// Native TensorRT when available, else ONNX Runtime (choosing its device as `device` says).
+        #[default]
+        Auto = 0 => ("auto", "Auto: best available backend"),
+        OnnxRuntime = 1 => ("onnxruntime", "ONNX Runtime"),
+        TensorRt = 2 => ("tensorrt", "Native TensorRT"),
+        /// A KServe v2 / Open Inference Protocol server over gRPC (`server-url`, `model-name`).
+        Kserve = 3 => ("kserve", "KServe v2 inference server (gRPC)"),
+        /// The same as `kserve`: Triton Inference Server speaks KServe v2.
+        Triton = 4 => ("triton", "Triton Inference Server (KServe v2 gRPC)"),
+    }
 }
 
 impl Backend {
@@ -39,21 +36,19 @@ impl Backend {
     }
 }
 
-/// What a batch does when the inference server cannot be reached or does not answer within
-/// `server-timeout`.
-#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
-#[repr(u32)]
-#[enum_type(name = "GstRsTrtInferServerFailure")]
-pub enum ServerFailure {
-    /// Retry until the server answers, holding the stream back (back-pressure); an error after
-    /// `server-give-up` seconds.
-    #[default]
-    #[enum_value(name = "Wait: retry, holding the stream back", nick = "wait")]
-    Wait = 0,
-    /// Pass the frames on without results and count them; an error after `server-give-up`
-    /// seconds without an answer.
-    #[enum_value(name = "Drop: pass frames on without results, counted", nick = "drop")]
-    Drop = 1,
+ferrostream_core::choice_enum! {
+    /// What a batch does when the inference server cannot be reached or does not answer within
+    /// `server-timeout`.
+    #[derive(Default, PartialOrd, Ord, Hash)]
+    pub enum ServerFailure: "GstRsTrtInferServerFailure" {
+        /// Retry until the server answers, holding the stream back (back-pressure); an error after
+        /// `server-give-up` seconds.
+        #[default]
+        Wait = 0 => ("wait", "Wait: retry, holding the stream back"),
+        /// Pass the frames on without results and count them; an error after `server-give-up`
+        /// seconds without an answer.
+        Drop = 1 => ("drop", "Drop: pass frames on without results, counted"),
+    }
 }
 
 /// Where and how a remote backend (`backend=kserve`) reaches its model.
@@ -117,247 +112,163 @@ pub fn server_headers(text: &str) -> Result<Vec<(String, String)>, String> {
         .collect()
 }
 
-/// Where ONNX Runtime executes the model (its execution provider).
-#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
-#[repr(u32)]
-#[enum_type(name = "GstRsTrtInferDevice")]
-pub enum Device {
-    /// TensorRT execution provider, else CUDA, else CPU: whatever the installed runtime has.
-    #[default]
-    #[enum_value(name = "Auto: best execution provider available", nick = "auto")]
-    Auto = 0,
-    #[enum_value(name = "CPU execution provider", nick = "cpu")]
-    Cpu = 1,
-    #[enum_value(name = "CUDA execution provider", nick = "cuda")]
-    Cuda = 2,
-    #[enum_value(name = "TensorRT execution provider", nick = "tensorrt")]
-    TensorRt = 3,
+ferrostream_core::choice_enum! {
+    /// Where ONNX Runtime executes the model (its execution provider).
+    #[derive(Default, PartialOrd, Ord, Hash)]
+    pub enum Device: "GstRsTrtInferDevice" {
+        /// TensorRT execution provider, else CUDA, else CPU: whatever the installed runtime has.
+        #[default]
+        Auto = 0 => ("auto", "Auto: best execution provider available"),
+        Cpu = 1 => ("cpu", "CPU execution provider"),
+        Cuda = 2 => ("cuda", "CUDA execution provider"),
+        TensorRt = 3 => ("tensorrt", "TensorRT execution provider"),
+    }
 }
 
-/// nvinfer `network-type`.
-#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
-#[repr(u32)]
-#[enum_type(name = "GstRsTrtInferNetworkType")]
-pub enum NetworkType {
-    #[default]
-    #[enum_value(name = "Detector", nick = "detector")]
-    Detector = 0,
-    #[enum_value(name = "Classifier", nick = "classifier")]
-    Classifier = 1,
-    /// A class per pixel: `[N,C,H,W]` scores become the frame's class map.
-    #[enum_value(name = "Semantic segmentation", nick = "segmentation")]
-    Segmentation = 2,
-    /// A detector whose objects carry instance masks (YOLOv8-seg, or an instance-mask parser).
-    #[enum_value(name = "Instance segmentation", nick = "instance-segmentation")]
-    InstanceSegmentation = 3,
-    /// No parser: the raw outputs are attached to the objects (`output-tensor-meta`), e.g. the
-    /// appearance embeddings of a re-identification model.
-    #[enum_value(name = "Other: raw output tensors only", nick = "other")]
-    Other = 100,
+ferrostream_core::choice_enum! {
+    /// nvinfer `network-type`.
+    #[derive(Default, PartialOrd, Ord, Hash)]
+    pub enum NetworkType: "GstRsTrtInferNetworkType" {
+        #[default]
+        Detector = 0 => ("detector", "Detector"),
+        Classifier = 1 => ("classifier", "Classifier"),
+        /// A class per pixel: `[N,C,H,W]` scores become the frame's class map.
+        Segmentation = 2 => ("segmentation", "Semantic segmentation"),
+        /// A detector whose objects carry instance masks (YOLOv8-seg, or an instance-mask parser).
+        InstanceSegmentation = 3 => ("instance-segmentation", "Instance segmentation"),
+        /// No parser: the raw outputs are attached to the objects (`output-tensor-meta`), e.g. the
+        /// appearance embeddings of a re-identification model.
+        Other = 100 => ("other", "Other: raw output tensors only"),
+    }
 }
 
-/// nvinfer `network-mode`: the precision TensorRT builds an engine for.
-#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
-#[repr(u32)]
-#[enum_type(name = "GstRsTrtInferNetworkMode")]
-pub enum NetworkMode {
-    #[default]
-    #[enum_value(name = "FP32", nick = "fp32")]
-    Fp32 = 0,
-    #[enum_value(
-        name = "INT8 (with int8-calib-file, or a model with Q/DQ nodes)",
-        nick = "int8"
-    )]
-    Int8 = 1,
-    #[enum_value(name = "FP16", nick = "fp16")]
-    Fp16 = 2,
+ferrostream_core::choice_enum! {
+    /// nvinfer `network-mode`: the precision TensorRT builds an engine for.
+    #[derive(Default, PartialOrd, Ord, Hash)]
+    pub enum NetworkMode: "GstRsTrtInferNetworkMode" {
+        #[default]
+        Fp32 = 0 => ("fp32", "FP32"),
+        Int8 = 1 => ("int8", "INT8 (with int8-calib-file, or a model with Q/DQ nodes)"),
+        Fp16 = 2 => ("fp16", "FP16"),
+    }
 }
 
-/// nvinfer `process-mode`: whole frames, or the objects an upstream detector found.
-#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
-#[repr(u32)]
-#[enum_type(name = "GstRsTrtInferProcessMode")]
-pub enum ProcessMode {
-    #[default]
-    #[enum_value(name = "Primary: whole frames", nick = "primary")]
-    Primary = 1,
-    #[enum_value(name = "Secondary: objects of upstream detectors", nick = "secondary")]
-    Secondary = 2,
+ferrostream_core::choice_enum! {
+    /// nvinfer `process-mode`: whole frames, or the objects an upstream detector found.
+    #[derive(Default, PartialOrd, Ord, Hash)]
+    pub enum ProcessMode: "GstRsTrtInferProcessMode" {
+        #[default]
+        Primary = 1 => ("primary", "Primary: whole frames"),
+        Secondary = 2 => ("secondary", "Secondary: objects of upstream detectors"),
+    }
 }
 
-/// nvinfer `model-color-format`.
-#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
-#[repr(u32)]
-#[enum_type(name = "GstRsTrtInferColorFormat")]
-pub enum ColorFormat {
-    #[default]
-    #[enum_value(name = "RGB", nick = "rgb")]
-    Rgb = 0,
-    #[enum_value(name = "BGR", nick = "bgr")]
-    Bgr = 1,
-    #[enum_value(name = "Grayscale", nick = "gray")]
-    Gray = 2,
+ferrostream_core::choice_enum! {
+    /// nvinfer `model-color-format`.
+    #[derive(Default, PartialOrd, Ord, Hash)]
+    pub enum ColorFormat: "GstRsTrtInferColorFormat" {
+        #[default]
+        Rgb = 0 => ("rgb", "RGB"),
+        Bgr = 1 => ("bgr", "BGR"),
+        Gray = 2 => ("gray", "Grayscale"),
+    }
 }
 
-/// nvinfer `network-input-order`; `auto` reads it from the model's input shape.
-#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
-#[repr(u32)]
-#[enum_type(name = "GstRsTrtInferInputOrder")]
-pub enum InputOrder {
-    #[default]
-    #[enum_value(name = "From the model's input shape", nick = "auto")]
-    Auto = 2,
-    #[enum_value(name = "NCHW", nick = "nchw")]
-    Nchw = 0,
-    #[enum_value(name = "NHWC", nick = "nhwc")]
-    Nhwc = 1,
+ferrostream_core::choice_enum! {
+    /// nvinfer `network-input-order`; `auto` reads it from the model's input shape.
+    #[derive(Default, PartialOrd, Ord, Hash)]
+    pub enum InputOrder: "GstRsTrtInferInputOrder" {
+        #[default]
+        Auto = 2 => ("auto", "From the model's input shape"),
+        Nchw = 0 => ("nchw", "NCHW"),
+        Nhwc = 1 => ("nhwc", "NHWC"),
+    }
 }
 
-/// How raw output tensors become objects.
-#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
-#[repr(u32)]
-#[enum_type(name = "GstRsTrtInferOutputParser")]
-pub enum ParserKind {
-    /// Guessed from the number and shapes of the model's outputs.
-    #[default]
-    #[enum_value(name = "Guess from the output shapes", nick = "auto")]
-    Auto = 0,
-    #[enum_value(
-        name = "SSD: per-class scores [N,B,C] + normalised boxes [N,B,(1,)4]",
-        nick = "ssd"
-    )]
-    Ssd = 1,
-    #[enum_value(
-        name = "TensorFlow Object Detection API: boxes, scores, classes, num_detections",
-        nick = "tf-od-api"
-    )]
-    TfOdApi = 2,
-    #[enum_value(name = "YOLOv5: [N,B,5+C]", nick = "yolov5")]
-    YoloV5 = 3,
-    #[enum_value(name = "YOLOv8: [N,4+C,B]", nick = "yolov8")]
-    YoloV8 = 4,
-    #[enum_value(name = "CenterFace heatmaps", nick = "centerface")]
-    CenterFace = 5,
-    #[enum_value(name = "Classifier: [N,C] scores", nick = "classifier")]
-    Classifier = 6,
-    /// Nothing is parsed (network-type other): the raw tensors are the result.
-    #[enum_value(name = "None: raw output tensors (network-type other)", nick = "none")]
-    None = 7,
-    #[enum_value(
-        name = "DETR / RT-DETR: [N,K,4+C] rows of normalised cx,cy,w,h and C class scores",
-        nick = "detr"
-    )]
-    Detr = 8,
-    #[enum_value(
-        name = "End-to-end rows [N,K,6|7] or [K,7]: box, score, class (end-to-end-columns)",
-        nick = "end-to-end"
-    )]
-    EndToEnd = 9,
-    #[enum_value(
-        name = "Boxes [N,K,4], scores [N,K] and labels [N,K] (DETR-style exports)",
-        nick = "boxes-scores-labels"
-    )]
-    BoxesScoresLabels = 10,
-    #[enum_value(name = "YOLOX: [N,A,5+C] grid offsets (yolox-strides)", nick = "yolox")]
-    Yolox = 11,
-    /// An nvinfer custom parser library (`custom-lib-path` and a `parse-*-func-name`); chosen
-    /// by those keys, not by this one.
-    #[enum_value(
-        name = "nvinfer custom parser library (custom-lib-path)",
-        nick = "custom"
-    )]
-    Custom = 12,
-    #[enum_value(
-        name = "YOLOv8-seg: [N,4+C+M,B] rows and [N,M,h,w] prototype masks",
-        nick = "yolov8-seg"
-    )]
-    YoloV8Seg = 13,
-    /// Semantic segmentation (network-type segmentation): `[N,C,H,W]` class scores.
-    #[enum_value(
-        name = "Semantic segmentation: [N,C,H,W] scores",
-        nick = "segmentation"
-    )]
-    Segmentation = 14,
+ferrostream_core::choice_enum! {
+    /// How raw output tensors become objects.
+    #[derive(Default, PartialOrd, Ord, Hash)]
+    pub enum ParserKind: "GstRsTrtInferOutputParser" {
+        /// Guessed from the number and shapes of the model's outputs.
+        #[default]
+        Auto = 0 => ("auto", "Guess from the output shapes"),
+        Ssd = 1 => ("ssd", "SSD: per-class scores [N,B,C] + normalised boxes [N,B,(1,)4]"),
+        TfOdApi = 2 => ("tf-od-api", "TensorFlow Object Detection API: boxes, scores, classes, num_detections"),
+        YoloV5 = 3 => ("yolov5", "YOLOv5: [N,B,5+C]"),
+        YoloV8 = 4 => ("yolov8", "YOLOv8: [N,4+C,B]"),
+        CenterFace = 5 => ("centerface", "CenterFace heatmaps"),
+        Classifier = 6 => ("classifier", "Classifier: [N,C] scores"),
+        /// Nothing is parsed (network-type other): the raw tensors are the result.
+        None = 7 => ("none", "None: raw output tensors (network-type other)"),
+        Detr = 8 => ("detr", "DETR / RT-DETR: [N,K,4+C] rows of normalised cx,cy,w,h and C class scores"),
+        EndToEnd = 9 => ("end-to-end", "End-to-end rows [N,K,6|7] or [K,7]: box, score, class (end-to-end-columns)"),
+        BoxesScoresLabels = 10 => ("boxes-scores-labels", "Boxes [N,K,4], scores [N,K] and labels [N,K] (DETR-style exports)"),
+        Yolox = 11 => ("yolox", "YOLOX: [N,A,5+C] grid offsets (yolox-strides)"),
+        /// An nvinfer custom parser library (`custom-lib-path` and a `parse-*-func-name`); chosen
+        /// by those keys, not by this one.
+        Custom = 12 => ("custom", "nvinfer custom parser library (custom-lib-path)"),
+        YoloV8Seg = 13 => ("yolov8-seg", "YOLOv8-seg: [N,4+C+M,B] rows and [N,M,h,w] prototype masks"),
+        /// Semantic segmentation (network-type segmentation): `[N,C,H,W]` class scores.
+        Segmentation = 14 => ("segmentation", "Semantic segmentation: [N,C,H,W] scores"),
+    }
 }
 
-/// nvinfer `cluster-mode`: how the raw detections of each class become objects.
-#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
-#[repr(u32)]
-#[enum_type(name = "GstRsTrtInferClusterMode")]
-pub enum ClusterMode {
-    /// OpenCV's groupRectangles (`group-threshold`, `eps`).
-    #[enum_value(
-        name = "Group similar rectangles (OpenCV groupRectangles)",
-        nick = "group-rectangles"
-    )]
-    GroupRectangles = 0,
-    /// DBSCAN (`eps`, `minBoxes`, `dbscan-min-score`).
-    #[enum_value(name = "DBSCAN", nick = "dbscan")]
-    Dbscan = 1,
-    #[default]
-    #[enum_value(name = "Non-maximum suppression per class", nick = "nms")]
-    Nms = 2,
-    /// DBSCAN, then non-maximum suppression of what it kept.
-    #[enum_value(name = "DBSCAN, then non-maximum suppression", nick = "dbscan-nms")]
-    Hybrid = 3,
-    #[enum_value(name = "No clustering", nick = "none")]
-    None = 4,
+ferrostream_core::choice_enum! {
+    /// nvinfer `cluster-mode`: how the raw detections of each class become objects.
+    #[derive(Default, PartialOrd, Ord, Hash)]
+    pub enum ClusterMode: "GstRsTrtInferClusterMode" {
+        /// OpenCV's groupRectangles (`group-threshold`, `eps`).
+        GroupRectangles = 0 => ("group-rectangles", "Group similar rectangles (OpenCV groupRectangles)"),
+        /// DBSCAN (`eps`, `minBoxes`, `dbscan-min-score`).
+        Dbscan = 1 => ("dbscan", "DBSCAN"),
+        #[default]
+        Nms = 2 => ("nms", "Non-maximum suppression per class"),
+        /// DBSCAN, then non-maximum suppression of what it kept.
+        Hybrid = 3 => ("dbscan-nms", "DBSCAN, then non-maximum suppression"),
+        None = 4 => ("none", "No clustering"),
+    }
 }
 
-/// How the four values of a box are ordered (`box-format`).
-#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
-#[repr(u32)]
-#[enum_type(name = "GstRsTrtInferBoxFormat")]
-pub enum BoxFormat {
-    /// TensorFlow order: ymin, xmin, ymax, xmax.
-    #[enum_value(name = "ymin,xmin,ymax,xmax (TensorFlow)", nick = "yxyx")]
-    Yxyx = 0,
-    #[enum_value(name = "xmin,ymin,xmax,ymax", nick = "xyxy")]
-    Xyxy = 1,
-    #[enum_value(name = "centre x, centre y, width, height", nick = "cxcywh")]
-    Cxcywh = 2,
-    #[enum_value(name = "left, top, width, height", nick = "xywh")]
-    Xywh = 3,
-    /// The parser's usual order: yxyx for SSD and the TensorFlow Object Detection API; for
-    /// end-to-end rows and boxes/scores/labels, xyxy or cxcywh as the first real boxes show.
-    #[default]
-    #[enum_value(name = "Auto: the parser's usual order", nick = "auto")]
-    Auto = 4,
+ferrostream_core::choice_enum! {
+    /// How the four values of a box are ordered (`box-format`).
+    #[derive(Default, PartialOrd, Ord, Hash)]
+    pub enum BoxFormat: "GstRsTrtInferBoxFormat" {
+        /// TensorFlow order: ymin, xmin, ymax, xmax.
+        Yxyx = 0 => ("yxyx", "ymin,xmin,ymax,xmax (TensorFlow)"),
+        Xyxy = 1 => ("xyxy", "xmin,ymin,xmax,ymax"),
+        Cxcywh = 2 => ("cxcywh", "centre x, centre y, width, height"),
+        Xywh = 3 => ("xywh", "left, top, width, height"),
+        /// The parser's usual order: yxyx for SSD and the TensorFlow Object Detection API; for
+        /// end-to-end rows and boxes/scores/labels, xyxy or cxcywh as the first real boxes show.
+        #[default]
+        Auto = 4 => ("auto", "Auto: the parser's usual order"),
+    }
 }
 
-/// Whether box coordinates are in network-input pixels or normalised to [0, 1]
-/// (`box-coordinates`).
-#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
-#[repr(u32)]
-#[enum_type(name = "GstRsTrtInferBoxCoordinates")]
-pub enum BoxCoords {
-    /// The parser's convention; where parsers differ (end-to-end rows, boxes/scores/labels),
-    /// decided once from the first confident boxes.
-    #[default]
-    #[enum_value(
-        name = "Auto: as the parser's family, or from the first boxes",
-        nick = "auto"
-    )]
-    Auto = 0,
-    #[enum_value(name = "Normalised to the network input", nick = "normalized")]
-    Normalized = 1,
-    #[enum_value(name = "Network-input pixels", nick = "pixels")]
-    Pixels = 2,
+ferrostream_core::choice_enum! {
+    /// Whether box coordinates are in network-input pixels or normalised to [0, 1]
+    /// (`box-coordinates`).
+    #[derive(Default, PartialOrd, Ord, Hash)]
+    pub enum BoxCoords: "GstRsTrtInferBoxCoordinates" {
+        /// The parser's convention; where parsers differ (end-to-end rows, boxes/scores/labels),
+        /// decided once from the first confident boxes.
+        #[default]
+        Auto = 0 => ("auto", "Auto: as the parser's family, or from the first boxes"),
+        Normalized = 1 => ("normalized", "Normalised to the network input"),
+        Pixels = 2 => ("pixels", "Network-input pixels"),
+    }
 }
 
-/// Whether classifier outputs need a softmax.
-#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
-#[repr(u32)]
-#[enum_type(name = "GstRsTrtInferClassifierSoftmax")]
-pub enum Softmax {
-    /// Apply it unless the outputs already form a probability distribution.
-    #[default]
-    #[enum_value(name = "Auto: unless outputs already sum to 1", nick = "auto")]
-    Auto = 0,
-    #[enum_value(name = "Always (outputs are logits)", nick = "always")]
-    Always = 1,
-    #[enum_value(name = "Never (outputs are probabilities)", nick = "never")]
-    Never = 2,
+ferrostream_core::choice_enum! {
+    /// Whether classifier outputs need a softmax.
+    #[derive(Default, PartialOrd, Ord, Hash)]
+    pub enum Softmax: "GstRsTrtInferClassifierSoftmax" {
+        /// Apply it unless the outputs already form a probability distribution.
+        #[default]
+        Auto = 0 => ("auto", "Auto: unless outputs already sum to 1"),
+        Always = 1 => ("always", "Always (outputs are logits)"),
+        Never = 2 => ("never", "Never (outputs are probabilities)"),
+    }
 }
 
 /// Detection thresholds and size limits of one class (`[class-attrs-*]`).
@@ -431,133 +342,19 @@ impl ClassAttrs {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClassAttrsTable {
     pub all: ClassAttrs,
-    per_class: BTreeMap<u32, Vec<(ClassKey, f32)>>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum ClassKey {
-    Pre,
-    Post,
-    Iou,
-    TopK,
-    MinW,
-    MinH,
-    MaxW,
-    MaxH,
-    Eps,
-    GroupThreshold,
-    MinBoxes,
-    DbscanMinScore,
-    RoiTop,
-    RoiBottom,
-}
-
-/// Each key's name in the file, first; later names are accepted too.
-const CLASS_KEYS: [(ClassKey, &str); 16] = [
-    (ClassKey::Pre, "pre-cluster-threshold"),
-    (ClassKey::Post, "post-cluster-threshold"),
-    (ClassKey::Iou, "nms-iou-threshold"),
-    (ClassKey::TopK, "topk"),
-    (ClassKey::MinW, "detected-min-w"),
-    (ClassKey::MinH, "detected-min-h"),
-    (ClassKey::MaxW, "detected-max-w"),
-    (ClassKey::MaxH, "detected-max-h"),
-    (ClassKey::Eps, "eps"),
-    (ClassKey::GroupThreshold, "group-threshold"),
-    (ClassKey::MinBoxes, "minBoxes"),
-    (ClassKey::DbscanMinScore, "dbscan-min-score"),
-    (ClassKey::RoiTop, "roi-top-offset"),
-    (ClassKey::RoiBottom, "roi-bottom-offset"),
-    (ClassKey::Pre, "threshold"),
-    (ClassKey::MinBoxes, "min-boxes"),
-];
-
-impl ClassKey {
-    fn from_name(name: &str) -> Option<Self> {
-        CLASS_KEYS.iter().find(|(_, n)| *n == name).map(|(k, _)| *k)
-    }
-
-    fn name(self) -> &'static str {
-        CLASS_KEYS
-            .iter()
-            .find(|(k, _)| *k == self)
-            .map_or("?", |(_, n)| n)
-    }
-
-    /// Whether `v` is a value of this key: every number finite, sizes and offsets not negative.
-    fn check(self, v: f32) -> Result<(), String> {
-        if !v.is_finite() {
-            return Err(format!("expected a finite number, found {v}"));
-        }
-        let size = matches!(
-            self,
-            Self::MinW
-                | Self::MinH
-                | Self::MaxW
-                | Self::MaxH
-                | Self::Eps
-                | Self::RoiTop
-                | Self::RoiBottom
-        );
-        if size && v < 0.0 {
-            return Err(format!("expected a size of 0 or more, found {v}"));
-        }
-        Ok(())
-    }
-
-    fn apply(self, attrs: &mut ClassAttrs, v: f32) {
-        match self {
-            Self::Pre => attrs.pre_cluster_threshold = v,
-            Self::Post => attrs.post_cluster_threshold = v,
-            Self::Iou => attrs.nms_iou_threshold = v,
-            Self::TopK => attrs.topk = v as i32,
-            Self::MinW => attrs.detected_min_w = v,
-            Self::MinH => attrs.detected_min_h = v,
-            Self::MaxW => attrs.detected_max_w = v,
-            Self::MaxH => attrs.detected_max_h = v,
-            Self::Eps => attrs.eps = v,
-            Self::GroupThreshold => attrs.group_threshold = v as i32,
-            Self::MinBoxes => attrs.min_boxes = v as i32,
-            Self::DbscanMinScore => attrs.dbscan_min_score = v,
-            Self::RoiTop => attrs.roi_top_offset = v,
-            Self::RoiBottom => attrs.roi_bottom_offset = v,
-        }
-    }
+    /// The keys each `[class-attrs-N]` section gives.
+    per_class: BTreeMap<u32, Props<ClassAttrs>>,
 }
 
 impl ClassAttrsTable {
     /// Resolved attributes for classes `0..num_classes`.
-    /// Checks the values set on the element (the file's are checked as they are read).
-    pub fn check(&self) -> Result<(), String> {
-        let a = &self.all;
-        for (key, v) in [
-            (ClassKey::Pre, a.pre_cluster_threshold),
-            (ClassKey::Post, a.post_cluster_threshold),
-            (ClassKey::Iou, a.nms_iou_threshold),
-            (ClassKey::MinW, a.detected_min_w),
-            (ClassKey::MinH, a.detected_min_h),
-            (ClassKey::MaxW, a.detected_max_w),
-            (ClassKey::MaxH, a.detected_max_h),
-            (ClassKey::Eps, a.eps),
-            (ClassKey::DbscanMinScore, a.dbscan_min_score),
-            (ClassKey::RoiTop, a.roi_top_offset),
-            (ClassKey::RoiBottom, a.roi_bottom_offset),
-        ] {
-            key.check(v).map_err(|m| format!("{}: {m}", key.name()))?;
-        }
-        Ok(())
-    }
-
     pub fn resolve(&self, num_classes: usize) -> Vec<ClassAttrs> {
         (0..num_classes)
-            .map(|class| {
-                let mut attrs = self.all;
-                if let Some(overrides) = self.per_class.get(&(class as u32)) {
-                    for (key, v) in overrides {
-                        key.apply(&mut attrs, *v);
-                    }
-                }
-                attrs
+            .map(|class| match self.per_class.get(&(class as u32)) {
+                Some(section) => CLASS_SETTINGS
+                    .resolve(self.all, section)
+                    .expect("a file's sections hold no refused value"),
+                None => self.all,
             })
             .collect()
     }
@@ -734,18 +531,21 @@ impl Default for InferConfig {
     }
 }
 
-/// nvinfer keys that are understood but not implemented; the file still loads, with a warning.
-const UNSUPPORTED_KEYS: &[&str] = &[
-    "engine-create-func-name",
-    "model-file",
-    "proto-file",
-    "uff-file",
-    "tlt-encoded-model",
-    "tlt-model-key",
-    "scaling-filter",
-    "scaling-compute-hw",
-    "crop-objects-to-roi-boundary",
-];
+/// What a `[class-attrs-…]` section is for.
+enum ClassSection {
+    All,
+    /// `[class-attrs-<N>]`; `Err` when N is not a class id.
+    Class(Result<u32, ()>),
+}
+
+fn class_section(name: &str) -> Option<ClassSection> {
+    let class = name.strip_prefix("class-attrs-")?;
+    Some(if class == "all" {
+        ClassSection::All
+    } else {
+        ClassSection::Class(class.parse().map_err(drop))
+    })
+}
 
 /// The result of reading a configuration file: the configuration and the warnings to post.
 #[derive(Debug)]
@@ -772,274 +572,45 @@ impl InferConfig {
 
     fn from_ini_over(ini: &IniFile, base: InferConfig) -> Result<LoadedConfig, ConfigError> {
         let mut config = base;
-        let mut warnings = Vec::new();
-        let mut class_sections = Vec::new();
+        let mut warnings = SETTINGS.read_ini(ini, &mut config, |section, config, warnings| {
+            match class_section(&section.name) {
+                None => Ok(false),
+                Some(ClassSection::All) => {
+                    let all = &mut config.class_attrs.all;
+                    CLASS_SETTINGS.read_section(ini, section, CLASS_SECTION, all, warnings)?;
+                    Ok(true)
+                }
+                // Read below, after [class-attrs-all] wherever that is in the file.
+                Some(ClassSection::Class(Ok(_))) => Ok(true),
+                Some(ClassSection::Class(Err(()))) => Err(ConfigError {
+                    path: ini.path.clone(),
+                    line: section.line,
+                    message: format!(
+                        "section [{}]: expected [class-attrs-all] or [class-attrs-<class id>]",
+                        section.name
+                    ),
+                }),
+            }
+        })?;
+        // Per-class sections override [class-attrs-all] key by key.
         for section in &ini.sections {
-            if section.name == "property" {
-                for entry in &section.entries {
-                    if let Some(warning) = config.apply_entry(ini, entry)? {
-                        warnings.push(warning);
-                    }
-                }
-            } else if section.name == "class-attrs-all" {
-                for entry in &section.entries {
-                    let Some(key) = ClassKey::from_name(&entry.key) else {
-                        warnings.push(unknown_key(ini, entry, &section.name));
-                        continue;
-                    };
-                    key.apply(&mut config.class_attrs.all, class_value(ini, entry, key)?);
-                }
-            } else if let Some(class) = section.name.strip_prefix("class-attrs-") {
-                let Ok(class) = class.parse::<u32>() else {
-                    return Err(ConfigError {
-                        path: ini.path.clone(),
-                        line: section.line,
-                        message: format!(
-                            "section [{}]: expected [class-attrs-all] or [class-attrs-<class id>]",
-                            section.name
-                        ),
-                    });
-                };
-                class_sections.push((class, section));
-            } else {
-                warnings.push(format!(
-                    "{}:{}: unknown section [{}] ignored",
-                    ini.path.display(),
-                    section.line,
-                    section.name
-                ));
-            }
-        }
-        // Per-class sections override [class-attrs-all] wherever they appear in the file.
-        for (class, section) in class_sections {
-            let overrides = config.class_attrs.per_class.entry(class).or_default();
-            for entry in &section.entries {
-                let Some(key) = ClassKey::from_name(&entry.key) else {
-                    warnings.push(unknown_key(ini, entry, &section.name));
-                    continue;
-                };
-                overrides.push((key, class_value(ini, entry, key)?));
-            }
+            let Some(ClassSection::Class(Ok(class))) = class_section(&section.name) else {
+                continue;
+            };
+            let overrides = config
+                .class_attrs
+                .per_class
+                .entry(class)
+                .or_insert_with(|| Props::new(ClassAttrs::default()));
+            CLASS_SETTINGS.read_section_as_set(
+                ini,
+                section,
+                CLASS_SECTION,
+                overrides,
+                &mut warnings,
+            )?;
         }
         Ok(LoadedConfig { config, warnings })
-    }
-
-    /// Applies one `[property]` entry; returns a warning for keys that are not used.
-    fn apply_entry(&mut self, ini: &IniFile, e: &Entry) -> Result<Option<String>, ConfigError> {
-        match e.key.as_str() {
-            "onnx-file" => self.onnx_file = Some(ini.resolve_path(&e.value)),
-            "model-engine-file" => self.model_engine_file = Some(ini.resolve_path(&e.value)),
-            "labelfile-path" => self.labelfile_path = Some(ini.resolve_path(&e.value)),
-            "backend" => self.backend = enum_value(ini, e)?,
-            "device" => self.device = enum_value(ini, e)?,
-            "gpu-id" => self.gpu_id = ini.value(e)?,
-            "batch-size" => {
-                let batch = positive(ini, e)?;
-                if batch > MAX_BATCH_SIZE {
-                    return Err(ini.error(e, format!("at most {MAX_BATCH_SIZE}, found {batch}")));
-                }
-                self.batch_size = batch;
-            }
-            "gie-unique-id" => self.gie_unique_id = ini.value(e)?,
-            "interval" => self.interval = ini.value(e)?,
-            "network-type" => {
-                self.network_type = match ini.value::<u32>(e)? {
-                    0 => NetworkType::Detector,
-                    1 => NetworkType::Classifier,
-                    2 => NetworkType::Segmentation,
-                    3 => NetworkType::InstanceSegmentation,
-                    100 => NetworkType::Other,
-                    other => {
-                        return Err(ini.error(
-                            e,
-                            format_args!(
-                                "network-type {other} is not supported (0 = detector, \
-                                 1 = classifier, 2 = segmentation, 3 = instance segmentation, \
-                                 100 = other: raw tensors only)"
-                            ),
-                        ));
-                    }
-                }
-            }
-            "num-detected-classes" => {
-                self.num_detected_classes = ini.value(e)?;
-                if self.num_detected_classes > MAX_CLASSES {
-                    return Err(ini.error(
-                        e,
-                        format!(
-                            "at most {MAX_CLASSES} classes, found {}",
-                            self.num_detected_classes
-                        ),
-                    ));
-                }
-            }
-            "model-color-format" => {
-                self.model_color_format = match ini.value::<u32>(e)? {
-                    0 => ColorFormat::Rgb,
-                    1 => ColorFormat::Bgr,
-                    2 => ColorFormat::Gray,
-                    other => {
-                        return Err(ini.error(
-                            e,
-                            format_args!("expected 0 (RGB), 1 (BGR) or 2 (GRAY), found {other}"),
-                        ));
-                    }
-                }
-            }
-            "maintain-aspect-ratio" => self.maintain_aspect_ratio = ini.bool_value(e)?,
-            // Ferrostream's own key (the `cuda-graph` property), not nvinfer's.
-            "cuda-graph" => self.cuda_graph = ini.bool_value(e)?,
-            "symmetric-padding" => self.symmetric_padding = ini.bool_value(e)?,
-            "network-input-order" => {
-                self.network_input_order = match ini.value::<u32>(e)? {
-                    0 => InputOrder::Nchw,
-                    1 => InputOrder::Nhwc,
-                    other => {
-                        return Err(ini.error(
-                            e,
-                            format_args!("expected 0 (NCHW) or 1 (NHWC), found {other}"),
-                        ));
-                    }
-                }
-            }
-            "net-scale-factor" => self.net_scale_factor = finite(ini, e)?,
-            "offsets" => self.offsets = offsets(ini.list_value(e)?).map_err(|m| ini.error(e, m))?,
-            "infer-dims" => {
-                self.infer_dims =
-                    Some(infer_dims(&ini.list_value(e)?).map_err(|m| ini.error(e, m))?)
-            }
-            "output-blob-names" => self.output_blob_names = ini.list_value(e)?,
-            "output-parser" => self.output_parser = enum_value(ini, e)?,
-            "cluster-mode" => {
-                self.cluster_mode = match ini.value::<u32>(e)? {
-                    0 => ClusterMode::GroupRectangles,
-                    1 => ClusterMode::Dbscan,
-                    2 => ClusterMode::Nms,
-                    3 => ClusterMode::Hybrid,
-                    4 => ClusterMode::None,
-                    other => {
-                        return Err(ini.error(
-                            e,
-                            format_args!(
-                                "unknown cluster-mode {other}; use 0 (group rectangles), 1 \
-                                 (DBSCAN), 2 (NMS), 3 (DBSCAN + NMS) or 4 (none)"
-                            ),
-                        ));
-                    }
-                }
-            }
-            // `ssd-box-format` is the key's earlier name.
-            "box-format" | "ssd-box-format" => self.box_format = enum_value(ini, e)?,
-            "box-coordinates" => self.box_coordinates = enum_value(ini, e)?,
-            "end-to-end-columns" => {
-                self.end_to_end_columns =
-                    Some(crate::parse::Columns::parse(&e.value).map_err(|m| ini.error(e, m))?)
-            }
-            "custom-lib-path" => self.custom_lib_path = Some(ini.resolve_path(&e.value)),
-            "custom-lib-deepstream-version" => {
-                self.custom_lib_deepstream_version = ini.value(e)?;
-                if !(6..=99).contains(&self.custom_lib_deepstream_version) {
-                    return Err(ini.error(
-                        e,
-                        "expected the major version of DeepStream's headers the library was \
-                         built against, 6 or later",
-                    ));
-                }
-            }
-            "filter-out-class-ids" => self.filter_out_class_ids = ini.list_value(e)?,
-            // nvinfer needs it for instance masks; here network-type 3 implies it.
-            "output-instance-mask" => {
-                ini.bool_value(e)?;
-            }
-            key @ ("parse-bbox-func-name"
-            | "parse-bbox-instance-mask-func-name"
-            | "parse-classifier-func-name") => {
-                let kind = crate::custom::CustomKind::from_key(key).expect("a parser key");
-                self.custom_parser = Some((kind, e.value.trim().to_string()))
-            }
-            "yolox-strides" => {
-                self.yolox_strides = ini.list_value(e)?;
-                if self.yolox_strides.is_empty() || self.yolox_strides.contains(&0) {
-                    return Err(ini.error(e, "expected strides above 0, e.g. 8;16;32"));
-                }
-            }
-            "classifier-threshold" => self.classifier_threshold = finite(ini, e)?,
-            "segmentation-threshold" => self.segmentation_threshold = finite(ini, e)?,
-            "segmentation-output-order" => {
-                self.segmentation_hwc = match ini.value::<u32>(e)? {
-                    0 => false,
-                    1 => true,
-                    other => {
-                        return Err(ini.error(
-                            e,
-                            format_args!("expected 0 (NCHW) or 1 (NHWC), found {other}"),
-                        ));
-                    }
-                }
-            }
-            "classifier-softmax" => self.classifier_softmax = enum_value(ini, e)?,
-            "process-mode" => self.process_mode = enum_value(ini, e)?,
-            "operate-on-gie-id" => {
-                self.operate_on_gie_id = match ini.value::<i32>(e)? {
-                    -1 => None,
-                    id if id > 0 => Some(id),
-                    other => {
-                        return Err(ini.error(
-                            e,
-                            format_args!("expected a gie-unique-id (>= 1) or -1, found {other}"),
-                        ));
-                    }
-                }
-            }
-            "operate-on-class-ids" => self.operate_on_class_ids = ini.list_value(e)?,
-            "input-object-min-width" => self.objects.min_width = ini.value(e)?,
-            "input-object-min-height" => self.objects.min_height = ini.value(e)?,
-            "input-object-max-width" => self.objects.max_width = ini.value(e)?,
-            "input-object-max-height" => self.objects.max_height = ini.value(e)?,
-            "secondary-reinfer-interval" => self.secondary_reinfer_interval = ini.value(e)?,
-            "output-tensor-meta" => self.output_tensor_meta = ini.bool_value(e)?,
-            "network-mode" => self.tensorrt.network_mode = enum_value(ini, e)?,
-            "int8-calib-file" => self.tensorrt.int8_calib_file = Some(ini.resolve_path(&e.value)),
-            "workspace-size" => self.tensorrt.workspace_size = ini.value(e)?,
-            "enable-dla" => self.tensorrt.enable_dla = ini.bool_value(e)?,
-            "use-dla-core" => self.tensorrt.use_dla_core = ini.value(e)?,
-            "allow-gpu-fallback" => self.tensorrt.allow_gpu_fallback = ini.bool_value(e)?,
-            "engine-cache-dir" => self.tensorrt.engine_cache_dir = Some(ini.resolve_path(&e.value)),
-            "server-url" => self.remote.server_url = e.value.trim().to_string(),
-            "model-name" => self.remote.model_name = e.value.trim().to_string(),
-            "model-version" => self.remote.model_version = e.value.trim().to_string(),
-            "server-timeout" => self.remote.timeout_ms = positive(ini, e)?,
-            "server-headers" => {
-                self.remote.headers = server_headers(&e.value).map_err(|m| ini.error(e, m))?
-            }
-            "server-ca-file" => self.remote.ca_file = Some(ini.resolve_path(&e.value)),
-            "server-cert-file" => self.remote.cert_file = Some(ini.resolve_path(&e.value)),
-            "server-key-file" => self.remote.key_file = Some(ini.resolve_path(&e.value)),
-            "requests-in-flight" => self.remote.requests_in_flight = positive(ini, e)?,
-            "on-server-failure" => self.remote.on_failure = enum_value(ini, e)?,
-            "server-give-up" => self.remote.give_up_s = ini.value(e)?,
-            "server-max-message-mib" => {
-                self.remote.max_message_mib = ini.value(e)?;
-                if self.remote.max_message_mib > MAX_MESSAGE_MIB {
-                    return Err(ini.error(
-                        e,
-                        format!(
-                            "at most {MAX_MESSAGE_MIB}, found {}",
-                            self.remote.max_message_mib
-                        ),
-                    ));
-                }
-            }
-            key if UNSUPPORTED_KEYS.contains(&key) => {
-                return Ok(Some(format!(
-                    "{}:{}: key `{key}` is not supported by rstrtinfer and is ignored",
-                    ini.path.display(),
-                    e.line
-                )));
-            }
-            _ => return Ok(Some(unknown_key(ini, e, "property"))),
-        }
-        Ok(None)
     }
 
     /// Checks that the settings fit together. Returns warnings about settings that have no
@@ -1214,112 +785,7 @@ impl InferConfig {
                 self.num_detected_classes
             ));
         }
-        self.class_attrs.check()
-    }
-
-    /// Copies into `self` the values of `props` whose property names are in `set`: properties
-    /// that the application set explicitly win over the configuration file.
-    pub fn apply_overrides(&mut self, props: &InferConfig, set: &BTreeSet<&'static str>) {
-        for name in set {
-            match *name {
-                "onnx-file" => self.onnx_file = props.onnx_file.clone(),
-                "model-engine-file" => self.model_engine_file = props.model_engine_file.clone(),
-                "labelfile-path" => self.labelfile_path = props.labelfile_path.clone(),
-                "backend" => self.backend = props.backend,
-                "device" => self.device = props.device,
-                "gpu-id" => self.gpu_id = props.gpu_id,
-                "batch-size" => self.batch_size = props.batch_size,
-                "gie-unique-id" => self.gie_unique_id = props.gie_unique_id,
-                "interval" => self.interval = props.interval,
-                "network-type" => self.network_type = props.network_type,
-                "num-detected-classes" => self.num_detected_classes = props.num_detected_classes,
-                "model-color-format" => self.model_color_format = props.model_color_format,
-                "maintain-aspect-ratio" => self.maintain_aspect_ratio = props.maintain_aspect_ratio,
-                "cuda-graph" => self.cuda_graph = props.cuda_graph,
-                "symmetric-padding" => self.symmetric_padding = props.symmetric_padding,
-                "network-input-order" => self.network_input_order = props.network_input_order,
-                "net-scale-factor" => self.net_scale_factor = props.net_scale_factor,
-                "offsets" => self.offsets = props.offsets.clone(),
-                "infer-dims" => self.infer_dims = props.infer_dims,
-                "output-blob-names" => self.output_blob_names = props.output_blob_names.clone(),
-                "output-parser" => self.output_parser = props.output_parser,
-                "cluster-mode" => self.cluster_mode = props.cluster_mode,
-                "box-format" => self.box_format = props.box_format,
-                "box-coordinates" => self.box_coordinates = props.box_coordinates,
-                "end-to-end-columns" => self.end_to_end_columns = props.end_to_end_columns.clone(),
-                "yolox-strides" => self.yolox_strides = props.yolox_strides.clone(),
-                "custom-lib-path" => self.custom_lib_path = props.custom_lib_path.clone(),
-                "custom-lib-deepstream-version" => {
-                    self.custom_lib_deepstream_version = props.custom_lib_deepstream_version
-                }
-                "filter-out-class-ids" => {
-                    self.filter_out_class_ids = props.filter_out_class_ids.clone()
-                }
-                "parse-bbox-func-name"
-                | "parse-bbox-instance-mask-func-name"
-                | "parse-classifier-func-name" => self.custom_parser = props.custom_parser.clone(),
-                "classifier-threshold" => self.classifier_threshold = props.classifier_threshold,
-                "segmentation-threshold" => {
-                    self.segmentation_threshold = props.segmentation_threshold
-                }
-                "segmentation-output-order" => self.segmentation_hwc = props.segmentation_hwc,
-                "classifier-softmax" => self.classifier_softmax = props.classifier_softmax,
-                "pre-cluster-threshold" => {
-                    self.class_attrs.all.pre_cluster_threshold =
-                        props.class_attrs.all.pre_cluster_threshold
-                }
-                "nms-iou-threshold" => {
-                    self.class_attrs.all.nms_iou_threshold = props.class_attrs.all.nms_iou_threshold
-                }
-                "topk" => self.class_attrs.all.topk = props.class_attrs.all.topk,
-                "process-mode" => self.process_mode = props.process_mode,
-                "operate-on-gie-id" => self.operate_on_gie_id = props.operate_on_gie_id,
-                "operate-on-class-ids" => {
-                    self.operate_on_class_ids = props.operate_on_class_ids.clone()
-                }
-                "input-object-min-width" => self.objects.min_width = props.objects.min_width,
-                "input-object-min-height" => self.objects.min_height = props.objects.min_height,
-                "input-object-max-width" => self.objects.max_width = props.objects.max_width,
-                "input-object-max-height" => self.objects.max_height = props.objects.max_height,
-                "secondary-reinfer-interval" => {
-                    self.secondary_reinfer_interval = props.secondary_reinfer_interval
-                }
-                "output-tensor-meta" => self.output_tensor_meta = props.output_tensor_meta,
-                "network-mode" => self.tensorrt.network_mode = props.tensorrt.network_mode,
-                "int8-calib-file" => {
-                    self.tensorrt.int8_calib_file = props.tensorrt.int8_calib_file.clone()
-                }
-                "workspace-size" => self.tensorrt.workspace_size = props.tensorrt.workspace_size,
-                "enable-dla" => self.tensorrt.enable_dla = props.tensorrt.enable_dla,
-                "use-dla-core" => self.tensorrt.use_dla_core = props.tensorrt.use_dla_core,
-                "allow-gpu-fallback" => {
-                    self.tensorrt.allow_gpu_fallback = props.tensorrt.allow_gpu_fallback
-                }
-                "engine-cache-dir" => {
-                    self.tensorrt.engine_cache_dir = props.tensorrt.engine_cache_dir.clone()
-                }
-                "server-url" => self.remote.server_url.clone_from(&props.remote.server_url),
-                "model-name" => self.remote.model_name.clone_from(&props.remote.model_name),
-                "model-version" => self
-                    .remote
-                    .model_version
-                    .clone_from(&props.remote.model_version),
-                "server-timeout" => self.remote.timeout_ms = props.remote.timeout_ms,
-                "server-headers" => self.remote.headers.clone_from(&props.remote.headers),
-                "server-ca-file" => self.remote.ca_file.clone_from(&props.remote.ca_file),
-                "server-cert-file" => self.remote.cert_file.clone_from(&props.remote.cert_file),
-                "server-key-file" => self.remote.key_file.clone_from(&props.remote.key_file),
-                "requests-in-flight" => {
-                    self.remote.requests_in_flight = props.remote.requests_in_flight
-                }
-                "on-server-failure" => self.remote.on_failure = props.remote.on_failure,
-                "server-give-up" => self.remote.give_up_s = props.remote.give_up_s,
-                "server-max-message-mib" => {
-                    self.remote.max_message_mib = props.remote.max_message_mib
-                }
-                other => unreachable!("property {other} has no configuration key"),
-            }
-        }
+        Ok(())
     }
 }
 
@@ -1350,69 +816,6 @@ pub fn infer_dims(values: &[u32]) -> Result<[u32; 3], String> {
             "expected C;H;W with positive values, found {values:?}"
         )),
     }
-}
-
-fn positive(ini: &IniFile, e: &Entry) -> Result<u32, ConfigError> {
-    match ini.value::<u32>(e)? {
-        0 => Err(ini.error(e, "must be at least 1")),
-        v => Ok(v),
-    }
-}
-
-/// Parses an enum from its nick (as the property takes it) or its nvinfer number.
-fn enum_value<T>(ini: &IniFile, e: &Entry) -> Result<T, ConfigError>
-where
-    T: glib::prelude::StaticType + for<'a> glib::value::FromValue<'a>,
-{
-    let class = glib::EnumClass::with_type(T::static_type()).expect("registered enum type");
-    let value = class
-        .value_by_nick(&e.value)
-        .or_else(|| e.value.parse::<i32>().ok().and_then(|n| class.value(n)));
-    match value {
-        Some(v) => Ok(v.to_value(&class).get::<T>().expect("value of this enum")),
-        None => {
-            let nicks: Vec<&str> = class.values().iter().map(|v| v.nick()).collect();
-            Err(ini.error(
-                e,
-                format_args!(
-                    "unknown value `{}`; expected one of {}",
-                    e.value,
-                    nicks.join(", ")
-                ),
-            ))
-        }
-    }
-}
-
-fn class_value(ini: &IniFile, e: &Entry, key: ClassKey) -> Result<f32, ConfigError> {
-    if matches!(
-        key,
-        ClassKey::TopK | ClassKey::GroupThreshold | ClassKey::MinBoxes
-    ) {
-        Ok(ini.value::<i32>(e)? as f32)
-    } else {
-        let v = ini.value::<f32>(e)?;
-        key.check(v).map_err(|m| ini.error(e, m))?;
-        Ok(v)
-    }
-}
-
-/// A number of the file that must be finite (NaN and infinity parse as `f32`).
-fn finite(ini: &IniFile, e: &Entry) -> Result<f32, ConfigError> {
-    let v = ini.value::<f32>(e)?;
-    if !v.is_finite() {
-        return Err(ini.error(e, format!("expected a finite number, found {v}")));
-    }
-    Ok(v)
-}
-
-fn unknown_key(ini: &IniFile, e: &Entry, section: &str) -> String {
-    format!(
-        "{}:{}: unknown key `{}` in [{section}] ignored",
-        ini.path.display(),
-        e.line,
-        e.key
-    )
 }
 
 #[cfg(test)]
@@ -1465,7 +868,7 @@ mod tests {
         let e = load("[property]\nrequests-in-flight=0\n")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("at least 1"), "{e}");
+        assert!(e.contains("expected 1 to 64, found 0"), "{e}");
         let mut c = InferConfig {
             backend: Backend::Kserve,
             ..InferConfig::default()
@@ -1599,19 +1002,25 @@ mod tests {
         );
         let err = load("[property]\nmaintain-aspect-ratio=yes\n").unwrap_err();
         assert!(err.to_string().contains("maintain-aspect-ratio"));
-        let err = load("[property]\ncluster-mode=5\n").unwrap_err();
-        assert!(err.to_string().contains("unknown cluster-mode 5"), "{err}");
+        let err = load("[property]\ncluster-mode=5\n").unwrap_err().to_string();
+        assert!(
+            err.contains("unknown value `5`") && err.contains("nms (2), dbscan-nms (3), none (4)"),
+            "{err}"
+        );
         let err = load("[property]\noutput-parser=retinanet\n").unwrap_err();
         assert!(
-            err.to_string().contains("expected one of auto, ssd"),
+            err.to_string().contains("expected one of auto (0), ssd (1)"),
             "{err}"
         );
         let err = load("[class-attrs-x]\n").unwrap_err();
         assert_eq!(err.line, 1);
         let err = load("[property]\nprocess-mode=3\n").unwrap_err();
         assert!(err.to_string().contains("key `process-mode`"), "{err}");
-        let err = load("[property]\noperate-on-gie-id=0\n").unwrap_err();
+        let err = load("[property]\noperate-on-gie-id=-2\n").unwrap_err();
         assert!(err.to_string().contains("operate-on-gie-id"), "{err}");
+        // As the property: 0 and -1 mean the objects of every other component.
+        let all = load("[property]\noperate-on-gie-id=0\n").unwrap().config;
+        assert_eq!(all.operate_on_gie_id, None);
     }
 
     #[test]
@@ -1711,26 +1120,19 @@ mod tests {
 
     #[test]
     fn explicit_properties_override_the_file() {
-        let mut file = load("[property]\nbatch-size=4\ninterval=3\n[class-attrs-all]\ntopk=5\n")
+        let file = load("[property]\nbatch-size=4\ninterval=3\n[class-attrs-all]\ntopk=5\n")
             .unwrap()
             .config;
-        let props = InferConfig {
-            batch_size: 8,
-            interval: 0,
-            class_attrs: ClassAttrsTable {
-                all: ClassAttrs {
-                    pre_cluster_threshold: 0.7,
-                    ..Default::default()
-                },
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let set: BTreeSet<&'static str> = ["batch-size", "pre-cluster-threshold"].into();
-        file.apply_overrides(&props, &set);
-        assert_eq!(file.batch_size, 8);
-        assert_eq!(file.interval, 3, "not set as a property: the file wins");
-        assert_eq!(file.class_attrs.all.pre_cluster_threshold, 0.7);
-        assert_eq!(file.class_attrs.all.topk, 5);
+        let mut props = Props::new(InferConfig::default());
+        for (name, text) in [("batch-size", "8"), ("pre-cluster-threshold", "0.7")] {
+            SETTINGS.set_text(&mut props, name, text).unwrap().unwrap();
+        }
+        let c = SETTINGS.resolve(file, &props).unwrap();
+        assert_eq!(c.batch_size, 8);
+        assert_eq!(c.interval, 3, "not set as a property: the file wins");
+        assert_eq!(c.class_attrs.all.pre_cluster_threshold, 0.7);
+        assert_eq!(c.class_attrs.all.topk, 5);
+        let refused = SETTINGS.set_text(&mut props, "pre-cluster-threshold", "1.5");
+        assert!(refused.unwrap().unwrap_err().contains("expected 0 to 1"));
     }
 }

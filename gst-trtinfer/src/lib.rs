@@ -13,3 +13,4 @@ pub mod parse;
 pub mod preprocess;
 pub mod rstrtinfer;
 pub mod secondary;
+pub mod settings;

@@ -655,5 +655,5 @@ fn huge_network_input_is_refused_not_allocated() {
     let err = gst_trtinfer::config::InferConfig::from_ini(&ini)
         .unwrap_err()
         .to_string();
-    assert!(err.contains("at most 1024"), "{err}");
+    assert!(err.contains("expected 1 to 1024, found 100000"), "{err}");
 }

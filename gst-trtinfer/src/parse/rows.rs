@@ -130,6 +130,14 @@ impl Columns {
     }
 }
 
+impl std::str::FromStr for Columns {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        Self::parse(text)
+    }
+}
+
 impl fmt::Display for Columns {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let names: Vec<&str> = self.0.iter().map(|c| c.name()).collect();

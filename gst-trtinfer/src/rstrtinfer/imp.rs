@@ -1,11 +1,10 @@
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use ferrostream_core::batch::{self, FrameSource, MemoryKind, frame_pixels};
-use ferrostream_core::ini::parse_list;
+use ferrostream_core::settings::Props;
 use ferrostream_core::{BatchMeta, Frame};
 use gst::glib;
 use gst::prelude::*;
@@ -17,16 +16,13 @@ use gst_base::subclass::prelude::*;
 use super::crops::GpuFrames;
 use super::crops::{self, Crop, FrameError, Work};
 use super::flight::{Flight, InFlight, LatencyTracker, Limits, Queued, Throughput};
-use crate::config::{
-    Backend, BoxCoords, BoxFormat, ClusterMode, ColorFormat, Device, InferConfig, InputOrder,
-    NetworkMode, NetworkType, ParserKind, ProcessMode, ServerFailure, Softmax, infer_dims, offsets,
-    server_headers,
-};
+use crate::config::{InferConfig, ProcessMode, ServerFailure};
 use crate::engine::remote::{Health, Poll, RemoteError, RemoteResult};
 use crate::engine::{EngineLog, LogLevel};
 use crate::inference::{Inference, ItemResult, SetupError};
 use crate::preprocess::SUPPORTED_FORMATS;
 use crate::secondary::{self, Secondary};
+use crate::settings::SETTINGS;
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(
@@ -44,17 +40,8 @@ const BUSY_WARNING_EVERY: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone, Default)]
 struct Settings {
     config_file: Option<PathBuf>,
-    /// Property values; only those named in `set` override the configuration file.
-    props: InferConfig,
-    set: BTreeSet<&'static str>,
-    /// List properties are validated at start, where an error can be reported.
-    offsets_text: String,
-    infer_dims_text: String,
-    columns_text: String,
-    strides_text: String,
-    filter_text: String,
-    class_ids_text: String,
-    headers_text: String,
+    /// Property values; only those set on the element override the configuration file.
+    props: Props<InferConfig>,
     threads: u32,
     /// CUDA stream priority of the GPU pre-processing (0 default, lower is more urgent).
     stream_priority: i32,
@@ -164,57 +151,19 @@ impl TrtInfer {
         settings: &Settings,
     ) -> Result<(InferConfig, Vec<String>), gst::ErrorMessage> {
         let settings_error = |m: String| gst::error_msg!(gst::LibraryError::Settings, ("{m}"));
-        let mut props = settings.props.clone();
-        if settings.set.contains("offsets") {
-            let values = parse_list::<f32>(&settings.offsets_text)
-                .and_then(offsets)
-                .map_err(|m| settings_error(format!("property offsets: {m}")))?;
-            props.offsets = values;
-        }
-        if settings.set.contains("infer-dims") {
-            let dims = parse_list::<u32>(&settings.infer_dims_text)
-                .and_then(|v| infer_dims(&v))
-                .map_err(|m| settings_error(format!("property infer-dims: {m}")))?;
-            props.infer_dims = Some(dims);
-        }
-        if settings.set.contains("end-to-end-columns") {
-            props.end_to_end_columns = Some(
-                crate::parse::Columns::parse(&settings.columns_text)
-                    .map_err(|m| settings_error(format!("property end-to-end-columns: {m}")))?,
-            );
-        }
-        if settings.set.contains("filter-out-class-ids") {
-            props.filter_out_class_ids = parse_list::<u32>(&settings.filter_text)
-                .map_err(|m| settings_error(format!("property filter-out-class-ids: {m}")))?;
-        }
-        if settings.set.contains("yolox-strides") {
-            props.yolox_strides = parse_list::<u32>(&settings.strides_text)
-                .ok()
-                .filter(|s| !s.is_empty() && !s.contains(&0))
-                .ok_or_else(|| {
-                    settings_error(format!(
-                        "property yolox-strides: expected strides above 0, e.g. 8;16;32, not {:?}",
-                        settings.strides_text
-                    ))
-                })?;
-        }
-        if settings.set.contains("server-headers") {
-            props.remote.headers = server_headers(&settings.headers_text)
-                .map_err(|m| settings_error(format!("property server-headers: {m}")))?;
-        }
-        if settings.set.contains("operate-on-class-ids") {
-            props.operate_on_class_ids = parse_list::<i32>(&settings.class_ids_text)
-                .map_err(|m| settings_error(format!("property operate-on-class-ids: {m}")))?;
-        }
-        let Some(path) = &settings.config_file else {
-            return Ok((props, Vec::new()));
-        };
         let defaults = (self.obj().class().as_ref().defaults)();
-        let loaded = InferConfig::from_file_over(path, defaults)
-            .map_err(|e| settings_error(e.to_string()))?;
-        let mut config = loaded.config;
-        config.apply_overrides(&props, &settings.set);
-        Ok((config, loaded.warnings))
+        let (file, warnings) = match &settings.config_file {
+            Some(path) => {
+                let loaded = InferConfig::from_file_over(path, defaults)
+                    .map_err(|e| settings_error(e.to_string()))?;
+                (loaded.config, loaded.warnings)
+            }
+            None => (defaults, Vec::new()),
+        };
+        let config = SETTINGS
+            .resolve(file, &settings.props)
+            .map_err(settings_error)?;
+        Ok((config, warnings))
     }
 
     /// Where the engine's messages go: building progress as GStreamer progress messages (an
@@ -342,442 +291,25 @@ fn parser_words(inference: &Inference) -> String {
     )
 }
 
-fn string_prop(name: &'static str, nick: &'static str, blurb: &'static str) -> glib::ParamSpec {
-    glib::ParamSpecString::builder(name)
-        .nick(nick)
-        .blurb(blurb)
-        .mutable_ready()
-        .build()
-}
-
 impl ObjectImpl for TrtInfer {
     fn constructed(&self) {
         self.parent_constructed();
         // The element's own defaults (a subclass's may differ), before any property is set.
-        self.settings.lock().unwrap().props = (self.obj().class().as_ref().defaults)();
+        self.settings.lock().unwrap().props = Props::new((self.obj().class().as_ref().defaults)());
     }
 
     fn properties() -> &'static [glib::ParamSpec] {
-        static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> =
-            LazyLock::new(|| {
-                let d = InferConfig::default();
-                let a = d.class_attrs.all;
-                let t = &d.tensorrt;
-                vec![
-                string_prop(
-                    "config-file-path",
-                    "Config file",
+        static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
+            let mut specs = vec![glib::ParamSpecString::builder("config-file-path")
+                .nick("Config file")
+                .blurb(
                     "nvinfer-style INI file ([property], [class-attrs-all], [class-attrs-N]); \
                      properties set on the element override it",
-                ),
-                string_prop("onnx-file", "ONNX model", "Path of the ONNX model"),
-                string_prop(
-                    "custom-lib-path",
-                    "Custom parser library",
-                    "nvinfer custom parser library (with a parse-*-func-name)",
-                ),
-                string_prop(
-                    "parse-bbox-func-name",
-                    "Bounding-box parser",
-                    "Function of custom-lib-path that parses a detector's outputs",
-                ),
-                string_prop(
-                    "parse-bbox-instance-mask-func-name",
-                    "Instance-mask parser",
-                    "Function of custom-lib-path that parses boxes with instance masks",
-                ),
-                string_prop(
-                    "parse-classifier-func-name",
-                    "Classifier parser",
-                    "Function of custom-lib-path that parses a classifier's outputs",
-                ),
-                string_prop(
-                    "model-engine-file",
-                    "Engine file",
-                    "Serialized TensorRT engine (.engine/.plan; backend=tensorrt or auto). When \
-                     it does not exist and onnx-file is set, the engine built from the ONNX \
-                     model is written there",
-                ),
-                string_prop("labelfile-path", "Label file", "One class label per line"),
-                glib::ParamSpecEnum::builder_with_default("backend", d.backend)
-                    .nick("Backend")
-                    .blurb("Inference backend")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default("device", d.device)
-                    .nick("Device")
-                    .blurb("ONNX Runtime execution provider")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("gpu-id")
-                    .nick("GPU id")
-                    .blurb("GPU used by GPU execution providers")
-                    .default_value(d.gpu_id)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("batch-size")
-                    .nick("Batch size")
-                    .blurb("Maximum number of frames per engine call")
-                    .minimum(1)
-                    .maximum(crate::config::MAX_BATCH_SIZE)
-                    .default_value(d.batch_size)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("custom-lib-deepstream-version")
-                    .nick("Parser library's DeepStream")
-                    .blurb(
-                        "Major version of the DeepStream headers custom-lib-path was built \
-                         against (9 and later: objects with a rotation angle)",
-                    )
-                    .minimum(6)
-                    .maximum(99)
-                    .default_value(d.custom_lib_deepstream_version)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("gie-unique-id")
-                    .nick("Unique id")
-                    .blurb("Component id written into the metadata of the objects found")
-                    .minimum(1)
-                    .maximum(i32::MAX as u32)
-                    .default_value(d.gie_unique_id as u32)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("interval")
-                    .nick("Interval")
-                    .blurb("Frames to skip between inferences (0: infer every frame)")
-                    .default_value(d.interval)
-                    .mutable_playing()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default("network-type", d.network_type)
-                    .nick("Network type")
-                    .blurb("Detector, classifier, or other (raw tensors only)")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("num-detected-classes")
-                    .nick("Classes")
-                    .blurb("Number of classes (0: from the model's outputs or the label file)")
-                    .maximum(crate::config::MAX_CLASSES)
-                    .default_value(d.num_detected_classes)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default(
-                    "model-color-format",
-                    d.model_color_format,
                 )
-                .nick("Model colour format")
-                .blurb("Colour order the network expects")
                 .mutable_ready()
-                .build(),
-                glib::ParamSpecBoolean::builder("maintain-aspect-ratio")
-                    .nick("Keep aspect ratio")
-                    .blurb("Scale keeping the aspect ratio, padding the rest")
-                    .default_value(d.maintain_aspect_ratio)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecBoolean::builder("symmetric-padding")
-                    .nick("Symmetric padding")
-                    .blurb("Centre the scaled frame (else pad right and bottom only)")
-                    .default_value(d.symmetric_padding)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default(
-                    "network-input-order",
-                    d.network_input_order,
-                )
-                .nick("Input order")
-                .blurb("Tensor layout of the network input")
-                .mutable_ready()
-                .build(),
-                glib::ParamSpecFloat::builder("net-scale-factor")
-                    .nick("Scale factor")
-                    .blurb("Pixel normalisation: y = net-scale-factor * (x - offset)")
-                    .minimum(0.0)
-                    .default_value(d.net_scale_factor)
-                    .mutable_ready()
-                    .build(),
-                string_prop(
-                    "offsets",
-                    "Offsets",
-                    "Per-channel offsets subtracted before scaling, e.g. 123.7;116.3;103.5",
-                ),
-                string_prop(
-                    "infer-dims",
-                    "Input dims",
-                    "C;H;W network input size for models with dynamic dims",
-                ),
-                string_prop(
-                    "output-blob-names",
-                    "Outputs",
-                    "Outputs to parse, ';'-separated, in the parser's order",
-                ),
-                glib::ParamSpecEnum::builder_with_default("output-parser", d.output_parser)
-                    .nick("Output parser")
-                    .blurb("How output tensors become objects")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default("cluster-mode", d.cluster_mode)
-                    .nick("Cluster mode")
-                    .blurb("Clustering of raw detections")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default("box-format", d.box_format)
-                    .nick("Box format")
-                    .blurb("Order of a box's four values in the outputs")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default("box-coordinates", d.box_coordinates)
-                    .nick("Box coordinates")
-                    .blurb("Boxes normalised to the network input or in its pixels")
-                    .mutable_ready()
-                    .build(),
-                string_prop(
-                    "end-to-end-columns",
-                    "End-to-end columns",
-                    "Columns of end-to-end rows, e.g. box,score,class or batch,box,class,score \
-                     (empty: guessed from the row width)",
-                ),
-                string_prop(
-                    "filter-out-class-ids",
-                    "Classes left out",
-                    "Detected classes left out of the results, ';'-separated",
-                ),
-                string_prop(
-                    "yolox-strides",
-                    "YOLOX strides",
-                    "Strides of a YOLOX head's grids, ';'-separated (default 8;16;32)",
-                ),
-                glib::ParamSpecFloat::builder("pre-cluster-threshold")
-                    .nick("Threshold")
-                    .blurb("Minimum confidence of a detection, for every class ([class-attrs-all])")
-                    .minimum(0.0)
-                    .maximum(1.0)
-                    .default_value(a.pre_cluster_threshold)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecFloat::builder("nms-iou-threshold")
-                    .nick("NMS IoU")
-                    .blurb("Overlap above which NMS suppresses the weaker box ([class-attrs-all])")
-                    .minimum(0.0)
-                    .maximum(1.0)
-                    .default_value(a.nms_iou_threshold)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecInt::builder("topk")
-                    .nick("Top K")
-                    .blurb("Objects kept per class and frame (-1: all) ([class-attrs-all])")
-                    .minimum(-1)
-                    .default_value(a.topk)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecFloat::builder("classifier-threshold")
-                    .nick("Classifier threshold")
-                    .blurb("Minimum probability of a classification result")
-                    .minimum(0.0)
-                    .maximum(1.0)
-                    .default_value(d.classifier_threshold)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("segmentation-output-order")
-                    .nick("Segmentation output order")
-                    .blurb("Semantic segmentation scores: 0 = [N,C,H,W], 1 = [N,H,W,C]")
-                    .maximum(1)
-                    .default_value(u32::from(d.segmentation_hwc))
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecFloat::builder("segmentation-threshold")
-                    .nick("Segmentation threshold")
-                    .blurb("Least score of a pixel's class, or mask value of an object's pixel")
-                    .minimum(0.0)
-                    .maximum(1.0)
-                    .default_value(d.segmentation_threshold)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default(
-                    "classifier-softmax",
-                    d.classifier_softmax,
-                )
-                .nick("Classifier softmax")
-                .blurb("Whether classifier outputs need a softmax")
-                .mutable_ready()
-                .build(),
-                glib::ParamSpecEnum::builder_with_default("process-mode", d.process_mode)
-                    .nick("Process mode")
-                    .blurb("Infer on whole frames (primary) or on the objects upstream components \
-                            found (secondary)")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecInt::builder("operate-on-gie-id")
-                    .nick("Operate on component")
-                    .blurb("Secondary mode: infer on the objects of the component with this \
-                            gie-unique-id (-1: of every other component)")
-                    .minimum(-1)
-                    .default_value(-1)
-                    .mutable_ready()
-                    .build(),
-                string_prop(
-                    "operate-on-class-ids",
-                    "Operate on classes",
-                    "Secondary mode: class ids of the objects to infer on, ';'-separated \
-                     (empty: all)",
-                ),
-                glib::ParamSpecUInt::builder("input-object-min-width")
-                    .nick("Minimum object width")
-                    .blurb("Secondary mode: skip objects narrower than this (frame pixels)")
-                    .default_value(0)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("input-object-min-height")
-                    .nick("Minimum object height")
-                    .blurb("Secondary mode: skip objects shorter than this (frame pixels)")
-                    .default_value(0)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("input-object-max-width")
-                    .nick("Maximum object width")
-                    .blurb("Secondary mode: skip objects wider than this (frame pixels; 0: no \
-                            limit)")
-                    .default_value(0)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("input-object-max-height")
-                    .nick("Maximum object height")
-                    .blurb("Secondary mode: skip objects taller than this (frame pixels; 0: no \
-                            limit)")
-                    .default_value(0)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("secondary-reinfer-interval")
-                    .nick("Re-inference interval")
-                    .blurb("Secondary mode: frames for which a tracked object's result is reused \
-                            before it is inferred again (0: infer every frame)")
-                    .default_value(d.secondary_reinfer_interval)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecBoolean::builder("output-tensor-meta")
-                    .nick("Output tensors")
-                    .blurb("Attach each object's raw output tensors as attributes \
-                            \"tensor:<gie-unique-id>:<output name>\" (lists of floats)")
-                    .default_value(d.output_tensor_meta)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default("network-mode", t.network_mode)
-                    .nick("Network mode")
-                    .blurb("TensorRT: precision of engines built from ONNX")
-                    .mutable_ready()
-                    .build(),
-                string_prop(
-                    "int8-calib-file",
-                    "INT8 calibration",
-                    "TensorRT: INT8 calibration cache (network-mode int8)",
-                ),
-                glib::ParamSpecUInt::builder("workspace-size")
-                    .nick("Workspace size")
-                    .blurb("TensorRT: builder workspace limit in MiB (0: TensorRT's default)")
-                    .default_value(t.workspace_size)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecBoolean::builder("enable-dla")
-                    .nick("Enable DLA")
-                    .blurb("TensorRT: build for and run on DLA core use-dla-core (Jetson)")
-                    .default_value(t.enable_dla)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("use-dla-core")
-                    .nick("DLA core")
-                    .blurb("TensorRT: the DLA core with enable-dla")
-                    .default_value(t.use_dla_core)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecBoolean::builder("allow-gpu-fallback")
-                    .nick("GPU fallback")
-                    .blurb("TensorRT with enable-dla: layers the DLA cannot run run on the GPU")
-                    .default_value(t.allow_gpu_fallback)
-                    .mutable_ready()
-                    .build(),
-                string_prop(
-                    "engine-cache-dir",
-                    "Engine cache",
-                    "TensorRT: where engines built from ONNX are cached (default: \
-                     $FERROSTREAM_ENGINE_CACHE, else ~/.cache/ferrostream/engines)",
-                ),
-                string_prop(
-                    "server-url",
-                    "Server URL",
-                    "backend=kserve: the KServe v2 / Triton gRPC server (host:port, http://, \
-                     grpc://; https:// or grpcs:// for TLS)",
-                ),
-                string_prop(
-                    "model-name",
-                    "Model name",
-                    "backend=kserve: the model's name on the server",
-                ),
-                string_prop(
-                    "model-version",
-                    "Model version",
-                    "backend=kserve: the model's version (empty: the server's choice)",
-                ),
-                glib::ParamSpecUInt::builder("server-timeout")
-                    .nick("Server timeout")
-                    .blurb("backend=kserve: milliseconds each request may take (and to connect)")
-                    .minimum(1)
-                    .default_value(d.remote.timeout_ms)
-                    .mutable_ready()
-                    .build(),
-                string_prop(
-                    "server-headers",
-                    "Server headers",
-                    "backend=kserve: name=value pairs sent with every request, separated by ; \
-                     (e.g. authorization=Bearer <token>)",
-                ),
-                string_prop(
-                    "server-ca-file",
-                    "Server CA",
-                    "backend=kserve with TLS: PEM file of the CA that signed the server's \
-                     certificate (default: the public web roots)",
-                ),
-                string_prop(
-                    "server-cert-file",
-                    "Client certificate",
-                    "backend=kserve with TLS: PEM client certificate, for servers that ask for one",
-                ),
-                string_prop(
-                    "server-key-file",
-                    "Client key",
-                    "backend=kserve with TLS: PEM key of server-cert-file",
-                ),
-                glib::ParamSpecUInt::builder("requests-in-flight")
-                    .nick("Requests in flight")
-                    .blurb("backend=kserve: batches sent to the server and not yet answered, at \
-                            most (primary mode)")
-                    .minimum(1)
-                    .maximum(64)
-                    .default_value(d.remote.requests_in_flight)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default("on-server-failure", d.remote.on_failure)
-                    .nick("On server failure")
-                    .blurb("backend=kserve: when the server cannot be reached or does not answer \
-                            in time, wait (retry, holding the stream back) or drop (pass the \
-                            frames on without results, counted in stats; also when \
-                            requests-in-flight are all taken)")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("server-give-up")
-                    .nick("Server give-up")
-                    .blurb("backend=kserve: seconds without an answer from the server after which \
-                            the element fails with an error (0: never)")
-                    .default_value(d.remote.give_up_s)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("server-max-message-mib")
-                    .nick("Largest answer")
-                    .blurb("backend=kserve: the largest answer accepted from the server, in MiB \
-                            (0: four times the largest answer the model's metadata allows for a \
-                            batch, at least 16 MiB); a larger one is an error")
-                    .maximum(crate::config::MAX_MESSAGE_MIB)
-                    .default_value(d.remote.max_message_mib)
-                    .mutable_ready()
-                    .build(),
+                .build()];
+            specs.extend(SETTINGS.param_specs(&InferConfig::default()));
+            specs.extend([
                 glib::ParamSpecUInt64::builder("server-dropped")
                     .nick("Frames dropped")
                     .blurb("backend=kserve, on-server-failure=drop: frames passed on without \
@@ -798,15 +330,6 @@ impl ObjectImpl for TrtInfer {
                     .default_value(DEFAULT_STREAM_PRIORITY)
                     .mutable_ready()
                     .build(),
-                glib::ParamSpecBoolean::builder("cuda-graph")
-                    .nick("CUDA graph")
-                    .blurb("ONNX Runtime's CUDA provider: capture the model's run in a CUDA graph \
-                            and replay it for every batch (fewer launches; every batch then runs \
-                            at batch-size). Models with nodes outside the CUDA provider run \
-                            without it, with a warning")
-                    .default_value(d.cuda_graph)
-                    .mutable_ready()
-                    .build(),
                 glib::ParamSpecUInt64::builder("gpu-frames")
                     .nick("GPU frames")
                     .blurb("Frames (secondary mode: objects) pre-processed in GPU memory")
@@ -825,277 +348,42 @@ impl ObjectImpl for TrtInfer {
                             spent per stage (ns)")
                     .read_only()
                     .build(),
-            ]
-            });
+            ]);
+            specs
+        });
         PROPERTIES.as_ref()
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
         ferrostream_core::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
         let mut s = self.settings.lock().unwrap();
-        let name = pspec.name();
-        let path = || {
-            value
-                .get::<Option<String>>()
-                .expect("type checked upstream")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
-        let text = || {
-            value
-                .get::<Option<String>>()
-                .expect("type checked upstream")
-                .unwrap_or_default()
-        };
-        let p = &mut s.props;
-        match name {
+        match pspec.name() {
             "config-file-path" => {
-                s.config_file = path();
-                return;
+                let path: Option<String> = value.get().expect("type checked upstream");
+                s.config_file = path.filter(|p| !p.is_empty()).map(PathBuf::from);
             }
-            "stream-priority" => {
-                s.stream_priority = value.get().expect("type checked upstream");
-                return;
+            "stream-priority" => s.stream_priority = value.get().expect("type checked upstream"),
+            "threads" => s.threads = value.get().expect("type checked upstream"),
+            name => {
+                drop(s);
+                self.set_setting(name, value);
             }
-            "threads" => {
-                s.threads = value.get().expect("type checked upstream");
-                return;
-            }
-            "onnx-file" => p.onnx_file = path(),
-            "custom-lib-path" => p.custom_lib_path = path(),
-            key @ ("parse-bbox-func-name"
-            | "parse-bbox-instance-mask-func-name"
-            | "parse-classifier-func-name") => {
-                let kind = crate::custom::CustomKind::from_key(key).expect("a parser key");
-                p.custom_parser = Some(text()).filter(|t| !t.is_empty()).map(|t| (kind, t));
-            }
-            "model-engine-file" => p.model_engine_file = path(),
-            "labelfile-path" => p.labelfile_path = path(),
-            "backend" => p.backend = value.get::<Backend>().expect("type checked upstream"),
-            "device" => p.device = value.get::<Device>().expect("type checked upstream"),
-            "gpu-id" => p.gpu_id = value.get().expect("type checked upstream"),
-            "batch-size" => p.batch_size = value.get().expect("type checked upstream"),
-            "gie-unique-id" => {
-                p.gie_unique_id = value.get::<u32>().expect("type checked upstream") as i32
-            }
-            "custom-lib-deepstream-version" => {
-                p.custom_lib_deepstream_version = value.get().expect("type checked upstream")
-            }
-            "interval" => p.interval = value.get().expect("type checked upstream"),
-            "network-type" => {
-                p.network_type = value.get::<NetworkType>().expect("type checked upstream")
-            }
-            "num-detected-classes" => {
-                p.num_detected_classes = value.get().expect("type checked upstream")
-            }
-            "model-color-format" => {
-                p.model_color_format = value.get::<ColorFormat>().expect("type checked upstream")
-            }
-            "maintain-aspect-ratio" => {
-                p.maintain_aspect_ratio = value.get().expect("type checked upstream")
-            }
-            "cuda-graph" => p.cuda_graph = value.get().expect("type checked upstream"),
-            "symmetric-padding" => {
-                p.symmetric_padding = value.get().expect("type checked upstream")
-            }
-            "network-input-order" => {
-                p.network_input_order = value.get::<InputOrder>().expect("type checked upstream")
-            }
-            "net-scale-factor" => p.net_scale_factor = value.get().expect("type checked upstream"),
-            "offsets" => s.offsets_text = text(),
-            "infer-dims" => s.infer_dims_text = text(),
-            "output-blob-names" => {
-                p.output_blob_names = parse_list(&text()).expect("a string always parses")
-            }
-            "output-parser" => {
-                p.output_parser = value.get::<ParserKind>().expect("type checked upstream")
-            }
-            "cluster-mode" => {
-                p.cluster_mode = value.get::<ClusterMode>().expect("type checked upstream")
-            }
-            "box-format" => p.box_format = value.get::<BoxFormat>().expect("type checked upstream"),
-            "box-coordinates" => {
-                p.box_coordinates = value.get::<BoxCoords>().expect("type checked upstream")
-            }
-            "end-to-end-columns" => s.columns_text = text(),
-            "yolox-strides" => s.strides_text = text(),
-            "filter-out-class-ids" => s.filter_text = text(),
-            "pre-cluster-threshold" => {
-                p.class_attrs.all.pre_cluster_threshold =
-                    value.get().expect("type checked upstream")
-            }
-            "nms-iou-threshold" => {
-                p.class_attrs.all.nms_iou_threshold = value.get().expect("type checked upstream")
-            }
-            "topk" => p.class_attrs.all.topk = value.get().expect("type checked upstream"),
-            "segmentation-threshold" => {
-                p.segmentation_threshold = value.get().expect("type checked upstream")
-            }
-            "segmentation-output-order" => {
-                p.segmentation_hwc = value.get::<u32>().expect("type checked upstream") == 1
-            }
-            "classifier-threshold" => {
-                p.classifier_threshold = value.get().expect("type checked upstream")
-            }
-            "classifier-softmax" => {
-                p.classifier_softmax = value.get::<Softmax>().expect("type checked upstream")
-            }
-            "process-mode" => {
-                p.process_mode = value.get::<ProcessMode>().expect("type checked upstream")
-            }
-            "network-mode" => {
-                p.tensorrt.network_mode = value.get::<NetworkMode>().expect("type checked upstream")
-            }
-            "int8-calib-file" => p.tensorrt.int8_calib_file = path(),
-            "workspace-size" => {
-                p.tensorrt.workspace_size = value.get().expect("type checked upstream")
-            }
-            "enable-dla" => p.tensorrt.enable_dla = value.get().expect("type checked upstream"),
-            "use-dla-core" => p.tensorrt.use_dla_core = value.get().expect("type checked upstream"),
-            "allow-gpu-fallback" => {
-                p.tensorrt.allow_gpu_fallback = value.get().expect("type checked upstream")
-            }
-            "engine-cache-dir" => p.tensorrt.engine_cache_dir = path(),
-            "server-url" => p.remote.server_url = text().trim().to_string(),
-            "model-name" => p.remote.model_name = text().trim().to_string(),
-            "model-version" => p.remote.model_version = text().trim().to_string(),
-            "server-timeout" => p.remote.timeout_ms = value.get().expect("type checked upstream"),
-            "server-headers" => s.headers_text = text(),
-            "server-ca-file" => p.remote.ca_file = path(),
-            "server-cert-file" => p.remote.cert_file = path(),
-            "server-key-file" => p.remote.key_file = path(),
-            "requests-in-flight" => {
-                p.remote.requests_in_flight = value.get().expect("type checked upstream")
-            }
-            "on-server-failure" => {
-                p.remote.on_failure = value.get::<ServerFailure>().expect("type checked upstream")
-            }
-            "server-give-up" => p.remote.give_up_s = value.get().expect("type checked upstream"),
-            "server-max-message-mib" => {
-                p.remote.max_message_mib = value.get().expect("type checked upstream")
-            }
-            "operate-on-gie-id" => {
-                p.operate_on_gie_id =
-                    Some(value.get::<i32>().expect("type checked upstream")).filter(|&id| id > 0)
-            }
-            "operate-on-class-ids" => s.class_ids_text = text(),
-            "input-object-min-width" => {
-                p.objects.min_width = value.get().expect("type checked upstream")
-            }
-            "input-object-min-height" => {
-                p.objects.min_height = value.get().expect("type checked upstream")
-            }
-            "input-object-max-width" => {
-                p.objects.max_width = value.get().expect("type checked upstream")
-            }
-            "input-object-max-height" => {
-                p.objects.max_height = value.get().expect("type checked upstream")
-            }
-            "secondary-reinfer-interval" => {
-                p.secondary_reinfer_interval = value.get().expect("type checked upstream")
-            }
-            "output-tensor-meta" => {
-                p.output_tensor_meta = value.get().expect("type checked upstream")
-            }
-            other => unreachable!("unknown property {other}"),
-        }
-        let name: &'static str = Self::properties()
-            .iter()
-            .find(|p| p.name() == name)
-            .map(|p| p.name())
-            .expect("a property of this element");
-        s.set.insert(name);
-        // `interval` may change while playing.
-        if name == "interval"
-            && let Some(state) = self.state.lock().unwrap().as_mut()
-        {
-            state.inference.set_interval(s.props.interval);
         }
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
         let s = self.settings.lock().unwrap();
-        let p = &s.props;
-        let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string()).to_value();
         match pspec.name() {
-            "config-file-path" => path(&s.config_file),
+            "config-file-path" => s
+                .config_file
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .to_value(),
             "threads" => s.threads.to_value(),
             "stream-priority" => s.stream_priority.to_value(),
             "gpu-frames" => self.stats.lock().unwrap().gpu_frames.to_value(),
             "pixel-copies" => self.stats.lock().unwrap().pixel_copies.to_value(),
-            "onnx-file" => path(&p.onnx_file),
-            "custom-lib-path" => path(&p.custom_lib_path),
-            key @ ("parse-bbox-func-name"
-            | "parse-bbox-instance-mask-func-name"
-            | "parse-classifier-func-name") => p
-                .custom_parser
-                .as_ref()
-                .filter(|(kind, _)| kind.key() == key)
-                .map(|(_, name)| name.clone())
-                .to_value(),
-            "model-engine-file" => path(&p.model_engine_file),
-            "labelfile-path" => path(&p.labelfile_path),
-            "backend" => p.backend.to_value(),
-            "device" => p.device.to_value(),
-            "gpu-id" => p.gpu_id.to_value(),
-            "batch-size" => p.batch_size.to_value(),
-            "gie-unique-id" => (p.gie_unique_id as u32).to_value(),
-            "custom-lib-deepstream-version" => p.custom_lib_deepstream_version.to_value(),
-            "interval" => p.interval.to_value(),
-            "network-type" => p.network_type.to_value(),
-            "num-detected-classes" => p.num_detected_classes.to_value(),
-            "model-color-format" => p.model_color_format.to_value(),
-            "maintain-aspect-ratio" => p.maintain_aspect_ratio.to_value(),
-            "cuda-graph" => p.cuda_graph.to_value(),
-            "symmetric-padding" => p.symmetric_padding.to_value(),
-            "network-input-order" => p.network_input_order.to_value(),
-            "net-scale-factor" => p.net_scale_factor.to_value(),
-            "offsets" => s.offsets_text.to_value(),
-            "infer-dims" => s.infer_dims_text.to_value(),
-            "output-blob-names" => p.output_blob_names.join(";").to_value(),
-            "output-parser" => p.output_parser.to_value(),
-            "cluster-mode" => p.cluster_mode.to_value(),
-            "box-format" => p.box_format.to_value(),
-            "box-coordinates" => p.box_coordinates.to_value(),
-            "end-to-end-columns" => s.columns_text.to_value(),
-            "yolox-strides" => s.strides_text.to_value(),
-            "filter-out-class-ids" => s.filter_text.to_value(),
-            "pre-cluster-threshold" => p.class_attrs.all.pre_cluster_threshold.to_value(),
-            "nms-iou-threshold" => p.class_attrs.all.nms_iou_threshold.to_value(),
-            "topk" => p.class_attrs.all.topk.to_value(),
-            "classifier-threshold" => p.classifier_threshold.to_value(),
-            "segmentation-threshold" => p.segmentation_threshold.to_value(),
-            "segmentation-output-order" => u32::from(p.segmentation_hwc).to_value(),
-            "classifier-softmax" => p.classifier_softmax.to_value(),
-            "process-mode" => p.process_mode.to_value(),
-            "network-mode" => p.tensorrt.network_mode.to_value(),
-            "int8-calib-file" => path(&p.tensorrt.int8_calib_file),
-            "workspace-size" => p.tensorrt.workspace_size.to_value(),
-            "enable-dla" => p.tensorrt.enable_dla.to_value(),
-            "use-dla-core" => p.tensorrt.use_dla_core.to_value(),
-            "allow-gpu-fallback" => p.tensorrt.allow_gpu_fallback.to_value(),
-            "engine-cache-dir" => path(&p.tensorrt.engine_cache_dir),
-            "server-url" => p.remote.server_url.to_value(),
-            "model-name" => p.remote.model_name.to_value(),
-            "model-version" => p.remote.model_version.to_value(),
-            "server-timeout" => p.remote.timeout_ms.to_value(),
-            "server-headers" => s.headers_text.to_value(),
-            "server-ca-file" => path(&p.remote.ca_file),
-            "server-cert-file" => path(&p.remote.cert_file),
-            "server-key-file" => path(&p.remote.key_file),
-            "requests-in-flight" => p.remote.requests_in_flight.to_value(),
-            "on-server-failure" => p.remote.on_failure.to_value(),
-            "server-give-up" => p.remote.give_up_s.to_value(),
-            "server-max-message-mib" => p.remote.max_message_mib.to_value(),
             "server-dropped" => self.stats.lock().unwrap().server_dropped.to_value(),
-            "operate-on-gie-id" => p.operate_on_gie_id.unwrap_or(-1).to_value(),
-            "operate-on-class-ids" => s.class_ids_text.to_value(),
-            "input-object-min-width" => p.objects.min_width.to_value(),
-            "input-object-min-height" => p.objects.min_height.to_value(),
-            "input-object-max-width" => p.objects.max_width.to_value(),
-            "input-object-max-height" => p.objects.max_height.to_value(),
-            "secondary-reinfer-interval" => p.secondary_reinfer_interval.to_value(),
-            "output-tensor-meta" => p.output_tensor_meta.to_value(),
             "stats" => {
                 let st = self.stats.lock().unwrap().clone();
                 gst::Structure::builder("rstrtinfer-stats")
@@ -1114,8 +402,43 @@ impl ObjectImpl for TrtInfer {
                     .build()
                     .to_value()
             }
-            other => unreachable!("unknown property {other}"),
+            name => SETTINGS
+                .property_value(&s.props, name)
+                .expect("every other property is a setting"),
         }
+    }
+}
+
+impl TrtInfer {
+    /// Sets the setting `name` (a property of [`SETTINGS`]); a value that does not parse is
+    /// logged and fails the next start.
+    pub(super) fn set_setting(&self, name: &str, value: &glib::Value) {
+        let mut s = self.settings.lock().unwrap();
+        let result = SETTINGS
+            .set_property(&mut s.props, name, value)
+            .expect("a setting of rstrtinfer");
+        match result {
+            Err(e) => gst::error!(
+                CAT,
+                imp = self,
+                "{name}: {e}; the element will not start with this value"
+            ),
+            // `interval` may change while playing.
+            Ok(()) if name == "interval" => {
+                if let Some(state) = self.state.lock().unwrap().as_mut() {
+                    state.inference.set_interval(s.props.values.interval);
+                }
+            }
+            Ok(()) => {}
+        }
+    }
+
+    /// The value of the setting `name`.
+    pub(super) fn setting(&self, name: &str) -> glib::Value {
+        let s = self.settings.lock().unwrap();
+        SETTINGS
+            .property_value(&s.props, name)
+            .expect("a setting of rstrtinfer")
     }
 }
 
@@ -1482,7 +805,7 @@ impl TrtInfer {
         let Ok((config, _)) = self.resolve_config(&settings) else {
             return; // reported by start(), with the warnings
         };
-        if config.device == Device::Cpu || !cuda::driver_present() {
+        if config.device == crate::config::Device::Cpu || !cuda::driver_present() {
             return;
         }
         if cuda::device_count().map_or(true, |n| config.gpu_id >= n) {

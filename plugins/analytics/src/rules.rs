@@ -16,7 +16,7 @@ use ferrostream_core::{
     Shape, ShapeKind,
 };
 
-use crate::config::{AnalyticsConfig, StreamRules};
+use crate::config::{AnalyticsConfig, StreamRules, Tuning};
 use crate::geometry::{self, Line, Point};
 
 /// What happened in a frame that an application may want to hear about at once.
@@ -44,28 +44,6 @@ pub enum Event {
         count: u32,
         threshold: u32,
     },
-}
-
-/// Tuning that nvdsanalytics' format has no keys for.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Tuning {
-    /// Half the width of the band around a line inside which an object is on neither side,
-    /// in frame pixels.
-    pub hysteresis: f32,
-    /// How many past positions of a tracked object the direction is measured over.
-    pub direction_frames: usize,
-    /// The least movement over those frames, in frame pixels, for an object to have a direction.
-    pub min_movement: f32,
-}
-
-impl Default for Tuning {
-    fn default() -> Self {
-        Self {
-            hysteresis: 4.0,
-            direction_frames: 10,
-            min_movement: 8.0,
-        }
-    }
 }
 
 /// Which side of a line a tracked object was last seen on, beyond the band, and where.

@@ -20,6 +20,7 @@ pub mod nvmm;
 #[cfg(feature = "cuda")]
 pub mod nvmmtestsrc;
 pub mod paths;
+pub mod settings;
 
 pub use analytics::{
     AttributeValue, BBox, Batch, Classification, Crossing, Crowding, Frame, FrameAnalytics,

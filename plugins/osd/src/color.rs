@@ -45,6 +45,13 @@ impl Rgba {
     }
 }
 
+/// `0xRRGGBBAA`, which [`Rgba::from_str`](std::str::FromStr) reads back.
+impl std::fmt::Display for Rgba {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "0x{:08x}", self.to_u32())
+    }
+}
+
 /// The metadata's colours (`ferrostream_core::display::Color`), `[r, g, b, a]`.
 impl From<[u8; 4]> for Rgba {
     fn from([r, g, b, a]: [u8; 4]) -> Self {
