@@ -21,6 +21,7 @@ pub mod nvmm;
 pub mod nvmmtestsrc;
 pub mod paths;
 pub mod settings;
+pub mod surface;
 
 pub use analytics::{
     AttributeValue, BBox, Batch, Classification, Crossing, Crowding, Frame, FrameAnalytics,

@@ -28,7 +28,7 @@ use gst::glib::translate::{IntoGlib, from_glib};
 use gst::meta::{MetaAPI, MetaAPIExt};
 
 use crate::analytics::Batch;
-use crate::batch::Surface;
+use crate::surface::Surface;
 
 /// Name of the meta API GType. Carries a layout version because the meta holds Rust data: two
 /// builds with different `Batch` layouts in one process must not read each other's metas.

@@ -25,13 +25,22 @@ pub use abi::NvmmAbi;
 pub use loader::{CUeglFrame, EglSurfaceMapping};
 pub use producer::{PitchLayout, PlaneLayout, surface_memory};
 pub use reader::{
-    NvmmBatch, NvmmSurface, Platform, ReadOptions, YuvColorimetry, surface_images,
-    surface_images_with,
+    NvmmBatch, NvmmSurface, ReadOptions, YuvColorimetry, surface_images, surface_images_with,
 };
 
 /// The caps feature of NVMM memory (tell caps apart with [`MemoryKind`](crate::batch::MemoryKind)).
 pub use crate::batch::NVMM_FEATURE;
 use crate::device::DeviceImageError;
+
+/// Whether the GPU shares memory with the CPU (Jetson) or not: decides what memory type DEFAULT
+/// means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Platform {
+    /// A discrete GPU: DEFAULT is CUDA device memory.
+    Discrete,
+    /// An integrated GPU (Jetson): DEFAULT is SURFACE_ARRAY.
+    Integrated,
+}
 
 /// Why an NVMM buffer cannot be read, each naming the problem.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -6,7 +6,7 @@ use std::ptr;
 
 use gst_video::{VideoColorMatrix, VideoColorRange, VideoFormat};
 
-use super::NvmmError;
+use super::{NvmmError, Platform};
 use super::abi::{self, NVBUF_MAX_PLANES, NvBufSurfacePlaneParams, NvmmAbi, ds7, ds8};
 use super::loader::{self, EglSurfaceMapping};
 use crate::device::{DeviceImage, DeviceImageError, DevicePlane};
@@ -37,16 +37,6 @@ pub(crate) fn format_info(color_format: u32) -> Option<(VideoFormat, Option<YuvC
         abi::NVBUF_COLOR_FORMAT_BGRX => (VideoFormat::Bgrx, None),
         _ => return None,
     })
-}
-
-/// Whether the GPU shares memory with the CPU (Jetson) or not: decides what memory type DEFAULT
-/// means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Platform {
-    /// A discrete GPU: DEFAULT is CUDA device memory.
-    Discrete,
-    /// An integrated GPU (Jetson): DEFAULT is SURFACE_ARRAY.
-    Integrated,
 }
 
 /// What a caller knows about the buffers it reads.
