@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Builds the shim that calls nvinfer custom parser libraries (`nvdsinfer/fs_nvdsparse.cpp`,
 //! always: it needs only the system C++ compiler), and the TensorRT shim
 //! (`tensorrt/fs_trt.cpp`) when the `tensorrt` feature is on.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # The GPU check: runs Ferrostream's GPU tests and benchmarks on an NVIDIA machine that has the
 # driver and CUDA but neither GStreamer nor Rust, from a bundle made on a Debian 12 build machine.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # The whole test suite on a fresh Debian/Ubuntu machine: installs what is needed, then checks
 # formatting and lints and runs every test (unit, element and end-to-end, on real models).
 #
@@ -15,6 +16,17 @@ cd "$repo"
 scripts/setup.sh
 . scripts/env.sh
 export G_DEBUG=fatal-warnings
+echo "== licence lines"
+# Every source file names the licence in its first lines (after a shebang).
+missing=$(find . \( -path ./target -o -path ./.git -o -name node_modules -o -path ./build \) -prune -o \
+    -type f \( -name '*.rs' -o -name '*.py' -o -name '*.pyi' -o -name '*.sh' -o -name '*.c' \
+    -o -name '*.h' -o -name '*.cpp' -o -name '*.cu' -o -name meson.build \) -print \
+    | while read -r f; do head -n 3 "$f" | grep -q 'SPDX-License-Identifier: MIT OR Apache-2.0' || echo "$f"; done)
+if [[ -n "$missing" ]]; then
+    echo "source files without an SPDX-License-Identifier line:" >&2
+    echo "$missing" >&2
+    exit 1
+fi
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `ferrostream-dla-check` as users run it: text and JSON reports, the coverage gate, and
 //! clear errors for bad input.
 

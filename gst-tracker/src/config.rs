@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `rstracker`'s settings: the element's properties and the keys of its configuration file
 //! (`config-file-path`), declared once in [`SETTINGS`].
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The tracking loop of one source: IoU (greedy), SORT (Kalman + optimal assignment) and
 //! ByteTrack (two-stage association on high- then low-confidence detections).
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Ferrostream's shim around nvinfer custom parsers: see fs_nvdsparse.h.
 
 #include "fs_nvdsparse.h"

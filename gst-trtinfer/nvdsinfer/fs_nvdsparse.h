@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
  * C interface of Ferrostream's shim around nvinfer custom parsers (fs_nvdsparse.cpp). Rust
  * resolves the parser function in its library and calls it through these functions, which

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Clustering of raw detections, class by class, as nvinfer's `cluster-mode` does: OpenCV's
 //! groupRectangles (0), DBSCAN (1), non-maximum suppression (2), DBSCAN then NMS (3) or none
 //! (4). Each mode applies `post-cluster-threshold` and `topk` as nvinfer does: NMS keeps

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Inference configuration: nvinfer-compatible keys, from INI files and element properties.
 //!
 //! Every setting has one name, used both as the `[property]` key of a configuration file and as

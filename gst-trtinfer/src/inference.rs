@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! One configured model: engine, network input geometry, tensor buffer, parser and labels.
 //!
 //! [`Inference`] is what `rstrtinfer` runs per frame, free of GStreamer plumbing so that tests

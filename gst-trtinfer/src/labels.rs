@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Label files: one class name per line; line `i` (0-based) names class `i`. nvinfer's
 //! classifier files are read too: one line per output layer, its classes separated by `;`.
 

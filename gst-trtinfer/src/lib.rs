@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `rstrtinfer` and its parts: configuration, pre-processing, engines, output parsers.
 
 pub mod cluster;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Segmentation outputs to metadata: YOLOv8-seg instance masks from prototype masks, instance
 //! masks moved onto a clipped box, and semantic class maps.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Pre-processing with nvinfer semantics, on the CPU: scale a region of a frame to the network
 //! size (stretched, or keeping the aspect ratio with top-left or symmetric padding), convert the
 //! colour (RGB/BGR/GRAY), normalise `y = net-scale-factor * (x - offset[c])`, and write NCHW or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Every setting of `rstrtinfer`, declared once: its property (name, nick, blurb, type, range,
 //! default) and its nvinfer configuration-file key. [`SETTINGS`] holds the `[property]` keys
 //! and the element's properties; [`CLASS_SETTINGS`] the keys of `[class-attrs-all]` and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Ferrostream's TensorRT 10.x shim: see fs_trt.h. Compiled against the TensorRT SDK's headers
 // (TENSORRT_ROOT), or for a compile check against Ferrostream's declarations in api/, in which
 // case FS_TRT_COMPILE_CHECK is defined and fs_trt_library_open refuses to load TensorRT.

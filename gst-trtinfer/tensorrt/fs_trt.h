@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Ferrostream's C interface to TensorRT 10.x (the shim, fs_trt.cpp). TensorRT is C++ with only
  * its factories exported as C symbols; the shim turns the part rstrtinfer uses into plain C
  * functions over opaque handles. It loads libnvinfer and libnvonnxparser itself (dlopen), so

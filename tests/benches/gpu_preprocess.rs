@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! GPU pre-processing throughput against the device's copy bandwidth, measured in the same run.
 //!
 //! For batches of 1, 4, 16 and 64 1080p NV12 frames (distinct frames, pitch 2048 as NVDEC

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! rstrtinfer throughput against a bare ONNX Runtime session on the same tensors.
 //!
 //! Decodes the first frames of vtest.avi into memory, then measures

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! nvinfer custom parser libraries in rstrtinfer: a library written against nvinfer's custom
 //! parser interface (tests/fixtures/nvdsparser/parsers.cpp), built here with the system C++
 //! compiler, loaded by `custom-lib-path` with `parse-bbox-func-name` or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! GPU lane: the batched pre-processing kernel against the CPU pre-processor, on random frames of
 //! every GPU format (odd sizes, pitches wider than a row) and on real decoded frames, for every
 //! output type and layout. u8 and f16 outputs must be identical; f32 within 1e-3 relative (the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Ferrostream's mirrors of NVIDIA interfaces, checked against NVIDIA's published headers where
 //! they are present. `tests/nvidia-headers/nv_layout.cpp` is compiled against the headers found
 //! at `DEEPSTREAM_ROOT` (nvbufsurface.h, nvdsinfer.h: an installed DeepStream's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The shipped configurations and scripts in `pipelines/` load and run, so they never rot.
 
 use std::path::PathBuf;

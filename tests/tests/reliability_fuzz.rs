@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Reliability, hostile input: structure-aware fuzzing (proptest) of every parser Ferrostream
 //! owns, and a corpus of bad files. Every case must end in a value or a clear error: a panic
 //! fails the case (proptest reports the smallest input that does it), a hang fails the run.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The hostile operator: what a careless or hostile configuration, file, disk or application can
 //! do to the elements. Each case is an input that once crashed, froze or silently misled the
 //! process; each must now be a clear error or warning that names the problem, and the pipeline

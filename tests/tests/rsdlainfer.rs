@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! rsdlainfer on a machine without a DLA (this lane, CI): the clear error, the GPU/CPU fallback
 //! with its one warning, the coverage report message, and the properties it shares with
 //! rstrtinfer.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `ferrostream-dla-check`: which layers of an ONNX model can run on a Jetson DLA core, the
 //! GPU fallback subgraphs, the share of compute that stays on the DLA, and how to raise it.
 //! Runs on any machine: it reads the model and applies the documented DLA restrictions.

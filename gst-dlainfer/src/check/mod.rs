@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The DLA coverage checker: which nodes of an ONNX model a DLA build (TensorRT with GPU
 //! fallback) can place on the DLA, under the documented restrictions of [`rules::RULES`].
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! A reader for the parts of ONNX model files (`onnx.proto`, protobuf wire format) that the DLA
 //! checker needs: the graph, its nodes and attributes, value shapes, and the values of small
 //! initializers (shape, axis and scale constants). Weights are described by their dims only.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! How a DLA build with GPU fallback splits a network: consecutive runs of nodes on one device
 //! become subgraphs (each DLA subgraph is one loadable). A subgraph never contains a path that
 //! leaves it and comes back, so nodes are grouped by "stage", the number of device changes on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The rule table: each documented DLA restriction the checker encodes, and the evaluation of
 //! one ONNX node against the rules of the TensorRT layer it becomes.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Shape inference over an ONNX graph, with the values of small integer tensors carried along
 //! (so `Shape -> Gather -> Concat -> Reshape` chains resolve), at one fixed input shape: the DLA
 //! runs fixed shapes only, so the checker evaluates the model at the shape it will be built for.

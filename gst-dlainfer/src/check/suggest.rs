@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Concrete changes that would raise a model's DLA coverage, from the checks that failed.
 
 use std::collections::BTreeMap;

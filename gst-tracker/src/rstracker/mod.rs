@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `rstracker`: multi-object tracking over the objects in the analytics metadata.
 //!
 //! Reads the objects a detector (`rstrtinfer`) attached, associates them with targets per source

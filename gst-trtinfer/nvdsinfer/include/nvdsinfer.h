@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
  * Ferrostream's declarations of the data types that DeepStream's nvinfer passes to custom output
  * parsers, with the same layout and names as DeepStream's documented `nvdsinfer.h`, so that a

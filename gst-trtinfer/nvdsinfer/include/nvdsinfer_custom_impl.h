@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
  * Ferrostream's declarations of the custom-parser interface of DeepStream's nvinfer, with the
  * same names, types and calling convention as DeepStream's documented `nvdsinfer_custom_impl.h`:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Rust mirrors of the nvinfer custom-parser structures (`nvdsinfer/include/nvdsinfer.h`) and
 //! the shim's C functions (`nvdsinfer/fs_nvdsparse.h`). Layouts are pinned by the tests below,
 //! against fixed numbers and against the C++ compiler's `sizeof`.

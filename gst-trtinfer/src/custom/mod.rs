@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! nvinfer custom parser libraries, loaded unchanged: `custom-lib-path` with
 //! `parse-bbox-func-name`, `parse-bbox-instance-mask-func-name` or `parse-classifier-func-name`.
 //!

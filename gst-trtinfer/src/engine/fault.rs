@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Engines that fail on purpose, for reliability tests (cargo feature `fault-injection`, never
 //! in a release build of the plugin): with `FERROSTREAM_FAULT_ENGINE_RUN=N` set, the N-th run
 //! (from 1) of every engine opened fails as a real engine failure would.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Inference engines behind one trait.
 //!
 //! An engine describes its input and outputs and runs one batch: a contiguous input tensor in,

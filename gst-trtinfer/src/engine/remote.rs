@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Engines that run on an inference server: a batch is sent without waiting, and its answer
 //! is collected later ([`RemoteCall`]), so several batches can be on their way at once. The
 //! server's health is shared by every call ([`Health`]): an outage starts at the first call

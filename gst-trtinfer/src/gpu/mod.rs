@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Pre-processing of frames in device memory: one kernel launch per batch turns every frame
 //! (NV12, I420, RGBA, BGRA, RGBx, BGRx, any pitch) into its slot of the network's input tensor,
 //! with the exact arithmetic of the CPU [`Preprocessor`](crate::preprocess::Preprocessor).

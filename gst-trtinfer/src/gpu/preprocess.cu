@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Batched pre-processing of frames in device memory into the network's input tensor, with the
 // exact arithmetic of the CPU pre-processor (gst-trtinfer/src/preprocess.rs): bilinear taps at
 // pixel centres in 1/256 steps, vertical blend then horizontal blend of 8-bit samples, 12-bit

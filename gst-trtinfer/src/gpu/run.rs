@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! A batch on a device engine, from frames to the few bytes the parser needs: pre-processing,
 //! the engine run, anchor selection (or, for parsers that need whole outputs, their download)
 //! and an event marking the end, all queued on the engine's stream without waiting. The host

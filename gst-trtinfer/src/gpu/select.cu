@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Anchor selection for detector outputs left in device memory: one thread per (batch item,
 // anchor) computes the anchor's best class score (times the objectness for YOLOv5) or reads its
 // heat-map value, compares it with the lowest pre-cluster threshold exactly as the host parser

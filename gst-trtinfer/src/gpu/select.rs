@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Anchor selection on the GPU (the kernel `select_anchors` of select.cu): of a detector's
 //! outputs left in device memory, only the rows of anchors that may hold a detection are
 //! gathered into a compact list for the host, which decodes them with the parser's own

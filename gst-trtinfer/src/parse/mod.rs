@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Output parsers: raw output tensors to detections (in network-input pixels) or class scores.
 //!
 //! The parser is chosen by `output-parser`, or guessed from the number, names and shapes of the

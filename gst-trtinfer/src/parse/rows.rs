@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Detectors whose outputs are finished detections, one row each: end-to-end exports (`[N,K,6]`
 //! or `[N,K,7]` rows of box, score and class, or `[K,7]` rows that name their batch item), and
 //! the separate boxes, scores and labels of DETR-style and TensorFlow Object Detection API

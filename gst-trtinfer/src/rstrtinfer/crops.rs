@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Running the engine over regions of the frames of one buffer: whole frames (primary mode) or
 //! objects (secondary mode), from system memory or, pre-processed where they are, from GPU
 //! memory. Regions go into engine calls of up to the engine's capacity, from every frame of a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `rstrtinfer`: inference on video frames (primary) or on the objects found in them
 //! (secondary), attaching the results as [`BatchMeta`](ferrostream_core::BatchMeta).
 //!

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Declarations of the part of the TensorRT 10.x C++ API that Ferrostream's shim (fs_trt.cpp)
 // uses, with the documented signatures. FOR THE COMPILE CHECK ONLY: these declarations let CI
 // compile and type-check the shim without the TensorRT SDK, which cannot be installed there.

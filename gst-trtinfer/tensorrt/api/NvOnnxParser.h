@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Declarations of the part of TensorRT 10.x's ONNX parser API that Ferrostream's shim uses, with
 // the documented signatures. FOR THE COMPILE CHECK ONLY; see NvInfer.h beside this file. Real
 // builds use the SDK's own NvOnnxParser.h.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! rsanalytics' rules: read from an nvdsanalytics configuration file (DeepStream's INI format,
 //! as it is) or from element properties, and checked.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The rules at work: per source, which objects are in which region, which tracked objects
 //! crossed which line and in which direction, which regions are crowded, and where objects move.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Plain analytics data: what a buffer carries through a Ferrostream pipeline.
 //!
 //! A buffer carries one [`Batch`] (in a [`BatchMeta`](crate::meta::BatchMeta)); a plain video

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Batches of frames from several sources, as `rsstreammux` makes them.
 //!
 //! A batch is a buffer whose caps carry the [`BATCH_FEATURE`] caps feature, e.g.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Small helpers shared by the elements' boilerplate.
 
 /// The always-present `sink` and `src` pad templates of a one-in, one-out element.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Ferrostream core: the analytics metadata every element shares, its JSON form, configuration
 //! file parsing, model lookup, and the `rsmetaexport` element.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `BatchMeta`: the GstMeta that carries a [`Batch`] on a buffer.
 //!
 //! The meta API is tagged `video` and `size`, so standard video elements keep it: buffer copies

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The pixels of a batch's frames: each frame's [`Surface`] is a source buffer the batch keeps
 //! alive, with the [`SourceStream`] it belongs to. Both the batch (`crate::batch`) and its
 //! metadata (`crate::meta`) refer to it.

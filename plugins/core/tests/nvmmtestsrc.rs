@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `rsnvmmtestsrc`: on a machine without the CUDA driver it refuses to start, naming the driver;
 //! on the GPU lane it produces NVMM buffers that the NVMM reader reads back in both layouts, with
 //! the pixels the pattern says (checked against a CPU rendition of the kernel).

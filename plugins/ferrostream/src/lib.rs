@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The Ferrostream GStreamer plugin (`libgstferrostream.so`): registers every element and the
 //! analytics metadata, once.
 //!

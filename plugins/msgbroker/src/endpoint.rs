@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The broker address: `host:port`, `host`, or a URL whose scheme names the protocol
 //! (`mqtt://`, `mqtts://`, `amqp://`, `amqps://`, `redis://`, `rediss://`, `kafka://`); a
 //! scheme ending in `s` turns TLS on. An AMQP URL's path is the virtual host, a Redis URL's the

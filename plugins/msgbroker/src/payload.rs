@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Message bodies: frames and object events as JSON, in Ferrostream's schema or in DeepStream's
 //! "minimal" schema, each with a unique message id and its source id.
 //!

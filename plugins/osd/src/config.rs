@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `rsosd`'s settings: the element's properties and the keys of its configuration file
 //! (`config-file-path`), declared once in [`SETTINGS`]. The file is the `[osd]` group of a
 //! deepstream-app configuration, with per-class sections in nvinfer's style.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! What `rsosd` draws and how it looks: the resolved settings, shared by the properties and the
 //! configuration file, with the parsers both use.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The gRPC connection to a KServe v2 server: one HTTP/2 channel that reconnects by itself,
 //! the headers and deadline of every call, and which failures are worth retrying.
 

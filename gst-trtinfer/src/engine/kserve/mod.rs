@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Remote inference on a server speaking the KServe v2 protocol over gRPC (Triton Inference
 //! Server, KServe, MLServer, Seldon): `backend=kserve` (or `triton`).
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The messages of the KServe v2 ("Open Inference Protocol") gRPC service
 //! `inference.GRPCInferenceService` that the client uses, with the field numbers of the
 //! protocol's public definition (`grpc_predict_v2.proto`). Triton Inference Server, KServe,

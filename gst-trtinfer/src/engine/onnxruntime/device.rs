@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! ONNX Runtime's CUDA provider with device-resident I/O: the session runs on a stream of the
 //! primary context of `gpu-id` (the context ONNX Runtime itself works in), its input is bound in
 //! place to the pre-processed tensor (I/O binding of a CUDA tensor made over the caller's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! ONNX Runtime backend, loaded at run time (no build-time download, no link-time dependency).
 //!
 //! The library is found through `ORT_DYLIB_PATH`, else the system library path

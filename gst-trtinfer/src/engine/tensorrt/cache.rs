@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The engine cache: TensorRT engines built from ONNX are stored under a key of everything that
 //! makes an engine valid (model content, TensorRT version, GPU, precision, batch range, DLA
 //! core...), so the next start loads in milliseconds instead of rebuilding for minutes. Files are

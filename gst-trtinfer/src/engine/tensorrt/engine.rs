@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! [`TrtEngine`]: a TensorRT engine behind the [`Engine`] trait. The engine comes from
 //! `model-engine-file`, from the engine cache, or is built from `onnx-file` (then cached, and
 //! written to `model-engine-file` when that names a file that does not exist yet).

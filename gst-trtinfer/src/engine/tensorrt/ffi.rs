@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Raw bindings to the TensorRT shim (`tensorrt/fs_trt.h`); [`super`] wraps them safely.
 
 use std::ffi::{c_char, c_int, c_void};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Native TensorRT 10.x backend (cargo feature `tensorrt`).
 //!
 //! Layers, lowest first:

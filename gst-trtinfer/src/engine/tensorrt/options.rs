@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! How rstrtinfer's settings become a TensorRT build: precision flags, DLA, workspace and the
 //! optimisation profile over the batch dimension.
 

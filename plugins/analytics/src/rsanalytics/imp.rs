@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::{LazyLock, Mutex};

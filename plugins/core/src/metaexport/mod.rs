@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `rsmetaexport`: writes the analytics metadata of every frame as one line of JSON.
 //!
 //! A pass-through element: buffers leave unchanged. Each frame of a buffer's batch becomes one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! NVMM memory (`video/x-raw(memory:NVMM)`): the NvBufSurface batches that DeepStream and
 //! JetPack elements (`nvv4l2decoder`, `nvvideoconvert`, `nvarguscamerasrc`, `nvstreammux`) pass
 //! around, read as [`DeviceImage`](crate::device::DeviceImage)s without copying a pixel.

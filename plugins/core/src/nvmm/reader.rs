@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Reading an NVMM buffer: the NvBufSurface behind its one memory, checked field by field, as
 //! device images that stay valid while the returned [`NvmmBatch`] holds the memory mapped.
 

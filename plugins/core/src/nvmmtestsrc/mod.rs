@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `rsnvmmtestsrc`: a test source of NVMM buffers, laid out exactly as a dGPU DeepStream decoder
 //! lays them out, so that NVMM consumers can be tested without DeepStream.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Enumerated settings, declared once with [`choice_enum!`](crate::choice_enum): the Rust enum,
 //! the nick and number a configuration file or a property takes for each value, and (with the
 //! `gst` feature) the GLib enum type the element's property is made of.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! How a setting's value is written: as a configuration file's text and (with the `gst` feature)
 //! as a property's `GValue` and `GParamSpec`. One [`Codec`] per kind of value.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Settings declared once.
 //!
 //! An element's settings are one [`Table`]: each entry names the property, its nick and blurb,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `rsmsgbroker`: sends frame metadata and object events to a message broker.
 //!
 //! A pass-through element (`BaseTransform`, in place): buffers leave unchanged and on time. For

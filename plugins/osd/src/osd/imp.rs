@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 use std::path::PathBuf;
 #[cfg(feature = "cuda")]
 use std::sync::Arc;

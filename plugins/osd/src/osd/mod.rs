@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `rsosd`: draws the objects of each frame (boxes in per-class colours, labels on a filled
 //! background in a TrueType font), a clock and per-source text, and blurs the boxes of chosen
 //! classes. Works in place on RGBA, BGRA, RGBx, BGRx, NV12 and I420 frames, and on every frame of

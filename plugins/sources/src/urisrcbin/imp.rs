@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{LazyLock, Mutex, OnceLock};
 use std::thread::JoinHandle;
