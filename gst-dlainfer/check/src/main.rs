@@ -11,7 +11,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use gst_dlainfer::check::{self, CheckOptions, Precision};
+use ferrostream_dla_check as check;
+use ferrostream_dla_check::{CheckOptions, Precision};
 
 const USAGE: &str = "usage: ferrostream-dla-check [options] MODEL.onnx
 
