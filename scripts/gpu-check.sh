@@ -160,7 +160,7 @@ set -euo pipefail
 # crate's unit tests. A listed target that does not exist stops the bundle.
 # Targets named here may still be being written: bundle stops on a missing one.
 GPU_TESTS=(
-    ferrostream-core:nvmmtestsrc
+    ferrostream-nvmmtestsrc:nvmmtestsrc
     tests:gpu_preprocess
     plugins/osd:gpu_osd
     tests:gpu_pipeline

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! Ferrostream core: the analytics metadata every element shares, its JSON form, configuration
-//! file parsing, model lookup, and the `rsmetaexport` element.
+//! file parsing, model lookup, settings, and CUDA and NVMM access.
 
 pub mod analytics;
 pub mod batch;
@@ -16,10 +16,7 @@ pub mod ini;
 pub mod json;
 pub mod mask;
 pub mod meta;
-pub mod metaexport;
 pub mod nvmm;
-#[cfg(feature = "cuda")]
-pub mod nvmmtestsrc;
 pub mod paths;
 pub mod settings;
 pub mod surface;

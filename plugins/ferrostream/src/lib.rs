@@ -28,9 +28,9 @@ fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
             "another copy of the Ferrostream library is already loaded in this process"
         ));
     }
-    ferrostream_core::metaexport::register(plugin)?;
+    ferrostream_metaexport::register(plugin)?;
     #[cfg(feature = "cuda")]
-    ferrostream_core::nvmmtestsrc::register(plugin)?;
+    ferrostream_nvmmtestsrc::register(plugin)?;
     gst_trtinfer::rstrtinfer::register(plugin)?;
     gst_dlainfer::rsdlainfer::register(plugin)?;
     gst_tracker::rstracker::register(plugin)?;

@@ -39,7 +39,7 @@ pub enum NvmmTestSrcAbi {
     Ds8 = 1,
 }
 
-impl From<NvmmTestSrcAbi> for crate::nvmm::NvmmAbi {
+impl From<NvmmTestSrcAbi> for ferrostream_core::nvmm::NvmmAbi {
     fn from(abi: NvmmTestSrcAbi) -> Self {
         match abi {
             NvmmTestSrcAbi::Ds7 => Self::Ds7,

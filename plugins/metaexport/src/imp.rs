@@ -9,9 +9,9 @@ use gst::prelude::*;
 use gst::subclass::prelude::*;
 use gst_base::subclass::prelude::*;
 
-use crate::analytics::Frame;
-use crate::json::write_frame_line;
-use crate::meta::BatchMeta;
+use ferrostream_core::analytics::Frame;
+use ferrostream_core::json::write_frame_line;
+use ferrostream_core::meta::BatchMeta;
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(
@@ -173,7 +173,7 @@ impl ObjectImpl for MetaExport {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
-        crate::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
+        ferrostream_core::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
         let mut settings = self.settings.lock().unwrap();
         match pspec.name() {
             "location" => {
@@ -212,7 +212,7 @@ impl ElementImpl for MetaExport {
 
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static PAD_TEMPLATES: LazyLock<Vec<gst::PadTemplate>> =
-            LazyLock::new(|| crate::element::filter_pad_templates(&gst::Caps::new_any()));
+            LazyLock::new(|| ferrostream_core::element::filter_pad_templates(&gst::Caps::new_any()));
         PAD_TEMPLATES.as_ref()
     }
 }

@@ -2,7 +2,7 @@
 //! `rsmetaexport`: writes the analytics metadata of every frame as one line of JSON.
 //!
 //! A pass-through element: buffers leave unchanged. Each frame of a buffer's batch becomes one
-//! JSON object (schema in [`crate::json`]) on its own line, flushed per frame, to `location` or to
+//! JSON object (schema in [`ferrostream_core::json`]) on its own line, flushed per frame, to `location` or to
 //! standard output when `location` is unset. Frames without metadata are written with an empty
 //! object list, so the output always has one line per frame.
 //!

@@ -10,10 +10,10 @@ use gst_base::subclass::prelude::*;
 use gst_video::VideoFormat;
 
 use super::NvmmTestSrcAbi;
-use crate::cuda::{
+use ferrostream_core::cuda::{
     self, BufferPool, Context, CudaError, Function, KernelParams, KernelSource, Module, Stream,
 };
-use crate::nvmm::{self, NvmmAbi, PitchLayout, abi as nvabi};
+use ferrostream_core::nvmm::{self, NvmmAbi, PitchLayout, abi as nvabi};
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(
@@ -289,7 +289,7 @@ impl ObjectImpl for NvmmTestSrc {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
-        crate::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
+        ferrostream_core::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
         let mut settings = self.settings.lock().unwrap();
         match pspec.name() {
             "gpu-id" => settings.gpu_id = value.get().expect("type checked upstream"),

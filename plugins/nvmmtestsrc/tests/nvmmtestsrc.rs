@@ -6,14 +6,12 @@
 //! Run with `G_DEBUG=fatal-warnings` (scripts/test.sh does). The GPU tests are ignored on
 //! machines without a GPU; `scripts/gpu-check.sh` runs them with `--include-ignored` and
 //! `FERROSTREAM_REQUIRE_GPU=1` (fail instead of skipping where a GPU test cannot run).
-#![cfg(feature = "cuda")]
-
 use std::sync::Once;
 
 use ferrostream_core::batch::MemoryKind;
 use ferrostream_core::cuda::{self, Context, HostBuffer, Stream};
 use ferrostream_core::nvmm::{self, NvmmAbi, abi};
-use ferrostream_core::nvmmtestsrc::{NvmmTestSrc, NvmmTestSrcAbi};
+use ferrostream_nvmmtestsrc::{NvmmTestSrc, NvmmTestSrcAbi};
 use gst::prelude::*;
 use gst_video::VideoFormat;
 
