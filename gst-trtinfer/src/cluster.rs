@@ -8,7 +8,7 @@
 use ferrostream_core::BBox;
 
 use crate::config::{ClassAttrs, ClusterMode};
-use crate::parse::Detection;
+use crate::layout::Detection;
 
 /// Clusters `detections` in place; the result is ordered by class, then by falling confidence.
 pub fn cluster(

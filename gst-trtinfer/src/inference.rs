@@ -940,7 +940,7 @@ impl Inference {
         let parser = self.parser.as_ref().expect("chosen above");
         match parser {
             OutputParser::Tensors => {}
-            OutputParser::Custom(crate::custom::CustomKind::Classifier) => {
+            OutputParser::Custom(crate::layout::CustomKind::Classifier) => {
                 result.classifications = self.custom_classifications(slot)?;
             }
             OutputParser::Custom(_) => {

@@ -9,6 +9,7 @@ pub mod engine;
 pub mod gpu;
 pub mod inference;
 pub mod labels;
+pub mod layout;
 pub mod masks;
 pub mod parse;
 pub mod preprocess;

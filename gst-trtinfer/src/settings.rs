@@ -11,18 +11,19 @@ use std::path::Path;
 use std::sync::LazyLock;
 
 use ferrostream_core::field;
+use ferrostream_core::ini::{ConfigError, IniFile};
 use ferrostream_core::settings::{
-    Bool, Codec, Enum, FilePath, Float, Int, List, Mapped, Optional, Parsed, Place, Table, Text,
-    UInt, setting,
+    Bool, Codec, Enum, FilePath, Float, Int, List, Mapped, Optional, Parsed, Place, Props, Table,
+    Text, UInt, setting,
 };
 
 use crate::config::{
-    Backend, BoxCoords, BoxFormat, ClassAttrs, ClusterMode, ColorFormat, Device, InferConfig,
-    InputOrder, MAX_BATCH_SIZE, MAX_CLASSES, MAX_MESSAGE_MIB, NetworkMode, NetworkType,
-    ParserKind, ProcessMode, ServerFailure, Softmax, infer_dims, server_headers,
+    Backend, BoxCoords, BoxFormat, ClassAttrs, ClassAttrsTable, ClusterMode, ColorFormat, Device,
+    InferConfig, InputOrder, LoadedConfig, MAX_BATCH_SIZE, MAX_CLASSES, MAX_MESSAGE_MIB,
+    NetworkMode, NetworkType, ParserKind, ProcessMode, ServerFailure, Softmax, infer_dims,
+    server_headers,
 };
-use crate::custom::CustomKind;
-use crate::parse::Columns;
+use crate::layout::{Columns, CustomKind};
 
 /// nvinfer keys that are understood but not implemented; the file still loads, with a warning.
 const UNSUPPORTED_KEYS: &[&str] = &[
@@ -613,6 +614,98 @@ fn remote(t: &mut Table<InferConfig>) {
     );
 }
 
+impl ClassAttrsTable {
+    /// Resolved attributes for classes `0..num_classes`.
+    pub fn resolve(&self, num_classes: usize) -> Vec<ClassAttrs> {
+        (0..num_classes)
+            .map(|class| match self.per_class.get(&(class as u32)) {
+                Some(section) => CLASS_SETTINGS
+                    .resolve(self.all, section)
+                    .expect("a file's sections hold no refused value"),
+                None => self.all,
+            })
+            .collect()
+    }
+}
+
+
+/// Reading nvinfer configuration files.
+impl InferConfig {
+    /// Reads an nvinfer-style configuration file.
+    pub fn from_file(path: &Path) -> Result<LoadedConfig, ConfigError> {
+        Self::from_ini(&IniFile::load(path)?)
+    }
+
+    /// Reads a configuration file over `base` (an element's defaults): keys the file leaves
+    /// out keep the base's values.
+    pub fn from_file_over(path: &Path, base: InferConfig) -> Result<LoadedConfig, ConfigError> {
+        Self::from_ini_over(&IniFile::load(path)?, base)
+    }
+
+    pub fn from_ini(ini: &IniFile) -> Result<LoadedConfig, ConfigError> {
+        Self::from_ini_over(ini, InferConfig::default())
+    }
+
+    fn from_ini_over(ini: &IniFile, base: InferConfig) -> Result<LoadedConfig, ConfigError> {
+        let mut config = base;
+        let mut warnings = SETTINGS.read_ini(ini, &mut config, |section, config, warnings| {
+            match class_section(&section.name) {
+                None => Ok(false),
+                Some(ClassSection::All) => {
+                    let all = &mut config.class_attrs.all;
+                    CLASS_SETTINGS.read_section(ini, section, CLASS_SECTION, all, warnings)?;
+                    Ok(true)
+                }
+                // Read below, after [class-attrs-all] wherever that is in the file.
+                Some(ClassSection::Class(Ok(_))) => Ok(true),
+                Some(ClassSection::Class(Err(()))) => Err(ConfigError {
+                    path: ini.path.clone(),
+                    line: section.line,
+                    message: format!(
+                        "section [{}]: expected [class-attrs-all] or [class-attrs-<class id>]",
+                        section.name
+                    ),
+                }),
+            }
+        })?;
+        // Per-class sections override [class-attrs-all] key by key.
+        for section in &ini.sections {
+            let Some(ClassSection::Class(Ok(class))) = class_section(&section.name) else {
+                continue;
+            };
+            let overrides = config
+                .class_attrs
+                .per_class
+                .entry(class)
+                .or_insert_with(|| Props::new(ClassAttrs::default()));
+            CLASS_SETTINGS.read_section_as_set(
+                ini,
+                section,
+                CLASS_SECTION,
+                overrides,
+                &mut warnings,
+            )?;
+        }
+        Ok(LoadedConfig { config, warnings })
+    }
+}
+
+/// What a `[class-attrs-…]` section is for.
+enum ClassSection {
+    All,
+    /// `[class-attrs-<N>]`; `Err` when N is not a class id.
+    Class(Result<u32, ()>),
+}
+
+fn class_section(name: &str) -> Option<ClassSection> {
+    let class = name.strip_prefix("class-attrs-")?;
+    Some(if class == "all" {
+        ClassSection::All
+    } else {
+        ClassSection::Class(class.parse().map_err(drop))
+    })
+}
+
 /// One of the three `parse-*-func-name` keys: they share the custom parser, so setting one
 /// replaces any other, and empty text clears it.
 struct ParserFunction(CustomKind);
@@ -693,7 +786,10 @@ impl Codec for Headers {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
+    use crate::config::{ObjectLimits, TensorRtSettings};
 
     #[test]
     fn the_settings_tables_check_out() {
@@ -709,5 +805,320 @@ mod tests {
         for name in own {
             assert!(!names.contains(&name), "{name}");
         }
+    }
+
+
+    fn load(text: &str) -> Result<LoadedConfig, ConfigError> {
+        InferConfig::from_ini(&IniFile::parse(Path::new("/etc/fs/det.txt"), text)?)
+    }
+
+    #[test]
+    fn reads_the_inference_server_keys() {
+        let loaded = load(
+            "[property]\nbackend=triton\nserver-url=grpcs://pool.example:443\nmodel-name=det\n\
+             model-version=3\nserver-timeout=800\nserver-headers=authorization=Bearer a=b; x-k=1\n\
+             server-ca-file=ca.pem\nrequests-in-flight=8\non-server-failure=drop\n\
+             server-give-up=0\n",
+        )
+        .unwrap();
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        let c = loaded.config;
+        assert!(c.backend.is_remote());
+        let r = &c.remote;
+        assert_eq!(
+            (
+                r.server_url.as_str(),
+                r.model_name.as_str(),
+                r.model_version.as_str()
+            ),
+            ("grpcs://pool.example:443", "det", "3")
+        );
+        assert_eq!(
+            (r.timeout_ms, r.requests_in_flight, r.give_up_s),
+            (800, 8, 0)
+        );
+        assert_eq!(
+            r.headers,
+            vec![
+                ("authorization".to_string(), "Bearer a=b".to_string()),
+                ("x-k".to_string(), "1".to_string())
+            ]
+        );
+        assert_eq!(r.ca_file, Some(PathBuf::from("/etc/fs/ca.pem")));
+        assert_eq!(r.on_failure, ServerFailure::Drop);
+        assert_eq!(c.validate(), Ok(vec![]));
+        let e = load("[property]\nserver-headers=novalue\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("expected name=value"), "{e}");
+        let e = load("[property]\nrequests-in-flight=0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("expected 1 to 64, found 0"), "{e}");
+        let mut c = InferConfig {
+            backend: Backend::Kserve,
+            ..InferConfig::default()
+        };
+        assert!(c.validate().unwrap_err().contains("needs server-url"));
+        c.backend = Backend::OnnxRuntime;
+        c.remote.server_url = "h:1".into();
+        assert!(c.validate().unwrap()[0].contains("server is not used"));
+    }
+
+    #[test]
+    fn reads_property_keys() {
+        let loaded = load(
+            "[property]\n\
+             onnx-file=models/det.onnx\nlabelfile-path=/abs/labels.txt\nbatch-size=4\n\
+             gie-unique-id=3\ninterval=2\nnetwork-type=0\nnum-detected-classes=90\n\
+             model-color-format=1\nmaintain-aspect-ratio=1\nsymmetric-padding=true\n\
+             network-input-order=1\nnet-scale-factor=0.0039215697906911373\noffsets=1;2;3\n\
+             infer-dims=3;300;300\noutput-blob-names=a;b\ncluster-mode=4\noutput-parser=ssd\n\
+             backend=onnxruntime\ndevice=cpu\ngpu-id=1\nprocess-mode=1\n",
+        )
+        .unwrap();
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        let c = loaded.config;
+        assert_eq!(c.onnx_file, Some(PathBuf::from("/etc/fs/models/det.onnx")));
+        assert_eq!(c.labelfile_path, Some(PathBuf::from("/abs/labels.txt")));
+        assert_eq!((c.batch_size, c.gie_unique_id, c.interval), (4, 3, 2));
+        assert_eq!(c.model_color_format, ColorFormat::Bgr);
+        assert!(c.maintain_aspect_ratio && c.symmetric_padding);
+        assert_eq!(c.network_input_order, InputOrder::Nhwc);
+        assert!((c.net_scale_factor - 1.0 / 255.0).abs() < 1e-9);
+        assert_eq!(c.offsets, vec![1.0, 2.0, 3.0]);
+        assert_eq!(c.infer_dims, Some([3, 300, 300]));
+        assert_eq!(c.output_blob_names, vec!["a".to_string(), "b".to_string()]);
+        assert_eq!(c.cluster_mode, ClusterMode::None);
+        assert_eq!(c.output_parser, ParserKind::Ssd);
+        assert_eq!(
+            (c.backend, c.device, c.gpu_id),
+            (Backend::OnnxRuntime, Device::Cpu, 1)
+        );
+    }
+
+    #[test]
+    fn class_sections_override_all_key_by_key() {
+        let loaded = load(
+            "[class-attrs-2]\nnms-iou-threshold=0.6\n\
+             [property]\nnum-detected-classes=3\n\
+             [class-attrs-all]\npre-cluster-threshold=0.4\ntopk=20\ndetected-min-w=8\n\
+             roi-top-offset=10\nroi-bottom-offset=20\neps=0.3\ngroup-threshold=2\nminBoxes=3\n\
+             dbscan-min-score=1.5\n",
+        )
+        .unwrap();
+        let attrs = loaded.config.class_attrs.resolve(3);
+        assert_eq!(attrs[0].pre_cluster_threshold, 0.4);
+        assert_eq!(attrs[0].nms_iou_threshold, 0.3);
+        assert_eq!(attrs[2].pre_cluster_threshold, 0.4);
+        assert_eq!(attrs[2].nms_iou_threshold, 0.6);
+        assert_eq!(attrs[2].topk, 20);
+        assert!(!attrs[1].size_ok(7.0, 100.0));
+        assert!(attrs[1].size_ok(8.0, 100.0));
+        let a = attrs[1];
+        assert_eq!(
+            (a.eps, a.group_threshold, a.min_boxes, a.dbscan_min_score),
+            (0.3, 2, 3, 1.5)
+        );
+        // On a 100-pixel-high input: objects from y 10 to y 80.
+        let b = |top: f32, height: f32| ferrostream_core::BBox::new(0.0, top, 5.0, height);
+        assert!(a.in_roi(&b(10.0, 70.0), 100.0));
+        assert!(!a.in_roi(&b(9.0, 20.0), 100.0));
+        assert!(!a.in_roi(&b(50.0, 31.0), 100.0));
+    }
+
+    #[test]
+    fn unknown_and_unsupported_keys_warn_with_their_name() {
+        let loaded =
+            load("[property]\nfrobnicate=1\nuff-file=x.uff\n[class-attrs-all]\nhue=0.2\n").unwrap();
+        assert_eq!(loaded.warnings.len(), 3, "{:?}", loaded.warnings);
+        assert!(loaded.warnings[0].contains("`frobnicate`") && loaded.warnings[0].contains(":2:"));
+        assert!(loaded.warnings[1].contains("`uff-file`"));
+        assert!(loaded.warnings[2].contains("`hue`"));
+    }
+
+    #[test]
+    fn benchmark_detector_configurations_load_without_warnings() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pipelines");
+        for (file, parser, graph, clustering) in [
+            ("yolov8s.txt", ParserKind::YoloV8, true, ClusterMode::Nms),
+            ("yolov8m.txt", ParserKind::YoloV8, true, ClusterMode::Nms),
+            ("rtdetr_l.txt", ParserKind::Detr, false, ClusterMode::None),
+        ] {
+            let loaded = InferConfig::from_file(&dir.join(file)).unwrap();
+            assert!(loaded.warnings.is_empty(), "{file}: {:?}", loaded.warnings);
+            let c = loaded.config;
+            assert_eq!(
+                (c.output_parser, c.cuda_graph, c.cluster_mode),
+                (parser, graph, clustering),
+                "{file}"
+            );
+            assert_eq!(c.infer_dims, Some([3, 640, 640]), "{file}");
+            assert!(c.maintain_aspect_ratio && c.symmetric_padding, "{file}");
+            assert_eq!(c.num_detected_classes, 80, "{file}");
+        }
+        let labels = std::fs::read_to_string(dir.join("coco80_labels.txt")).unwrap();
+        let labels: Vec<&str> = labels.lines().collect();
+        assert_eq!(
+            (labels.len(), labels[0], labels[79]),
+            (80, "person", "toothbrush")
+        );
+    }
+
+    #[test]
+    fn cuda_graph_key() {
+        assert!(
+            load("[property]\ncuda-graph=1\n")
+                .unwrap()
+                .config
+                .cuda_graph
+        );
+        assert!(!load("[property]\n").unwrap().config.cuda_graph);
+        assert!(load("[property]\ncuda-graph=maybe\n").is_err());
+    }
+
+    #[test]
+    fn malformed_values_name_file_line_and_key() {
+        let err = load("[property]\nbatch-size=1\ninfer-dims=3;300\n").unwrap_err();
+        assert_eq!(err.line, 3);
+        assert!(
+            err.to_string()
+                .contains("/etc/fs/det.txt:3: key `infer-dims`"),
+            "{err}"
+        );
+        let err = load("[property]\nmaintain-aspect-ratio=yes\n").unwrap_err();
+        assert!(err.to_string().contains("maintain-aspect-ratio"));
+        let err = load("[property]\ncluster-mode=5\n").unwrap_err().to_string();
+        assert!(
+            err.contains("unknown value `5`") && err.contains("nms (2), dbscan-nms (3), none (4)"),
+            "{err}"
+        );
+        let err = load("[property]\noutput-parser=retinanet\n").unwrap_err();
+        assert!(
+            err.to_string().contains("expected one of auto (0), ssd (1)"),
+            "{err}"
+        );
+        let err = load("[class-attrs-x]\n").unwrap_err();
+        assert_eq!(err.line, 1);
+        let err = load("[property]\nprocess-mode=3\n").unwrap_err();
+        assert!(err.to_string().contains("key `process-mode`"), "{err}");
+        let err = load("[property]\noperate-on-gie-id=-2\n").unwrap_err();
+        assert!(err.to_string().contains("operate-on-gie-id"), "{err}");
+        // As the property: 0 and -1 mean the objects of every other component.
+        let all = load("[property]\noperate-on-gie-id=0\n").unwrap().config;
+        assert_eq!(all.operate_on_gie_id, None);
+    }
+
+    #[test]
+    fn reads_secondary_keys() {
+        let loaded = load(
+            "[property]\nprocess-mode=2\noperate-on-gie-id=1\noperate-on-class-ids=0;2;37\n\
+             input-object-min-width=32\ninput-object-min-height=24\ninput-object-max-width=640\n\
+             input-object-max-height=0\nsecondary-reinfer-interval=30\noutput-tensor-meta=1\n\
+             network-type=100\ngie-unique-id=4\n",
+        )
+        .unwrap();
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        let c = loaded.config;
+        assert_eq!(c.process_mode, ProcessMode::Secondary);
+        assert_eq!(c.operate_on_gie_id, Some(1));
+        assert_eq!(c.operate_on_class_ids, vec![0, 2, 37]);
+        let limits = ObjectLimits {
+            min_width: 32,
+            min_height: 24,
+            max_width: 640,
+            max_height: 0,
+        };
+        assert_eq!(c.objects, limits);
+        assert!(limits.accepts(32.0, 24.0) && limits.accepts(640.0, 5000.0));
+        assert!(!limits.accepts(31.9, 100.0) && !limits.accepts(641.0, 100.0));
+        assert_eq!(
+            (c.secondary_reinfer_interval, c.output_tensor_meta),
+            (30, true)
+        );
+        assert_eq!(c.network_type, NetworkType::Other);
+        assert_eq!(c.validate(), Ok(vec![]));
+        let all = load("[property]\noperate-on-gie-id=-1\n").unwrap().config;
+        assert_eq!(all.operate_on_gie_id, None);
+        let named = load("[property]\nprocess-mode=secondary\n").unwrap().config;
+        assert_eq!(named.process_mode, ProcessMode::Secondary);
+    }
+
+    #[test]
+    fn reads_tensorrt_keys() {
+        let c = load(
+            "[property]\nnetwork-mode=2\nint8-calib-file=cal.bin\nworkspace-size=2048\n\
+             enable-dla=1\nuse-dla-core=1\nallow-gpu-fallback=0\nengine-cache-dir=engines\n",
+        )
+        .unwrap()
+        .config
+        .tensorrt;
+        assert_eq!(
+            c,
+            TensorRtSettings {
+                network_mode: NetworkMode::Fp16,
+                int8_calib_file: Some(PathBuf::from("/etc/fs/cal.bin")),
+                workspace_size: 2048,
+                enable_dla: true,
+                use_dla_core: 1,
+                allow_gpu_fallback: false,
+                engine_cache_dir: Some(PathBuf::from("/etc/fs/engines")),
+            }
+        );
+        let int8 = load("[property]\nnetwork-mode=1\n").unwrap().config;
+        assert_eq!(int8.tensorrt.network_mode, NetworkMode::Int8);
+        let named = load("[property]\nnetwork-mode=fp16\n").unwrap().config;
+        assert_eq!(named.tensorrt.network_mode, NetworkMode::Fp16);
+    }
+
+    #[test]
+    fn contradictory_settings_are_errors_and_idle_ones_warn() {
+        let secondary = |text: &str| {
+            load(&format!("[property]\nprocess-mode=2\n{text}"))
+                .unwrap()
+                .config
+                .validate()
+        };
+        let err = secondary("gie-unique-id=2\noperate-on-gie-id=2\n").unwrap_err();
+        assert!(err.contains("own gie-unique-id"), "{err}");
+        let err = secondary("network-type=100\n").unwrap_err();
+        assert!(err.contains("output-tensor-meta=true"), "{err}");
+        let warnings = secondary("interval=2\n").unwrap();
+        assert!(warnings[0].contains("interval=2"), "{warnings:?}");
+        let primary = |text: &str| {
+            load(&format!("[property]\n{text}"))
+                .unwrap()
+                .config
+                .validate()
+        };
+        let err = primary("network-type=100\noutput-tensor-meta=1\n").unwrap_err();
+        assert!(err.contains("process-mode=secondary"), "{err}");
+        let warnings = primary("operate-on-class-ids=1\nsecondary-reinfer-interval=5\n").unwrap();
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].contains("operate-on-class-ids"));
+        let warnings = primary("output-tensor-meta=1\n").unwrap();
+        assert!(warnings[0].contains("primary detector"), "{warnings:?}");
+        assert_eq!(
+            primary("network-type=1\noutput-tensor-meta=1\n"),
+            Ok(vec![])
+        );
+    }
+
+    #[test]
+    fn explicit_properties_override_the_file() {
+        let file = load("[property]\nbatch-size=4\ninterval=3\n[class-attrs-all]\ntopk=5\n")
+            .unwrap()
+            .config;
+        let mut props = Props::new(InferConfig::default());
+        for (name, text) in [("batch-size", "8"), ("pre-cluster-threshold", "0.7")] {
+            SETTINGS.set_text(&mut props, name, text).unwrap().unwrap();
+        }
+        let c = SETTINGS.resolve(file, &props).unwrap();
+        assert_eq!(c.batch_size, 8);
+        assert_eq!(c.interval, 3, "not set as a property: the file wins");
+        assert_eq!(c.class_attrs.all.pre_cluster_threshold, 0.7);
+        assert_eq!(c.class_attrs.all.topk, 5);
+        let refused = SETTINGS.set_text(&mut props, "pre-cluster-threshold", "1.5");
+        assert!(refused.unwrap().unwrap_err().contains("expected 0 to 1"));
     }
 }

@@ -16,40 +16,8 @@ use std::path::{Path, PathBuf};
 use ferrostream_core::BBox;
 
 use crate::engine::OutputTensor;
-use crate::parse::Detection;
-
-/// Which kind of parser function a library provides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CustomKind {
-    /// `parse-bbox-func-name`: an `NvDsInferParseCustomFunc`.
-    Detector,
-    /// `parse-bbox-instance-mask-func-name`: an `NvDsInferInstanceMaskParseCustomFunc`.
-    InstanceMask,
-    /// `parse-classifier-func-name`: an `NvDsInferClassiferParseCustomFunc`.
-    Classifier,
-}
-
-impl CustomKind {
-    /// The kind a configuration key names.
-    pub fn from_key(key: &str) -> Option<Self> {
-        [
-            CustomKind::Detector,
-            CustomKind::InstanceMask,
-            CustomKind::Classifier,
-        ]
-        .into_iter()
-        .find(|k| k.key() == key)
-    }
-
-    /// The configuration key naming the function.
-    pub fn key(self) -> &'static str {
-        match self {
-            CustomKind::Detector => "parse-bbox-func-name",
-            CustomKind::InstanceMask => "parse-bbox-instance-mask-func-name",
-            CustomKind::Classifier => "parse-classifier-func-name",
-        }
-    }
-}
+pub use crate::layout::CustomKind;
+use crate::layout::Detection;
 
 /// An instance mask as a parser returns it: `width` x `height` values, row by row, covering
 /// the object's box.

@@ -11,11 +11,9 @@ mod rows;
 
 use ferrostream_core::BBox;
 
-pub use self::rows::Columns;
 use self::rows::Row;
-use crate::config::{
-    BoxCoords, BoxFormat, ClassAttrs, InferConfig, NetworkType, ParserKind, Softmax,
-};
+use crate::config::{ClassAttrs, InferConfig, NetworkType, ParserKind, Softmax};
+pub use crate::layout::{BoxCoords, BoxFormat, Columns, Detection};
 use crate::engine::{OutputTensor, TensorInfo};
 
 /// What the configuration says about parsing, and the network input size.
@@ -45,21 +43,6 @@ impl ParserSettings {
             net,
         }
     }
-}
-
-/// A detection in network-input pixels.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Detection {
-    pub class_id: u32,
-    pub confidence: f32,
-    pub bbox: BBox,
-    /// Landmark points as x,y pairs in network pixels (CenterFace: eyes, nose, mouth corners).
-    pub landmarks: Vec<f32>,
-    /// Mask coefficients (YOLOv8-seg), turned into `mask` once the detection survives
-    /// clustering.
-    pub coefficients: Vec<f32>,
-    /// The instance mask over `bbox`.
-    pub mask: Option<ferrostream_core::mask::InstanceMask>,
 }
 
 /// The parser for one model, with the index of each output it reads.
@@ -121,7 +104,7 @@ pub enum OutputParser {
         softmax: Softmax,
     },
     /// An nvinfer custom parser library, called by [`crate::inference::Inference`].
-    Custom(crate::custom::CustomKind),
+    Custom(crate::layout::CustomKind),
     /// YOLOv8-seg: `[N,4+C+M,B]` rows (cx,cy,w,h in network pixels, C class scores, M mask
     /// coefficients) and `[N,M,h,w]` prototype masks over the network input.
     YoloV8Seg {
