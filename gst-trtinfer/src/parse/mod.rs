@@ -11,9 +11,8 @@ mod rows;
 
 use ferrostream_core::BBox;
 
-use self::rows::Row;
 use crate::config::{ClassAttrs, InferConfig, NetworkType, ParserKind, Softmax};
-pub use crate::layout::{BoxCoords, BoxFormat, Columns, Detection};
+pub use crate::layout::{BoxCoords, BoxFormat, Columns, Detection, Row};
 use crate::engine::{OutputTensor, TensorInfo};
 
 /// What the configuration says about parsing, and the network input size.

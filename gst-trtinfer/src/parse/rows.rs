@@ -5,11 +5,9 @@
 //! exports. What the shapes leave open (column order, box format, normalisation) is guessed
 //! from the first confident rows, once, and checked: rows that fit no reading are refused.
 
-
 use ferrostream_core::BBox;
 
-pub use crate::layout::{Column, Columns, Row};
-use crate::layout::{BoxCoords, BoxFormat};
+use crate::layout::{BoxCoords, BoxFormat, Columns, Row};
 
 /// Whether `v` holds an integer, as class ids and batch indices stored as floats do.
 pub fn is_integral(v: f32) -> bool {
