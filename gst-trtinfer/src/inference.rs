@@ -22,7 +22,7 @@ use crate::engine::{
     OutputTensor, TensorInfo,
 };
 use crate::labels::{label_for, load as load_labels};
-use crate::parse::{Detection, OutputParser, ParserSettings};
+use crate::parse::{Detection, OutputParser, ParserSettings, Produces};
 use crate::preprocess::{Letterbox, NetworkInput, Preprocessor, SourceImage, TensorElement};
 
 /// Why a model could not be set up; each maps to a GStreamer error domain.
@@ -294,7 +294,7 @@ impl Inference {
             _ => None,
         };
         let parser = match OutputParser::select(&parser_settings, &infos) {
-            _ if custom.is_some() => custom.as_ref().map(|c| OutputParser::Custom(c.kind())),
+            _ if custom.is_some() => custom.as_ref().map(|c| OutputParser::custom(c.kind())),
             Ok(parser) => Some(parser.remap(&considered)),
             // Symbolic output dims: the first inference's real shapes decide.
             Err(_)
@@ -319,7 +319,7 @@ impl Inference {
             None => vec![
                 parser
                     .as_ref()
-                    .map_or(&[][..], OutputParser::default_labels)
+                    .map_or(&[][..], |p| p.default_labels())
                     .iter()
                     .map(|&l| Arc::from(l))
                     .collect(),
@@ -465,7 +465,7 @@ impl Inference {
     }
 
     /// Settles what the parser left open from the confident rows of slot `slot`, once they
-    /// come (see [`OutputParser::refine`]).
+    /// come (see [`Family::refine`](crate::parse::Family::refine)).
     fn settle_parser(&mut self, slot: usize) -> Result<(), String> {
         let Some(parser) = self.parser.as_ref().filter(|p| p.is_open()) else {
             return Ok(());
@@ -494,34 +494,17 @@ impl Inference {
         if !self.parser_guessed || self.parser_checked || self.detections.is_empty() {
             return Ok(());
         }
-        let (w, h) = (self.network.width as f32, self.network.height as f32);
-        let bad = self.detections.iter().find_map(|d| {
-            let b = d.bbox;
-            if !(0.0..=1.001).contains(&d.confidence) {
-                Some(format!("a confidence of {}", d.confidence))
-            } else if ![b.left, b.top, b.width, b.height]
+        let net = (self.network.width, self.network.height);
+        let bad = self.parser.as_ref().and_then(|parser| {
+            self.detections
                 .iter()
-                .all(|v| v.is_finite())
-                || b.right() < -0.5 * w
-                || b.left > 1.5 * w
-                || b.bottom() < -0.5 * h
-                || b.top > 1.5 * h
-                || b.width > 2.0 * w
-                || b.height > 2.0 * h
-            {
-                Some(format!(
-                    "a box at ({:.1}, {:.1}) of {:.1}x{:.1}, far outside the {w}x{h} network input",
-                    b.left, b.top, b.width, b.height
-                ))
-            } else {
-                None
-            }
+                .find_map(|d| parser.implausible(d, net))
         });
         if let Some(bad) = bad {
             let parser = self
                 .parser
                 .as_ref()
-                .map_or_else(String::new, OutputParser::summary);
+                .map_or_else(String::new, |p| p.summary());
             let outputs = self
                 .considered
                 .iter()
@@ -694,7 +677,7 @@ impl Inference {
                         let attrs = &self.class_attrs;
                         let all = self.config.class_attrs.all;
                         let attrs_of = |c: u32| attrs.get(c as usize).copied().unwrap_or(all);
-                        let min = parser.min_threshold(&layout, &attrs_of);
+                        let min = layout.min_threshold(&attrs_of);
                         Some((layout, min))
                     }
                     Some(Err(m)) => return Err(format!("Parsing the model outputs: {m}")),
@@ -938,19 +921,19 @@ impl Inference {
                 .collect();
         }
         let parser = self.parser.as_ref().expect("chosen above");
-        match parser {
-            OutputParser::Tensors => {}
-            OutputParser::Custom(crate::layout::CustomKind::Classifier) => {
+        match parser.produces() {
+            Produces::Tensors => {}
+            Produces::Custom(crate::layout::CustomKind::Classifier) => {
                 result.classifications = self.custom_classifications(slot)?;
             }
-            OutputParser::Custom(_) => {
+            Produces::Custom(_) => {
                 self.custom_detections(slot)?;
                 result.objects = self.objects_from_detections(lb, frame_w, frame_h, None)?;
             }
-            OutputParser::Segmentation { output } => {
-                result.segmentation = Some(self.class_map(*output, slot, lb)?);
+            Produces::ClassMap { output } => {
+                result.segmentation = Some(self.class_map(output, slot, lb)?);
             }
-            OutputParser::Classifier { .. } => {
+            Produces::Classes => {
                 result.classifications = parser
                     .top_class(&self.outputs, slot)
                     // Strictly above, as nvinfer's classifier parser.
@@ -964,7 +947,9 @@ impl Inference {
                     .into_iter()
                     .collect();
             }
-            _ => result.objects = self.detected_objects(slot, lb, frame_w, frame_h)?,
+            Produces::Detections => {
+                result.objects = self.detected_objects(slot, lb, frame_w, frame_h)?
+            }
         }
         Ok(result)
     }
@@ -1177,8 +1162,7 @@ impl Inference {
             let attrs_of = |class: u32| attrs.get(class as usize).copied().unwrap_or(all);
             cluster(&mut self.detections, self.config.cluster_mode, &attrs_of);
         }
-        if let (Some(slot), Some(&OutputParser::YoloV8Seg { protos, .. })) =
-            (slot, self.parser.as_ref())
+        if let (Some(slot), Some(protos)) = (slot, self.parser.as_ref().and_then(|p| p.prototypes()))
         {
             self.prototype_masks(protos, slot)?;
         }

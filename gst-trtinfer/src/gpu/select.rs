@@ -2,7 +2,7 @@
 //! Anchor selection on the GPU (the kernel `select_anchors` of select.cu): of a detector's
 //! outputs left in device memory, only the rows of anchors that may hold a detection are
 //! gathered into a compact list for the host, which decodes them with the parser's own
-//! per-anchor code ([`OutputParser::decode_anchor`](crate::parse::OutputParser::decode_anchor)).
+//! per-anchor code ([`Family::decode_anchor`](crate::parse::Family::decode_anchor)).
 
 use std::sync::Arc;
 

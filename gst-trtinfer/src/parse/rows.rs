@@ -7,6 +7,7 @@
 
 use ferrostream_core::BBox;
 
+use crate::engine::OutputTensor;
 use crate::layout::{BoxCoords, BoxFormat, Columns, Row};
 
 /// Whether `v` holds an integer, as class ids and batch indices stored as floats do.
@@ -100,6 +101,162 @@ pub fn misfit(rows: &[Row], items: usize) -> Option<String> {
         }
     }
     None
+}
+
+/// The rows that look confident: a score of at least `min` and a class (padding rows have a
+/// negative one).
+pub fn confident(rows: Vec<Row>, min: f32) -> Vec<Row> {
+    rows.into_iter()
+        .filter(|r| r.score >= min && r.class >= 0.0)
+        .collect()
+}
+
+/// The box format and coordinates the confident `rows` show where `format` and `coords` are
+/// open (`Auto`); `seen` names the outputs in errors. `rows` is not empty.
+pub fn settle_boxes(
+    rows: &[Row],
+    seen: &str,
+    format: BoxFormat,
+    coords: BoxCoords,
+) -> Result<(BoxFormat, BoxCoords), String> {
+    let boxes: Vec<[f32; 4]> = rows.iter().map(|r| r.bbox).collect();
+    let format = match format {
+        BoxFormat::Auto => guess_box_format(&boxes)
+            .ok_or_else(|| format!("{seen}: no rows to tell the box format from"))?
+            .map_err(|m| format!("{seen}: {m}"))?,
+        f => f,
+    };
+    let coords = match coords {
+        BoxCoords::Auto => match guess_normalized(&boxes) {
+            Some(true) => BoxCoords::Normalized,
+            Some(false) => BoxCoords::Pixels,
+            None => return Err(format!("{seen}: no rows to tell the coordinates from")),
+        },
+        c => c,
+    };
+    Ok((format, coords))
+}
+
+/// How boxes are scaled, in words.
+pub fn coords_words(coords: BoxCoords) -> &'static str {
+    match coords {
+        BoxCoords::Auto => "(normalisation to be seen)",
+        BoxCoords::Normalized => "normalised",
+        BoxCoords::Pixels => "in pixels",
+    }
+}
+
+/// The outputs of `which`, by name and shape.
+pub fn describe_tensors(outputs: &[OutputTensor], which: &[Option<usize>]) -> String {
+    which
+        .iter()
+        .flatten()
+        .filter_map(|&i| outputs.get(i))
+        .map(|t| format!("{} {:?}", t.name, t.shape))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The rows of batch item `item` in an end-to-end output read as `columns`.
+pub fn end_to_end_rows(t: &OutputTensor, columns: &Columns, item: usize) -> Result<Vec<Row>, String> {
+    let width = columns.width();
+    if t.shape.last() != Some(&width) {
+        return Err(format!(
+            "output {} {:?} holds rows of {} values; columns {columns} need {width}",
+            t.name,
+            t.shape,
+            t.shape.last().copied().unwrap_or(0)
+        ));
+    }
+    if columns.has_batch() {
+        // Rows of every item, each naming its own.
+        return Ok(t
+            .data
+            .chunks_exact(width)
+            .map(|r| columns.read(r))
+            .filter(|r| r.batch.is_some_and(|b| b.round() == item as f32))
+            .collect());
+    }
+    if t.shape.len() < 3 {
+        return Err(format!(
+            "output {} {:?} has no batch dimension and its columns ({columns}) name no batch \
+             item; set end-to-end-columns with a batch column",
+            t.name, t.shape
+        ));
+    }
+    Ok(super::item_of(t, item)?
+        .chunks_exact(width)
+        .map(|r| columns.read(r))
+        .collect())
+}
+
+/// The rows of batch item `item` of separate boxes, scores (or the fifth value of each box
+/// when `scores` is `None`), labels and count outputs.
+pub fn triple_rows(
+    outputs: &[OutputTensor],
+    boxes: usize,
+    scores: Option<usize>,
+    labels: usize,
+    num: Option<usize>,
+    item: usize,
+) -> Result<Vec<Row>, String> {
+    let width = if scores.is_some() { 4 } else { 5 };
+    let b_tensor = &outputs[boxes];
+    if b_tensor.shape.last() != Some(&width) {
+        return Err(format!(
+            "boxes {} {:?} should hold {width} values per box{}",
+            b_tensor.name,
+            b_tensor.shape,
+            if width == 5 {
+                " (with the score last, as there is no scores output)"
+            } else {
+                ""
+            }
+        ));
+    }
+    let b = super::item_of(b_tensor, item)?;
+    let l = super::item_of(&outputs[labels], item)?;
+    let s = scores.map(|i| super::item_of(&outputs[i], item)).transpose()?;
+    let mut count = (b.len() / width).min(l.len());
+    if let Some(s) = s {
+        count = count.min(s.len());
+    }
+    if let Some(n) = num {
+        let n = super::item_of(&outputs[n], item)?.first().copied().unwrap_or(0.0);
+        count = count.min(if n.is_finite() {
+            n.max(0.0) as usize
+        } else {
+            0
+        });
+    }
+    Ok((0..count)
+        .map(|i| {
+            let v = &b[i * width..];
+            Row {
+                bbox: [v[0], v[1], v[2], v[3]],
+                score: s.map_or_else(|| v[4], |s| s[i]),
+                class: l[i],
+                batch: None,
+            }
+        })
+        .collect())
+}
+
+/// The class id of a finished detection: `None` for padding (negative class or no score), an
+/// error where the class is not an integer (the outputs are not laid out as the parser reads
+/// them).
+pub fn class_id(r: &Row) -> Result<Option<u32>, String> {
+    if r.class < 0.0 || r.score.is_nan() || r.score <= 0.0 {
+        return Ok(None);
+    }
+    if !is_integral(r.class) {
+        return Err(format!(
+            "a detection's class is {} (not a class id): the outputs are not laid out as the \
+             parser reads them; set output-parser or end-to-end-columns",
+            r.class
+        ));
+    }
+    Ok(Some(r.class.round() as u32))
 }
 
 #[cfg(test)]

@@ -240,7 +240,7 @@ trait Entry<C>: Send + Sync {
     fn read(&self, text: &str, dir: &Path, source: Source, into: &mut C) -> Result<(), String>;
     fn copy(&self, from: &C, into: &mut C);
     fn render(&self, from: &C) -> String;
-    /// The texts of the codec's samples, and of the default.
+    /// The texts of the codec's samples a property takes, and of the default.
     fn sample_texts(&self, defaults: &C) -> Vec<String>;
     fn self_check(&self, defaults: &C) -> Result<(), String>;
     #[cfg(feature = "gst")]
@@ -309,7 +309,7 @@ impl<C: 'static, K: Codec> Entry<C> for Field<C, K> {
             .codec
             .samples()
             .iter()
-            .filter(|s| self.checked((*s).clone(), Source::File).is_ok())
+            .filter(|s| self.checked((*s).clone(), Source::Property).is_ok())
             .map(|s| self.codec.to_text(s))
             .collect();
         texts.push(self.render(defaults));
@@ -744,7 +744,7 @@ impl<C: 'static> Table<C> {
             for text in entry.sample_texts(defaults) {
                 let mut values = defaults.clone();
                 entry
-                    .read(&text, dir, Source::File, &mut values)
+                    .read(&text, dir, Source::Property, &mut values)
                     .map_err(|e| format!("{}: `{text}`: {e}", entry.name()))?;
                 let mut props = Props::new(values);
                 props.set.insert(entry.name());
