@@ -8,8 +8,6 @@
 //! pixels exactly.
 
 use ferrostream_core::BBox;
-use gst_video::prelude::*;
-use gst_video::{VideoColorMatrix, VideoColorRange, VideoFormat};
 
 use crate::config::ColorFormat;
 
@@ -144,16 +142,29 @@ pub struct YuvToRgb {
 
 const FX: i32 = 12;
 
+/// The colour matrix of YUV pixels (what a video's colorimetry says).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ColorMatrix {
+    /// BT.601, also where the colorimetry says nothing.
+    #[default]
+    Bt601,
+    Bt709,
+    Bt2020,
+    Smpte240m,
+    Fcc,
+}
+
 impl YuvToRgb {
-    pub fn new(matrix: VideoColorMatrix, range: VideoColorRange) -> Self {
+    /// The conversion for `matrix`, with luma in 0..255 (`full_range`) or 16..235.
+    pub fn new(matrix: ColorMatrix, full_range: bool) -> Self {
         let (kr, kb): (f64, f64) = match matrix {
-            VideoColorMatrix::Bt709 => (0.2126, 0.0722),
-            VideoColorMatrix::Bt2020 => (0.2627, 0.0593),
-            VideoColorMatrix::Smpte240m => (0.212, 0.087),
-            VideoColorMatrix::Fcc => (0.30, 0.11),
-            _ => (0.299, 0.114),
+            ColorMatrix::Bt601 => (0.299, 0.114),
+            ColorMatrix::Bt709 => (0.2126, 0.0722),
+            ColorMatrix::Bt2020 => (0.2627, 0.0593),
+            ColorMatrix::Smpte240m => (0.212, 0.087),
+            ColorMatrix::Fcc => (0.30, 0.11),
         };
-        let full = range == VideoColorRange::Range0_255;
+        let full = full_range;
         let (y_gain, c_gain) = if full {
             (1.0, 1.0)
         } else {
@@ -310,70 +321,7 @@ impl<'a> SourceImage<'a> {
     }
 }
 
-/// Raw video formats the CPU path reads: the 8-bit formats whose planes are plain arrays, the
-/// same that applications map as arrays.
-pub const SUPPORTED_FORMATS: &[VideoFormat] = ferrostream_core::framemap::FORMATS;
-
 impl<'a> SourceImage<'a> {
-    /// Views a mapped video frame.
-    pub fn from_frame(
-        frame: &'a gst_video::VideoFrameRef<&'a gst::BufferRef>,
-    ) -> Result<Self, String> {
-        let info = frame.info();
-        let (width, height) = (info.width(), info.height());
-        let plane = |i: u32| -> Result<&'a [u8], String> {
-            frame
-                .plane_data(i)
-                .map_err(|e| format!("cannot read plane {i}: {e}"))
-        };
-        let stride = |i: usize| info.stride()[i] as usize;
-        let packed = |pixel_stride: usize, rgb: [usize; 3]| {
-            SourceImage::packed(PackedImage {
-                data: plane(0)?,
-                stride: stride(0),
-                pixel_stride,
-                rgb,
-                width,
-                height,
-            })
-        };
-        let matrix = YuvToRgb::new(info.colorimetry().matrix(), info.colorimetry().range());
-        let yuv = |u_plane: u32, v_plane: u32, offsets: (usize, usize), step: usize| {
-            let u = plane(u_plane)?;
-            let v = plane(v_plane)?;
-            SourceImage::yuv420(Yuv420Image {
-                y: plane(0)?,
-                y_stride: stride(0),
-                u: u.get(offsets.0..).unwrap_or_default(),
-                v: v.get(offsets.1..).unwrap_or_default(),
-                chroma_stride: stride(u_plane as usize),
-                chroma_step: step,
-                width,
-                height,
-                matrix,
-            })
-        };
-        match info.format() {
-            VideoFormat::Rgb => packed(3, [0, 1, 2]),
-            VideoFormat::Bgr => packed(3, [2, 1, 0]),
-            VideoFormat::Rgba | VideoFormat::Rgbx => packed(4, [0, 1, 2]),
-            VideoFormat::Bgra | VideoFormat::Bgrx => packed(4, [2, 1, 0]),
-            VideoFormat::Argb | VideoFormat::Xrgb => packed(4, [1, 2, 3]),
-            VideoFormat::Abgr | VideoFormat::Xbgr => packed(4, [3, 2, 1]),
-            VideoFormat::Gray8 => SourceImage::gray(GrayImage {
-                data: plane(0)?,
-                stride: stride(0),
-                width,
-                height,
-            }),
-            VideoFormat::Nv12 => yuv(1, 1, (0, 1), 2),
-            VideoFormat::Nv21 => yuv(1, 1, (1, 0), 2),
-            VideoFormat::I420 => yuv(1, 2, (0, 0), 1),
-            VideoFormat::Yv12 => yuv(2, 1, (0, 0), 1),
-            other => Err(format!("unsupported video format {other:?}")),
-        }
-    }
-
     pub fn size(&self) -> (u32, u32) {
         match self.0 {
             Planes::Packed(p) => (p.width, p.height),
@@ -961,7 +909,7 @@ mod tests {
             chroma_step: 2,
             width: w,
             height: h,
-            matrix: YuvToRgb::new(VideoColorMatrix::Bt601, VideoColorRange::Range16_235),
+            matrix: YuvToRgb::new(ColorMatrix::Bt601, false),
         })
         .unwrap();
         let mut out = vec![0u8; (w * h * 3) as usize];
@@ -1020,7 +968,7 @@ mod tests {
             chroma_step: 1,
             width: 4,
             height: 4,
-            matrix: YuvToRgb::new(VideoColorMatrix::Bt601, VideoColorRange::Range16_235),
+            matrix: YuvToRgb::new(ColorMatrix::Bt601, false),
         };
         assert!(SourceImage::yuv420(yuv(&[0; 4])).is_ok());
         assert!(SourceImage::yuv420(yuv(&[0; 3])).is_err());

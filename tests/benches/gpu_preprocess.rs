@@ -17,7 +17,7 @@ use ferrostream_tests::{Rng, gpu};
 use gst_trtinfer::config::ColorFormat;
 use gst_trtinfer::engine::ElementType;
 use gst_trtinfer::gpu::{GpuJob, GpuPreprocessor, PixelsPerThread};
-use gst_trtinfer::preprocess::{NetworkInput, YuvToRgb};
+use gst_trtinfer::preprocess::NetworkInput;
 use gst_video::{VideoColorMatrix, VideoColorRange, VideoFormat};
 use std::sync::Arc;
 
@@ -101,7 +101,7 @@ fn main() {
         )
         .unwrap()
     };
-    let matrix = YuvToRgb::new(VideoColorMatrix::Bt709, VideoColorRange::Range16_235);
+    let matrix = gst_trtinfer::rstrtinfer::frames::yuv_to_rgb(VideoColorMatrix::Bt709, VideoColorRange::Range16_235);
     let frame_pixels = image(0).pixel_bytes() as f64;
     let mut pre = GpuPreprocessor::new(&ctx).unwrap();
     let mut letterboxes = Vec::new();

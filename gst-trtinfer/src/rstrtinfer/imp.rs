@@ -16,12 +16,12 @@ use gst_base::subclass::prelude::*;
 #[cfg(feature = "cuda")]
 use super::crops::GpuFrames;
 use super::crops::{self, Crop, FrameError, Work};
+use super::frames::SUPPORTED_FORMATS;
 use super::flight::{Flight, InFlight, LatencyTracker, Limits, Queued, Throughput};
 use crate::config::{InferConfig, ProcessMode, ServerFailure};
 use crate::engine::remote::{Health, Poll, RemoteError, RemoteResult};
 use crate::engine::{EngineLog, LogLevel};
 use crate::inference::{Inference, ItemResult, SetupError};
-use crate::preprocess::SUPPORTED_FORMATS;
 use crate::secondary::{self, Secondary};
 use crate::settings::SETTINGS;
 

@@ -98,6 +98,7 @@ use crate::inference::Inference;
 
 mod crops;
 mod flight;
+pub mod frames;
 mod imp;
 
 pub use crate::config::{
