@@ -729,7 +729,6 @@ impl Codec for ParserFunction {
         vec![None, Some((self.0, "NvDsInferParseCustom".to_owned()))]
     }
 
-    ferrostream_core::string_property!();
 }
 
 /// `infer-dims`: `C;H;W`, or empty for the model's own.
@@ -753,7 +752,6 @@ impl Codec for InferDims {
         vec![None, Some([3, 300, 300]), Some([1, 64, 32])]
     }
 
-    ferrostream_core::string_property!();
 }
 
 /// `server-headers`: `name=value` pairs separated by `;`, in order.
@@ -781,7 +779,6 @@ impl Codec for Headers {
         ]
     }
 
-    ferrostream_core::string_property!();
 }
 
 #[cfg(test)]

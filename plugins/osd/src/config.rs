@@ -402,7 +402,6 @@ impl Codec for Font {
         }
     }
 
-    ferrostream_core::string_property!();
 }
 
 #[cfg(test)]

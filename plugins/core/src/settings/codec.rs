@@ -44,18 +44,29 @@ pub trait Codec: Send + Sync + 'static {
         value.clone()
     }
 
+    /// The property's `GParamSpec`. By default the property is a string holding the text a
+    /// file would hold; numbers, switches and enums override the three property methods.
     #[cfg(feature = "gst")]
-    fn param_spec(&self, info: PropertyInfo<'_>, default: &Self::Value) -> glib::ParamSpec;
+    fn param_spec(&self, info: PropertyInfo<'_>, default: &Self::Value) -> glib::ParamSpec {
+        string_spec(info, &self.to_text(default))
+    }
+
     #[cfg(feature = "gst")]
-    fn to_value(&self, value: &Self::Value) -> glib::Value;
-    /// A property's value; `Err` for text that does not parse (the property is a string).
+    fn to_value(&self, value: &Self::Value) -> glib::Value {
+        string_value(self.to_text(value))
+    }
+
+    /// A property's value; `Err` for text that does not parse (the property is a string, read
+    /// like a file's text with relative paths left as they are).
     #[cfg(feature = "gst")]
-    fn from_value(&self, value: &glib::Value) -> Result<Self::Value, String>;
+    fn from_value(&self, value: &glib::Value) -> Result<Self::Value, String> {
+        self.from_text(&string_text(value), Path::new(""))
+    }
 }
 
 /// The `GParamSpec` of a string property whose default is `default_text` (empty: NULL).
 #[cfg(feature = "gst")]
-pub fn string_spec(info: PropertyInfo<'_>, default_text: &str) -> glib::ParamSpec {
+fn string_spec(info: PropertyInfo<'_>, default_text: &str) -> glib::ParamSpec {
     glib::ParamSpecString::builder(info.name)
         .nick(info.nick)
         .blurb(info.blurb)
@@ -66,48 +77,17 @@ pub fn string_spec(info: PropertyInfo<'_>, default_text: &str) -> glib::ParamSpe
 
 /// A string property's value for `text` (empty: NULL).
 #[cfg(feature = "gst")]
-pub fn string_value(text: String) -> glib::Value {
+fn string_value(text: String) -> glib::Value {
     glib::prelude::ToValue::to_value(&(!text.is_empty()).then_some(text))
 }
 
 /// A string property's text (NULL: empty).
 #[cfg(feature = "gst")]
-pub fn string_text(value: &glib::Value) -> String {
+fn string_text(value: &glib::Value) -> String {
     value
         .get::<Option<String>>()
         .expect("a string (type checked)")
         .unwrap_or_default()
-}
-
-/// The property half of a [`Codec`] whose property is a string holding the text a file would
-/// hold (a property's text is read like a file's, with relative paths left as they are). Put
-/// `ferrostream_core::string_property!();` in the `impl Codec for …` block.
-#[cfg(feature = "gst")]
-#[macro_export]
-macro_rules! string_property {
-    () => {
-        fn param_spec(
-            &self,
-            info: $crate::settings::PropertyInfo<'_>,
-            default: &Self::Value,
-        ) -> $crate::settings::glib::ParamSpec {
-            $crate::settings::string_spec(info, &self.to_text(default))
-        }
-
-        fn to_value(&self, value: &Self::Value) -> $crate::settings::glib::Value {
-            $crate::settings::string_value(self.to_text(value))
-        }
-
-        fn from_value(
-            &self,
-            value: &$crate::settings::glib::Value,
-        ) -> ::std::result::Result<Self::Value, ::std::string::String> {
-            self.from_text(
-                &$crate::settings::string_text(value),
-                ::std::path::Path::new(""),
-            )
-        }
-    };
 }
 
 /// The `gst` half of a codec whose property has the value's own GLib type.
@@ -439,8 +419,6 @@ impl Codec for Text {
         }
     }
 
-    #[cfg(feature = "gst")]
-    crate::string_property!();
 }
 
 /// A file's path; empty is none. In a configuration file a relative path is relative to the
@@ -471,8 +449,6 @@ impl Codec for FilePath {
         value.as_ref().map(|p| dir.join(p))
     }
 
-    #[cfg(feature = "gst")]
-    crate::string_property!();
 }
 
 /// A list of values separated by `;` (or another separator, for items that contain `;`).
@@ -532,8 +508,6 @@ where
         v
     }
 
-    #[cfg(feature = "gst")]
-    crate::string_property!();
 }
 
 /// `key=value` items separated by any of `separators` (`0=Front door;1=Yard`, or
@@ -595,8 +569,6 @@ where
         v
     }
 
-    #[cfg(feature = "gst")]
-    crate::string_property!();
 }
 
 /// A value with its own text form (`FromStr` and `Display` that read each other back); the
@@ -634,8 +606,6 @@ where
         Vec::new()
     }
 
-    #[cfg(feature = "gst")]
-    crate::string_property!();
 }
 
 /// An optional value of a string-property codec: empty text is none.
@@ -672,8 +642,6 @@ impl<K: Codec> Codec for Optional<K> {
         value.as_ref().map(|v| self.0.read_back(v, dir))
     }
 
-    #[cfg(feature = "gst")]
-    crate::string_property!();
 }
 
 /// One of the values of a [`choice_enum!`](crate::choice_enum): its nick or its number in a

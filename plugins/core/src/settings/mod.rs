@@ -56,13 +56,11 @@ use crate::ini::{ConfigError, IniFile, Section};
 
 #[cfg(feature = "gst")]
 pub use choice::GEnum;
-/// For [`string_property!`](crate::string_property) in other crates.
 #[cfg(feature = "gst")]
-#[doc(hidden)]
-pub use gst::glib;
+use gst::glib;
 pub use choice::{Choice, ChoiceValue};
 #[cfg(feature = "gst")]
-pub use codec::{PropertyInfo, string_spec, string_text, string_value};
+pub use codec::PropertyInfo;
 pub use codec::{
     Bool, Codec, Enum, FilePath, Float, Int, List, Mapped, Optional, Pairs, Parsed, Text, UInt,
     UInt64,
