@@ -1277,6 +1277,7 @@ fn resolve_model(path: &std::path::Path) -> Result<PathBuf, SetupError> {
 /// The ONNX Runtime engine of `config` for the resolved `onnx` model.
 /// The model on the inference server of `config.remote`; its "path" in messages is the server
 /// and model name.
+#[cfg(feature = "remote")]
 fn kserve_engine(config: &InferConfig) -> Result<(Box<dyn Engine>, PathBuf), SetupError> {
     use crate::config::{ProcessMode, ServerFailure};
     use crate::engine::kserve::{Connection, FailurePolicy, KserveEngine, KserveOptions};
@@ -1396,6 +1397,15 @@ fn tensorrt_engine(
 }
 
 /// Without the `tensorrt` feature there is no native TensorRT backend.
+#[cfg(not(feature = "remote"))]
+fn kserve_engine(_config: &InferConfig) -> Result<(Box<dyn Engine>, PathBuf), SetupError> {
+    Err(SetupError::Unsupported(
+        "this build has no inference-server backend (built without the `remote` feature); \
+         rebuild with it to use backend=kserve or backend=triton"
+            .into(),
+    ))
+}
+
 #[cfg(not(feature = "tensorrt"))]
 fn tensorrt_engine(
     _config: &InferConfig,

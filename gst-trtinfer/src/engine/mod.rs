@@ -11,6 +11,7 @@
 
 #[cfg(feature = "fault-injection")]
 pub mod fault;
+#[cfg(feature = "remote")]
 pub mod kserve;
 pub mod onnxruntime;
 pub mod remote;

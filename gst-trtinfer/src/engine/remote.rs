@@ -100,7 +100,7 @@ pub type RemoteResult = Result<Vec<OutputTensor>, RemoteError>;
 pub struct RemoteCall {
     answer: mpsc::Receiver<RemoteResult>,
     /// Ends the call's task when the call is dropped unanswered (a flush, a stop).
-    abort: Option<tokio::task::AbortHandle>,
+    abort: Option<Box<dyn FnOnce() + Send>>,
     health: Arc<Health>,
 }
 
@@ -114,12 +114,12 @@ impl RemoteCall {
     /// A call answered through `answer` by a task that `abort` ends.
     pub fn new(
         answer: mpsc::Receiver<RemoteResult>,
-        abort: tokio::task::AbortHandle,
+        abort: impl FnOnce() + Send + 'static,
         health: Arc<Health>,
     ) -> Self {
         Self {
             answer,
-            abort: Some(abort),
+            abort: Some(Box::new(abort)),
             health,
         }
     }
@@ -157,7 +157,7 @@ impl RemoteCall {
 impl Drop for RemoteCall {
     fn drop(&mut self) {
         if let Some(abort) = self.abort.take() {
-            abort.abort();
+            abort();
         }
     }
 }
@@ -203,7 +203,8 @@ mod tests {
             .unwrap();
         let (tx, rx) = mpsc::channel();
         let task = rt.spawn(async {});
-        let call = RemoteCall::new(rx, task.abort_handle(), Arc::default());
+        let abort = task.abort_handle();
+        let call = RemoteCall::new(rx, move || abort.abort(), Arc::default());
         assert!(matches!(call.wait_for(Duration::ZERO), Poll::Pending));
         drop(tx);
         assert!(matches!(call.wait(), Err(RemoteError::Failed(_))));
@@ -217,7 +218,8 @@ mod tests {
         let (_tx, rx) = mpsc::channel();
         let task = rt.spawn(async {});
         let health = Arc::new(Health::default());
-        let call = RemoteCall::new(rx, task.abort_handle(), health.clone());
+        let abort = task.abort_handle();
+        let call = RemoteCall::new(rx, move || abort.abort(), health.clone());
         let interrupter = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(300));
             health.interrupt(true);

@@ -457,9 +457,10 @@ impl RemoteEngine for KserveEngine {
             // The receiver is gone when the call was abandoned.
             let _ = answer.send(task.await);
         });
+        let abort = handle.abort_handle();
         Ok(RemoteCall::new(
             receiver,
-            handle.abort_handle(),
+            move || abort.abort(),
             self.health.clone(),
         ))
     }
