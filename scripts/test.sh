@@ -36,7 +36,20 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # engine cache, build options, the "TensorRT not installed" path).
 echo "== TensorRT backend: compile check"
 export FERROSTREAM_TENSORRT_COMPILE_CHECK=1
-cargo clippy -p gst-trtinfer -p gst-dlainfer --features gst-trtinfer/tensorrt,gst-dlainfer/tensorrt --all-targets --locked -- -D warnings
+cargo clippy -p ferrostream-inference -p gst-trtinfer -p gst-dlainfer \
+    --features ferrostream-inference/tensorrt,gst-trtinfer/tensorrt,gst-dlainfer/tensorrt \
+    --all-targets --locked -- -D warnings
+# The inference crate is usable without GStreamer: with no features it must not depend on it
+# (nor build anything that needs it), and it builds, lints and tests alone.
+echo "== inference crate without GStreamer"
+if cargo tree -p ferrostream-inference --no-default-features -e normal,build --locked \
+    | grep -Eq 'gstreamer|glib'; then
+    echo "ferrostream-inference --no-default-features depends on GStreamer or GLib:" >&2
+    cargo tree -p ferrostream-inference --no-default-features -e normal,build --locked \
+        -i gstreamer-sys >&2 || true
+    exit 1
+fi
+cargo clippy -p ferrostream-inference --no-default-features --all-targets --locked -- -D warnings
 if (( load > 0 )); then
     echo "== running the tests beside $load busy processes"
     busy=()
@@ -58,7 +71,8 @@ mkdir -p "$(dirname "$log")"
     # The Python extension module is built and tested by pytest below (it has no Rust tests,
     # and its library must not land in target/debug, where GStreamer looks for plugins).
     cargo test --workspace --exclude ferrostream-python --locked --no-fail-fast 2>&1
-    cargo test -p gst-trtinfer --features tensorrt --lib --locked --no-fail-fast 2>&1
+    cargo test -p ferrostream-inference --features tensorrt --lib --locked --no-fail-fast 2>&1
+    cargo test -p ferrostream-inference --no-default-features --locked --no-fail-fast 2>&1
 } | tee "$log"
 # The Python package (built from this tree) and the C example, against the plugin built above.
 echo "== Python package and C example (pytest)"

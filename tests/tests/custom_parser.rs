@@ -24,7 +24,7 @@ fn library() -> &'static Path {
         let status = std::process::Command::new("c++")
             .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror"])
             .arg("-I")
-            .arg(root.join("gst-trtinfer/nvdsinfer/include"))
+            .arg(root.join("gst-trtinfer/inference/nvdsinfer/include"))
             .arg(root.join("tests/fixtures/nvdsparser/parsers.cpp"))
             .arg("-o")
             .arg(&lib)

@@ -10,10 +10,10 @@
 //! - the `#[repr(C)]` Rust structures and constants (NvBufSurface in the DeepStream 7 or 8
 //!   layout, whichever the header has; cuDLA; CUeglFrame);
 //! - Ferrostream's own C and C++ declarations, compiled into the same program (the nvinfer
-//!   custom-parser interface in `gst-trtinfer/nvdsinfer/include`, the TensorRT API subset in
-//!   `gst-trtinfer/tensorrt/api`);
+//!   custom-parser interface in `gst-trtinfer/inference/nvdsinfer/include`, the TensorRT API subset in
+//!   `gst-trtinfer/inference/tensorrt/api`);
 //!
-//! and the TensorRT shim (`gst-trtinfer/tensorrt/fs_trt.cpp`) is compiled against the real
+//! and the TensorRT shim (`gst-trtinfer/inference/tensorrt/fs_trt.cpp`) is compiled against the real
 //! TensorRT headers with every warning an error. Without any of those variables the test says
 //! which it looked for and checks nothing (set `FERROSTREAM_REQUIRE_NVIDIA_HEADERS=1` to make
 //! that a failure). docs/NVIDIA_HEADERS.md records the versions checked.
@@ -374,7 +374,7 @@ fn mirrors_match_nvidia_headers() {
     let found = headers();
     let mut checked = Vec::new();
     let mut differences = Vec::new();
-    let ours_dir = repo_root().join("gst-trtinfer");
+    let ours_dir = repo_root().join("gst-trtinfer/inference");
     let ours = layout_facts(
         "ours",
         &[

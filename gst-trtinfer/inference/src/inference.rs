@@ -1765,7 +1765,7 @@ mod tests {
 
     fn fixture(name: &str) -> PathBuf {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../tests/fixtures")
+            .join("../../tests/fixtures")
             .join(name)
     }
 

@@ -936,7 +936,7 @@ mod tests {
 
     #[test]
     fn benchmark_detector_configurations_load_without_warnings() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pipelines");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../pipelines");
         for (file, parser, graph, clustering) in [
             ("yolov8s.txt", ParserKind::YoloV8, true, ClusterMode::Nms),
             ("yolov8m.txt", ParserKind::YoloV8, true, ClusterMode::Nms),
