@@ -274,13 +274,27 @@ impl Tracker {
             t.motion.predict();
             t.age += 1;
         }
+        let matched_track = self.match_targets(detections, &usable);
+        let mut det_used = vec![false; detections.len()];
+        for &d in matched_track.iter().flatten() {
+            det_used[d] = true;
+        }
+        let mut result = FrameResult::default();
+        self.advance(detections, &matched_track, ids, &mut result);
+        self.start_targets(detections, &usable, &det_used, ids, &mut result);
+        result
+    }
+
+    /// The detection each target takes (by target index), as the algorithm associates them.
+    fn match_targets(&self, detections: &[Detection], usable: &[usize]) -> Vec<Option<usize>> {
+        let cfg = &self.config;
         let mut matched_track = vec![None::<usize>; self.tracks.len()];
         let mut det_used = vec![false; detections.len()];
         let all_tracks: Vec<usize> = (0..self.tracks.len()).collect();
         match cfg.algorithm {
             Algorithm::Iou | Algorithm::Sort => {
                 let max_cost = 1.0 - cfg.iou_threshold;
-                let pairs = self.associate(&all_tracks, &usable, detections, max_cost);
+                let pairs = self.associate(&all_tracks, usable, detections, max_cost);
                 for (t, d) in pairs {
                     matched_track[t] = Some(d);
                     det_used[d] = true;
@@ -330,9 +344,19 @@ impl Tracker {
                 }
             }
         }
+        matched_track
+    }
 
-        // Update matched targets, age the others, drop what is done.
-        let mut result = FrameResult::default();
+    /// Updates the matched targets, ages the others, and drops what is done: targets that
+    /// missed during probation, shadows past `max_shadow_age`, the oldest shadows beyond
+    /// [`MAX_SHADOW_TRACKS`].
+    fn advance(
+        &mut self,
+        detections: &[Detection],
+        matched_track: &[Option<usize>],
+        ids: &mut IdAllocator,
+        result: &mut FrameResult,
+    ) {
         let mut keep = Vec::with_capacity(self.tracks.len());
         for (t, mut track) in std::mem::take(&mut self.tracks).into_iter().enumerate() {
             match matched_track[t] {
@@ -390,9 +414,18 @@ impl Tracker {
             });
         }
         self.tracks = keep;
+    }
 
-        // New targets from unused detections (ByteTrack: only confident ones).
-        for &d in &usable {
+    /// New targets from the detections no target took (ByteTrack: only confident ones).
+    fn start_targets(
+        &mut self,
+        detections: &[Detection],
+        usable: &[usize],
+        det_used: &[bool],
+        ids: &mut IdAllocator,
+        result: &mut FrameResult,
+    ) {
+        for &d in usable {
             let det = &detections[d];
             if det_used[d]
                 || (self.config.algorithm == Algorithm::ByteTrack
@@ -422,7 +455,6 @@ impl Tracker {
             }
             self.tracks.push(track);
         }
-        result
     }
 
     fn output(&self, t: &Track, detection: Option<usize>) -> TrackOutput {

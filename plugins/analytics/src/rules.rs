@@ -17,7 +17,7 @@ use ferrostream_core::{
     Shape, ShapeKind,
 };
 
-use crate::config::{AnalyticsConfig, StreamRules, Tuning};
+use crate::config::{AnalyticsConfig, CrowdingRule, StreamRules, Tuning};
 use crate::geometry::{self, Line, Point};
 
 /// What happened in a frame that an application may want to hear about at once.
@@ -328,39 +328,14 @@ impl Analyzer {
             }
         }
 
-        let now = frame.pts.map(gst::ClockTime::nseconds);
-        for (i, r) in rules.crowding.iter().enumerate() {
-            let count = crowd_counts[i];
-            let crowded = count >= r.threshold;
-            result.overcrowding.insert(
-                r.label.clone(),
-                Crowding {
-                    count,
-                    threshold: r.threshold,
-                    crowded,
-                },
-            );
-            let s = &mut state.crowding[i];
-            if crowded == s.reported {
-                s.changed_since = None;
-                continue;
-            }
-            let since = *s.changed_since.get_or_insert(now.unwrap_or(0));
-            let held_ns = now.unwrap_or(0).saturating_sub(since);
-            if held_ns >= u64::from(r.hold_ms) * 1_000_000 || now.is_none() {
-                s.reported = crowded;
-                s.changed_since = None;
-                events.push(Event::Crowding {
-                    source_id: frame.source_id,
-                    frame_num: frame.frame_num,
-                    pts: frame.pts,
-                    region: r.label.clone(),
-                    crowded,
-                    count,
-                    threshold: r.threshold,
-                });
-            }
-        }
+        report_crowding(
+            &rules.crowding,
+            &mut state.crowding,
+            &crowd_counts,
+            frame,
+            &mut result,
+            events,
+        );
         for (rule, counts) in rules.lines.iter().zip(&state.totals) {
             result.lines.insert(rule.label.clone(), counts.clone());
         }
@@ -370,6 +345,51 @@ impl Analyzer {
             .retain(|_, t| t.last_frame + STALE_FRAMES >= frame_num);
         frame.analytics = Some(result);
         notes
+    }
+}
+
+/// Overcrowding: each region's count in this frame, and an event when a region's state changed
+/// and held for its `time-threshold` (at once for frames without a timestamp).
+fn report_crowding(
+    rules: &[CrowdingRule],
+    states: &mut [CrowdState],
+    counts: &[u32],
+    frame: &Frame,
+    result: &mut FrameAnalytics,
+    events: &mut Vec<Event>,
+) {
+    let now = frame.pts.map(gst::ClockTime::nseconds);
+    for (i, r) in rules.iter().enumerate() {
+        let count = counts[i];
+        let crowded = count >= r.threshold;
+        result.overcrowding.insert(
+            r.label.clone(),
+            Crowding {
+                count,
+                threshold: r.threshold,
+                crowded,
+            },
+        );
+        let s = &mut states[i];
+        if crowded == s.reported {
+            s.changed_since = None;
+            continue;
+        }
+        let since = *s.changed_since.get_or_insert(now.unwrap_or(0));
+        let held_ns = now.unwrap_or(0).saturating_sub(since);
+        if held_ns >= u64::from(r.hold_ms) * 1_000_000 || now.is_none() {
+            s.reported = crowded;
+            s.changed_since = None;
+            events.push(Event::Crowding {
+                source_id: frame.source_id,
+                frame_num: frame.frame_num,
+                pts: frame.pts,
+                region: r.label.clone(),
+                crowded,
+                count,
+                threshold: r.threshold,
+            });
+        }
     }
 }
 
