@@ -35,10 +35,14 @@ use crate::tracker::{Algorithm, TrackerConfig};
 pub static SETTINGS: LazyLock<Table<TrackerConfig>> = LazyLock::new(|| {
     let mut t: Table<TrackerConfig> = Table::new("");
     t.add(
-        setting("tracker-algorithm", field!(algorithm), Enum::<Algorithm>::new())
-            .key("", "algorithm")
-            .nick("Algorithm")
-            .blurb("How detections are associated with targets (file key: algorithm)"),
+        setting(
+            "tracker-algorithm",
+            field!(algorithm),
+            Enum::<Algorithm>::new(),
+        )
+        .key("", "algorithm")
+        .nick("Algorithm")
+        .blurb("How detections are associated with targets (file key: algorithm)"),
     )
     .add(
         setting("probation-age", field!(probation_age), UInt::at_least(1))
@@ -88,12 +92,16 @@ pub static SETTINGS: LazyLock<Table<TrackerConfig>> = LazyLock::new(|| {
         .blurb("Classes to track, ';'-separated (empty: all; a list of numbers in the file)"),
     )
     .add(
-        setting("appearance-weight", field!(appearance_weight), Float::unit())
-            .nick("Appearance weight")
-            .blurb(
-                "Weight of the cosine distance of object embeddings (attribute \
+        setting(
+            "appearance-weight",
+            field!(appearance_weight),
+            Float::unit(),
+        )
+        .nick("Appearance weight")
+        .blurb(
+            "Weight of the cosine distance of object embeddings (attribute \
                  embedding-attribute) against overlap; 0 uses overlap only",
-            ),
+        ),
     )
     .add(
         setting(
@@ -108,13 +116,9 @@ pub static SETTINGS: LazyLock<Table<TrackerConfig>> = LazyLock::new(|| {
         ),
     )
     .add(
-        setting(
-            "report-terminated-tracks",
-            field!(report_terminated),
-            Bool,
-        )
-        .nick("Report terminated")
-        .blurb("List the ids of targets that ended in each frame's terminated_ids"),
+        setting("report-terminated-tracks", field!(report_terminated), Bool)
+            .nick("Report terminated")
+            .blurb("List the ids of targets that ended in each frame's terminated_ids"),
     )
     .add(
         setting("report-shadow-tracks", field!(report_shadow), Bool)
@@ -144,14 +148,14 @@ pub fn parse(path: &Path, text: &str) -> Result<(TrackerConfig, Vec<String>), St
 /// The top level of a TOML file as one section without a name: numbers and booleans as their
 /// text, strings as they are, arrays as `;`-separated lists. Each key keeps its line.
 fn toml_as_ini(path: &Path, text: &str) -> Result<IniFile, String> {
-    let table: toml::Table = toml::from_str(text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let table: toml::Table =
+        toml::from_str(text).map_err(|e| format!("{}: {e}", path.display()))?;
     let entries = table
         .into_iter()
         .map(|(key, value)| {
             let line = line_of_key(text, &key);
-            let value = toml_text(&value).map_err(|m| {
-                format!("{}:{line}: key `{key}`: {m}", path.display())
-            })?;
+            let value = toml_text(&value)
+                .map_err(|m| format!("{}:{line}: key `{key}`: {m}", path.display()))?;
             Ok(Entry { key, value, line })
         })
         .collect::<Result<Vec<_>, String>>()?;
@@ -233,13 +237,19 @@ mod tests {
         assert_eq!(c.operate_on_class_ids, vec![0, 2]);
         assert_eq!(c.embedding_attribute, "tensor:3:reid");
         assert!(!c.report_shadow && !c.report_terminated);
-        assert_eq!(warnings, vec!["t.toml:13: unknown key `frobnicate` ignored".to_owned()]);
+        assert_eq!(
+            warnings,
+            vec!["t.toml:13: unknown key `frobnicate` ignored".to_owned()]
+        );
     }
 
     #[test]
     fn bad_values_name_the_file_line_and_key() {
         let e = parse(Path::new("t.toml"), "algorithm = \"kalman\"\n").unwrap_err();
-        assert!(e.starts_with("t.toml:1: key `algorithm`") && e.contains("kalman"), "{e}");
+        assert!(
+            e.starts_with("t.toml:1: key `algorithm`") && e.contains("kalman"),
+            "{e}"
+        );
         assert!(e.contains("iou (0), sort (1), bytetrack (2)"), "{e}");
         let e = parse(Path::new("t.toml"), "\niou-threshold = 1.5\n").unwrap_err();
         assert!(e.starts_with("t.toml:2: key `iou-threshold`"), "{e}");

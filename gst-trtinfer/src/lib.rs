@@ -3,11 +3,11 @@
 //! thread, secondary-mode object selection and the inference-server policies. What it runs is
 //! [`ferrostream_inference`], whose modules are re-exported here under their usual paths.
 
+#[cfg(feature = "cuda")]
+pub use ferrostream_inference::gpu;
 pub use ferrostream_inference::{
     cluster, config, custom, engine, inference, labels, layout, masks, parse, preprocess, settings,
 };
-#[cfg(feature = "cuda")]
-pub use ferrostream_inference::gpu;
 
 pub mod rstrtinfer;
 pub mod secondary;

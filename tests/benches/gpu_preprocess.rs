@@ -101,7 +101,10 @@ fn main() {
         )
         .unwrap()
     };
-    let matrix = gst_trtinfer::rstrtinfer::frames::yuv_to_rgb(VideoColorMatrix::Bt709, VideoColorRange::Range16_235);
+    let matrix = gst_trtinfer::rstrtinfer::frames::yuv_to_rgb(
+        VideoColorMatrix::Bt709,
+        VideoColorRange::Range16_235,
+    );
     let frame_pixels = image(0).pixel_bytes() as f64;
     let mut pre = GpuPreprocessor::new(&ctx).unwrap();
     let mut letterboxes = Vec::new();

@@ -348,8 +348,14 @@ fn random_frames_match_the_cpu_preprocessor() {
     let mut rng = Rng::new(0x5eed);
     let mut totals = [Errors::default(); 3];
     let matrices = [
-        gst_trtinfer::rstrtinfer::frames::yuv_to_rgb(VideoColorMatrix::Bt601, VideoColorRange::Range16_235),
-        gst_trtinfer::rstrtinfer::frames::yuv_to_rgb(VideoColorMatrix::Bt709, VideoColorRange::Range0_255),
+        gst_trtinfer::rstrtinfer::frames::yuv_to_rgb(
+            VideoColorMatrix::Bt601,
+            VideoColorRange::Range16_235,
+        ),
+        gst_trtinfer::rstrtinfer::frames::yuv_to_rgb(
+            VideoColorMatrix::Bt709,
+            VideoColorRange::Range0_255,
+        ),
     ];
     for (i, format) in FORMATS.into_iter().enumerate() {
         // Odd sizes, pitches wider than a row, and a batch of frames of different sizes.
@@ -431,7 +437,10 @@ fn real_frames_match_the_cpu_preprocessor() {
             .map(|f| (f, BBox::new(0.0, 0.0, f.width as f32, f.height as f32)))
             .collect();
         let info = &decoded[0].0;
-        let matrix = gst_trtinfer::rstrtinfer::frames::yuv_to_rgb(info.colorimetry().matrix(), info.colorimetry().range());
+        let matrix = gst_trtinfer::rstrtinfer::frames::yuv_to_rgb(
+            info.colorimetry().matrix(),
+            info.colorimetry().range(),
+        );
         check_all_outputs(&ctx, &stream, &mut pre, &batch, matrix, &mut totals, format);
     }
     report(&totals, "carphone");

@@ -130,8 +130,15 @@ fn it_shares_rstrtinfer_properties_with_dla_defaults() {
     assert!(dla.property::<bool>("enable-dla"));
     assert!(!trt.property::<bool>("enable-dla"));
     // gst-inspect-1.0 shows the element's own defaults.
-    let default_of = |e: &gst::Element, name: &str| e.find_property(name).unwrap().default_value().clone();
-    assert_eq!(default_of(&dla, "network-mode").get::<GEnum<NetworkMode>>().unwrap().0, NetworkMode::Fp16);
+    let default_of =
+        |e: &gst::Element, name: &str| e.find_property(name).unwrap().default_value().clone();
+    assert_eq!(
+        default_of(&dla, "network-mode")
+            .get::<GEnum<NetworkMode>>()
+            .unwrap()
+            .0,
+        NetworkMode::Fp16
+    );
     assert!(default_of(&dla, "enable-dla").get::<bool>().unwrap());
     assert!(!default_of(&trt, "enable-dla").get::<bool>().unwrap());
     dla.set_property("dla-core", 1u32);

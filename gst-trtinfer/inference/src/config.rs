@@ -14,7 +14,6 @@ use ferrostream_core::settings::Props;
 pub use crate::layout::{BoxCoords, BoxFormat};
 use crate::layout::{Columns, CustomKind};
 
-
 ferrostream_core::choice_enum! {
     /// Which inference implementation runs the model.
     #[derive(Default, PartialOrd, Ord, Hash)]

@@ -1162,7 +1162,8 @@ impl Inference {
             let attrs_of = |class: u32| attrs.get(class as usize).copied().unwrap_or(all);
             cluster(&mut self.detections, self.config.cluster_mode, &attrs_of);
         }
-        if let (Some(slot), Some(protos)) = (slot, self.parser.as_ref().and_then(|p| p.prototypes()))
+        if let (Some(slot), Some(protos)) =
+            (slot, self.parser.as_ref().and_then(|p| p.prototypes()))
         {
             self.prototype_masks(protos, slot)?;
         }

@@ -67,9 +67,13 @@ pub static CLASS_SETTINGS: LazyLock<Table<ClassAttrs>> = LazyLock::new(|| {
         .file_only(),
     )
     .add(
-        setting("nms-iou-threshold", field!(nms_iou_threshold), Float::unit())
-            .nick("NMS IoU")
-            .blurb("Overlap above which NMS suppresses the weaker box ([class-attrs-all])"),
+        setting(
+            "nms-iou-threshold",
+            field!(nms_iou_threshold),
+            Float::unit(),
+        )
+        .nick("NMS IoU")
+        .blurb("Overlap above which NMS suppresses the weaker box ([class-attrs-all])"),
     )
     .add(
         setting("topk", field!(topk), Int::at_least(-1))
@@ -153,9 +157,11 @@ fn model(t: &mut Table<InferConfig>) {
     t.add(
         setting("model-engine-file", field!(model_engine_file), FilePath)
             .nick("Engine file")
-            .blurb("Serialized TensorRT engine (.engine/.plan; backend=tensorrt or auto). When \
+            .blurb(
+                "Serialized TensorRT engine (.engine/.plan; backend=tensorrt or auto). When \
                  it does not exist and onnx-file is set, the engine built from the ONNX model \
-                 is written there"),
+                 is written there",
+            ),
     )
     .add(
         setting("labelfile-path", field!(labelfile_path), FilePath)
@@ -178,9 +184,13 @@ fn model(t: &mut Table<InferConfig>) {
             .blurb("GPU used by GPU execution providers"),
     )
     .add(
-        setting("batch-size", field!(batch_size), UInt::range(1, MAX_BATCH_SIZE))
-            .nick("Batch size")
-            .blurb("Maximum number of frames per engine call"),
+        setting(
+            "batch-size",
+            field!(batch_size),
+            UInt::range(1, MAX_BATCH_SIZE),
+        )
+        .nick("Batch size")
+        .blurb("Maximum number of frames per engine call"),
     )
     .add(
         setting(
@@ -189,8 +199,10 @@ fn model(t: &mut Table<InferConfig>) {
             UInt::range(6, 99),
         )
         .nick("Parser library's DeepStream")
-        .blurb("Major version of the DeepStream headers custom-lib-path was built against (9 and \
-             later: objects with a rotation angle)"),
+        .blurb(
+            "Major version of the DeepStream headers custom-lib-path was built against (9 and \
+             later: objects with a rotation angle)",
+        ),
     )
     .add(
         setting(
@@ -212,9 +224,13 @@ fn model(t: &mut Table<InferConfig>) {
             .playing(),
     )
     .add(
-        setting("network-type", field!(network_type), Enum::<NetworkType>::new())
-            .nick("Network type")
-            .blurb("Detector, classifier, or other (raw tensors only)"),
+        setting(
+            "network-type",
+            field!(network_type),
+            Enum::<NetworkType>::new(),
+        )
+        .nick("Network type")
+        .blurb("Detector, classifier, or other (raw tensors only)"),
     )
     .add(
         setting(
@@ -228,16 +244,20 @@ fn model(t: &mut Table<InferConfig>) {
     .add(
         setting("cuda-graph", field!(cuda_graph), Bool)
             .nick("CUDA graph")
-            .blurb("ONNX Runtime's CUDA provider: capture the model's run in a CUDA graph and \
+            .blurb(
+                "ONNX Runtime's CUDA provider: capture the model's run in a CUDA graph and \
                  replay it for every batch (fewer launches; every batch then runs at \
                  batch-size). Models with nodes outside the CUDA provider run without it, \
-                 with a warning"),
+                 with a warning",
+            ),
     )
     .add(
         setting("output-tensor-meta", field!(output_tensor_meta), Bool)
             .nick("Output tensors")
-            .blurb("Attach each object's raw output tensors as attributes \
-                 \"tensor:<gie-unique-id>:<output name>\" (lists of floats)"),
+            .blurb(
+                "Attach each object's raw output tensors as attributes \
+                 \"tensor:<gie-unique-id>:<output name>\" (lists of floats)",
+            ),
     );
 }
 
@@ -271,9 +291,13 @@ fn preprocessing(t: &mut Table<InferConfig>) {
         .blurb("Tensor layout of the network input"),
     )
     .add(
-        setting("net-scale-factor", field!(net_scale_factor), Float::at_least(0.0))
-            .nick("Scale factor")
-            .blurb("Pixel normalisation: y = net-scale-factor * (x - offset)"),
+        setting(
+            "net-scale-factor",
+            field!(net_scale_factor),
+            Float::at_least(0.0),
+        )
+        .nick("Scale factor")
+        .blurb("Pixel normalisation: y = net-scale-factor * (x - offset)"),
     )
     .add(
         setting("offsets", field!(offsets), List::<f32>::new())
@@ -304,14 +328,22 @@ fn parsing(t: &mut Table<InferConfig>) {
         .blurb("Outputs to parse, ';'-separated, in the parser's order"),
     )
     .add(
-        setting("output-parser", field!(output_parser), Enum::<ParserKind>::new())
-            .nick("Output parser")
-            .blurb("How output tensors become objects"),
+        setting(
+            "output-parser",
+            field!(output_parser),
+            Enum::<ParserKind>::new(),
+        )
+        .nick("Output parser")
+        .blurb("How output tensors become objects"),
     )
     .add(
-        setting("cluster-mode", field!(cluster_mode), Enum::<ClusterMode>::new())
-            .nick("Cluster mode")
-            .blurb("Clustering of raw detections"),
+        setting(
+            "cluster-mode",
+            field!(cluster_mode),
+            Enum::<ClusterMode>::new(),
+        )
+        .nick("Cluster mode")
+        .blurb("Clustering of raw detections"),
     )
     .add(
         setting("box-format", field!(box_format), Enum::<BoxFormat>::new())
@@ -336,8 +368,10 @@ fn parsing(t: &mut Table<InferConfig>) {
             Optional(Parsed::<Columns>::new()),
         )
         .nick("End-to-end columns")
-        .blurb("Columns of end-to-end rows, e.g. box,score,class or batch,box,class,score \
-             (empty: guessed from the row width)"),
+        .blurb(
+            "Columns of end-to-end rows, e.g. box,score,class or batch,box,class,score \
+             (empty: guessed from the row width)",
+        ),
     )
     .add(
         setting(
@@ -405,10 +439,16 @@ fn parsing(t: &mut Table<InferConfig>) {
 
 fn secondary(t: &mut Table<InferConfig>) {
     t.add(
-        setting("process-mode", field!(process_mode), Enum::<ProcessMode>::new())
-            .nick("Process mode")
-            .blurb("Infer on whole frames (primary) or on the objects upstream components found \
-                 (secondary)"),
+        setting(
+            "process-mode",
+            field!(process_mode),
+            Enum::<ProcessMode>::new(),
+        )
+        .nick("Process mode")
+        .blurb(
+            "Infer on whole frames (primary) or on the objects upstream components found \
+                 (secondary)",
+        ),
     )
     .add(
         setting(
@@ -421,8 +461,10 @@ fn secondary(t: &mut Table<InferConfig>) {
             ),
         )
         .nick("Operate on component")
-        .blurb("Secondary mode: infer on the objects of the component with this gie-unique-id \
-             (-1: of every other component)"),
+        .blurb(
+            "Secondary mode: infer on the objects of the component with this gie-unique-id \
+             (-1: of every other component)",
+        ),
     )
     .add(
         setting(
@@ -433,7 +475,12 @@ fn secondary(t: &mut Table<InferConfig>) {
         .nick("Operate on classes")
         .blurb("Secondary mode: class ids of the objects to infer on, ';'-separated (empty: all)"),
     );
-    let limits: [(&'static str, Place<InferConfig, u32>, &'static str, &'static str); 4] = [
+    let limits: [(
+        &'static str,
+        Place<InferConfig, u32>,
+        &'static str,
+        &'static str,
+    ); 4] = [
         (
             "input-object-min-width",
             field!(objects.min_width),
@@ -469,8 +516,10 @@ fn secondary(t: &mut Table<InferConfig>) {
             UInt::any(),
         )
         .nick("Re-inference interval")
-        .blurb("Secondary mode: frames for which a tracked object's result is reused before it \
-             is inferred again (0: infer every frame)"),
+        .blurb(
+            "Secondary mode: frames for which a tracked object's result is reused before it \
+             is inferred again (0: infer every frame)",
+        ),
     );
 }
 
@@ -494,9 +543,13 @@ fn tensorrt(t: &mut Table<InferConfig>) {
         .blurb("TensorRT: INT8 calibration cache (network-mode int8)"),
     )
     .add(
-        setting("workspace-size", field!(tensorrt.workspace_size), UInt::any())
-            .nick("Workspace size")
-            .blurb("TensorRT: builder workspace limit in MiB (0: TensorRT's default)"),
+        setting(
+            "workspace-size",
+            field!(tensorrt.workspace_size),
+            UInt::any(),
+        )
+        .nick("Workspace size")
+        .blurb("TensorRT: builder workspace limit in MiB (0: TensorRT's default)"),
     )
     .add(
         setting("enable-dla", field!(tensorrt.enable_dla), Bool)
@@ -524,8 +577,10 @@ fn tensorrt(t: &mut Table<InferConfig>) {
             FilePath,
         )
         .nick("Engine cache")
-        .blurb("TensorRT: where engines built from ONNX are cached (default: \
-             $FERROSTREAM_ENGINE_CACHE, else ~/.cache/ferrostream/engines)"),
+        .blurb(
+            "TensorRT: where engines built from ONNX are cached (default: \
+             $FERROSTREAM_ENGINE_CACHE, else ~/.cache/ferrostream/engines)",
+        ),
     );
 }
 
@@ -533,8 +588,10 @@ fn remote(t: &mut Table<InferConfig>) {
     t.add(
         setting("server-url", field!(remote.server_url), Text::trimmed())
             .nick("Server URL")
-            .blurb("backend=kserve: the KServe v2 / Triton gRPC server (host:port, http://, \
-                 grpc://; https:// or grpcs:// for TLS)"),
+            .blurb(
+                "backend=kserve: the KServe v2 / Triton gRPC server (host:port, http://, \
+                 grpc://; https:// or grpcs:// for TLS)",
+            ),
     )
     .add(
         setting("model-name", field!(remote.model_name), Text::trimmed())
@@ -542,32 +599,46 @@ fn remote(t: &mut Table<InferConfig>) {
             .blurb("backend=kserve: the model's name on the server"),
     )
     .add(
-        setting("model-version", field!(remote.model_version), Text::trimmed())
-            .nick("Model version")
-            .blurb("backend=kserve: the model's version (empty: the server's choice)"),
+        setting(
+            "model-version",
+            field!(remote.model_version),
+            Text::trimmed(),
+        )
+        .nick("Model version")
+        .blurb("backend=kserve: the model's version (empty: the server's choice)"),
     )
     .add(
-        setting("server-timeout", field!(remote.timeout_ms), UInt::at_least(1))
-            .nick("Server timeout")
-            .blurb("backend=kserve: milliseconds each request may take (and to connect)"),
+        setting(
+            "server-timeout",
+            field!(remote.timeout_ms),
+            UInt::at_least(1),
+        )
+        .nick("Server timeout")
+        .blurb("backend=kserve: milliseconds each request may take (and to connect)"),
     )
     .add(
         setting("server-headers", field!(remote.headers), Headers)
             .nick("Server headers")
-            .blurb("backend=kserve: name=value pairs sent with every request, separated by ; \
-                 (e.g. authorization=Bearer <token>)"),
+            .blurb(
+                "backend=kserve: name=value pairs sent with every request, separated by ; \
+                 (e.g. authorization=Bearer <token>)",
+            ),
     )
     .add(
         setting("server-ca-file", field!(remote.ca_file), FilePath)
             .nick("Server CA")
-            .blurb("backend=kserve with TLS: PEM file of the CA that signed the server's \
-                 certificate (default: the public web roots)"),
+            .blurb(
+                "backend=kserve with TLS: PEM file of the CA that signed the server's \
+                 certificate (default: the public web roots)",
+            ),
     )
     .add(
         setting("server-cert-file", field!(remote.cert_file), FilePath)
             .nick("Client certificate")
-            .blurb("backend=kserve with TLS: PEM client certificate, for servers that ask for \
-                 one"),
+            .blurb(
+                "backend=kserve with TLS: PEM client certificate, for servers that ask for \
+                 one",
+            ),
     )
     .add(
         setting("server-key-file", field!(remote.key_file), FilePath)
@@ -581,8 +652,10 @@ fn remote(t: &mut Table<InferConfig>) {
             UInt::range(1, 64),
         )
         .nick("Requests in flight")
-        .blurb("backend=kserve: batches sent to the server and not yet answered, at most \
-             (primary mode)"),
+        .blurb(
+            "backend=kserve: batches sent to the server and not yet answered, at most \
+             (primary mode)",
+        ),
     )
     .add(
         setting(
@@ -591,15 +664,19 @@ fn remote(t: &mut Table<InferConfig>) {
             Enum::<ServerFailure>::new(),
         )
         .nick("On server failure")
-        .blurb("backend=kserve: when the server cannot be reached or does not answer in time, \
+        .blurb(
+            "backend=kserve: when the server cannot be reached or does not answer in time, \
              wait (retry, holding the stream back) or drop (pass the frames on without \
-             results, counted in stats; also when requests-in-flight are all taken)"),
+             results, counted in stats; also when requests-in-flight are all taken)",
+        ),
     )
     .add(
         setting("server-give-up", field!(remote.give_up_s), UInt::any())
             .nick("Server give-up")
-            .blurb("backend=kserve: seconds without an answer from the server after which the \
-                 element fails with an error (0: never)"),
+            .blurb(
+                "backend=kserve: seconds without an answer from the server after which the \
+                 element fails with an error (0: never)",
+            ),
     )
     .add(
         setting(
@@ -608,9 +685,11 @@ fn remote(t: &mut Table<InferConfig>) {
             UInt::range(0, MAX_MESSAGE_MIB),
         )
         .nick("Largest answer")
-        .blurb("backend=kserve: the largest answer accepted from the server, in MiB (0: four \
+        .blurb(
+            "backend=kserve: the largest answer accepted from the server, in MiB (0: four \
              times the largest answer the model's metadata allows for a batch, at least 16 \
-             MiB); a larger one is an error"),
+             MiB); a larger one is an error",
+        ),
     );
 }
 
@@ -627,7 +706,6 @@ impl ClassAttrsTable {
             .collect()
     }
 }
-
 
 /// Reading nvinfer configuration files.
 impl InferConfig {
@@ -728,7 +806,6 @@ impl Codec for ParserFunction {
     fn samples(&self) -> Vec<Self::Value> {
         vec![None, Some((self.0, "NvDsInferParseCustom".to_owned()))]
     }
-
 }
 
 /// `infer-dims`: `C;H;W`, or empty for the model's own.
@@ -751,7 +828,6 @@ impl Codec for InferDims {
     fn samples(&self) -> Vec<Self::Value> {
         vec![None, Some([3, 300, 300]), Some([1, 64, 32])]
     }
-
 }
 
 /// `server-headers`: `name=value` pairs separated by `;`, in order.
@@ -778,7 +854,6 @@ impl Codec for Headers {
             ],
         ]
     }
-
 }
 
 #[cfg(test)]
@@ -803,7 +878,6 @@ mod tests {
             assert!(!names.contains(&name), "{name}");
         }
     }
-
 
     fn load(text: &str) -> Result<LoadedConfig, ConfigError> {
         InferConfig::from_ini(&IniFile::parse(Path::new("/etc/fs/det.txt"), text)?)
@@ -985,14 +1059,17 @@ mod tests {
         );
         let err = load("[property]\nmaintain-aspect-ratio=yes\n").unwrap_err();
         assert!(err.to_string().contains("maintain-aspect-ratio"));
-        let err = load("[property]\ncluster-mode=5\n").unwrap_err().to_string();
+        let err = load("[property]\ncluster-mode=5\n")
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("unknown value `5`") && err.contains("nms (2), dbscan-nms (3), none (4)"),
             "{err}"
         );
         let err = load("[property]\noutput-parser=retinanet\n").unwrap_err();
         assert!(
-            err.to_string().contains("expected one of auto (0), ssd (1)"),
+            err.to_string()
+                .contains("expected one of auto (0), ssd (1)"),
             "{err}"
         );
         let err = load("[class-attrs-x]\n").unwrap_err();

@@ -16,8 +16,8 @@ use gst_base::subclass::prelude::*;
 #[cfg(feature = "cuda")]
 use super::crops::GpuFrames;
 use super::crops::{self, Crop, FrameError, Work};
-use super::frames::SUPPORTED_FORMATS;
 use super::flight::{Flight, InFlight, LatencyTracker, Limits, Queued, Throughput};
+use super::frames::SUPPORTED_FORMATS;
 use crate::config::{InferConfig, ProcessMode, ServerFailure};
 use crate::engine::remote::{Health, Poll, RemoteError, RemoteResult};
 use crate::engine::{EngineLog, LogLevel};
@@ -27,7 +27,6 @@ use crate::settings::SETTINGS;
 
 mod output;
 mod server;
-
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(
@@ -305,7 +304,8 @@ impl ObjectImpl for TrtInfer {
 
     fn properties() -> &'static [glib::ParamSpec] {
         static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
-            let mut specs = vec![glib::ParamSpecString::builder("config-file-path")
+            let mut specs =
+                vec![glib::ParamSpecString::builder("config-file-path")
                 .nick("Config file")
                 .blurb(
                     "nvinfer-style INI file ([property], [class-attrs-all], [class-attrs-N]); \
@@ -317,8 +317,10 @@ impl ObjectImpl for TrtInfer {
             specs.extend([
                 glib::ParamSpecUInt64::builder("server-dropped")
                     .nick("Frames dropped")
-                    .blurb("backend=kserve, on-server-failure=drop: frames passed on without \
-                            results because the server did not answer or was busy")
+                    .blurb(
+                        "backend=kserve, on-server-failure=drop: frames passed on without \
+                            results because the server did not answer or was busy",
+                    )
                     .read_only()
                     .build(),
                 glib::ParamSpecUInt::builder("threads")
@@ -329,9 +331,11 @@ impl ObjectImpl for TrtInfer {
                     .build(),
                 glib::ParamSpecInt::builder("stream-priority")
                     .nick("CUDA stream priority")
-                    .blurb("Priority of the CUDA stream that pre-processes frames in GPU memory \
+                    .blurb(
+                        "Priority of the CUDA stream that pre-processes frames in GPU memory \
                             (CUDA convention: 0 default, lower values are more urgent; clamped to \
-                            the device's range). Give latency-critical models a negative value")
+                            the device's range). Give latency-critical models a negative value",
+                    )
                     .default_value(DEFAULT_STREAM_PRIORITY)
                     .mutable_ready()
                     .build(),
@@ -342,15 +346,19 @@ impl ObjectImpl for TrtInfer {
                     .build(),
                 glib::ParamSpecUInt64::builder("pixel-copies")
                     .nick("Pixel copies")
-                    .blurb("Frames whose pixels were copied between host and GPU memory (0 on the \
-                            GPU path: frames are read where they are)")
+                    .blurb(
+                        "Frames whose pixels were copied between host and GPU memory (0 on the \
+                            GPU path: frames are read where they are)",
+                    )
                     .read_only()
                     .build(),
                 glib::ParamSpecBoxed::builder::<gst::Structure>("stats")
                     .nick("Statistics")
-                    .blurb("Frames seen; frames (primary) or objects (secondary) inferred; \
+                    .blurb(
+                        "Frames seen; frames (primary) or objects (secondary) inferred; \
                             secondary mode: objects worked on and cached results reused; time \
-                            spent per stage (ns)")
+                            spent per stage (ns)",
+                    )
                     .read_only()
                     .build(),
             ]);

@@ -641,7 +641,12 @@ impl Settings {
                     section.name
                 ));
             } else {
-                settings.config.streams.entry(stream).or_default().extend(rules);
+                settings
+                    .config
+                    .streams
+                    .entry(stream)
+                    .or_default()
+                    .extend(rules);
             }
             Ok(true)
         })?;

@@ -10,8 +10,6 @@
 //! Every Ferrostream element also takes plain `video/x-raw`: a plain buffer is a batch of one whose
 //! pixels are the buffer itself. [`FrameSource`] and [`frame_pixels`] hide the difference.
 
-
-
 use crate::meta::BatchMeta;
 pub use crate::surface::{SourceStream, Surface};
 

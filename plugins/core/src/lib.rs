@@ -34,12 +34,12 @@ pub mod settings;
 #[cfg(feature = "gst")]
 pub mod surface;
 
-#[cfg(feature = "gst")]
-pub use analytics::{Batch, Frame};
 pub use analytics::{
     AttributeValue, BBox, Classification, Crossing, Crowding, FrameAnalytics, LineCounts,
     LineCrossing, Object, ObjectAnalytics, Shape, ShapeKind,
 };
+#[cfg(feature = "gst")]
+pub use analytics::{Batch, Frame};
 pub use display::{DisplayElement, DisplayLine, DisplayRect, DisplayText};
 #[cfg(feature = "gst")]
 pub use meta::BatchMeta;

@@ -6,7 +6,6 @@
 
 use std::fmt;
 
-
 ferrostream_core::choice_enum! {
     /// The broker protocol.
     #[derive(Default)]

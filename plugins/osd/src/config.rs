@@ -57,182 +57,199 @@ use crate::style::{BlurMode, ClassOverride, Style};
 /// Every setting of `rsosd` but `config-file-path` and `stream-priority`.
 pub static SETTINGS: LazyLock<Table<Style>> = LazyLock::new(|| {
     let mut t: Table<Style> = Table::new("osd");
-    t.add(flag("display-bbox", field!(display_bbox), "Draw the objects' boxes"))
-        .add(flag("display-text", field!(display_text), "Draw the objects' labels"))
-        .add(flag("display-clock", field!(display_clock), "Draw the local time").alias("show-clock"))
-        .add(flag(
-            "display-mask",
-            field!(display_mask),
-            "Draw the objects' instance masks and the frames' class maps",
-        ))
-        .add(
-            setting(
-                "mask-alpha",
-                field!(mask_alpha),
-                Mapped::new(UInt::range(0, 255), |n| n as u8, |&a: &u8| u32::from(a)),
-            )
-            .blurb("Opacity of masks and class maps, 0 (none) to 255 (opaque)")
-            .playing(),
+    t.add(flag(
+        "display-bbox",
+        field!(display_bbox),
+        "Draw the objects' boxes",
+    ))
+    .add(flag(
+        "display-text",
+        field!(display_text),
+        "Draw the objects' labels",
+    ))
+    .add(
+        flag(
+            "display-clock",
+            field!(display_clock),
+            "Draw the local time",
         )
-        .add(flag(
-            "display-analytics",
-            field!(display_analytics),
-            "Draw rsanalytics' regions, lines and directions, and their counts, as its osd-mode \
+        .alias("show-clock"),
+    )
+    .add(flag(
+        "display-mask",
+        field!(display_mask),
+        "Draw the objects' instance masks and the frames' class maps",
+    ))
+    .add(
+        setting(
+            "mask-alpha",
+            field!(mask_alpha),
+            Mapped::new(UInt::range(0, 255), |n| n as u8, |&a: &u8| u32::from(a)),
+        )
+        .blurb("Opacity of masks and class maps, 0 (none) to 255 (opaque)")
+        .playing(),
+    )
+    .add(flag(
+        "display-analytics",
+        field!(display_analytics),
+        "Draw rsanalytics' regions, lines and directions, and their counts, as its osd-mode \
              asks",
-        ))
-        .add(
-            setting("border-width", field!(border_width), UInt::range(0, 100))
-                .key("osd", "border-width")
-                .key("class-attrs-all", "border-width")
-                .blurb("Box border width in pixels")
-                .playing(),
-        )
-        .add(
-            setting("border-color", field!(border_color), OptionalColor)
-                .key("osd", "border-color")
-                .key("class-attrs-all", "border-color")
-                .blurb("Box colour as 0xRRGGBBAA for every class; 0: a palette colour per class")
-                .playing(),
-        )
-        .add(
-            setting(
-                "class-colors",
-                field!(classes),
-                Mapped::new(
-                    Pairs::<i32, Rgba>::separated_by(&[',', ' ']),
-                    |colors| {
-                        colors
-                            .into_iter()
-                            .map(|(id, c)| {
-                                let o = ClassOverride {
-                                    border_color: Some(c),
-                                    ..ClassOverride::default()
-                                };
-                                (id, o)
-                            })
-                            .collect()
-                    },
-                    |classes: &BTreeMap<i32, ClassOverride>| {
-                        classes
-                            .iter()
-                            .filter_map(|(id, o)| o.border_color.map(|c| (*id, c)))
-                            .collect()
-                    },
-                ),
-            )
-            .merge(|colors, classes| {
-                for (id, o) in colors {
-                    if let Some(c) = o.border_color {
-                        classes.entry(*id).or_default().border_color = Some(c);
-                    }
-                }
-            })
-            .blurb(
-                "Box colours per class: id=colour pairs separated by commas, colours as \
-                 #RRGGBB, #RRGGBBAA or 0xRRGGBBAA (e.g. \"0=#ff0000,2=#00ff00\")",
-            )
+    ))
+    .add(
+        setting("border-width", field!(border_width), UInt::range(0, 100))
+            .key("osd", "border-width")
+            .key("class-attrs-all", "border-width")
+            .blurb("Box border width in pixels")
             .playing(),
-        )
-        .add(
-            setting("bbox-bg-color", field!(bbox_bg_color), Color)
-                .key("osd", "bbox-bg-color")
-                .key("class-attrs-all", "bg-color")
-                .blurb("Fill inside every box as 0xRRGGBBAA (0: none)")
-                .playing(),
-        )
-        .add(
-            setting("text-size", field!(text_size), UInt::range(4, 512))
-                .blurb("Label text height in pixels")
-                .playing(),
-        )
-        .add(
-            setting("text-color", field!(text_color), OptionalColor)
-                .blurb(
-                    "Label text colour as 0xRRGGBBAA; 0: black or white, whichever stands out \
-                     on the label background",
-                )
-                .playing(),
-        )
-        .add(
-            setting("text-bg-color", field!(text_bg_color), OptionalColor)
-                .blurb("Label background as 0xRRGGBBAA; 0: the box colour")
-                .playing(),
-        )
-        .add(
-            setting("label-format", field!(label_format), Parsed::new())
-                .blurb(
-                    "Label text from {label}, {id} (tracker id), {confidence}, {classes} \
-                     (classifier results) and {source}; empty fields vanish",
-                )
-                .playing(),
-        )
-        .add(
-            setting("font", field!(font), Font).nick("Font").blurb(
-                "TrueType/OpenType font file for all text; empty: the first system font found \
-                 (DejaVu Sans, Liberation Sans, Noto Sans...), else the built-in bitmap font; \
-                 \"builtin\": the built-in 8x8 bitmap font",
+    )
+    .add(
+        setting("border-color", field!(border_color), OptionalColor)
+            .key("osd", "border-color")
+            .key("class-attrs-all", "border-color")
+            .blurb("Box colour as 0xRRGGBBAA for every class; 0: a palette colour per class")
+            .playing(),
+    )
+    .add(
+        setting(
+            "class-colors",
+            field!(classes),
+            Mapped::new(
+                Pairs::<i32, Rgba>::separated_by(&[',', ' ']),
+                |colors| {
+                    colors
+                        .into_iter()
+                        .map(|(id, c)| {
+                            let o = ClassOverride {
+                                border_color: Some(c),
+                                ..ClassOverride::default()
+                            };
+                            (id, o)
+                        })
+                        .collect()
+                },
+                |classes: &BTreeMap<i32, ClassOverride>| {
+                    classes
+                        .iter()
+                        .filter_map(|(id, o)| o.border_color.map(|c| (*id, c)))
+                        .collect()
+                },
             ),
         )
-        .add(
-            setting("clock-font-size", field!(clock_font_size), UInt::range(4, 512))
-                .alias("clock-text-size")
-                .blurb("Clock text height in pixels")
-                .playing(),
+        .merge(|colors, classes| {
+            for (id, o) in colors {
+                if let Some(c) = o.border_color {
+                    classes.entry(*id).or_default().border_color = Some(c);
+                }
+            }
+        })
+        .blurb(
+            "Box colours per class: id=colour pairs separated by commas, colours as \
+                 #RRGGBB, #RRGGBBAA or 0xRRGGBBAA (e.g. \"0=#ff0000,2=#00ff00\")",
         )
-        .add(
-            setting("clock-color", field!(clock_color), Color)
-                .blurb("Clock colour as 0xRRGGBBAA")
-                .playing(),
-        )
-        .add(
-            setting("x-clock-offset", field!(clock_x), UInt::any())
-                .alias("clock-x-offset")
-                .blurb("Clock distance from the left edge in pixels")
-                .playing(),
-        )
-        .add(
-            setting("y-clock-offset", field!(clock_y), UInt::any())
-                .alias("clock-y-offset")
-                .blurb("Clock distance from the top edge in pixels")
-                .playing(),
-        )
-        .add(
-            setting("clock-format", field!(clock_format), Text::new())
-                .blurb("Clock format (g_date_time_format, like strftime)")
-                .playing(),
-        )
-        .add(
-            setting(
-                "source-text",
-                field!(source_text),
-                Pairs::<u32, String>::separated_by(&[';']),
-            )
+        .playing(),
+    )
+    .add(
+        setting("bbox-bg-color", field!(bbox_bg_color), Color)
+            .key("osd", "bbox-bg-color")
+            .key("class-attrs-all", "bg-color")
+            .blurb("Fill inside every box as 0xRRGGBBAA (0: none)")
+            .playing(),
+    )
+    .add(
+        setting("text-size", field!(text_size), UInt::range(4, 512))
+            .blurb("Label text height in pixels")
+            .playing(),
+    )
+    .add(
+        setting("text-color", field!(text_color), OptionalColor)
             .blurb(
-                "Text in the bottom-left corner of each source's frames: id=text pairs separated \
-                 by ';' (e.g. \"0=Front door;1=Yard\")",
+                "Label text colour as 0xRRGGBBAA; 0: black or white, whichever stands out \
+                     on the label background",
             )
             .playing(),
+    )
+    .add(
+        setting("text-bg-color", field!(text_bg_color), OptionalColor)
+            .blurb("Label background as 0xRRGGBBAA; 0: the box colour")
+            .playing(),
+    )
+    .add(
+        setting("label-format", field!(label_format), Parsed::new())
+            .blurb(
+                "Label text from {label}, {id} (tracker id), {confidence}, {classes} \
+                     (classifier results) and {source}; empty fields vanish",
+            )
+            .playing(),
+    )
+    .add(setting("font", field!(font), Font).nick("Font").blurb(
+        "TrueType/OpenType font file for all text; empty: the first system font found \
+                 (DejaVu Sans, Liberation Sans, Noto Sans...), else the built-in bitmap font; \
+                 \"builtin\": the built-in 8x8 bitmap font",
+    ))
+    .add(
+        setting(
+            "clock-font-size",
+            field!(clock_font_size),
+            UInt::range(4, 512),
         )
-        .add(
-            setting("blur-class-ids", field!(blur_class_ids), List::<i32>::new())
-                .blurb("Classes whose boxes are blurred (privacy), ';'-separated")
-                .playing(),
+        .alias("clock-text-size")
+        .blurb("Clock text height in pixels")
+        .playing(),
+    )
+    .add(
+        setting("clock-color", field!(clock_color), Color)
+            .blurb("Clock colour as 0xRRGGBBAA")
+            .playing(),
+    )
+    .add(
+        setting("x-clock-offset", field!(clock_x), UInt::any())
+            .alias("clock-x-offset")
+            .blurb("Clock distance from the left edge in pixels")
+            .playing(),
+    )
+    .add(
+        setting("y-clock-offset", field!(clock_y), UInt::any())
+            .alias("clock-y-offset")
+            .blurb("Clock distance from the top edge in pixels")
+            .playing(),
+    )
+    .add(
+        setting("clock-format", field!(clock_format), Text::new())
+            .blurb("Clock format (g_date_time_format, like strftime)")
+            .playing(),
+    )
+    .add(
+        setting(
+            "source-text",
+            field!(source_text),
+            Pairs::<u32, String>::separated_by(&[';']),
         )
-        .add(
-            setting("blur-all", field!(blur_all), Bool)
-                .key("class-attrs-all", "blur")
-                .file_only(),
+        .blurb(
+            "Text in the bottom-left corner of each source's frames: id=text pairs separated \
+                 by ';' (e.g. \"0=Front door;1=Yard\")",
         )
-        .add(
-            setting("blur-mode", field!(blur_mode), Enum::<BlurMode>::new())
-                .blurb("How blurred boxes are hidden")
-                .playing(),
-        )
-        .add(
-            setting("blur-strength", field!(blur_strength), UInt::range(1, 256))
-                .blurb("Pixelation block size or blur radius in pixels")
-                .playing(),
-        );
+        .playing(),
+    )
+    .add(
+        setting("blur-class-ids", field!(blur_class_ids), List::<i32>::new())
+            .blurb("Classes whose boxes are blurred (privacy), ';'-separated")
+            .playing(),
+    )
+    .add(
+        setting("blur-all", field!(blur_all), Bool)
+            .key("class-attrs-all", "blur")
+            .file_only(),
+    )
+    .add(
+        setting("blur-mode", field!(blur_mode), Enum::<BlurMode>::new())
+            .blurb("How blurred boxes are hidden")
+            .playing(),
+    )
+    .add(
+        setting("blur-strength", field!(blur_strength), UInt::range(1, 256))
+            .blurb("Pixelation block size or blur radius in pixels")
+            .playing(),
+    );
     t
 });
 
@@ -401,7 +418,6 @@ impl Codec for Font {
             other => other.clone(),
         }
     }
-
 }
 
 #[cfg(test)]
@@ -445,13 +461,21 @@ mod tests {
             (two.border_width, two.blur, two.border_color),
             (Some(4), Some(true), Some(Rgba::new(0, 255, 0, 255)))
         );
-        assert_eq!(style.classes[&3].border_color, Some(Rgba::new(0, 0, 255, 255)));
+        assert_eq!(
+            style.classes[&3].border_color,
+            Some(Rgba::new(0, 0, 255, 255))
+        );
         assert_eq!(style.bbox_bg_color, Rgba::new(0, 0, 0, 128));
         assert!(style.blur_all);
         assert_eq!(style.font, FontRequest::File("/cfg/fonts/a.ttf".into()));
         let err = parse(&IniFile::parse(Path::new("o.txt"), "[class-attrs-x]\n").unwrap());
         assert!(err.unwrap_err().message.contains("`x` is not a class id"));
-        let err = parse(&IniFile::parse(Path::new("o.txt"), "[osd]\ntext-size=99999999\n").unwrap());
-        assert!(err.unwrap_err().to_string().contains("expected 4 to 512, found 99999999"));
+        let err =
+            parse(&IniFile::parse(Path::new("o.txt"), "[osd]\ntext-size=99999999\n").unwrap());
+        assert!(
+            err.unwrap_err()
+                .to_string()
+                .contains("expected 4 to 512, found 99999999")
+        );
     }
 }

@@ -29,7 +29,9 @@ impl Family for BoxesScoresLabels {
                 .iter()
                 .any(|o| o.name.to_ascii_lowercase().contains(word))
         };
-        (2..=4).contains(&outputs.len()) && (has("box") || has("dets")) && (has("label") || has("class"))
+        (2..=4).contains(&outputs.len())
+            && (has("box") || has("dets"))
+            && (has("label") || has("class"))
     }
 
     fn select(outputs: &[TensorInfo], settings: &ParserSettings) -> Result<Self, String> {

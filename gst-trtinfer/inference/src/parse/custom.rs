@@ -13,9 +13,11 @@ pub struct Custom(pub CustomKind);
 
 impl Family for Custom {
     fn select(_outputs: &[TensorInfo], _settings: &ParserSettings) -> Result<Self, String> {
-        Err("output-parser custom is chosen by custom-lib-path and a parse-*-func-name key, not \
+        Err(
+            "output-parser custom is chosen by custom-lib-path and a parse-*-func-name key, not \
              set by itself"
-            .into())
+                .into(),
+        )
     }
 
     fn kind(&self) -> ParserKind {

@@ -62,8 +62,14 @@ impl Family for YoloV8Seg {
     }
 
     fn num_classes(&self, outputs: &[TensorInfo]) -> Option<usize> {
-        let rows = item_dims(&outputs[self.output]).first().copied().flatten()?;
-        let masks = item_dims(&outputs[self.protos]).first().copied().flatten()?;
+        let rows = item_dims(&outputs[self.output])
+            .first()
+            .copied()
+            .flatten()?;
+        let masks = item_dims(&outputs[self.protos])
+            .first()
+            .copied()
+            .flatten()?;
         rows.checked_sub(4 + masks)
     }
 

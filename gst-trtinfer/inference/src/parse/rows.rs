@@ -158,7 +158,11 @@ pub fn describe_tensors(outputs: &[OutputTensor], which: &[Option<usize>]) -> St
 }
 
 /// The rows of batch item `item` in an end-to-end output read as `columns`.
-pub fn end_to_end_rows(t: &OutputTensor, columns: &Columns, item: usize) -> Result<Vec<Row>, String> {
+pub fn end_to_end_rows(
+    t: &OutputTensor,
+    columns: &Columns,
+    item: usize,
+) -> Result<Vec<Row>, String> {
     let width = columns.width();
     if t.shape.last() != Some(&width) {
         return Err(format!(
@@ -216,13 +220,18 @@ pub fn triple_rows(
     }
     let b = super::item_of(b_tensor, item)?;
     let l = super::item_of(&outputs[labels], item)?;
-    let s = scores.map(|i| super::item_of(&outputs[i], item)).transpose()?;
+    let s = scores
+        .map(|i| super::item_of(&outputs[i], item))
+        .transpose()?;
     let mut count = (b.len() / width).min(l.len());
     if let Some(s) = s {
         count = count.min(s.len());
     }
     if let Some(n) = num {
-        let n = super::item_of(&outputs[n], item)?.first().copied().unwrap_or(0.0);
+        let n = super::item_of(&outputs[n], item)?
+            .first()
+            .copied()
+            .unwrap_or(0.0);
         count = count.min(if n.is_finite() {
             n.max(0.0) as usize
         } else {

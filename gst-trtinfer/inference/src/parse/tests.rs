@@ -130,8 +130,7 @@ fn classifier_shape_on_a_detector_is_an_error() {
 #[test]
 fn network_type_other_parses_nothing() {
     let outputs = [info("embedding", &[None, Some(128)])];
-    let select =
-        |kind, network_type| OutputParser::select(&settings(kind, network_type), &outputs);
+    let select = |kind, network_type| OutputParser::select(&settings(kind, network_type), &outputs);
     let parser = select(ParserKind::Auto, NetworkType::Other).unwrap();
     assert_eq!(parser.kind(), ParserKind::None);
     assert!(select(ParserKind::Ssd, NetworkType::Other).is_err());

@@ -32,7 +32,10 @@ impl Family for YoloV8 {
     }
 
     fn num_classes(&self, outputs: &[TensorInfo]) -> Option<usize> {
-        let rows = item_dims(&outputs[self.output]).first().copied().flatten()?;
+        let rows = item_dims(&outputs[self.output])
+            .first()
+            .copied()
+            .flatten()?;
         Some(rows.saturating_sub(4))
     }
 

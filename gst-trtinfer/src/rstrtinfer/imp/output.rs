@@ -77,7 +77,10 @@ impl TrtInfer {
 
     /// Queues `inbuf`'s work without waiting (GPU work on the engine's stream, or requests to
     /// the inference server) and hands it to the output thread.
-    pub(super) fn submit_pipelined(&self, inbuf: gst::Buffer) -> Result<gst::FlowSuccess, gst::FlowError> {
+    pub(super) fn submit_pipelined(
+        &self,
+        inbuf: gst::Buffer,
+    ) -> Result<gst::FlowSuccess, gst::FlowError> {
         let (remote, may_skip) = match self.server.lock().unwrap().as_ref() {
             Some(w) => (true, w.on_failure == ServerFailure::Drop),
             None => (false, false),
@@ -201,7 +204,10 @@ impl TrtInfer {
 
     /// Waits for a buffer's work (the GPU, or the server's answers), attaches its objects and
     /// pushes it downstream.
-    pub(super) fn finish_and_push(&self, item: InFlight) -> Result<gst::FlowSuccess, gst::FlowError> {
+    pub(super) fn finish_and_push(
+        &self,
+        item: InFlight,
+    ) -> Result<gst::FlowSuccess, gst::FlowError> {
         let InFlight {
             mut buffer,
             queued,

@@ -15,8 +15,8 @@ use std::sync::OnceLock;
 
 use gst_video::VideoFormat;
 
-use super::{NvmmError, Platform};
 use super::abi::{NVBUF_MAX_PLANES, NvmmAbi, ds7, ds8};
+use super::{NvmmError, Platform};
 use crate::device::{DeviceImage, DevicePlane};
 
 /// `CUresult` (0 is success).

@@ -7,9 +7,9 @@ use std::ptr;
 
 use gst_video::{VideoColorMatrix, VideoColorRange, VideoFormat};
 
-use super::{NvmmError, Platform};
 use super::abi::{self, NVBUF_MAX_PLANES, NvBufSurfacePlaneParams, NvmmAbi, ds7, ds8};
 use super::loader::{self, EglSurfaceMapping};
+use super::{NvmmError, Platform};
 use crate::device::{DeviceImage, DeviceImageError, DevicePlane};
 
 /// The YUV matrix and range an NVMM colour format implies (`NV12_709_ER`: BT.709, full range).

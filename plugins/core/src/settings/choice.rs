@@ -65,7 +65,10 @@ pub trait Choice: Copy + PartialEq + fmt::Debug + Send + Sync + 'static {
                     .iter()
                     .map(|v| format!("{} ({})", v.nick, v.number))
                     .collect();
-                format!("unknown value `{text}`; expected one of {}", known.join(", "))
+                format!(
+                    "unknown value `{text}`; expected one of {}",
+                    known.join(", ")
+                )
             })
     }
 }
@@ -196,9 +199,8 @@ mod gtype {
         let table: &'static [glib::gobject_ffi::GEnumValue] = Box::leak(table.into_boxed_slice());
         // SAFETY: the name and the zero-terminated table are leaked, so they outlive the type;
         // the lock and the lookup above make the name unregistered.
-        let gtype = unsafe {
-            glib::gobject_ffi::g_enum_register_static(leak(name), table.as_ptr())
-        };
+        let gtype =
+            unsafe { glib::gobject_ffi::g_enum_register_static(leak(name), table.as_ptr()) };
         assert_ne!(gtype, 0, "GLib refused to register enum type {name}");
         // SAFETY: a non-zero GType returned by GLib.
         unsafe { from_glib(gtype) }
@@ -271,7 +273,10 @@ mod tests {
         assert_eq!(Mode::from_text(" 100 "), Ok(Mode::Other));
         assert_eq!(Mode::default(), Mode::Fast);
         let err = Mode::from_text("2").unwrap_err();
-        assert!(err.contains("`2`") && err.contains("auto (0), fast (1), other (100)"), "{err}");
+        assert!(
+            err.contains("`2`") && err.contains("auto (0), fast (1), other (100)"),
+            "{err}"
+        );
         assert_eq!((Mode::Other.number(), Mode::Other.nick()), (100, "other"));
     }
 

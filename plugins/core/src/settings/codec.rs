@@ -113,7 +113,13 @@ where
         .map_err(|e| format!("cannot parse `{}` as {what}: {e}", text.trim()))
 }
 
-fn range_error<T: fmt::Display + PartialOrd>(v: T, min: T, max: T, lowest: T, highest: T) -> String {
+fn range_error<T: fmt::Display + PartialOrd>(
+    v: T,
+    min: T,
+    max: T,
+    lowest: T,
+    highest: T,
+) -> String {
     if min > lowest && max < highest {
         format!("expected {min} to {max}, found {v}")
     } else if min > lowest {
@@ -418,7 +424,6 @@ impl Codec for Text {
             vec![String::new()]
         }
     }
-
 }
 
 /// A file's path; empty is none. In a configuration file a relative path is relative to the
@@ -442,13 +447,16 @@ impl Codec for FilePath {
     }
 
     fn samples(&self) -> Vec<Option<PathBuf>> {
-        vec![None, Some("models/m.onnx".into()), Some("/abs/m.onnx".into())]
+        vec![
+            None,
+            Some("models/m.onnx".into()),
+            Some("/abs/m.onnx".into()),
+        ]
     }
 
     fn read_back(&self, value: &Option<PathBuf>, dir: &Path) -> Option<PathBuf> {
         value.as_ref().map(|p| dir.join(p))
     }
-
 }
 
 /// A list of values separated by `;` (or another separator, for items that contain `;`).
@@ -507,7 +515,6 @@ where
         }
         v
     }
-
 }
 
 /// `key=value` items separated by any of `separators` (`0=Front door;1=Yard`, or
@@ -568,7 +575,6 @@ where
         }
         v
     }
-
 }
 
 /// A value with its own text form (`FromStr` and `Display` that read each other back); the
@@ -605,7 +611,6 @@ where
     fn samples(&self) -> Vec<T> {
         Vec::new()
     }
-
 }
 
 /// An optional value of a string-property codec: empty text is none.
@@ -623,7 +628,10 @@ impl<K: Codec> Codec for Optional<K> {
     }
 
     fn to_text(&self, value: &Option<K::Value>) -> String {
-        value.as_ref().map(|v| self.0.to_text(v)).unwrap_or_default()
+        value
+            .as_ref()
+            .map(|v| self.0.to_text(v))
+            .unwrap_or_default()
     }
 
     fn samples(&self) -> Vec<Option<K::Value>> {
@@ -641,7 +649,6 @@ impl<K: Codec> Codec for Optional<K> {
     fn read_back(&self, value: &Option<K::Value>, dir: &Path) -> Option<K::Value> {
         value.as_ref().map(|v| self.0.read_back(v, dir))
     }
-
 }
 
 /// One of the values of a [`choice_enum!`](crate::choice_enum): its nick or its number in a
@@ -766,7 +773,12 @@ mod tests {
         assert_eq!(batch.from_text(" 8 ", Path::new("/")), Ok(8));
         let err = batch.from_text("0", Path::new("/")).unwrap_err();
         assert_eq!(err, "expected 1 to 1024, found 0");
-        assert!(batch.from_text("eight", Path::new("/")).unwrap_err().contains("`eight`"));
+        assert!(
+            batch
+                .from_text("eight", Path::new("/"))
+                .unwrap_err()
+                .contains("`eight`")
+        );
         assert_eq!(batch.refused(), vec!["0".to_owned(), "1025".to_owned()]);
         let threshold = Float::unit();
         assert!(threshold.from_text("NaN", Path::new("/")).is_err());
@@ -798,7 +810,11 @@ mod tests {
         let ids = List::<i32>::new();
         assert_eq!(ids.from_text("0; 2;;", Path::new("")), Ok(vec![0, 2]));
         assert_eq!(ids.to_text(&vec![0, 2]), "0;2");
-        assert!(ids.from_text("1;x", Path::new("")).unwrap_err().contains("`x`"));
+        assert!(
+            ids.from_text("1;x", Path::new(""))
+                .unwrap_err()
+                .contains("`x`")
+        );
         let names = List::<String>::separated_by(',');
         assert_eq!(
             names.from_text("a, b", Path::new("")),
@@ -806,7 +822,10 @@ mod tests {
         );
         let optional = Optional(List::<u32>::new());
         assert_eq!(optional.from_text("", Path::new("")), Ok(None));
-        assert_eq!(optional.from_text("8;16", Path::new("")), Ok(Some(vec![8, 16])));
+        assert_eq!(
+            optional.from_text("8;16", Path::new("")),
+            Ok(Some(vec![8, 16]))
+        );
     }
 
     #[test]

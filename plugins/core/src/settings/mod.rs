@@ -56,8 +56,6 @@ use crate::ini::{ConfigError, IniFile, Section};
 
 #[cfg(feature = "gst")]
 pub use choice::GEnum;
-#[cfg(feature = "gst")]
-use gst::glib;
 pub use choice::{Choice, ChoiceValue};
 #[cfg(feature = "gst")]
 pub use codec::PropertyInfo;
@@ -65,6 +63,8 @@ pub use codec::{
     Bool, Codec, Enum, FilePath, Float, Int, List, Mapped, Optional, Pairs, Parsed, Text, UInt,
     UInt64,
 };
+#[cfg(feature = "gst")]
+use gst::glib;
 
 /// When a setting may change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,7 +138,11 @@ enum KeyName {
 
 /// Starts a setting: the property `name`, stored at `place`, of the kind `codec`. Its file key
 /// is `name` in the table's section unless [`Field::key`] or [`Field::alias`] says otherwise.
-pub fn setting<C, K: Codec>(name: &'static str, place: Place<C, K::Value>, codec: K) -> Field<C, K> {
+pub fn setting<C, K: Codec>(
+    name: &'static str,
+    place: Place<C, K::Value>,
+    codec: K,
+) -> Field<C, K> {
     Field {
         name,
         nick: name,
@@ -324,10 +328,9 @@ impl<C: 'static, K: Codec> Entry<C> for Field<C, K> {
                 continue;
             }
             let text = self.codec.to_text(&sample);
-            let read = self
-                .codec
-                .from_text(&text, dir)
-                .map_err(|e| format!("{name}: the file refuses `{text}`, the text of {sample:?}: {e}"))?;
+            let read = self.codec.from_text(&text, dir).map_err(|e| {
+                format!("{name}: the file refuses `{text}`, the text of {sample:?}: {e}")
+            })?;
             let expected = self.codec.read_back(&sample, dir);
             if read != expected {
                 return Err(format!(
@@ -343,7 +346,9 @@ impl<C: 'static, K: Codec> Entry<C> for Field<C, K> {
                 }
                 let back = self.codec.from_value(&value);
                 if back.as_ref() != Ok(&sample) {
-                    return Err(format!("{name}: {sample:?} set as a property reads back as {back:?}"));
+                    return Err(format!(
+                        "{name}: {sample:?} set as a property reads back as {back:?}"
+                    ));
                 }
             }
         }
@@ -359,7 +364,9 @@ impl<C: 'static, K: Codec> Entry<C> for Field<C, K> {
             let spec = self.param_spec(defaults);
             let default = self.value(defaults);
             if !spec.value_is_valid(&default) {
-                return Err(format!("{name}: the default is outside the property's range"));
+                return Err(format!(
+                    "{name}: the default is outside the property's range"
+                ));
             }
         }
         Ok(())
@@ -530,7 +537,12 @@ impl<C: 'static> Table<C> {
     }
 
     /// A key that files may hold and that is read no further: a warning names it and `reason`.
-    pub fn ignore(&mut self, section: &'static str, name: &'static str, reason: &'static str) -> &mut Self {
+    pub fn ignore(
+        &mut self,
+        section: &'static str,
+        name: &'static str,
+        reason: &'static str,
+    ) -> &mut Self {
         self.ignored.push((Key { section, name }, reason));
         self
     }
@@ -586,9 +598,14 @@ impl<C: 'static> Table<C> {
         warnings: &mut Vec<String>,
     ) -> Result<(), ConfigError> {
         let mut set = Vec::new();
-        self.read_entries(ini, section, as_section, &mut props.values, warnings, |name| {
-            set.push(name)
-        })?;
+        self.read_entries(
+            ini,
+            section,
+            as_section,
+            &mut props.values,
+            warnings,
+            |name| set.push(name),
+        )?;
         props.set.extend(set);
         Ok(())
     }

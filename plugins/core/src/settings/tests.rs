@@ -59,28 +59,47 @@ static TABLE: LazyLock<Table<Config>> = LazyLock::new(|| {
             setting(
                 "gie-unique-id",
                 field!(gie_unique_id),
-                Mapped::new(UInt::range(1, i32::MAX as u32), |n| n as i32, |&v: &i32| v as u32),
+                Mapped::new(
+                    UInt::range(1, i32::MAX as u32),
+                    |n| n as i32,
+                    |&v: &i32| v as u32,
+                ),
             )
             .nick("Unique id"),
         )
         .add(setting("interval", field!(interval), UInt::any()).playing())
-        .add(setting("net-scale-factor", field!(scale), Float::at_least(0.0)))
+        .add(setting(
+            "net-scale-factor",
+            field!(scale),
+            Float::at_least(0.0),
+        ))
         .add(
             setting("pre-cluster-threshold", field!(threshold), Float::unit())
                 .key("class-attrs-all", "pre-cluster-threshold")
                 .key("class-attrs-all", "threshold"),
         )
-        .add(setting("maintain-aspect-ratio", field!(maintain_aspect_ratio), Bool))
+        .add(setting(
+            "maintain-aspect-ratio",
+            field!(maintain_aspect_ratio),
+            Bool,
+        ))
         .add(setting("onnx-file", field!(model), FilePath))
         .add(setting("server-url", field!(server), Text::trimmed()))
-        .add(setting("operate-on-class-ids", field!(class_ids), List::<i32>::new()))
+        .add(setting(
+            "operate-on-class-ids",
+            field!(class_ids),
+            List::<i32>::new(),
+        ))
         .add(
-            setting("yolox-strides", field!(strides), Optional(List::<u32>::new())).check(
-                |v, _| match v {
-                    Some(s) if s.contains(&0) => Err("a stride of 0".into()),
-                    _ => Ok(()),
-                },
-            ),
+            setting(
+                "yolox-strides",
+                field!(strides),
+                Optional(List::<u32>::new()),
+            )
+            .check(|v, _| match v {
+                Some(s) if s.contains(&0) => Err("a stride of 0".into()),
+                _ => Ok(()),
+            }),
         )
         .add(setting("cluster-mode", field!(cluster), Enum::<Cluster>::new()).alias("cluster"))
         .add(
@@ -148,17 +167,30 @@ fn files_are_held_to_the_property_ranges_and_name_file_line_and_key() {
         ("[property]\ngie-unique-id=0\n", "gie-unique-id"),
         ("[property]\nnet-scale-factor=-1\n", "net-scale-factor"),
         ("[property]\nnet-scale-factor=inf\n", "net-scale-factor"),
-        ("[class-attrs-all]\npre-cluster-threshold=1.5\n", "pre-cluster-threshold"),
+        (
+            "[class-attrs-all]\npre-cluster-threshold=1.5\n",
+            "pre-cluster-threshold",
+        ),
         ("[property]\nyolox-strides=8;0\n", "yolox-strides"),
         ("[property]\ncluster-mode=kmeans\n", "cluster-mode"),
-        ("[property]\nmaintain-aspect-ratio=yes\n", "maintain-aspect-ratio"),
+        (
+            "[property]\nmaintain-aspect-ratio=yes\n",
+            "maintain-aspect-ratio",
+        ),
     ] {
         let err = read(text).unwrap_err();
-        assert_eq!((err.path.as_path(), err.line), (Path::new("/cfg/model.txt"), 2));
+        assert_eq!(
+            (err.path.as_path(), err.line),
+            (Path::new("/cfg/model.txt"), 2)
+        );
         assert!(err.message.contains(&format!("`{key}`")), "{err}");
     }
     let err = read("[property]\ncluster-mode=kmeans\n").unwrap_err();
-    assert!(err.message.contains("group-rectangles (0), nms (2), none (4)"), "{err}");
+    assert!(
+        err.message
+            .contains("group-rectangles (0), nms (2), none (4)"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -247,15 +279,23 @@ mod properties {
             Some(Ok(()))
         );
         assert_eq!(props.values.cluster, Cluster::None);
-        assert_eq!(TABLE.set_property(&mut props, "no-such", &1u32.to_value()), None);
+        assert_eq!(
+            TABLE.set_property(&mut props, "no-such", &1u32.to_value()),
+            None
+        );
 
         // The text as given comes back, even when it does not parse; start then fails.
         TABLE
             .set_property(&mut props, "operate-on-class-ids", &string("1; 2"))
             .unwrap()
             .unwrap();
-        let shown = TABLE.property_value(&props, "operate-on-class-ids").unwrap();
-        assert_eq!(shown.get::<Option<String>>().unwrap().as_deref(), Some("1; 2"));
+        let shown = TABLE
+            .property_value(&props, "operate-on-class-ids")
+            .unwrap();
+        assert_eq!(
+            shown.get::<Option<String>>().unwrap().as_deref(),
+            Some("1; 2")
+        );
         let refused = TABLE
             .set_property(&mut props, "yolox-strides", &string("8;0"))
             .unwrap();
@@ -267,7 +307,10 @@ mod properties {
             .unwrap()
             .unwrap();
         let c = TABLE.resolve(Config::default(), &props).unwrap();
-        assert_eq!((c.batch_size, c.strides, c.class_ids), (8, None, vec![1, 2]));
+        assert_eq!(
+            (c.batch_size, c.strides, c.class_ids),
+            (8, None, vec![1, 2])
+        );
 
         // NaN passes a GParamSpecFloat's range; the table refuses it.
         let nan = TABLE.set_property(&mut props, "net-scale-factor", &f32::NAN.to_value());
@@ -294,14 +337,22 @@ mod properties {
                     }
                 }),
         );
-        table.set_property(&mut props, "colors", &string("red")).unwrap().unwrap();
-        assert!(table
-            .set_property(&mut props, "colors", &string("plaid"))
+        table
+            .set_property(&mut props, "colors", &string("red"))
             .unwrap()
-            .is_err());
+            .unwrap();
+        assert!(
+            table
+                .set_property(&mut props, "colors", &string("plaid"))
+                .unwrap()
+                .is_err()
+        );
         assert_eq!(props.values.colors, vec!["red".to_owned()]);
         let shown = table.property_value(&props, "colors").unwrap();
-        assert_eq!(shown.get::<Option<String>>().unwrap().as_deref(), Some("red"));
+        assert_eq!(
+            shown.get::<Option<String>>().unwrap().as_deref(),
+            Some("red")
+        );
         assert!(table.resolve(Config::default(), &props).is_ok());
     }
 

@@ -128,13 +128,17 @@ static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
             .blurb("JSON layout of the messages"),
     )
     .add(
-        setting("sensor-ids", field!(sensor_ids), List::<String>::separated_by(','))
-            .no_key()
-            .nick("Sensor ids")
-            .blurb(
-                "Comma-separated sensor name per source id, for {sensor-id} and DeepStream's \
+        setting(
+            "sensor-ids",
+            field!(sensor_ids),
+            List::<String>::separated_by(','),
+        )
+        .no_key()
+        .nick("Sensor ids")
+        .blurb(
+            "Comma-separated sensor name per source id, for {sensor-id} and DeepStream's \
                  sensorId (the source id when missing)",
-            ),
+        ),
     )
     .add(
         setting("username", field!(username), Optional(Text::new()))
@@ -152,7 +156,9 @@ static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
         setting("tls", field!(tls), Bool)
             .no_key()
             .nick("TLS")
-            .blurb("Connect with TLS (also turned on by an mqtts://, amqps:// or rediss:// server)"),
+            .blurb(
+                "Connect with TLS (also turned on by an mqtts://, amqps:// or rediss:// server)",
+            ),
     )
     .add(
         setting("tls-ca-file", field!(tls_ca_file), FilePath)
@@ -179,13 +185,17 @@ static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
             .blurb("AMQP: the exchange messages are published to, with the topic as routing key"),
     )
     .add(
-        setting("stream-max-length", field!(stream_max_length), UInt64::any())
-            .no_key()
-            .nick("Redis stream length")
-            .blurb(
-                "Redis: trim each stream to about this many entries (XADD MAXLEN ~); 0 keeps \
+        setting(
+            "stream-max-length",
+            field!(stream_max_length),
+            UInt64::any(),
+        )
+        .no_key()
+        .nick("Redis stream length")
+        .blurb(
+            "Redis: trim each stream to about this many entries (XADD MAXLEN ~); 0 keeps \
                  everything",
-            ),
+        ),
     )
     .add(
         setting("queue-size", field!(queue_size), UInt::range(1, 10_000_000))
@@ -197,22 +207,34 @@ static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
             ),
     )
     .add(
-        setting("reconnect-min-delay", field!(reconnect_min_ms), UInt::range(1, 3_600_000))
-            .no_key()
-            .nick("Shortest reconnection delay")
-            .blurb("Milliseconds before the first reconnection attempt; doubled after each failure"),
+        setting(
+            "reconnect-min-delay",
+            field!(reconnect_min_ms),
+            UInt::range(1, 3_600_000),
+        )
+        .no_key()
+        .nick("Shortest reconnection delay")
+        .blurb("Milliseconds before the first reconnection attempt; doubled after each failure"),
     )
     .add(
-        setting("reconnect-max-delay", field!(reconnect_max_ms), UInt::range(1, 3_600_000))
-            .no_key()
-            .nick("Longest reconnection delay")
-            .blurb("Milliseconds the reconnection delay grows to at most"),
+        setting(
+            "reconnect-max-delay",
+            field!(reconnect_max_ms),
+            UInt::range(1, 3_600_000),
+        )
+        .no_key()
+        .nick("Longest reconnection delay")
+        .blurb("Milliseconds the reconnection delay grows to at most"),
     )
     .add(
-        setting("connect-timeout", field!(connect_timeout_ms), UInt::range(100, 600_000))
-            .no_key()
-            .nick("Connect timeout")
-            .blurb("Milliseconds one connection attempt may take"),
+        setting(
+            "connect-timeout",
+            field!(connect_timeout_ms),
+            UInt::range(100, 600_000),
+        )
+        .no_key()
+        .nick("Connect timeout")
+        .blurb("Milliseconds one connection attempt may take"),
     )
     .add(
         setting("require-connection", field!(require_connection), Bool)
@@ -224,13 +246,17 @@ static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
             ),
     )
     .add(
-        setting("flush-timeout", field!(flush_timeout_ms), UInt::range(0, 3_600_000))
-            .no_key()
-            .nick("Flush timeout")
-            .blurb(
-                "Milliseconds to wait at end of stream for the broker to acknowledge the queued \
+        setting(
+            "flush-timeout",
+            field!(flush_timeout_ms),
+            UInt::range(0, 3_600_000),
+        )
+        .no_key()
+        .nick("Flush timeout")
+        .blurb(
+            "Milliseconds to wait at end of stream for the broker to acknowledge the queued \
                  messages",
-            ),
+        ),
     )
     .add(
         setting("lost-frames", field!(lost_frames), UInt::any())
@@ -574,12 +600,36 @@ impl ObjectImpl for MsgBroker {
             };
             let mut specs = SETTINGS.param_specs(&Settings::default());
             specs.extend([
-                counter("messages-produced", "Messages produced", "Messages made from frames and events"),
-                counter("messages-sent", "Messages sent", "Publish attempts, resends included"),
-                counter("messages-acknowledged", "Messages acknowledged", "Messages the broker acknowledged"),
-                counter("messages-dropped", "Messages dropped", "Messages dropped because the queue was full"),
-                counter("messages-resent", "Messages resent", "Messages sent again after a connection was lost before their acknowledgement"),
-                counter("messages-queued", "Messages queued", "Messages waiting for the broker's acknowledgement now"),
+                counter(
+                    "messages-produced",
+                    "Messages produced",
+                    "Messages made from frames and events",
+                ),
+                counter(
+                    "messages-sent",
+                    "Messages sent",
+                    "Publish attempts, resends included",
+                ),
+                counter(
+                    "messages-acknowledged",
+                    "Messages acknowledged",
+                    "Messages the broker acknowledged",
+                ),
+                counter(
+                    "messages-dropped",
+                    "Messages dropped",
+                    "Messages dropped because the queue was full",
+                ),
+                counter(
+                    "messages-resent",
+                    "Messages resent",
+                    "Messages sent again after a connection was lost before their acknowledgement",
+                ),
+                counter(
+                    "messages-queued",
+                    "Messages queued",
+                    "Messages waiting for the broker's acknowledgement now",
+                ),
                 glib::ParamSpecBoolean::builder("connected")
                     .nick("Connected")
                     .blurb("Whether a connection to the broker is up")
@@ -598,7 +648,12 @@ impl ObjectImpl for MsgBroker {
             .set_property(&mut props, pspec.name(), value)
             .expect("the writable properties are settings");
         if let Err(e) = result {
-            gst::error!(CAT, imp = self, "{}: {e}; the element will not start", pspec.name());
+            gst::error!(
+                CAT,
+                imp = self,
+                "{}: {e}; the element will not start",
+                pspec.name()
+            );
         }
     }
 
