@@ -153,13 +153,20 @@ pub fn check_file(path: &Path, options: &CheckOptions) -> Result<Report, CheckEr
     check_model(&model, &name, options)
 }
 
-/// Checks a decoded model.
-pub fn check_model(
-    model: &Model,
-    name: &str,
+/// The shapes of the graph's inputs the model is evaluated at (`options` give the dynamic
+/// ones): by name, with a check each, and as shape-inference infos.
+#[allow(clippy::type_complexity)]
+fn evaluated_inputs(
+    graph: &onnx::Graph,
     options: &CheckOptions,
-) -> Result<Report, CheckError> {
-    let graph = &model.graph;
+) -> Result<
+    (
+        BTreeMap<String, Vec<Dim>>,
+        Vec<Check>,
+        HashMap<String, Info>,
+    ),
+    CheckError,
+> {
     let initializers: Vec<&str> = graph.initializers.iter().map(|t| t.name.as_str()).collect();
     let mut inputs = BTreeMap::new();
     let mut model_checks = Vec::new();
@@ -232,6 +239,40 @@ pub fn check_model(
         );
         inputs.insert(input.name.clone(), shape);
     }
+    Ok((inputs, model_checks, input_infos))
+}
+
+/// The `count` subgraphs the partition made, with their nodes, operations and work.
+fn subgraphs_of(nodes: &[NodeReport], count: usize) -> Vec<Subgraph> {
+    let mut subgraphs: Vec<Subgraph> = (0..count)
+        .map(|id| Subgraph {
+            id,
+            device: Placement::Gpu,
+            nodes: Vec::new(),
+            ops: BTreeMap::new(),
+            macs: 0,
+        })
+        .collect();
+    for n in nodes {
+        if let Some(s) = n.subgraph {
+            let sub = &mut subgraphs[s];
+            sub.device = n.placement;
+            sub.nodes.push(n.index);
+            *sub.ops.entry(n.op_type.clone()).or_default() += 1;
+            sub.macs += n.macs.unwrap_or(0);
+        }
+    }
+    subgraphs
+}
+
+/// Checks a decoded model.
+pub fn check_model(
+    model: &Model,
+    name: &str,
+    options: &CheckOptions,
+) -> Result<Report, CheckError> {
+    let graph = &model.graph;
+    let (inputs, mut model_checks, input_infos) = evaluated_inputs(graph, options)?;
     model_checks.push(Check {
         rule: "general.precision",
         passed: options.precision != Precision::Fp32,
@@ -270,24 +311,7 @@ pub fn check_model(
         })
         .collect();
 
-    let mut subgraphs: Vec<Subgraph> = (0..count)
-        .map(|id| Subgraph {
-            id,
-            device: Placement::Gpu,
-            nodes: Vec::new(),
-            ops: BTreeMap::new(),
-            macs: 0,
-        })
-        .collect();
-    for n in &nodes {
-        if let Some(s) = n.subgraph {
-            let sub = &mut subgraphs[s];
-            sub.device = n.placement;
-            sub.nodes.push(n.index);
-            *sub.ops.entry(n.op_type.clone()).or_default() += 1;
-            sub.macs += n.macs.unwrap_or(0);
-        }
-    }
+    let subgraphs = subgraphs_of(&nodes, count);
     let dla_loadables = subgraphs
         .iter()
         .filter(|s| s.device == Placement::Dla)

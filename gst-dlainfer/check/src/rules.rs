@@ -320,7 +320,20 @@ fn rank_text(i: &Info) -> String {
     format!("tensor {}", dims_text(&i.shape))
 }
 
-/// The rules of the node's layer; `false` when the DLA has no such layer at all.
+/// What a layer's rules look at: the node, its first input and its output, every shape, the
+/// precision, and the node's inputs by index.
+#[derive(Clone, Copy)]
+struct Layer<'a> {
+    node: &'a Node,
+    x: &'a Info,
+    out: &'a Info,
+    shapes: &'a Shapes,
+    precision: Precision,
+    input: &'a dyn Fn(usize) -> Info,
+}
+
+/// The rules of the node's layer, by family of layers; `false` when the DLA has no such layer
+/// at all.
 fn layer_rules(
     c: &mut Checks,
     node: &Node,
@@ -330,7 +343,37 @@ fn layer_rules(
     precision: Precision,
     input: &dyn Fn(usize) -> Info,
 ) -> bool {
-    match node.op_type.as_str() {
+    const FAMILIES: [fn(&mut Checks, &Layer<'_>) -> Option<bool>; 5] = [
+        convolution,
+        pooling_and_activation,
+        elementwise,
+        shuffle,
+        other,
+    ];
+    let layer = Layer {
+        node,
+        x,
+        out,
+        shapes,
+        precision,
+        input,
+    };
+    FAMILIES
+        .iter()
+        .find_map(|family| family(c, &layer))
+        .unwrap_or(false)
+}
+
+/// Convolutions and deconvolutions.
+fn convolution(c: &mut Checks, layer: &Layer<'_>) -> Option<bool> {
+    let Layer {
+        node,
+        x,
+        out,
+        input,
+        ..
+    } = *layer;
+    Some(match node.op_type.as_str() {
         "Conv" => {
             let w = input(1);
             c.add("conv.rank", is_4d(x), rank_text(x));
@@ -430,6 +473,14 @@ fn layer_rules(
             c.range("deconv.channels", "channels in/out", &channels, 1, 8192);
             true
         }
+        _ => return None,
+    })
+}
+
+/// Pooling and activations.
+fn pooling_and_activation(c: &mut Checks, layer: &Layer<'_>) -> Option<bool> {
+    let Layer { node, x, input, .. } = *layer;
+    Some(match node.op_type.as_str() {
         "MaxPool" | "AveragePool" => {
             c.add(
                 "pool.type",
@@ -513,6 +564,21 @@ fn layer_rules(
             );
             true
         }
+        _ => return None,
+    })
+}
+
+/// Element-wise operations and batch normalisation.
+fn elementwise(c: &mut Checks, layer: &Layer<'_>) -> Option<bool> {
+    let Layer {
+        node,
+        x,
+        out,
+        precision,
+        input,
+        ..
+    } = *layer;
+    Some(match node.op_type.as_str() {
         "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Max" | "Min" | "Sum" | "Equal" | "Less"
         | "Greater" => {
             let operands: Vec<Info> = (0..node.inputs.len()).map(input).collect();
@@ -580,6 +646,20 @@ fn layer_rules(
             c.add("scale.rank", is_4d(x), rank_text(x));
             true
         }
+        _ => return None,
+    })
+}
+
+/// Shuffles: reshapes, transposes, concatenation, resizing, slicing, splitting.
+fn shuffle(c: &mut Checks, layer: &Layer<'_>) -> Option<bool> {
+    let Layer {
+        node,
+        x,
+        out,
+        shapes,
+        ..
+    } = *layer;
+    Some(match node.op_type.as_str() {
         "Reshape" | "Flatten" | "Transpose" | "Squeeze" | "Unsqueeze" => {
             c.add(
                 "shuffle.rank",
@@ -693,6 +773,14 @@ fn layer_rules(
             );
             true
         }
+        _ => return None,
+    })
+}
+
+/// Softmax, unary operations, reductions, LRN and matrix products.
+fn other(c: &mut Checks, layer: &Layer<'_>) -> Option<bool> {
+    let Layer { node, x, input, .. } = *layer;
+    Some(match node.op_type.as_str() {
         "Softmax" => {
             let axis = x
                 .rank()
@@ -762,8 +850,8 @@ fn layer_rules(
             );
             true
         }
-        _ => false,
-    }
+        _ => return None,
+    })
 }
 
 /// The kernel of a (de)convolution: its attribute, else the weights' spatial dims.

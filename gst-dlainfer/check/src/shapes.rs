@@ -177,8 +177,16 @@ impl Shapes {
     /// The output infos of one node (in output order).
     fn node(&self, node: &Node) -> Vec<Info> {
         let x = self.input(node, 0);
+        self.elementwise(node, &x)
+            .or_else(|| self.layers(node, &x))
+            .or_else(|| self.shape_ops(node, &x))
+            .unwrap_or_else(|| vec![Info::default(); node.outputs.len()])
+    }
+
+    /// Element-wise operations: the output has the input's shape.
+    fn elementwise(&self, node: &Node, x: &Info) -> Option<Vec<Info>> {
         let same = |dtype: Option<DataType>| Info::shaped(dtype.or(x.dtype), x.shape.clone());
-        match node.op_type.as_str() {
+        Some(match node.op_type.as_str() {
             "Identity" | "Dropout" => vec![x.clone()],
             "Cast" => {
                 let to = node.int("to").map(|t| DataType::from_onnx(t as i32));
@@ -225,6 +233,13 @@ impl Shapes {
             "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Max" | "Min" | "Sum" | "Mean" | "And"
             | "Or" | "Xor" | "Equal" | "Less" | "Greater" | "LessOrEqual" | "GreaterOrEqual"
             | "Where" | "Mod" => vec![self.broadcast_op(node)],
+            _ => return None,
+        })
+    }
+
+    /// Layers with shapes of their own: convolutions, pooling, products, reshapes.
+    fn layers(&self, node: &Node, x: &Info) -> Option<Vec<Info>> {
+        Some(match node.op_type.as_str() {
             "Conv" => vec![self.conv(node, false)],
             "ConvTranspose" => vec![self.conv(node, true)],
             "MaxPool" | "AveragePool" | "LpPool" => {
@@ -269,6 +284,13 @@ impl Shapes {
             "Squeeze" => vec![self.squeeze(node)],
             "Unsqueeze" => vec![self.unsqueeze(node)],
             "Concat" => vec![self.concat(node)],
+            _ => return None,
+        })
+    }
+
+    /// Operations on shapes and indices, constants, padding and loops.
+    fn shape_ops(&self, node: &Node, x: &Info) -> Option<Vec<Info>> {
+        Some(match node.op_type.as_str() {
             "Shape" => {
                 let value = x.shape.as_ref().map(|s| {
                     let n = s.len() as i64;
@@ -385,8 +407,8 @@ impl Shapes {
                 vec![Info::shaped(x.dtype, shape)]
             }
             "Loop" => self.loop_node(node),
-            _ => vec![Info::default(); node.outputs.len()],
-        }
+            _ => return None,
+        })
     }
 
     /// The values of input `i` as dims (for Reshape, Expand).
