@@ -57,11 +57,12 @@ impl ObjectImpl for DlaInfer {
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
         ferrostream_core::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
-        let name = match pspec.name() {
-            "dla-core" => "use-dla-core",
-            other => other,
-        };
-        self.obj().upcast_ref::<TrtInfer>().set_setting(name, value);
+        let trt = self.obj();
+        let trt = trt.upcast_ref::<TrtInfer>();
+        match pspec.name() {
+            "dla-core" => trt.set_property_from_value("use-dla-core", value),
+            _ => trt.set_setting(pspec, value),
+        }
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {

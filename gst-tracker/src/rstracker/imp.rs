@@ -179,17 +179,7 @@ impl ObjectImpl for RsTracker {
                 .map(PathBuf::from);
             return;
         }
-        let result = SETTINGS
-            .set_property(&mut s.props, pspec.name(), value)
-            .expect("every other property is a setting");
-        if let Err(e) = result {
-            gst::error!(
-                CAT,
-                imp = self,
-                "{}: {e}; the element will not start",
-                pspec.name()
-            );
-        }
+        SETTINGS.set_on(self.obj().upcast_ref(), &mut s.props, pspec, value);
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {

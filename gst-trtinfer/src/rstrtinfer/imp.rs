@@ -377,9 +377,9 @@ impl ObjectImpl for TrtInfer {
             }
             "stream-priority" => s.stream_priority = value.get().expect("type checked upstream"),
             "threads" => s.threads = value.get().expect("type checked upstream"),
-            name => {
+            _ => {
                 drop(s);
-                self.set_setting(name, value);
+                self.set_setting(pspec, value);
             }
         }
     }
@@ -425,24 +425,15 @@ impl ObjectImpl for TrtInfer {
 impl TrtInfer {
     /// Sets the setting `name` (a property of [`SETTINGS`]); a value that does not parse is
     /// logged and fails the next start.
-    pub(super) fn set_setting(&self, name: &str, value: &glib::Value) {
+    pub(super) fn set_setting(&self, pspec: &glib::ParamSpec, value: &glib::Value) {
         let mut s = self.settings.lock().unwrap();
-        let result = SETTINGS
-            .set_property(&mut s.props, name, value)
-            .expect("a setting of rstrtinfer");
-        match result {
-            Err(e) => gst::error!(
-                CAT,
-                imp = self,
-                "{name}: {e}; the element will not start with this value"
-            ),
-            // `interval` may change while playing.
-            Ok(()) if name == "interval" => {
-                if let Some(state) = self.state.lock().unwrap().as_mut() {
-                    state.inference.set_interval(s.props.values.interval);
-                }
-            }
-            Ok(()) => {}
+        let taken = SETTINGS.set_on(self.obj().upcast_ref(), &mut s.props, pspec, value);
+        // `interval` may change while playing.
+        if taken
+            && pspec.name() == "interval"
+            && let Some(state) = self.state.lock().unwrap().as_mut()
+        {
+            state.inference.set_interval(s.props.values.interval);
         }
     }
 

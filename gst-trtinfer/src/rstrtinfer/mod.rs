@@ -114,8 +114,8 @@ glib::wrapper! {
 impl TrtInfer {
     /// Sets one of rstrtinfer's settings (see [`crate::settings::SETTINGS`]): for a subclass
     /// that installs a setting's property again with its own default, and passes it on here.
-    pub fn set_setting(&self, name: &str, value: &glib::Value) {
-        self.imp().set_setting(name, value)
+    pub fn set_setting(&self, pspec: &glib::ParamSpec, value: &glib::Value) {
+        self.imp().set_setting(pspec, value)
     }
 
     /// The value of one of rstrtinfer's settings.

@@ -55,6 +55,15 @@ use std::path::Path;
 use crate::ini::{ConfigError, IniFile, Section};
 
 #[cfg(feature = "gst")]
+static CAT: std::sync::LazyLock<gst::DebugCategory> = std::sync::LazyLock::new(|| {
+    gst::DebugCategory::new(
+        "ferrostream-settings",
+        gst::DebugColorFlags::empty(),
+        Some("Ferrostream element settings"),
+    )
+});
+
+#[cfg(feature = "gst")]
 pub use choice::GEnum;
 pub use choice::{Choice, ChoiceValue};
 #[cfg(feature = "gst")]
@@ -832,6 +841,39 @@ impl<C: 'static> Table<C> {
             }
         }
         Some(result)
+    }
+
+    /// [`Table::set_property`] as an element's `set_property` uses it: a refused value is
+    /// logged on `element`, saying what follows (the next start fails naming it, or a setting
+    /// that may change while PLAYING keeps its previous value). Returns whether the value was
+    /// taken; `false` too for a property the table does not have (logged as a bug).
+    pub fn set_on(
+        &self,
+        element: &gst::Element,
+        props: &mut Props<C>,
+        pspec: &glib::ParamSpec,
+        value: &glib::Value,
+    ) -> bool {
+        let name = pspec.name();
+        match self.set_property(props, name, value) {
+            Some(Ok(())) => true,
+            Some(Err(e)) => {
+                let then = match self.property(name).map(|entry| entry.change()) {
+                    Some(Change::Playing) => "the previous value stays",
+                    _ => "the element will not start with it",
+                };
+                gst::error!(CAT, obj = element, "{name}: {e}; {then}");
+                false
+            }
+            None => {
+                gst::error!(
+                    CAT,
+                    obj = element,
+                    "{name} is not a setting of this element"
+                );
+                false
+            }
+        }
     }
 
     /// The property `name`'s value, or `None` when the table has no such property.

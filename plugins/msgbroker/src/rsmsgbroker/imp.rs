@@ -644,17 +644,7 @@ impl ObjectImpl for MsgBroker {
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
         ferrostream_core::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
         let mut props = self.settings.lock().unwrap();
-        let result = SETTINGS
-            .set_property(&mut props, pspec.name(), value)
-            .expect("the writable properties are settings");
-        if let Err(e) = result {
-            gst::error!(
-                CAT,
-                imp = self,
-                "{}: {e}; the element will not start",
-                pspec.name()
-            );
-        }
+        SETTINGS.set_on(self.obj().upcast_ref(), &mut props, pspec, value);
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {

@@ -479,15 +479,9 @@ impl ObjectImpl for RsOsd {
             "stream-priority" => {
                 settings.stream_priority = value.get().expect("type checked upstream")
             }
-            name => {
-                let result = SETTINGS
-                    .set_property(&mut settings.props, name, value)
-                    .expect("every other writable property is a setting");
-                match result {
-                    Ok(()) => self.restyle.store(true, Ordering::Release),
-                    Err(e) => {
-                        gst::error!(CAT, imp = self, "{name}: {e}; keeping the previous value")
-                    }
+            _ => {
+                if SETTINGS.set_on(self.obj().upcast_ref(), &mut settings.props, pspec, value) {
+                    self.restyle.store(true, Ordering::Release);
                 }
             }
         }
