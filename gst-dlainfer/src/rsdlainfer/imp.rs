@@ -56,12 +56,15 @@ impl ObjectImpl for DlaInfer {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
-        ferrostream_core::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
         let trt = self.obj();
         let trt = trt.upcast_ref::<TrtInfer>();
         match pspec.name() {
+            // rstrtinfer's own property, which warns when it is set too late.
             "dla-core" => trt.set_property_from_value("use-dla-core", value),
-            _ => trt.set_setting(pspec, value),
+            _ => {
+                ferrostream_core::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
+                trt.set_setting(pspec, value)
+            }
         }
     }
 
