@@ -15,6 +15,14 @@ pub fn filter_pad_templates(caps: &gst::Caps) -> Vec<gst::PadTemplate> {
     .collect()
 }
 
+/// The `sink` and `src` templates, of any caps, of an element that passes every buffer on
+/// (the metadata elements): one shared set.
+pub fn any_caps_pad_templates() -> &'static [gst::PadTemplate] {
+    static TEMPLATES: std::sync::LazyLock<Vec<gst::PadTemplate>> =
+        std::sync::LazyLock::new(|| filter_pad_templates(&gst::Caps::new_any()));
+    TEMPLATES.as_ref()
+}
+
 /// Posts a warning when a property that the element only reads as it starts (flagged
 /// `GST_PARAM_MUTABLE_READY`) is set while it is PAUSED or PLAYING: the value is kept and takes
 /// effect the next time the element starts, which the application would otherwise not know.

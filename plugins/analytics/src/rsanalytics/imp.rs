@@ -222,11 +222,7 @@ impl ElementImpl for RsAnalytics {
     }
 
     fn pad_templates() -> &'static [gst::PadTemplate] {
-        static PAD_TEMPLATES: LazyLock<Vec<gst::PadTemplate>> =
-            LazyLock::new(
-                || ferrostream_core::element::filter_pad_templates(&gst::Caps::new_any()),
-            );
-        PAD_TEMPLATES.as_ref()
+        ferrostream_core::element::any_caps_pad_templates()
     }
 }
 
