@@ -140,3 +140,27 @@ fn shipped_tracker_config_loads_without_warnings() {
         "the file documents the defaults"
     );
 }
+
+/// `gst-inspect-1.0 ferrostream` shows the version and the commit the plugin was built from.
+#[test]
+fn the_plugin_version_names_its_commit() {
+    ferrostream_tests::init();
+    let plugin = gst::Registry::get()
+        .find_plugin("ferrostream")
+        .expect("the plugin is registered");
+    let version = plugin.version();
+    let commit = version
+        .strip_prefix(concat!(env!("CARGO_PKG_VERSION"), "-"))
+        .unwrap_or_else(|| panic!("version {version} does not start with the crate's"));
+    let head = Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(repo_root())
+        .output()
+        .expect("git, to read the checkout's commit");
+    let head = String::from_utf8_lossy(&head.stdout);
+    assert!(
+        commit.len() >= 7 && head.trim().starts_with(commit),
+        "version {version}: not the checkout's commit {}",
+        head.trim()
+    );
+}

@@ -46,9 +46,10 @@ gst::plugin_define!(
     ferrostream,
     env!("CARGO_PKG_DESCRIPTION"),
     plugin_init,
-    env!("CARGO_PKG_VERSION"),
+    concat!(env!("CARGO_PKG_VERSION"), "-", env!("COMMIT_ID")),
     "MIT/X11",
     env!("CARGO_PKG_NAME"),
     "Ferrostream",
-    env!("CARGO_PKG_REPOSITORY")
+    env!("CARGO_PKG_REPOSITORY"),
+    env!("BUILD_REL_DATE")
 );
