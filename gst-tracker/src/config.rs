@@ -35,7 +35,7 @@ use crate::tracker::{Algorithm, TrackerConfig};
 pub static SETTINGS: LazyLock<Table<TrackerConfig>> = LazyLock::new(|| {
     let mut t: Table<TrackerConfig> = Table::new("");
     t.add(
-        setting(
+        setting::<TrackerConfig, _>(
             "tracker-algorithm",
             field!(algorithm),
             Enum::<Algorithm>::new(),
@@ -45,17 +45,17 @@ pub static SETTINGS: LazyLock<Table<TrackerConfig>> = LazyLock::new(|| {
         .blurb("How detections are associated with targets (file key: algorithm)"),
     )
     .add(
-        setting("probation-age", field!(probation_age), UInt::at_least(1))
+        setting::<TrackerConfig, _>("probation-age", field!(probation_age), UInt::at_least(1))
             .nick("Probation age")
             .blurb("Consecutive matches before a new target is reported"),
     )
     .add(
-        setting("max-shadow-age", field!(max_shadow_age), UInt::any())
+        setting::<TrackerConfig, _>("max-shadow-age", field!(max_shadow_age), UInt::any())
             .nick("Max shadow age")
             .blurb("Frames a lost target is predicted before it is terminated"),
     )
     .add(
-        setting(
+        setting::<TrackerConfig, _>(
             "min-detector-confidence",
             field!(min_detector_confidence),
             Float::unit(),
@@ -64,12 +64,12 @@ pub static SETTINGS: LazyLock<Table<TrackerConfig>> = LazyLock::new(|| {
         .blurb("Detections below this confidence are ignored"),
     )
     .add(
-        setting("high-confidence", field!(high_confidence), Float::unit())
+        setting::<TrackerConfig, _>("high-confidence", field!(high_confidence), Float::unit())
             .nick("High confidence")
             .blurb("ByteTrack: detections above this are associated first and start targets"),
     )
     .add(
-        setting(
+        setting::<TrackerConfig, _>(
             "min-tracker-confidence",
             field!(min_tracker_confidence),
             Float::unit(),
@@ -78,12 +78,12 @@ pub static SETTINGS: LazyLock<Table<TrackerConfig>> = LazyLock::new(|| {
         .blurb("Shadow targets below this confidence are not reported"),
     )
     .add(
-        setting("iou-threshold", field!(iou_threshold), Float::unit())
+        setting::<TrackerConfig, _>("iou-threshold", field!(iou_threshold), Float::unit())
             .nick("IoU threshold")
             .blurb("Minimum overlap between a target and a detection to associate them"),
     )
     .add(
-        setting(
+        setting::<TrackerConfig, _>(
             "operate-on-class-ids",
             field!(operate_on_class_ids),
             List::<i32>::new(),
@@ -92,7 +92,7 @@ pub static SETTINGS: LazyLock<Table<TrackerConfig>> = LazyLock::new(|| {
         .blurb("Classes to track, ';'-separated (empty: all; a list of numbers in the file)"),
     )
     .add(
-        setting(
+        setting::<TrackerConfig, _>(
             "appearance-weight",
             field!(appearance_weight),
             Float::unit(),
@@ -104,7 +104,7 @@ pub static SETTINGS: LazyLock<Table<TrackerConfig>> = LazyLock::new(|| {
         ),
     )
     .add(
-        setting(
+        setting::<TrackerConfig, _>(
             "embedding-attribute",
             field!(embedding_attribute),
             Text::not_empty(),
@@ -116,12 +116,12 @@ pub static SETTINGS: LazyLock<Table<TrackerConfig>> = LazyLock::new(|| {
         ),
     )
     .add(
-        setting("report-terminated-tracks", field!(report_terminated), Bool)
+        setting::<TrackerConfig, _>("report-terminated-tracks", field!(report_terminated), Bool)
             .nick("Report terminated")
             .blurb("List the ids of targets that ended in each frame's terminated_ids"),
     )
     .add(
-        setting("report-shadow-tracks", field!(report_shadow), Bool)
+        setting::<TrackerConfig, _>("report-shadow-tracks", field!(report_shadow), Bool)
             .nick("Report shadows")
             .blurb("Report lost targets, predicted by their motion, until they terminate"),
     );

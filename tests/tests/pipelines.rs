@@ -141,7 +141,9 @@ fn shipped_tracker_config_loads_without_warnings() {
     );
 }
 
-/// `gst-inspect-1.0 ferrostream` shows the version and the commit the plugin was built from.
+/// `gst-inspect-1.0 ferrostream` shows the version and the commit the plugin was built from (a
+/// `+` after it when the checkout had uncommitted changes). The plugin may have been built at an
+/// earlier commit of this checkout, so the commit must be HEAD or one of its ancestors.
 #[test]
 fn the_plugin_version_names_its_commit() {
     ferrostream_tests::init();
@@ -152,15 +154,18 @@ fn the_plugin_version_names_its_commit() {
     let commit = version
         .strip_prefix(concat!(env!("CARGO_PKG_VERSION"), "-"))
         .unwrap_or_else(|| panic!("version {version} does not start with the crate's"));
-    let head = Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .current_dir(repo_root())
-        .output()
-        .expect("git, to read the checkout's commit");
-    let head = String::from_utf8_lossy(&head.stdout);
+    let commit = commit.strip_suffix('+').unwrap_or(commit);
     assert!(
-        commit.len() >= 7 && head.trim().starts_with(commit),
-        "version {version}: not the checkout's commit {}",
-        head.trim()
+        commit.len() >= 7 && commit.chars().all(|c| c.is_ascii_hexdigit()),
+        "version {version}: no commit after the crate's version"
+    );
+    let ancestor = Command::new("git")
+        .args(["merge-base", "--is-ancestor", commit, "HEAD"])
+        .current_dir(repo_root())
+        .status()
+        .expect("git, to read the checkout's history");
+    assert!(
+        ancestor.success(),
+        "version {version}: {commit} is not a commit of this checkout's history"
     );
 }

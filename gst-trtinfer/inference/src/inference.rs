@@ -1275,7 +1275,6 @@ fn resolve_model(path: &std::path::Path) -> Result<PathBuf, SetupError> {
     })
 }
 
-/// The ONNX Runtime engine of `config` for the resolved `onnx` model.
 /// The model on the inference server of `config.remote`; its "path" in messages is the server
 /// and model name.
 #[cfg(feature = "remote")]
@@ -1313,6 +1312,7 @@ fn kserve_engine(config: &InferConfig) -> Result<(Box<dyn Engine>, PathBuf), Set
     Ok((Box::new(engine), PathBuf::from(path)))
 }
 
+/// The ONNX Runtime engine of `config` for the resolved `onnx` model.
 fn ort_engine(
     config: &InferConfig,
     onnx: Option<PathBuf>,
@@ -1397,7 +1397,7 @@ fn tensorrt_engine(
     Ok((Box::new(engine), model))
 }
 
-/// Without the `tensorrt` feature there is no native TensorRT backend.
+/// Without the `remote` feature there is no inference-server backend.
 #[cfg(not(feature = "remote"))]
 fn kserve_engine(_config: &InferConfig) -> Result<(Box<dyn Engine>, PathBuf), SetupError> {
     Err(SetupError::Unsupported(
@@ -1407,6 +1407,7 @@ fn kserve_engine(_config: &InferConfig) -> Result<(Box<dyn Engine>, PathBuf), Se
     ))
 }
 
+/// Without the `tensorrt` feature there is no native TensorRT backend.
 #[cfg(not(feature = "tensorrt"))]
 fn tensorrt_engine(
     _config: &InferConfig,

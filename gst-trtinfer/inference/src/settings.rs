@@ -13,8 +13,8 @@ use std::sync::LazyLock;
 use ferrostream_core::field;
 use ferrostream_core::ini::{ConfigError, IniFile};
 use ferrostream_core::settings::{
-    Bool, Codec, Enum, FilePath, Float, Int, List, Mapped, Optional, Parsed, Place, Props, Table,
-    Text, UInt, setting,
+    Bool, Codec, Enum, Field, FilePath, Float, Int, List, Mapped, Optional, Parsed, Place, Props,
+    Table, Text, UInt,
 };
 
 use crate::config::{
@@ -44,6 +44,16 @@ pub const CLASS_SECTION: &str = "class-attrs";
 /// The keys of a class section: detection thresholds, size limits and clustering parameters of
 /// one class, or of every class (`[class-attrs-all]`).
 pub static CLASS_SETTINGS: LazyLock<Table<ClassAttrs>> = LazyLock::new(|| {
+    // `ferrostream_core::settings::setting` of a class section's setting: `field!`'s closures
+    // need the configuration type before the builder methods are called.
+    fn setting<K: Codec>(
+        name: &'static str,
+        place: Place<ClassAttrs, K::Value>,
+        codec: K,
+    ) -> Field<ClassAttrs, K> {
+        ferrostream_core::settings::setting(name, place, codec)
+    }
+
     let mut t: Table<ClassAttrs> = Table::new(CLASS_SECTION);
     // Sizes and offsets in frame pixels.
     const SIZE: Float = Float::at_least(0.0);
@@ -117,6 +127,16 @@ pub static SETTINGS: LazyLock<Table<InferConfig>> = LazyLock::new(|| {
     );
     t
 });
+
+/// [`ferrostream_core::settings::setting`] of an [`InferConfig`] setting: `field!`'s closures
+/// need the configuration type before the builder methods are called.
+fn setting<K: Codec>(
+    name: &'static str,
+    place: Place<InferConfig, K::Value>,
+    codec: K,
+) -> Field<InferConfig, K> {
+    ferrostream_core::settings::setting(name, place, codec)
+}
 
 fn model(t: &mut Table<InferConfig>) {
     t.add(

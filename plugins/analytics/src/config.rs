@@ -430,30 +430,32 @@ impl Default for Settings {
 pub static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
     let mut t: Table<Settings> = Table::new("property");
     let shapes = |text: &String, _| parse_shapes(text).map(drop);
+    // `setting::<Settings, _>`: `field!`'s closures must know the configuration type when
+    // they are checked, and a builder method's receiver gets no type from `add`.
     t.add(
-        setting("enable", field!(config.enable), Bool)
+        setting::<Settings, _>("enable", field!(config.enable), Bool)
             .nick("Enable")
             .blurb("Apply the rules (off: buffers pass unchanged)"),
     )
     .add(
-        setting("osd-mode", field!(config.osd_mode), UInt::range(0, 2))
+        setting::<Settings, _>("osd-mode", field!(config.osd_mode), UInt::range(0, 2))
             .nick("OSD mode")
             .blurb("What rsosd draws: 0 nothing, 1 shapes and labels, 2 also the counts"),
     )
     .add(
-        setting("config-width", field!(config.config_width), UInt::any())
+        setting::<Settings, _>("config-width", field!(config.config_width), UInt::any())
             .check(file_size)
             .nick("Config width")
             .blurb("Frame width the coordinates are given in (0: frame pixels)"),
     )
     .add(
-        setting("config-height", field!(config.config_height), UInt::any())
+        setting::<Settings, _>("config-height", field!(config.config_height), UInt::any())
             .check(file_size)
             .nick("Config height")
             .blurb("Frame height the coordinates are given in (0: frame pixels)"),
     )
     .add(
-        setting(
+        setting::<Settings, _>(
             "display-font-size",
             field!(config.display_font_size),
             UInt::any(),
@@ -466,34 +468,37 @@ pub static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
         })
         .file_only(),
     )
-    .add(setting("display-obj-cnt", field!(config.display_obj_cnt), Bool).file_only())
+    .add(
+        setting::<Settings, _>("display-obj-cnt", field!(config.display_obj_cnt), Bool)
+            .file_only(),
+    )
     .ignore(
         "property",
         "obj-cnt-win-in-ms",
         "rsanalytics measures over each object's tracked path",
     )
     .add(
-        setting("roi", field!(rules.roi), Text::new())
+        setting::<Settings, _>("roi", field!(rules.roi), Text::new())
             .no_key()
             .check(shapes)
             .nick("Regions of interest")
             .blurb("Polygons for every stream: label=x1;y1;x2;y2;x3;y3... items separated by |"),
     )
     .add(
-        setting("inverse-roi", field!(rules.inverse_roi), Bool)
+        setting::<Settings, _>("inverse-roi", field!(rules.inverse_roi), Bool)
             .no_key()
             .nick("Inverse ROI")
             .blurb("Count the objects outside the roi polygons instead of inside"),
     )
     .add(
-        setting("overcrowding", field!(rules.overcrowding), Text::new())
+        setting::<Settings, _>("overcrowding", field!(rules.overcrowding), Text::new())
             .no_key()
             .check(shapes)
             .nick("Overcrowding regions")
             .blurb("Polygons for every stream: label=x1;y1;x2;y2;x3;y3... items separated by |"),
     )
     .add(
-        setting(
+        setting::<Settings, _>(
             "object-threshold",
             field!(rules.object_threshold),
             UInt::at_least(1),
@@ -503,7 +508,7 @@ pub static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
         .blurb("Objects in an overcrowding region at which it is crowded"),
     )
     .add(
-        setting("line-crossing", field!(rules.line_crossing), Text::new())
+        setting::<Settings, _>("line-crossing", field!(rules.line_crossing), Text::new())
             .no_key()
             .check(shapes)
             .nick("Counting lines")
@@ -513,13 +518,13 @@ pub static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
             ),
     )
     .add(
-        setting("extended", field!(rules.extended), Bool)
+        setting::<Settings, _>("extended", field!(rules.extended), Bool)
             .no_key()
             .nick("Extended lines")
             .blurb("Count crossings of the whole infinite line, not only between its ends"),
     )
     .add(
-        setting("line-mode", field!(rules.line_mode), Parsed::<Mode>::new())
+        setting::<Settings, _>("line-mode", field!(rules.line_mode), Parsed::<Mode>::new())
             .no_key()
             .nick("Line mode")
             .blurb(
@@ -528,14 +533,14 @@ pub static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
             ),
     )
     .add(
-        setting("direction", field!(rules.direction), Text::new())
+        setting::<Settings, _>("direction", field!(rules.direction), Text::new())
             .no_key()
             .check(shapes)
             .nick("Directions")
             .blurb("Named directions for every stream: label=x1;y1;x2;y2 items separated by |"),
     )
     .add(
-        setting(
+        setting::<Settings, _>(
             "direction-mode",
             field!(rules.direction_mode),
             Parsed::<Mode>::new(),
@@ -548,13 +553,13 @@ pub static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
         ),
     )
     .add(
-        setting("class-ids", field!(rules.class_ids), List::<i32>::new())
+        setting::<Settings, _>("class-ids", field!(rules.class_ids), List::<i32>::new())
             .no_key()
             .nick("Class ids")
             .blurb("Classes the property rules apply to, ';'-separated (empty or -1: all)"),
     )
     .add(
-        setting(
+        setting::<Settings, _>(
             "line-hysteresis",
             field!(tuning.hysteresis),
             Float::range(0.0, 1000.0),
@@ -567,7 +572,7 @@ pub static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
         ),
     )
     .add(
-        setting(
+        setting::<Settings, _>(
             "direction-frames",
             field!(tuning.direction_frames),
             Mapped::new(UInt::range(1, 1000), |n| n as usize, |&n: &usize| n as u32),
@@ -577,7 +582,7 @@ pub static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
         .blurb("Frames of a tracked path the direction is measured over"),
     )
     .add(
-        setting(
+        setting::<Settings, _>(
             "min-movement",
             field!(tuning.min_movement),
             Float::range(0.0, 10000.0),
@@ -587,7 +592,7 @@ pub static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
         .blurb("Least movement in frame pixels over direction-frames for a direction"),
     )
     .add(
-        setting("post-messages", field!(post_messages), Bool)
+        setting::<Settings, _>("post-messages", field!(post_messages), Bool)
             .no_key()
             .nick("Post messages")
             .blurb("Post line crossings and overcrowding changes as element messages"),

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "gst")]
 use crate::display::DisplayElement;
 
 /// A rectangle in frame pixels.

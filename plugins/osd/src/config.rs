@@ -81,7 +81,7 @@ pub static SETTINGS: LazyLock<Table<Style>> = LazyLock::new(|| {
         "Draw the objects' instance masks and the frames' class maps",
     ))
     .add(
-        setting(
+        setting::<Style, _>(
             "mask-alpha",
             field!(mask_alpha),
             Mapped::new(UInt::range(0, 255), |n| n as u8, |&a: &u8| u32::from(a)),
@@ -96,21 +96,21 @@ pub static SETTINGS: LazyLock<Table<Style>> = LazyLock::new(|| {
              asks",
     ))
     .add(
-        setting("border-width", field!(border_width), UInt::range(0, 100))
+        setting::<Style, _>("border-width", field!(border_width), UInt::range(0, 100))
             .key("osd", "border-width")
             .key("class-attrs-all", "border-width")
             .blurb("Box border width in pixels")
             .playing(),
     )
     .add(
-        setting("border-color", field!(border_color), OptionalColor)
+        setting::<Style, _>("border-color", field!(border_color), OptionalColor)
             .key("osd", "border-color")
             .key("class-attrs-all", "border-color")
             .blurb("Box colour as 0xRRGGBBAA for every class; 0: a palette colour per class")
             .playing(),
     )
     .add(
-        setting(
+        setting::<Style, _>(
             "class-colors",
             field!(classes),
             Mapped::new(
@@ -149,19 +149,19 @@ pub static SETTINGS: LazyLock<Table<Style>> = LazyLock::new(|| {
         .playing(),
     )
     .add(
-        setting("bbox-bg-color", field!(bbox_bg_color), Color)
+        setting::<Style, _>("bbox-bg-color", field!(bbox_bg_color), Color)
             .key("osd", "bbox-bg-color")
             .key("class-attrs-all", "bg-color")
             .blurb("Fill inside every box as 0xRRGGBBAA (0: none)")
             .playing(),
     )
     .add(
-        setting("text-size", field!(text_size), UInt::range(4, 512))
+        setting::<Style, _>("text-size", field!(text_size), UInt::range(4, 512))
             .blurb("Label text height in pixels")
             .playing(),
     )
     .add(
-        setting("text-color", field!(text_color), OptionalColor)
+        setting::<Style, _>("text-color", field!(text_color), OptionalColor)
             .blurb(
                 "Label text colour as 0xRRGGBBAA; 0: black or white, whichever stands out \
                      on the label background",
@@ -169,25 +169,25 @@ pub static SETTINGS: LazyLock<Table<Style>> = LazyLock::new(|| {
             .playing(),
     )
     .add(
-        setting("text-bg-color", field!(text_bg_color), OptionalColor)
+        setting::<Style, _>("text-bg-color", field!(text_bg_color), OptionalColor)
             .blurb("Label background as 0xRRGGBBAA; 0: the box colour")
             .playing(),
     )
     .add(
-        setting("label-format", field!(label_format), Parsed::new())
+        setting::<Style, _>("label-format", field!(label_format), Parsed::new())
             .blurb(
                 "Label text from {label}, {id} (tracker id), {confidence}, {classes} \
                      (classifier results) and {source}; empty fields vanish",
             )
             .playing(),
     )
-    .add(setting("font", field!(font), Font).nick("Font").blurb(
+    .add(setting::<Style, _>("font", field!(font), Font).nick("Font").blurb(
         "TrueType/OpenType font file for all text; empty: the first system font found \
                  (DejaVu Sans, Liberation Sans, Noto Sans...), else the built-in bitmap font; \
                  \"builtin\": the built-in 8x8 bitmap font",
     ))
     .add(
-        setting(
+        setting::<Style, _>(
             "clock-font-size",
             field!(clock_font_size),
             UInt::range(4, 512),
@@ -197,29 +197,29 @@ pub static SETTINGS: LazyLock<Table<Style>> = LazyLock::new(|| {
         .playing(),
     )
     .add(
-        setting("clock-color", field!(clock_color), Color)
+        setting::<Style, _>("clock-color", field!(clock_color), Color)
             .blurb("Clock colour as 0xRRGGBBAA")
             .playing(),
     )
     .add(
-        setting("x-clock-offset", field!(clock_x), UInt::any())
+        setting::<Style, _>("x-clock-offset", field!(clock_x), UInt::any())
             .alias("clock-x-offset")
             .blurb("Clock distance from the left edge in pixels")
             .playing(),
     )
     .add(
-        setting("y-clock-offset", field!(clock_y), UInt::any())
+        setting::<Style, _>("y-clock-offset", field!(clock_y), UInt::any())
             .alias("clock-y-offset")
             .blurb("Clock distance from the top edge in pixels")
             .playing(),
     )
     .add(
-        setting("clock-format", field!(clock_format), Text::new())
+        setting::<Style, _>("clock-format", field!(clock_format), Text::new())
             .blurb("Clock format (g_date_time_format, like strftime)")
             .playing(),
     )
     .add(
-        setting(
+        setting::<Style, _>(
             "source-text",
             field!(source_text),
             Pairs::<u32, String>::separated_by(&[';']),
@@ -231,22 +231,22 @@ pub static SETTINGS: LazyLock<Table<Style>> = LazyLock::new(|| {
         .playing(),
     )
     .add(
-        setting("blur-class-ids", field!(blur_class_ids), List::<i32>::new())
+        setting::<Style, _>("blur-class-ids", field!(blur_class_ids), List::<i32>::new())
             .blurb("Classes whose boxes are blurred (privacy), ';'-separated")
             .playing(),
     )
     .add(
-        setting("blur-all", field!(blur_all), Bool)
+        setting::<Style, _>("blur-all", field!(blur_all), Bool)
             .key("class-attrs-all", "blur")
             .file_only(),
     )
     .add(
-        setting("blur-mode", field!(blur_mode), Enum::<BlurMode>::new())
+        setting::<Style, _>("blur-mode", field!(blur_mode), Enum::<BlurMode>::new())
             .blurb("How blurred boxes are hidden")
             .playing(),
     )
     .add(
-        setting("blur-strength", field!(blur_strength), UInt::range(1, 256))
+        setting::<Style, _>("blur-strength", field!(blur_strength), UInt::range(1, 256))
             .blurb("Pixelation block size or blur radius in pixels")
             .playing(),
     );
@@ -261,17 +261,20 @@ fn flag(name: &'static str, place: Place<Style, bool>, blurb: &'static str) -> F
 /// The keys of a `[class-attrs-N]` section: what one class overrides.
 pub static CLASS_SETTINGS: LazyLock<Table<ClassOverride>> = LazyLock::new(|| {
     let mut t: Table<ClassOverride> = Table::new(CLASS_SECTION);
-    t.add(setting("border-color", field!(border_color), OptionalColor).file_only())
-        .add(
-            setting(
-                "border-width",
-                field!(border_width),
-                Optional(UInt::range(0, 100)),
-            )
+    t.add(
+        setting::<ClassOverride, _>("border-color", field!(border_color), OptionalColor)
             .file_only(),
+    )
+    .add(
+        setting::<ClassOverride, _>(
+            "border-width",
+            field!(border_width),
+            Optional(UInt::range(0, 100)),
         )
-        .add(setting("bg-color", field!(bg_color), OptionalColor).file_only())
-        .add(setting("blur", field!(blur), Optional(Bool)).file_only());
+        .file_only(),
+    )
+    .add(setting::<ClassOverride, _>("bg-color", field!(bg_color), OptionalColor).file_only())
+    .add(setting::<ClassOverride, _>("blur", field!(blur), Optional(Bool)).file_only());
     t
 });
 

@@ -236,8 +236,11 @@ impl<F: Family + Clone> FamilyClone for F {
 pub struct Listed {
     pub kind: ParserKind,
     recognise: fn(&[TensorInfo], &ParserSettings) -> bool,
-    select: fn(&[TensorInfo], &ParserSettings) -> Result<Box<dyn Family>, String>,
+    select: SelectFn,
 }
+
+/// [`Family::select`] of a listed family, boxed.
+type SelectFn = fn(&[TensorInfo], &ParserSettings) -> Result<Box<dyn Family>, String>;
 
 const fn listed<F: Family + Clone>(kind: ParserKind) -> Listed {
     Listed {

@@ -9,6 +9,8 @@ use std::str::FromStr;
 
 #[cfg(feature = "gst")]
 use gst::glib;
+#[cfg(feature = "gst")]
+use gst::glib::prelude::ParamSpecBuilderExt;
 
 use super::choice::Choice;
 
@@ -505,7 +507,7 @@ where
 
     fn to_text(&self, value: &Vec<T>) -> String {
         let items: Vec<String> = value.iter().map(T::to_string).collect();
-        items.join(&self.separator.to_string())
+        items.join(self.separator.to_string().as_str())
     }
 
     fn samples(&self) -> Vec<Vec<T>> {
@@ -565,7 +567,7 @@ where
 
     fn to_text(&self, value: &Self::Value) -> String {
         let items: Vec<String> = value.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        items.join(&self.separators[0].to_string())
+        items.join(self.separators[0].to_string().as_str())
     }
 
     fn samples(&self) -> Vec<Self::Value> {

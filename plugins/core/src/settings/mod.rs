@@ -20,9 +20,9 @@
 //!
 //! let mut table: Table<Config> = Table::new("property");
 //! table
-//!     .add(setting("batch-size", field!(batch_size), UInt::range(1, 1024))
+//!     .add(setting::<Config, _>("batch-size", field!(batch_size), UInt::range(1, 1024))
 //!         .nick("Batch size").blurb("Frames per engine call"))
-//!     .add(setting("threshold", field!(threshold), Float::unit())
+//!     .add(setting::<Config, _>("threshold", field!(threshold), Float::unit())
 //!         .key("class-attrs-all", "pre-cluster-threshold")
 //!         .nick("Threshold").blurb("Minimum confidence"));
 //!
@@ -124,6 +124,8 @@ type CheckFn<T> = Box<dyn Fn(&T, Source) -> Result<(), String> + Send + Sync>;
 
 /// One setting: start one with [`setting`], describe it with the builder methods, then
 /// [`Table::add`] it.
+// Without `gst` the property side (nick, blurb, change) is never read.
+#[cfg_attr(not(feature = "gst"), allow(dead_code))]
 pub struct Field<C, K: Codec> {
     name: &'static str,
     nick: &'static str,
@@ -147,6 +149,9 @@ enum KeyName {
 
 /// Starts a setting: the property `name`, stored at `place`, of the kind `codec`. Its file key
 /// is `name` in the table's section unless [`Field::key`] or [`Field::alias`] says otherwise.
+///
+/// The closures of [`field!`] need the configuration type before a builder method is called on
+/// the result, so name it: `setting::<Config, _>("batch-size", field!(batch_size), ..).nick(..)`.
 pub fn setting<C, K: Codec>(
     name: &'static str,
     place: Place<C, K::Value>,
@@ -245,6 +250,8 @@ impl<C, K: Codec> Field<C, K> {
 /// What a [`Table`] needs of a setting, whatever its value type.
 trait Entry<C>: Send + Sync {
     fn name(&self) -> &'static str;
+    // Read only by the property side.
+    #[cfg_attr(not(feature = "gst"), allow(dead_code))]
     fn change(&self) -> Change;
     fn is_property(&self) -> bool;
     fn keys(&self, own_section: &'static str) -> Vec<Key>;

@@ -54,65 +54,71 @@ impl Default for Config {
 
 static TABLE: LazyLock<Table<Config>> = LazyLock::new(|| {
     let mut t: Table<Config> = Table::new("property");
-    t.add(setting("batch-size", field!(batch_size), UInt::range(1, 1024)).nick("Batch size"))
-        .add(
-            setting(
-                "gie-unique-id",
-                field!(gie_unique_id),
-                Mapped::new(
-                    UInt::range(1, i32::MAX as u32),
-                    |n| n as i32,
-                    |&v: &i32| v as u32,
-                ),
-            )
-            .nick("Unique id"),
+    t.add(
+        setting::<Config, _>("batch-size", field!(batch_size), UInt::range(1, 1024))
+            .nick("Batch size"),
+    )
+    .add(
+        setting::<Config, _>(
+            "gie-unique-id",
+            field!(gie_unique_id),
+            Mapped::new(
+                UInt::range(1, i32::MAX as u32),
+                |n| n as i32,
+                |&v: &i32| v as u32,
+            ),
         )
-        .add(setting("interval", field!(interval), UInt::any()).playing())
-        .add(setting(
-            "net-scale-factor",
-            field!(scale),
-            Float::at_least(0.0),
-        ))
-        .add(
-            setting("pre-cluster-threshold", field!(threshold), Float::unit())
-                .key("class-attrs-all", "pre-cluster-threshold")
-                .key("class-attrs-all", "threshold"),
+        .nick("Unique id"),
+    )
+    .add(setting::<Config, _>("interval", field!(interval), UInt::any()).playing())
+    .add(setting::<Config, _>(
+        "net-scale-factor",
+        field!(scale),
+        Float::at_least(0.0),
+    ))
+    .add(
+        setting::<Config, _>("pre-cluster-threshold", field!(threshold), Float::unit())
+            .key("class-attrs-all", "pre-cluster-threshold")
+            .key("class-attrs-all", "threshold"),
+    )
+    .add(setting::<Config, _>(
+        "maintain-aspect-ratio",
+        field!(maintain_aspect_ratio),
+        Bool,
+    ))
+    .add(setting::<Config, _>("onnx-file", field!(model), FilePath))
+    .add(setting::<Config, _>("server-url", field!(server), Text::trimmed()))
+    .add(setting::<Config, _>(
+        "operate-on-class-ids",
+        field!(class_ids),
+        List::<i32>::new(),
+    ))
+    .add(
+        setting::<Config, _>(
+            "yolox-strides",
+            field!(strides),
+            Optional(List::<u32>::new()),
         )
-        .add(setting(
-            "maintain-aspect-ratio",
-            field!(maintain_aspect_ratio),
-            Bool,
-        ))
-        .add(setting("onnx-file", field!(model), FilePath))
-        .add(setting("server-url", field!(server), Text::trimmed()))
-        .add(setting(
-            "operate-on-class-ids",
-            field!(class_ids),
-            List::<i32>::new(),
-        ))
-        .add(
-            setting(
-                "yolox-strides",
-                field!(strides),
-                Optional(List::<u32>::new()),
-            )
-            .check(|v, _| match v {
-                Some(s) if s.contains(&0) => Err("a stride of 0".into()),
-                _ => Ok(()),
-            }),
-        )
-        .add(setting("cluster-mode", field!(cluster), Enum::<Cluster>::new()).alias("cluster"))
-        .add(
-            setting("colors", field!(colors), List::<String>::separated_by(','))
-                .playing()
-                .merge(|property, file| file.extend(property.iter().cloned())),
-        )
-        .add(
-            setting("eps", field!(eps), Float::unit())
-                .key("class-attrs-all", "eps")
-                .file_only(),
-        )
-        .ignore("property", "gpu-id-legacy", "use gpu-id");
+        .check(|v, _| match v {
+            Some(s) if s.contains(&0) => Err("a stride of 0".into()),
+            _ => Ok(()),
+        }),
+    )
+    .add(
+        setting::<Config, _>("cluster-mode", field!(cluster), Enum::<Cluster>::new())
+            .alias("cluster"),
+    )
+    .add(
+        setting::<Config, _>("colors", field!(colors), List::<String>::separated_by(','))
+            .playing()
+            .merge(|property, file| file.extend(property.iter().cloned())),
+    )
+    .add(
+        setting::<Config, _>("eps", field!(eps), Float::unit())
+            .key("class-attrs-all", "eps")
+            .file_only(),
+    )
+    .ignore("property", "gpu-id-legacy", "use gpu-id");
     t
 });
 
@@ -327,7 +333,7 @@ mod properties {
         // `List<String>` takes any text; a playing setting with a check shows the rule.
         let mut table: Table<Config> = Table::new("property");
         table.add(
-            setting("colors", field!(colors), List::<String>::separated_by(','))
+            setting::<Config, _>("colors", field!(colors), List::<String>::separated_by(','))
                 .playing()
                 .check(|v, _| {
                     if v.iter().any(|c| c == "plaid") {

@@ -91,13 +91,13 @@ impl Default for Settings {
 static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
     let mut t: Table<Settings> = Table::new("");
     t.add(
-        setting("protocol", field!(protocol), Enum::<Protocol>::new())
+        setting::<Settings, _>("protocol", field!(protocol), Enum::<Protocol>::new())
             .no_key()
             .nick("Protocol")
             .blurb("Broker protocol"),
     )
     .add(
-        setting("server", field!(server), Text::new())
+        setting::<Settings, _>("server", field!(server), Text::new())
             .no_key()
             .nick("Server")
             .blurb(
@@ -107,7 +107,7 @@ static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
             ),
     )
     .add(
-        setting("topic", field!(topic), Text::new())
+        setting::<Settings, _>("topic", field!(topic), Text::new())
             .no_key()
             .nick("Topic")
             .blurb(
@@ -116,19 +116,19 @@ static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
             ),
     )
     .add(
-        setting("payload", field!(payload), Enum::<Payload>::new())
+        setting::<Settings, _>("payload", field!(payload), Enum::<Payload>::new())
             .no_key()
             .nick("Payload")
             .blurb("Which messages to send: per frame, per object event, or both"),
     )
     .add(
-        setting("schema", field!(schema), Enum::<Schema>::new())
+        setting::<Settings, _>("schema", field!(schema), Enum::<Schema>::new())
             .no_key()
             .nick("Schema")
             .blurb("JSON layout of the messages"),
     )
     .add(
-        setting(
+        setting::<Settings, _>(
             "sensor-ids",
             field!(sensor_ids),
             List::<String>::separated_by(','),
@@ -141,19 +141,19 @@ static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
         ),
     )
     .add(
-        setting("username", field!(username), Optional(Text::new()))
+        setting::<Settings, _>("username", field!(username), Optional(Text::new()))
             .no_key()
             .nick("User name")
             .blurb("User name (MQTT, AMQP, Redis ACL user, Kafka SASL/PLAIN)"),
     )
     .add(
-        setting("password", field!(password), Optional(Text::new()))
+        setting::<Settings, _>("password", field!(password), Optional(Text::new()))
             .no_key()
             .nick("Password")
             .blurb("Password for the user name (Redis: also alone, for AUTH)"),
     )
     .add(
-        setting("tls", field!(tls), Bool)
+        setting::<Settings, _>("tls", field!(tls), Bool)
             .no_key()
             .nick("TLS")
             .blurb(
@@ -161,31 +161,31 @@ static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
             ),
     )
     .add(
-        setting("tls-ca-file", field!(tls_ca_file), FilePath)
+        setting::<Settings, _>("tls-ca-file", field!(tls_ca_file), FilePath)
             .no_key()
             .nick("TLS CA file")
             .blurb("PEM file of the certificate authorities to trust (the system's when unset)"),
     )
     .add(
-        setting("tls-cert-file", field!(tls_cert_file), FilePath)
+        setting::<Settings, _>("tls-cert-file", field!(tls_cert_file), FilePath)
             .no_key()
             .nick("TLS client certificate")
             .blurb("PEM file of the client certificate (with tls-key-file)"),
     )
     .add(
-        setting("tls-key-file", field!(tls_key_file), FilePath)
+        setting::<Settings, _>("tls-key-file", field!(tls_key_file), FilePath)
             .no_key()
             .nick("TLS client key")
             .blurb("PEM file of the client certificate's private key"),
     )
     .add(
-        setting("exchange", field!(exchange), Text::new())
+        setting::<Settings, _>("exchange", field!(exchange), Text::new())
             .no_key()
             .nick("AMQP exchange")
             .blurb("AMQP: the exchange messages are published to, with the topic as routing key"),
     )
     .add(
-        setting(
+        setting::<Settings, _>(
             "stream-max-length",
             field!(stream_max_length),
             UInt64::any(),
@@ -198,7 +198,7 @@ static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
         ),
     )
     .add(
-        setting("queue-size", field!(queue_size), UInt::range(1, 10_000_000))
+        setting::<Settings, _>("queue-size", field!(queue_size), UInt::range(1, 10_000_000))
             .no_key()
             .nick("Queue size")
             .blurb(
@@ -207,7 +207,7 @@ static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
             ),
     )
     .add(
-        setting(
+        setting::<Settings, _>(
             "reconnect-min-delay",
             field!(reconnect_min_ms),
             UInt::range(1, 3_600_000),
@@ -217,7 +217,7 @@ static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
         .blurb("Milliseconds before the first reconnection attempt; doubled after each failure"),
     )
     .add(
-        setting(
+        setting::<Settings, _>(
             "reconnect-max-delay",
             field!(reconnect_max_ms),
             UInt::range(1, 3_600_000),
@@ -227,7 +227,7 @@ static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
         .blurb("Milliseconds the reconnection delay grows to at most"),
     )
     .add(
-        setting(
+        setting::<Settings, _>(
             "connect-timeout",
             field!(connect_timeout_ms),
             UInt::range(100, 600_000),
@@ -237,7 +237,7 @@ static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
         .blurb("Milliseconds one connection attempt may take"),
     )
     .add(
-        setting("require-connection", field!(require_connection), Bool)
+        setting::<Settings, _>("require-connection", field!(require_connection), Bool)
             .no_key()
             .nick("Require connection")
             .blurb(
@@ -246,7 +246,7 @@ static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
             ),
     )
     .add(
-        setting(
+        setting::<Settings, _>(
             "flush-timeout",
             field!(flush_timeout_ms),
             UInt::range(0, 3_600_000),
@@ -259,7 +259,7 @@ static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
         ),
     )
     .add(
-        setting("lost-frames", field!(lost_frames), UInt::any())
+        setting::<Settings, _>("lost-frames", field!(lost_frames), UInt::any())
             .no_key()
             .nick("Lost after frames")
             .blurb(

@@ -13,7 +13,7 @@ fn model(name: &str) -> PathBuf {
     let mut dirs: Vec<PathBuf> = std::env::var_os(ferrostream_core::paths::MODEL_DIR_ENV)
         .map(|v| std::env::split_paths(&v).collect())
         .unwrap_or_default();
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     dirs.push(repo.join("..").join("shared").join("models"));
     dirs.push(ferrostream_core::paths::cache_dir().join("models"));
     dirs.iter()
