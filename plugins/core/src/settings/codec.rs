@@ -465,6 +465,8 @@ impl Codec for FilePath {
 /// Blank items are skipped; the property is a string.
 pub struct List<T> {
     separator: char,
+    /// Empty items are kept (a position in the list means something: `cam-a,,cam-c`).
+    keep_blanks: bool,
     item: PhantomData<fn() -> T>,
 }
 
@@ -476,7 +478,17 @@ impl<T> List<T> {
     pub const fn separated_by(separator: char) -> Self {
         Self {
             separator,
+            keep_blanks: false,
             item: PhantomData,
+        }
+    }
+
+    /// Keeps empty items, for lists where an item's position is its meaning (one entry per
+    /// source id); an empty text is still the empty list.
+    pub fn keeping_blanks(self) -> Self {
+        Self {
+            keep_blanks: true,
+            ..self
         }
     }
 }
@@ -495,9 +507,12 @@ where
     type Value = Vec<T>;
 
     fn from_text(&self, text: &str, _dir: &Path) -> Result<Vec<T>, String> {
+        if text.trim().is_empty() {
+            return Ok(Vec::new());
+        }
         text.split(self.separator)
             .map(str::trim)
-            .filter(|s| !s.is_empty())
+            .filter(|s| self.keep_blanks || !s.is_empty())
             .map(|item| {
                 item.parse()
                     .map_err(|e| format!("cannot parse list item `{item}`: {e}"))

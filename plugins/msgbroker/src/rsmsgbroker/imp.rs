@@ -131,7 +131,7 @@ static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
         setting::<Settings, _>(
             "sensor-ids",
             field!(sensor_ids),
-            List::<String>::separated_by(','),
+            List::<String>::separated_by(',').keeping_blanks(),
         )
         .no_key()
         .nick("Sensor ids")
