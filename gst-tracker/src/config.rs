@@ -34,6 +34,10 @@ use crate::tracker::{Algorithm, TrackerConfig};
 /// Every setting of `rstracker`: its properties and the file's keys.
 pub static SETTINGS: LazyLock<Table<TrackerConfig>> = LazyLock::new(|| {
     let mut t: Table<TrackerConfig> = Table::new("");
+    t.file_property(
+        "TOML file with the tracker settings (keys named like the properties); properties set \
+         on the element override it",
+    );
     t.add(
         setting::<TrackerConfig, _>(
             "tracker-algorithm",

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use ferrostream_core::settings::Props;
@@ -21,25 +20,12 @@ static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     )
 });
 
-#[derive(Debug, Clone, Default)]
-struct Settings {
-    config_file: Option<PathBuf>,
-    /// Property values; those set on the element override the configuration file.
-    props: Props<TrackerConfig>,
+/// The configuration file (if any) with the properties set on the element applied over it.
+fn resolve(props: &Props<TrackerConfig>) -> Result<(TrackerConfig, Vec<String>), String> {
+    let (file, warnings) = props.read_file(TrackerConfig::default, crate::config::load)?;
+    Ok((SETTINGS.resolve(file, props)?, warnings))
 }
 
-impl Settings {
-    /// The configuration file (if any) with the explicitly set properties applied over it.
-    fn resolve(&self) -> Result<(TrackerConfig, Vec<String>), String> {
-        let (file, warnings) = match &self.config_file {
-            Some(path) => crate::config::load(path)?,
-            None => (TrackerConfig::default(), Vec::new()),
-        };
-        Ok((SETTINGS.resolve(file, &self.props)?, warnings))
-    }
-}
-
-/// What a shadow object needs that the tracker does not keep.
 #[derive(Debug, Clone)]
 struct TargetInfo {
     label: Arc<str>,
@@ -56,7 +42,8 @@ struct State {
 
 #[derive(Default)]
 pub struct RsTracker {
-    settings: Mutex<Settings>,
+    /// Property values; those set on the element override the configuration file.
+    settings: Mutex<Props<TrackerConfig>>,
     state: Mutex<Option<State>>,
 }
 
@@ -151,71 +138,32 @@ impl ObjectSubclass for RsTracker {
 
 impl ObjectImpl for RsTracker {
     fn properties() -> &'static [glib::ParamSpec] {
-        static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
-            let mut specs = vec![
-                glib::ParamSpecString::builder("config-file-path")
-                    .nick("Config file")
-                    .blurb(
-                        "TOML file with the tracker settings (keys named like the properties); \
-                         properties set on the element override it",
-                    )
-                    .mutable_ready()
-                    .build(),
-            ];
-            specs.extend(SETTINGS.param_specs(&TrackerConfig::default()));
-            specs
-        });
+        static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> =
+            LazyLock::new(|| SETTINGS.param_specs(&TrackerConfig::default()));
         PROPERTIES.as_ref()
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
         ferrostream_core::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
-        let mut s = self.settings.lock().unwrap();
-        if pspec.name() == "config-file-path" {
-            s.config_file = value
-                .get::<Option<String>>()
-                .expect("type checked upstream")
-                .filter(|p| !p.is_empty())
-                .map(PathBuf::from);
-            return;
-        }
-        SETTINGS.set_on(self.obj().upcast_ref(), &mut s.props, pspec, value);
+        let mut props = self.settings.lock().unwrap();
+        SETTINGS.set_on(self.obj().upcast_ref(), &mut props, pspec, value);
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-        let s = self.settings.lock().unwrap();
-        if pspec.name() == "config-file-path" {
-            return s
-                .config_file
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .to_value();
-        }
         SETTINGS
-            .property_value(&s.props, pspec.name())
-            .expect("every other property is a setting")
+            .property_value(&self.settings.lock().unwrap(), pspec.name())
+            .expect("every property is a setting")
     }
 }
 
 impl GstObjectImpl for RsTracker {}
 
-impl ElementImpl for RsTracker {
-    fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
-        static METADATA: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
-            gst::subclass::ElementMetadata::new(
-                "Ferrostream tracker",
-                "Filter/Analytics/Video",
-                "Tracks the detected objects across frames and gives them stable ids",
-                "Ferrostream developers",
-            )
-        });
-        Some(&*METADATA)
-    }
-
-    fn pad_templates() -> &'static [gst::PadTemplate] {
-        ferrostream_core::element::any_caps_pad_templates()
-    }
-}
+ferrostream_core::metadata_element_impl!(
+    RsTracker,
+    "Ferrostream tracker",
+    "Filter/Analytics/Video",
+    "Tracks the detected objects across frames and gives them stable ids",
+);
 
 impl BaseTransformImpl for RsTracker {
     const MODE: gst_base::subclass::BaseTransformMode =
@@ -224,7 +172,7 @@ impl BaseTransformImpl for RsTracker {
     const TRANSFORM_IP_ON_PASSTHROUGH: bool = false;
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
-        let resolved = self.settings.lock().unwrap().resolve();
+        let resolved = resolve(&self.settings.lock().unwrap());
         let (config, warnings) =
             resolved.map_err(|m| gst::error_msg!(gst::LibraryError::Settings, ("{m}")))?;
         for warning in warnings {

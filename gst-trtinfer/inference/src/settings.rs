@@ -111,6 +111,10 @@ pub static CLASS_SETTINGS: LazyLock<Table<ClassAttrs>> = LazyLock::new(|| {
 /// `stream-priority` and the read-only counters, which are the element's own).
 pub static SETTINGS: LazyLock<Table<InferConfig>> = LazyLock::new(|| {
     let mut t: Table<InferConfig> = Table::new("property");
+    t.file_property(
+        "nvinfer-style INI file ([property], [class-attrs-all], [class-attrs-N]); properties set \
+         on the element override it",
+    );
     model(&mut t);
     preprocessing(&mut t);
     parsing(&mut t);

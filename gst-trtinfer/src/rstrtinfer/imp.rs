@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
@@ -43,7 +42,6 @@ const BUSY_WARNING_EVERY: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone, Default)]
 struct Settings {
-    config_file: Option<PathBuf>,
     /// Property values; only those set on the element override the configuration file.
     props: Props<InferConfig>,
     threads: u32,
@@ -155,15 +153,14 @@ impl TrtInfer {
         settings: &Settings,
     ) -> Result<(InferConfig, Vec<String>), gst::ErrorMessage> {
         let settings_error = |m: String| gst::error_msg!(gst::LibraryError::Settings, ("{m}"));
-        let defaults = (self.obj().class().as_ref().defaults)();
-        let (file, warnings) = match &settings.config_file {
-            Some(path) => {
-                let loaded = InferConfig::from_file_over(path, defaults)
-                    .map_err(|e| settings_error(e.to_string()))?;
-                (loaded.config, loaded.warnings)
-            }
-            None => (defaults, Vec::new()),
-        };
+        // The element's own defaults (a subclass's may differ), under the file too.
+        let defaults = self.obj().class().as_ref().defaults;
+        let (file, warnings) = settings
+            .props
+            .read_file(defaults, |path| {
+                InferConfig::from_file_over(path, defaults()).map(|l| (l.config, l.warnings))
+            })
+            .map_err(settings_error)?;
         let config = SETTINGS
             .resolve(file, &settings.props)
             .map_err(settings_error)?;
@@ -304,16 +301,7 @@ impl ObjectImpl for TrtInfer {
 
     fn properties() -> &'static [glib::ParamSpec] {
         static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
-            let mut specs =
-                vec![glib::ParamSpecString::builder("config-file-path")
-                .nick("Config file")
-                .blurb(
-                    "nvinfer-style INI file ([property], [class-attrs-all], [class-attrs-N]); \
-                     properties set on the element override it",
-                )
-                .mutable_ready()
-                .build()];
-            specs.extend(SETTINGS.param_specs(&InferConfig::default()));
+            let mut specs = SETTINGS.param_specs(&InferConfig::default());
             specs.extend([
                 glib::ParamSpecUInt64::builder("server-dropped")
                     .nick("Frames dropped")
@@ -371,10 +359,6 @@ impl ObjectImpl for TrtInfer {
         ferrostream_core::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
         let mut s = self.settings.lock().unwrap();
         match pspec.name() {
-            "config-file-path" => {
-                let path: Option<String> = value.get().expect("type checked upstream");
-                s.config_file = path.filter(|p| !p.is_empty()).map(PathBuf::from);
-            }
             "stream-priority" => s.stream_priority = value.get().expect("type checked upstream"),
             "threads" => s.threads = value.get().expect("type checked upstream"),
             _ => {
@@ -387,11 +371,6 @@ impl ObjectImpl for TrtInfer {
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
         let s = self.settings.lock().unwrap();
         match pspec.name() {
-            "config-file-path" => s
-                .config_file
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .to_value(),
             "threads" => s.threads.to_value(),
             "stream-priority" => s.stream_priority.to_value(),
             "gpu-frames" => self.stats.lock().unwrap().gpu_frames.to_value(),

@@ -429,6 +429,10 @@ impl Default for Settings {
 /// nvdsanalytics file and the element's properties.
 pub static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
     let mut t: Table<Settings> = Table::new("property");
+    t.file_property(
+        "nvdsanalytics configuration file (DeepStream's INI format); properties set on the \
+         element override its [property] keys and add rules for every stream",
+    );
     let shapes = |text: &String, _| parse_shapes(text).map(drop);
     // `setting::<Settings, _>`: `field!`'s closures must know the configuration type when
     // they are checked, and a builder method's receiver gets no type from `add`.

@@ -197,23 +197,12 @@ impl ObjectImpl for MetaExport {
 
 impl GstObjectImpl for MetaExport {}
 
-impl ElementImpl for MetaExport {
-    fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
-        static METADATA: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
-            gst::subclass::ElementMetadata::new(
-                "Analytics metadata JSON export",
-                "Filter/Analytics",
-                "Writes the objects of every frame as one line of JSON (pass-through)",
-                "Ferrostream developers",
-            )
-        });
-        Some(&*METADATA)
-    }
-
-    fn pad_templates() -> &'static [gst::PadTemplate] {
-        ferrostream_core::element::any_caps_pad_templates()
-    }
-}
+ferrostream_core::metadata_element_impl!(
+    MetaExport,
+    "Analytics metadata JSON export",
+    "Filter/Analytics",
+    "Writes the objects of every frame as one line of JSON (pass-through)",
+);
 
 impl BaseTransformImpl for MetaExport {
     const MODE: gst_base::subclass::BaseTransformMode =

@@ -57,6 +57,10 @@ use crate::style::{BlurMode, ClassOverride, Style};
 /// Every setting of `rsosd` but `config-file-path` and `stream-priority`.
 pub static SETTINGS: LazyLock<Table<Style>> = LazyLock::new(|| {
     let mut t: Table<Style> = Table::new("osd");
+    t.file_property(
+        "INI file with an [osd] section (keys named like the properties) and [class-attrs-N] \
+         sections; properties set on the element override it",
+    );
     t.add(flag(
         "display-bbox",
         field!(display_bbox),

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::sync::{LazyLock, Mutex};
 
 use ferrostream_core::BatchMeta;
@@ -21,30 +20,18 @@ static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     )
 });
 
-/// The element's settings as set: those set override the configuration file's `[property]`
-/// keys, and the rule properties add rules for every stream.
-#[derive(Debug, Clone, Default)]
-struct Settings {
-    config_file: Option<PathBuf>,
-    props: Props<config::Settings>,
-}
-
-impl Settings {
-    /// The configuration file (if any) with the properties applied over it, checked.
-    fn resolve(&self) -> Result<(config::Settings, Vec<String>), String> {
-        let (file, warnings) = match &self.config_file {
-            Some(path) => config::Settings::load(path).map_err(|e| e.to_string())?,
-            None => (config::Settings::default(), Vec::new()),
-        };
-        let mut settings = SETTINGS.resolve(file, &self.props)?;
-        let property_rules = settings.rules.rules()?;
-        settings.config.all_streams.extend(property_rules);
-        let c: &AnalyticsConfig = &settings.config;
-        if (c.config_width == 0) != (c.config_height == 0) {
-            return Err("config-width and config-height are set together (or neither)".into());
-        }
-        Ok((settings, warnings))
+/// The configuration file (if any) with the properties set on the element over its
+/// `[property]` keys and the rule properties added for every stream, checked.
+fn resolve(props: &Props<config::Settings>) -> Result<(config::Settings, Vec<String>), String> {
+    let (file, warnings) = props.read_file(config::Settings::default, config::Settings::load)?;
+    let mut settings = SETTINGS.resolve(file, props)?;
+    let property_rules = settings.rules.rules()?;
+    settings.config.all_streams.extend(property_rules);
+    let c: &AnalyticsConfig = &settings.config;
+    if (c.config_width == 0) != (c.config_height == 0) {
+        return Err("config-width and config-height are set together (or neither)".into());
     }
+    Ok((settings, warnings))
 }
 
 /// Frames with objects but no tracker id among them after which the element warns that line
@@ -63,7 +50,8 @@ struct State {
 
 #[derive(Default)]
 pub struct RsAnalytics {
-    settings: Mutex<Settings>,
+    /// Property values; those set on the element override the configuration file.
+    settings: Mutex<Props<config::Settings>>,
     state: Mutex<Option<State>>,
 }
 
@@ -161,70 +149,33 @@ impl ObjectSubclass for RsAnalytics {
 
 impl ObjectImpl for RsAnalytics {
     fn properties() -> &'static [glib::ParamSpec] {
-        static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
-            let mut specs = vec![
-                glib::ParamSpecString::builder("config-file-path")
-                    .nick("Config file")
-                    .blurb(
-                        "nvdsanalytics configuration file (DeepStream's INI format); properties \
-                         set on the element override its [property] keys and add rules for \
-                         every stream",
-                    )
-                    .mutable_ready()
-                    .build(),
-            ];
-            specs.extend(SETTINGS.param_specs(&config::Settings::default()));
-            specs
-        });
+        static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> =
+            LazyLock::new(|| SETTINGS.param_specs(&config::Settings::default()));
         PROPERTIES.as_ref()
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
         ferrostream_core::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
-        let mut s = self.settings.lock().unwrap();
-        if pspec.name() == "config-file-path" {
-            let path: Option<String> = value.get().expect("type checked upstream");
-            s.config_file = path.filter(|p| !p.is_empty()).map(PathBuf::from);
-            return;
-        }
-        SETTINGS.set_on(self.obj().upcast_ref(), &mut s.props, pspec, value);
+        let mut props = self.settings.lock().unwrap();
+        SETTINGS.set_on(self.obj().upcast_ref(), &mut props, pspec, value);
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-        let s = self.settings.lock().unwrap();
-        if pspec.name() == "config-file-path" {
-            return s
-                .config_file
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .to_value();
-        }
         SETTINGS
-            .property_value(&s.props, pspec.name())
-            .expect("every other property is a setting")
+            .property_value(&self.settings.lock().unwrap(), pspec.name())
+            .expect("every property is a setting")
     }
 }
 
 impl GstObjectImpl for RsAnalytics {}
 
-impl ElementImpl for RsAnalytics {
-    fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
-        static METADATA: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
-            gst::subclass::ElementMetadata::new(
-                "Ferrostream analytics",
-                "Filter/Analytics/Video",
-                "Counts tracked objects in regions and across lines, detects overcrowding and \
-                 the direction objects move in (nvdsanalytics configuration files)",
-                "Ferrostream developers",
-            )
-        });
-        Some(&*METADATA)
-    }
-
-    fn pad_templates() -> &'static [gst::PadTemplate] {
-        ferrostream_core::element::any_caps_pad_templates()
-    }
-}
+ferrostream_core::metadata_element_impl!(
+    RsAnalytics,
+    "Ferrostream analytics",
+    "Filter/Analytics/Video",
+    "Counts tracked objects in regions and across lines, detects overcrowding and \
+     the direction objects move in (nvdsanalytics configuration files)",
+);
 
 impl BaseTransformImpl for RsAnalytics {
     const MODE: gst_base::subclass::BaseTransformMode =
@@ -233,7 +184,7 @@ impl BaseTransformImpl for RsAnalytics {
     const TRANSFORM_IP_ON_PASSTHROUGH: bool = false;
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
-        let resolved = self.settings.lock().unwrap().resolve();
+        let resolved = resolve(&self.settings.lock().unwrap());
         let (settings, warnings) =
             resolved.map_err(|m| gst::error_msg!(gst::LibraryError::Settings, ("{m}")))?;
         let config = settings.config;

@@ -50,7 +50,8 @@ mod choice;
 mod codec;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::fmt;
+use std::path::{Path, PathBuf};
 
 use crate::ini::{ConfigError, IniFile, Section};
 
@@ -74,6 +75,10 @@ pub use codec::{
 };
 #[cfg(feature = "gst")]
 use gst::glib;
+
+/// The property that names an element's configuration file, for tables that declare one
+/// ([`Table::file_property`]).
+pub const FILE_PROPERTY: &str = "config-file-path";
 
 /// When a setting may change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -476,12 +481,14 @@ impl<C: 'static, D: 'static> Entry<C> for Nested<C, D> {
     }
 }
 
-/// The values of an element's properties and which of them were set: those override the
-/// configuration file in [`Table::resolve`].
+/// The values of an element's properties, which of them were set, and the configuration file
+/// named by `config-file-path`: the properties set override the file in [`Table::resolve`].
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Props<C> {
     /// Every setting's property value (the defaults until set).
     pub values: C,
+    /// The configuration file, when the table has [`FILE_PROPERTY`] and it was set.
+    file: Option<PathBuf>,
     set: BTreeSet<&'static str>,
     /// String properties' text as set, which their getter returns.
     texts: BTreeMap<&'static str, Option<String>>,
@@ -493,6 +500,7 @@ impl<C> Props<C> {
     pub fn new(values: C) -> Self {
         Self {
             values,
+            file: None,
             set: BTreeSet::new(),
             texts: BTreeMap::new(),
             errors: BTreeMap::new(),
@@ -503,11 +511,37 @@ impl<C> Props<C> {
     pub fn is_set(&self, name: &str) -> bool {
         self.set.contains(name)
     }
+
+    /// The configuration file named by `config-file-path`.
+    pub fn file(&self) -> Option<&Path> {
+        self.file.as_deref()
+    }
+
+    /// Names the configuration file (`None` or an empty path: none).
+    pub fn set_file(&mut self, path: Option<PathBuf>) {
+        self.file = path.filter(|p| !p.as_os_str().is_empty());
+    }
+
+    /// The configuration file read with `load`, or `defaults()` when none is named; with the
+    /// file's warnings. What [`Table::resolve`] then applies the properties over.
+    pub fn read_file<E: fmt::Display>(
+        &self,
+        defaults: impl FnOnce() -> C,
+        load: impl FnOnce(&Path) -> Result<(C, Vec<String>), E>,
+    ) -> Result<(C, Vec<String>), String> {
+        match self.file() {
+            Some(path) => load(path).map_err(|e| e.to_string()),
+            None => Ok((defaults(), Vec::new())),
+        }
+    }
 }
 
 /// An element's settings: see the [module documentation](self).
 pub struct Table<C> {
     section: &'static str,
+    /// The blurb of `config-file-path`, for elements that read a configuration file.
+    #[cfg_attr(not(feature = "gst"), allow(dead_code))]
+    file_blurb: Option<&'static str>,
     entries: Vec<Box<dyn Entry<C>>>,
     ignored: Vec<(Key, &'static str)>,
 }
@@ -517,9 +551,24 @@ impl<C: 'static> Table<C> {
     pub fn new(section: &'static str) -> Self {
         Self {
             section,
+            file_blurb: None,
             entries: Vec::new(),
             ignored: Vec::new(),
         }
+    }
+
+    /// The element reads a configuration file named by the property [`FILE_PROPERTY`]
+    /// (described by `blurb`), which comes first among the properties; [`Props::read_file`]
+    /// reads it.
+    pub fn file_property(&mut self, blurb: &'static str) -> &mut Self {
+        self.file_blurb = Some(blurb);
+        self
+    }
+
+    /// Whether `name` is this table's [`FILE_PROPERTY`].
+    #[cfg(feature = "gst")]
+    fn is_file_property(&self, name: &str) -> bool {
+        self.file_blurb.is_some() && name == FILE_PROPERTY
     }
 
     pub fn add<K: Codec>(&mut self, field: Field<C, K>) -> &mut Self {
@@ -804,10 +853,22 @@ impl<C: 'static> Table<C> {
 impl<C: 'static> Table<C> {
     /// The `GParamSpec`s of the settings that are properties, with defaults from `defaults`.
     pub fn param_specs(&self, defaults: &C) -> Vec<glib::ParamSpec> {
-        self.entries
-            .iter()
-            .filter(|e| e.is_property())
-            .map(|e| e.param_spec(defaults))
+        use glib::prelude::ParamSpecBuilderExt;
+        use gst::prelude::GstParamSpecBuilderExt;
+        let file = self.file_blurb.map(|blurb| {
+            glib::ParamSpecString::builder(FILE_PROPERTY)
+                .nick("Config file")
+                .blurb(blurb)
+                .mutable_ready()
+                .build()
+        });
+        file.into_iter()
+            .chain(
+                self.entries
+                    .iter()
+                    .filter(|e| e.is_property())
+                    .map(|e| e.param_spec(defaults)),
+            )
             .collect()
     }
 
@@ -821,6 +882,10 @@ impl<C: 'static> Table<C> {
         name: &str,
         value: &glib::Value,
     ) -> Option<Result<(), String>> {
+        if self.is_file_property(name) {
+            let path = value.get::<Option<String>>().map_err(|e| e.to_string());
+            return Some(path.map(|p| props.set_file(p.map(PathBuf::from))));
+        }
         let entry = self.property(name)?;
         let name = entry.name();
         let result = entry.set_value(value, &mut props.values);
@@ -885,6 +950,10 @@ impl<C: 'static> Table<C> {
 
     /// The property `name`'s value, or `None` when the table has no such property.
     pub fn property_value(&self, props: &Props<C>, name: &str) -> Option<glib::Value> {
+        if self.is_file_property(name) {
+            let path = props.file().map(|p| p.display().to_string());
+            return Some(glib::prelude::ToValue::to_value(&path));
+        }
         let entry = self.property(name)?;
         Some(match props.texts.get(entry.name()) {
             Some(text) => glib::prelude::ToValue::to_value(text),

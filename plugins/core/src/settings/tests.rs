@@ -266,6 +266,72 @@ mod properties {
     }
 
     #[test]
+    fn the_file_property_names_the_file_the_properties_override() {
+        let mut table: Table<Config> = Table::new("property");
+        table.file_property("The configuration file").add(setting::<Config, _>(
+            "batch-size",
+            field!(batch_size),
+            UInt::range(1, 1024),
+        ));
+        let specs = table.param_specs(&Config::default());
+        let names: Vec<&str> = specs.iter().map(|s| s.name()).collect();
+        assert_eq!(names, [FILE_PROPERTY, "batch-size"]);
+        assert!(specs[0].flags().contains(gst::PARAM_FLAG_MUTABLE_READY));
+
+        let mut props = Props::new(Config::default());
+        let file_of = |props: &Props<Config>| {
+            table
+                .property_value(props, FILE_PROPERTY)
+                .unwrap()
+                .get::<Option<String>>()
+                .unwrap()
+        };
+        assert_eq!(file_of(&props), None);
+        let set = |props: &mut Props<Config>, name, value: &glib::Value| {
+            table.set_property(props, name, value).unwrap().unwrap()
+        };
+        set(&mut props, FILE_PROPERTY, &string("/cfg/model.txt"));
+        assert_eq!(props.file(), Some(Path::new("/cfg/model.txt")));
+        assert_eq!(file_of(&props).as_deref(), Some("/cfg/model.txt"));
+        set(&mut props, "batch-size", &8u32.to_value());
+
+        let (file, warnings) = props
+            .read_file(Config::default, |path| {
+                assert_eq!(path, Path::new("/cfg/model.txt"));
+                let file = Config {
+                    batch_size: 4,
+                    threshold: 0.5,
+                    ..Config::default()
+                };
+                Ok::<_, String>((file, vec!["unknown key".to_owned()]))
+            })
+            .unwrap();
+        assert_eq!(warnings, ["unknown key"]);
+        let resolved = table.resolve(file, &props).unwrap();
+        assert_eq!((resolved.batch_size, resolved.threshold), (8, 0.5));
+
+        let failed = props.read_file(Config::default, |_| {
+            Err::<(Config, Vec<String>), _>("cannot read /cfg/model.txt")
+        });
+        assert_eq!(failed.unwrap_err(), "cannot read /cfg/model.txt");
+
+        // An empty path names no file; then the defaults are read.
+        set(&mut props, FILE_PROPERTY, &string(""));
+        assert_eq!((props.file(), file_of(&props)), (None, None));
+        let (file, _) = props
+            .read_file(Config::default, |_| -> Result<_, String> {
+                panic!("no file to read")
+            })
+            .unwrap();
+        assert_eq!(file, Config::default());
+        // A table without a file has no such property.
+        assert_eq!(
+            TABLE.set_property(&mut props, FILE_PROPERTY, &string("x")),
+            None
+        );
+    }
+
+    #[test]
     fn set_and_get_round_trip_and_refused_text_fails_the_start() {
         let mut props = Props::new(Config::default());
         assert_eq!(

@@ -671,23 +671,12 @@ impl ObjectImpl for MsgBroker {
 
 impl GstObjectImpl for MsgBroker {}
 
-impl ElementImpl for MsgBroker {
-    fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
-        static METADATA: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
-            gst::subclass::ElementMetadata::new(
-                "Message broker event export",
-                "Filter/Analytics",
-                "Sends frame metadata and object events to MQTT, AMQP, Redis or Kafka with at-least-once delivery (pass-through)",
-                "Ferrostream developers",
-            )
-        });
-        Some(&*METADATA)
-    }
-
-    fn pad_templates() -> &'static [gst::PadTemplate] {
-        ferrostream_core::element::any_caps_pad_templates()
-    }
-}
+ferrostream_core::metadata_element_impl!(
+    MsgBroker,
+    "Message broker event export",
+    "Filter/Analytics",
+    "Sends frame metadata and object events to MQTT, AMQP, Redis or Kafka with at-least-once delivery (pass-through)",
+);
 
 impl BaseTransformImpl for MsgBroker {
     const MODE: gst_base::subclass::BaseTransformMode =

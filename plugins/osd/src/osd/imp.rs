@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-use std::path::PathBuf;
 #[cfg(feature = "cuda")]
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -40,7 +39,6 @@ const DEFAULT_STREAM_PRIORITY: i32 = 0;
 
 #[derive(Debug, Clone, Default)]
 struct Settings {
-    config_file: Option<PathBuf>,
     /// Priority of the CUDA stream that draws on frames in device memory.
     stream_priority: i32,
     /// Property values; those set on the element override the configuration file.
@@ -53,10 +51,7 @@ struct Settings {
 impl Settings {
     /// Reads the configuration file, if any; returns its warnings.
     fn read_file(&mut self) -> Result<Vec<String>, String> {
-        let (style, warnings) = match &self.config_file {
-            Some(path) => crate::config::load(path).map_err(|e| e.to_string())?,
-            None => (Style::default(), Vec::new()),
-        };
+        let (style, warnings) = self.props.read_file(Style::default, crate::config::load)?;
         self.file = style;
         Ok(warnings)
     }
@@ -422,17 +417,7 @@ impl ObjectSubclass for RsOsd {
 impl ObjectImpl for RsOsd {
     fn properties() -> &'static [glib::ParamSpec] {
         static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
-            let mut specs = vec![
-                glib::ParamSpecString::builder("config-file-path")
-                    .nick("Config file")
-                    .blurb(
-                        "INI file with an [osd] section (keys named like the properties) and \
-                         [class-attrs-N] sections; properties set on the element override it",
-                    )
-                    .mutable_ready()
-                    .build(),
-            ];
-            specs.extend(SETTINGS.param_specs(&Style::default()));
+            let mut specs = SETTINGS.param_specs(&Style::default());
             specs.extend([
                 glib::ParamSpecInt::builder("stream-priority")
                     .nick("CUDA stream priority")
@@ -471,10 +456,6 @@ impl ObjectImpl for RsOsd {
         ferrostream_core::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
         let mut settings = self.settings.lock().unwrap();
         match pspec.name() {
-            "config-file-path" => {
-                let path: Option<String> = value.get().expect("type checked upstream");
-                settings.config_file = path.filter(|p| !p.is_empty()).map(PathBuf::from);
-            }
             // Read when the GPU stream is made, not part of the style.
             "stream-priority" => {
                 settings.stream_priority = value.get().expect("type checked upstream")
@@ -490,11 +471,6 @@ impl ObjectImpl for RsOsd {
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
         let settings = self.settings.lock().unwrap();
         match pspec.name() {
-            "config-file-path" => settings
-                .config_file
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .to_value(),
             "stream-priority" => settings.stream_priority.to_value(),
             "gpu-frames" => self.gpu_frames.load(Ordering::Relaxed).to_value(),
             "pixel-copies" => self.pixel_copies.load(Ordering::Relaxed).to_value(),
