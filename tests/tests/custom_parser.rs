@@ -298,7 +298,7 @@ fn deepstream_version_of_a_parser_library_is_checked() {
     .unwrap();
     let err = run("smpte", &format!("config-file-path={}", quoted(&config))).unwrap_err();
     assert!(
-        err.contains("custom-lib-deepstream-version") && err.contains("6 or later"),
+        err.contains("custom-lib-deepstream-version") && err.contains("expected 6 to 99, found 5"),
         "{err}"
     );
 }

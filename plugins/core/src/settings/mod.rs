@@ -362,7 +362,7 @@ impl<C: 'static, K: Codec> Entry<C> for Field<C, K> {
             if self.property {
                 let spec = self.param_spec(defaults);
                 let value = self.codec.to_value(&sample);
-                if !spec.value_is_valid(&value) {
+                if !takes(&spec, &value) {
                     return Err(format!("{name}: the property refuses {sample:?}"));
                 }
                 let back = self.codec.from_value(&value);
@@ -384,7 +384,7 @@ impl<C: 'static, K: Codec> Entry<C> for Field<C, K> {
         if self.property {
             let spec = self.param_spec(defaults);
             let default = self.value(defaults);
-            if !spec.value_is_valid(&default) {
+            if !takes(&spec, &default) {
                 return Err(format!(
                     "{name}: the default is outside the property's range"
                 ));
@@ -970,6 +970,25 @@ impl<C: 'static> Table<C> {
             .map(|e| e.param_spec(defaults))
             .collect()
     }
+}
+
+/// Whether the property `spec` takes `value` as it is: validating a copy changes nothing.
+/// (`ParamSpec::value_is_valid` needs the bindings' `v2_74` feature, which no crate enables.)
+#[cfg(feature = "gst")]
+fn takes(spec: &glib::ParamSpec, value: &glib::Value) -> bool {
+    use glib::translate::{ToGlibPtr, ToGlibPtrMut};
+    if !value.type_().is_a(spec.value_type()) {
+        return false;
+    }
+    let mut copy = value.clone();
+    // SAFETY: a valid spec and a valid value of a type the spec applies to (checked above).
+    let changed = unsafe {
+        glib::gobject_ffi::g_param_value_validate(
+            spec.to_glib_none().0,
+            copy.to_glib_none_mut().0,
+        )
+    };
+    changed == 0
 }
 
 /// ` in [name]`, or nothing for the sectionless top level of a file.
