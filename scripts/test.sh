@@ -27,6 +27,8 @@ if [[ -n "$missing" ]]; then
     echo "$missing" >&2
     exit 1
 fi
+echo "== import circles"
+python3 scripts/check-import-cycles.py
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
