@@ -4,7 +4,7 @@
 
 use super::anchor::{self, AnchorLayout, Select};
 use super::yolov8::decode_centre_row;
-use super::{Family, ParserSettings, item_dims, single_rows_output};
+use super::{Family, ParserSettings, classes_after, item_dims, single_rows_output};
 use crate::config::{ClassAttrs, ParserKind};
 use crate::engine::TensorInfo;
 use crate::layout::Detection;
@@ -37,8 +37,7 @@ impl Family for Detr {
     }
 
     fn num_classes(&self, outputs: &[TensorInfo]) -> Option<usize> {
-        let width = item_dims(&outputs[self.output]).get(1).copied().flatten()?;
-        Some(width.saturating_sub(4))
+        classes_after(&outputs[self.output], 1, 4)
     }
 
     fn anchor_layout(&self, shapes: &[&[usize]]) -> Option<Result<AnchorLayout, String>> {

@@ -393,6 +393,13 @@ fn guess(outputs: &[TensorInfo], settings: &ParserSettings) -> Result<ParserKind
         })
 }
 
+/// The classes of an output whose items hold `leading` values (a box, an objectness) and then
+/// one score per class along their axis `axis`.
+pub(super) fn classes_after(output: &TensorInfo, axis: usize, leading: usize) -> Option<usize> {
+    let len = item_dims(output).get(axis).copied().flatten()?;
+    Some(len.saturating_sub(leading))
+}
+
 /// Item dims (without the batch dimension); `None` where dynamic.
 fn item_dims(info: &TensorInfo) -> &[Option<usize>] {
     info.dims.get(1..).unwrap_or(&[])

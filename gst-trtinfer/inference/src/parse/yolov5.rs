@@ -3,7 +3,7 @@
 //! pixels, objectness and C class scores; thousands of anchors (three per grid cell).
 
 use super::anchor::{self, AnchorLayout, Select};
-use super::{Family, ParserSettings, item_dims, single_rows_output};
+use super::{Family, ParserSettings, classes_after, item_dims, single_rows_output};
 use crate::config::{ClassAttrs, ParserKind};
 use crate::engine::TensorInfo;
 use crate::layout::Detection;
@@ -32,8 +32,7 @@ impl Family for YoloV5 {
     }
 
     fn num_classes(&self, outputs: &[TensorInfo]) -> Option<usize> {
-        let width = item_dims(&outputs[self.output]).get(1).copied().flatten()?;
-        Some(width.saturating_sub(5))
+        classes_after(&outputs[self.output], 1, 5)
     }
 
     fn anchor_layout(&self, shapes: &[&[usize]]) -> Option<Result<AnchorLayout, String>> {

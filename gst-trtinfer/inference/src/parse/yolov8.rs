@@ -3,7 +3,7 @@
 //! in network pixels, then C class scores (no objectness).
 
 use super::anchor::{self, AnchorLayout, Select};
-use super::{Family, ParserSettings, item_dims, single_rows_output};
+use super::{Family, ParserSettings, classes_after, item_dims, single_rows_output};
 use crate::config::{ClassAttrs, ParserKind};
 use crate::engine::TensorInfo;
 use crate::layout::Detection;
@@ -32,11 +32,7 @@ impl Family for YoloV8 {
     }
 
     fn num_classes(&self, outputs: &[TensorInfo]) -> Option<usize> {
-        let rows = item_dims(&outputs[self.output])
-            .first()
-            .copied()
-            .flatten()?;
-        Some(rows.saturating_sub(4))
+        classes_after(&outputs[self.output], 0, 4)
     }
 
     fn anchor_layout(&self, shapes: &[&[usize]]) -> Option<Result<AnchorLayout, String>> {

@@ -4,7 +4,7 @@
 
 use super::anchor::{self, AnchorLayout};
 use super::yolov5::objectness_rows;
-use super::{Family, ParserSettings, describe, item_dims};
+use super::{Family, ParserSettings, classes_after, describe, item_dims};
 use crate::config::{ClassAttrs, ParserKind};
 use crate::engine::TensorInfo;
 use crate::layout::Detection;
@@ -57,8 +57,7 @@ impl Family for Yolox {
     }
 
     fn num_classes(&self, outputs: &[TensorInfo]) -> Option<usize> {
-        let width = item_dims(&outputs[self.output]).get(1).copied().flatten()?;
-        Some(width.saturating_sub(5))
+        classes_after(&outputs[self.output], 1, 5)
     }
 
     fn anchor_layout(&self, shapes: &[&[usize]]) -> Option<Result<AnchorLayout, String>> {
