@@ -124,11 +124,8 @@ pub static SETTINGS: LazyLock<Table<InferConfig>> = LazyLock::new(|| {
     for &key in UNSUPPORTED_KEYS {
         t.ignore("property", key, "rstrtinfer does not implement it");
     }
-    t.ignore(
-        "property",
-        "output-instance-mask",
-        "network-type=3 (instance segmentation) implies it",
-    );
+    // network-type=3 (instance segmentation) implies it.
+    t.accept("property", "output-instance-mask", Bool);
     t
 });
 

@@ -476,11 +476,9 @@ pub static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
         setting::<Settings, _>("display-obj-cnt", field!(config.display_obj_cnt), Bool)
             .file_only(),
     )
-    .ignore(
-        "property",
-        "obj-cnt-win-in-ms",
-        "rsanalytics measures over each object's tracked path",
-    )
+    // DeepStream's sample files carry it; rsanalytics measures over each object's tracked
+    // path, so nothing needs it.
+    .accept("property", "obj-cnt-win-in-ms", UInt::any())
     .add(
         setting::<Settings, _>("roi", field!(rules.roi), Text::new())
             .no_key()

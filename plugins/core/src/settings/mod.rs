@@ -543,8 +543,19 @@ pub struct Table<C> {
     #[cfg_attr(not(feature = "gst"), allow(dead_code))]
     file_blurb: Option<&'static str>,
     entries: Vec<Box<dyn Entry<C>>>,
-    ignored: Vec<(Key, &'static str)>,
+    ignored: Vec<Ignored>,
 }
+
+/// A key that files may hold and that the element does not use.
+struct Ignored {
+    key: Key,
+    /// Why, for the warning a file that holds it gets; `None`: no warning.
+    reason: Option<&'static str>,
+    /// Checks the key's text: a value the key could never have is an error all the same.
+    check: Option<TextCheck>,
+}
+
+type TextCheck = Box<dyn Fn(&str, &Path) -> Result<(), String> + Send + Sync>;
 
 impl<C: 'static> Table<C> {
     /// A table whose keys are in `section` unless a setting says otherwise.
@@ -608,7 +619,30 @@ impl<C: 'static> Table<C> {
         name: &'static str,
         reason: &'static str,
     ) -> &mut Self {
-        self.ignored.push((Key { section, name }, reason));
+        self.ignored.push(Ignored {
+            key: Key { section, name },
+            reason: Some(reason),
+            check: None,
+        });
+        self
+    }
+
+    /// A key that files may hold and that needs nothing done: its text is checked with `codec`
+    /// and then dropped, without a warning (nvdsanalytics' `obj-cnt-win-in-ms`, which
+    /// DeepStream's sample files carry, and whose meaning the element has by design).
+    pub fn accept(
+        &mut self,
+        section: &'static str,
+        name: &'static str,
+        codec: impl Codec,
+    ) -> &mut Self {
+        self.ignored.push(Ignored {
+            key: Key { section, name },
+            reason: None,
+            check: Some(Box::new(move |text, dir| {
+                codec.from_text(text, dir).map(drop)
+            })),
+        });
         self
     }
 
@@ -632,7 +666,7 @@ impl<C: 'static> Table<C> {
         self.entries
             .iter()
             .flat_map(|e| e.keys(self.section))
-            .chain(self.ignored.iter().map(|(k, _)| *k))
+            .chain(self.ignored.iter().map(|i| i.key))
             .map(|k| k.section)
             .collect()
     }
@@ -691,16 +725,21 @@ impl<C: 'static> Table<C> {
                     .read(&entry.value, ini.base_dir(), Source::File, into)
                     .map_err(|m| ini.error(entry, m))?;
                 read(setting.name());
-            } else if let Some((_, reason)) = self
+            } else if let Some(ignored) = self
                 .ignored
                 .iter()
-                .find(|(k, _)| k.section == as_section && k.name == entry.key)
+                .find(|i| i.key.section == as_section && i.key.name == entry.key)
             {
-                warnings.push(format!(
-                    "{place}: key `{}`{} is not supported and was ignored: {reason}",
-                    entry.key,
-                    in_section(&section.name)
-                ));
+                if let Some(check) = &ignored.check {
+                    check(&entry.value, ini.base_dir()).map_err(|m| ini.error(entry, m))?;
+                }
+                if let Some(reason) = ignored.reason {
+                    warnings.push(format!(
+                        "{place}: key `{}`{} is not supported and was ignored: {reason}",
+                        entry.key,
+                        in_section(&section.name)
+                    ));
+                }
             } else {
                 warnings.push(format!(
                     "{place}: unknown key `{}`{} ignored",
@@ -811,7 +850,7 @@ impl<C: 'static> Table<C> {
             }
             entry.self_check(defaults)?;
         }
-        for (key, _) in &self.ignored {
+        for Ignored { key, .. } in &self.ignored {
             if let Some(name) = keys.get(key) {
                 return Err(format!(
                     "the key `{}` in [{}] is ignored and also `{name}`",

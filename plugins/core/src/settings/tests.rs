@@ -118,7 +118,8 @@ static TABLE: LazyLock<Table<Config>> = LazyLock::new(|| {
             .key("class-attrs-all", "eps")
             .file_only(),
     )
-    .ignore("property", "gpu-id-legacy", "use gpu-id");
+    .ignore("property", "gpu-id-legacy", "use gpu-id")
+    .accept("property", "window-ms", UInt::any());
     t
 });
 
@@ -212,6 +213,15 @@ fn unknown_and_ignored_keys_and_sections_are_warnings() {
     assert!(warnings[1].contains(":4: key `gpu-id-legacy`") && warnings[1].contains("use gpu-id"));
     assert!(warnings[2].contains(":6: unknown key `batch-size` in [class-attrs-all]"));
     assert!(warnings[3].contains(":7: unknown section [mystery]"));
+}
+
+#[test]
+fn accepted_keys_are_checked_and_dropped_without_a_warning() {
+    let (c, warnings) = read("[property]\nwindow-ms=1000\nbatch-size=2\n").unwrap();
+    assert_eq!((c.batch_size, warnings.len()), (2, 0), "{warnings:?}");
+    let err = read("[property]\nbatch-size=2\nwindow-ms=soon\n").unwrap_err();
+    assert_eq!((err.line, err.path.as_path()), (3, Path::new("/cfg/model.txt")));
+    assert!(err.message.contains("window-ms"), "{err}");
 }
 
 #[test]
