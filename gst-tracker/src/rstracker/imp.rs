@@ -26,6 +26,7 @@ fn resolve(props: &Props<TrackerConfig>) -> Result<(TrackerConfig, Vec<String>),
     Ok((SETTINGS.resolve(file, props)?, warnings))
 }
 
+/// What a shadow object needs that the tracker does not keep.
 #[derive(Debug, Clone)]
 struct TargetInfo {
     label: Arc<str>,

@@ -473,8 +473,7 @@ pub static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
         .file_only(),
     )
     .add(
-        setting::<Settings, _>("display-obj-cnt", field!(config.display_obj_cnt), Bool)
-            .file_only(),
+        setting::<Settings, _>("display-obj-cnt", field!(config.display_obj_cnt), Bool).file_only(),
     )
     // DeepStream's sample files carry it; rsanalytics measures over each object's tracked
     // path, so nothing needs it.

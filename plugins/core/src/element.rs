@@ -6,7 +6,7 @@ pub use gst as __gst;
 
 /// The `ElementImpl` of a metadata element (one that passes every buffer on and reads or adds
 /// analytics metadata): its long name, classification and description, and the shared any-caps
-/// pad templates ([`any_caps_pad_templates`]).
+/// pad templates ([`any_caps_pad_templates`](crate::element::any_caps_pad_templates)).
 ///
 /// ```ignore
 /// ferrostream_core::metadata_element_impl!(

@@ -185,11 +185,15 @@ pub static SETTINGS: LazyLock<Table<Style>> = LazyLock::new(|| {
             )
             .playing(),
     )
-    .add(setting::<Style, _>("font", field!(font), Font).nick("Font").blurb(
-        "TrueType/OpenType font file for all text; empty: the first system font found \
+    .add(
+        setting::<Style, _>("font", field!(font), Font)
+            .nick("Font")
+            .blurb(
+                "TrueType/OpenType font file for all text; empty: the first system font found \
                  (DejaVu Sans, Liberation Sans, Noto Sans...), else the built-in bitmap font; \
                  \"builtin\": the built-in 8x8 bitmap font",
-    ))
+            ),
+    )
     .add(
         setting::<Style, _>(
             "clock-font-size",

@@ -1022,10 +1022,7 @@ fn takes(spec: &glib::ParamSpec, value: &glib::Value) -> bool {
     let mut copy = value.clone();
     // SAFETY: a valid spec and a valid value of a type the spec applies to (checked above).
     let changed = unsafe {
-        glib::gobject_ffi::g_param_value_validate(
-            spec.to_glib_none().0,
-            copy.to_glib_none_mut().0,
-        )
+        glib::gobject_ffi::g_param_value_validate(spec.to_glib_none().0, copy.to_glib_none_mut().0)
     };
     changed == 0
 }

@@ -87,7 +87,11 @@ static TABLE: LazyLock<Table<Config>> = LazyLock::new(|| {
         Bool,
     ))
     .add(setting::<Config, _>("onnx-file", field!(model), FilePath))
-    .add(setting::<Config, _>("server-url", field!(server), Text::trimmed()))
+    .add(setting::<Config, _>(
+        "server-url",
+        field!(server),
+        Text::trimmed(),
+    ))
     .add(setting::<Config, _>(
         "operate-on-class-ids",
         field!(class_ids),
@@ -220,7 +224,10 @@ fn accepted_keys_are_checked_and_dropped_without_a_warning() {
     let (c, warnings) = read("[property]\nwindow-ms=1000\nbatch-size=2\n").unwrap();
     assert_eq!((c.batch_size, warnings.len()), (2, 0), "{warnings:?}");
     let err = read("[property]\nbatch-size=2\nwindow-ms=soon\n").unwrap_err();
-    assert_eq!((err.line, err.path.as_path()), (3, Path::new("/cfg/model.txt")));
+    assert_eq!(
+        (err.line, err.path.as_path()),
+        (3, Path::new("/cfg/model.txt"))
+    );
     assert!(err.message.contains("window-ms"), "{err}");
 }
 
@@ -278,11 +285,13 @@ mod properties {
     #[test]
     fn the_file_property_names_the_file_the_properties_override() {
         let mut table: Table<Config> = Table::new("property");
-        table.file_property("The configuration file").add(setting::<Config, _>(
-            "batch-size",
-            field!(batch_size),
-            UInt::range(1, 1024),
-        ));
+        table
+            .file_property("The configuration file")
+            .add(setting::<Config, _>(
+                "batch-size",
+                field!(batch_size),
+                UInt::range(1, 1024),
+            ));
         let specs = table.param_specs(&Config::default());
         let names: Vec<&str> = specs.iter().map(|s| s.name()).collect();
         assert_eq!(names, [FILE_PROPERTY, "batch-size"]);
