@@ -25,6 +25,8 @@ pub struct PropertyInfo<'a> {
 }
 
 /// One kind of setting value.
+// `from_*` take `&self`: the codec reads the text, the value is what it makes.
+#[allow(clippy::wrong_self_convention)]
 pub trait Codec: Send + Sync + 'static {
     type Value: Clone + PartialEq + fmt::Debug + Send + Sync + 'static;
 

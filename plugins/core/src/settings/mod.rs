@@ -126,6 +126,8 @@ macro_rules! field {
 }
 
 type CheckFn<T> = Box<dyn Fn(&T, Source) -> Result<(), String> + Send + Sync>;
+/// How a new value combines with the one already there ([`Field::merge`]).
+type MergeFn<T> = fn(&T, &mut T);
 
 /// One setting: start one with [`setting`], describe it with the builder methods, then
 /// [`Table::add`] it.
@@ -142,7 +144,7 @@ pub struct Field<C, K: Codec> {
     place: Place<C, K::Value>,
     codec: K,
     checks: Vec<CheckFn<K::Value>>,
-    merge: Option<fn(&K::Value, &mut K::Value)>,
+    merge: Option<MergeFn<K::Value>>,
 }
 
 #[derive(Debug, Clone, Copy)]

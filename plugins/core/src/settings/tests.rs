@@ -3,7 +3,6 @@ use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 use super::*;
-use crate::field;
 
 crate::choice_enum! {
     #[derive(Default)]
