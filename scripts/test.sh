@@ -80,9 +80,12 @@ echo "== Python package and C example (pytest)"
 cargo build -p gst-ferrostream --locked
 scripts/install-python.sh
 venv="${FERROSTREAM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ferrostream}/python"
-pylog="${CARGO_TARGET_DIR:-target}/pytest-output.txt"
+# Cargo's target folder: CARGO_TARGET_DIR (absolute, or relative to the checkout) or target/.
+target="${CARGO_TARGET_DIR:-target}"
+[[ "$target" == /* ]] || target="$repo/$target"
+pylog="$target/pytest-output.txt"
 # Each test has watchdogs of its own; this one stops the whole run if one of them cannot.
-GST_PLUGIN_PATH="$repo/${CARGO_TARGET_DIR:-target}/debug" timeout --kill-after=30 1800 \
+GST_PLUGIN_PATH="$target/debug" timeout --kill-after=30 1800 \
     "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests 2>&1 | tee "$pylog"
 pypassed=$(grep -Eo '[0-9]+ passed' "$pylog" | tail -1 | grep -Eo '[0-9]+' || echo 0)
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
