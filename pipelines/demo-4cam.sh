@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Four cameras, one batch: rsstreammux -> rstrtinfer (COCO detector, one engine call per batch)
 # -> rstracker -> rsanalytics (a zone, a crowd limit and a counting line on the two vtest
 # cameras) -> rstiler (2x2 grid) -> rsosd (boxes, ids, zones, lines and counts) -> an MP4 file,

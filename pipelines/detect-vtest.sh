@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Detects objects in a video with the COCO model on ONNX Runtime (CPU) and writes one JSON line
 # per frame (rsmetaexport), then prints frames, frames/s and objects per frame.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # The main job on a fresh Debian/Ubuntu machine: installs what is needed, builds the plugin and
 # runs the 4-camera demo (rsstreammux -> COCO detector on ONNX Runtime, CPU -> rstracker ->
 # rstiler -> demo-4cam.mp4), printing per-camera frames, frames/s and objects per frame.

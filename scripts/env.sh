@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Sourced by the other scripts: points Ferrostream at pre-fetched models and footage when a
 # directory with them sits beside the checkout (../shared/models, ../shared/media), and puts cargo
 # on PATH. Without them, the cache that scripts/fetch-models.sh fills is used.

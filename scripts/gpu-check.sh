@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # The GPU check: runs Ferrostream's GPU tests and benchmarks on an NVIDIA machine that has the
 # driver and CUDA but neither GStreamer nor Rust, from a bundle made on a Debian 12 build machine.
 #
@@ -159,7 +160,7 @@ set -euo pipefail
 # crate's unit tests. A listed target that does not exist stops the bundle.
 # Targets named here may still be being written: bundle stops on a missing one.
 GPU_TESTS=(
-    ferrostream-core:nvmmtestsrc
+    ferrostream-nvmmtestsrc:nvmmtestsrc
     tests:gpu_preprocess
     plugins/osd:gpu_osd
     tests:gpu_pipeline
@@ -619,8 +620,18 @@ bench_clip() {
         need gst-launch-1.0 gst-inspect-1.0
         src="$(find_in_dirs "$media_dirs" vtest.avi)" ||
             die "vtest.avi (the benchmark clip's source) not found in FERROSTREAM_MEDIA_DIR or $cache/media"
-        gst-inspect-1.0 x264enc >/dev/null 2>&1 ||
-            die "GStreamer's x264enc is missing: apt-get install gstreamer1.0-plugins-ugly (or GPU_CHECK_BENCH=0)"
+        if ! gst-inspect-1.0 x264enc >/dev/null 2>&1; then
+            # x264enc is in gstreamer1.0-plugins-ugly, which the test suite does not need.
+            local sudo=""
+            [ "$(id -u)" -eq 0 ] || sudo=sudo
+            note "installing gstreamer1.0-plugins-ugly (x264enc, to encode the benchmark clip)" >&2
+            { $sudo apt-get update -qq &&
+                DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+                    gstreamer1.0-plugins-ugly; } >&2 ||
+                die "cannot install gstreamer1.0-plugins-ugly (x264enc); or set GPU_CHECK_BENCH=0"
+            gst-inspect-1.0 x264enc >/dev/null 2>&1 ||
+                die "GStreamer's x264enc is still missing after installing gstreamer1.0-plugins-ugly"
+        fi
         note "encoding the benchmark clip: $frames frames of 1920x1080 H.264 (cached as $out)" >&2
         mkdir -p "$cache/media"
         # vtest.avi has 10 frames a second: a third of the frames are cut from it (identity stops

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """The GPU benchmark driver; scripts/gpu-check.sh bench runs it on the GPU machine, in the
 bundle's environment (GStreamer, the plugin, ONNX Runtime's GPU build on PYTHONPATH).
 

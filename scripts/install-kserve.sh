@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Installs the KServe v2 inference server that the remote-inference tests and the scale-out
 # example start (scripts/kserve_server.py): the `kserve` package's ModelServer with ONNX Runtime,
 # from PyPI, in a Python virtual environment of its own.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Installs NVRTC, the CUDA runtime compiler that Ferrostream's GPU code uses to compile its CUDA
 # kernels, on machines without the CUDA toolkit (the NVIDIA driver alone provides no NVRTC).
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Installs the ONNX Runtime shared library that rstrtinfer loads at run time.
 #
 # Usage: scripts/install-onnxruntime.sh [PREFIX]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Builds the `ferrostream` Python package (a Rust extension module, one abi3 wheel for CPython
 # 3.9+) and installs it, with NumPy and pytest, into a virtual environment of the distribution's
 # Python that also sees the distribution's PyGObject (python3-gi):

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """A KServe v2 inference server for one ONNX model, run by ONNX Runtime on the CPU.
 
 It is the `kserve` Python package's own ModelServer (the KServe v2 / Open Inference Protocol

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Called by meson: builds the plugin with cargo and copies it to meson's output path.
 # Usage: meson-cargo-build.sh CARGO SOURCE_DIR BUILD_DIR PROFILE OUTPUT [FEATURES]
 set -euo pipefail

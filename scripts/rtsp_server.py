@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """A local RTSP server: GStreamer's RTSP server library (Debian/Ubuntu package
 gir1.2-gst-rtsp-server-1.0, with python3-gi) serving video as RTP/JPEG on 127.0.0.1.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Installs everything Ferrostream needs on a Debian 12+ or Ubuntu 22.04+ machine: system packages
 # (GStreamer and its development files, decoders, meson, Python with pip),
 # a Rust toolchain when none is found, the ONNX Runtime library, and the example models and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # The whole test suite on a fresh Debian/Ubuntu machine: installs what is needed, then checks
 # formatting and lints and runs every test (unit, element and end-to-end, on real models).
 #
@@ -15,6 +16,19 @@ cd "$repo"
 scripts/setup.sh
 . scripts/env.sh
 export G_DEBUG=fatal-warnings
+echo "== licence lines"
+# Every source file names the licence in its first lines (after a shebang).
+missing=$(find . \( -path ./target -o -path ./.git -o -name node_modules -o -path ./build \) -prune -o \
+    -type f \( -name '*.rs' -o -name '*.py' -o -name '*.pyi' -o -name '*.sh' -o -name '*.c' \
+    -o -name '*.h' -o -name '*.cpp' -o -name '*.cu' -o -name meson.build \) -print \
+    | while read -r f; do head -n 3 "$f" | grep -q 'SPDX-License-Identifier: MIT OR Apache-2.0' || echo "$f"; done)
+if [[ -n "$missing" ]]; then
+    echo "source files without an SPDX-License-Identifier line:" >&2
+    echo "$missing" >&2
+    exit 1
+fi
+echo "== import circles"
+python3 scripts/check-import-cycles.py
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
@@ -24,7 +38,19 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # engine cache, build options, the "TensorRT not installed" path).
 echo "== TensorRT backend: compile check"
 export FERROSTREAM_TENSORRT_COMPILE_CHECK=1
-cargo clippy -p gst-trtinfer -p gst-dlainfer --features gst-trtinfer/tensorrt,gst-dlainfer/tensorrt --all-targets --locked -- -D warnings
+cargo clippy -p ferrostream-inference -p gst-trtinfer -p gst-dlainfer \
+    --features ferrostream-inference/tensorrt,gst-trtinfer/tensorrt,gst-dlainfer/tensorrt \
+    --all-targets --locked -- -D warnings
+# The inference crate is usable without GStreamer: with no features it must not depend on it
+# (nor build anything that needs it), and it builds, lints and tests alone.
+echo "== inference crate without GStreamer"
+tree=$(cargo tree -p ferrostream-inference --no-default-features -e normal,build --locked)
+if grep -Eq 'gstreamer|glib' <<<"$tree"; then
+    echo "ferrostream-inference --no-default-features depends on GStreamer or GLib:" >&2
+    echo "$tree" >&2
+    exit 1
+fi
+cargo clippy -p ferrostream-inference --no-default-features --all-targets --locked -- -D warnings
 if (( load > 0 )); then
     echo "== running the tests beside $load busy processes"
     busy=()
@@ -46,16 +72,20 @@ mkdir -p "$(dirname "$log")"
     # The Python extension module is built and tested by pytest below (it has no Rust tests,
     # and its library must not land in target/debug, where GStreamer looks for plugins).
     cargo test --workspace --exclude ferrostream-python --locked --no-fail-fast 2>&1
-    cargo test -p gst-trtinfer --features tensorrt --lib --locked --no-fail-fast 2>&1
+    cargo test -p ferrostream-inference --features tensorrt --lib --locked --no-fail-fast 2>&1
+    cargo test -p ferrostream-inference --no-default-features --locked --no-fail-fast 2>&1
 } | tee "$log"
 # The Python package (built from this tree) and the C example, against the plugin built above.
 echo "== Python package and C example (pytest)"
 cargo build -p gst-ferrostream --locked
 scripts/install-python.sh
 venv="${FERROSTREAM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ferrostream}/python"
-pylog="${CARGO_TARGET_DIR:-target}/pytest-output.txt"
+# Cargo's target folder: CARGO_TARGET_DIR (absolute, or relative to the checkout) or target/.
+target="${CARGO_TARGET_DIR:-target}"
+[[ "$target" == /* ]] || target="$repo/$target"
+pylog="$target/pytest-output.txt"
 # Each test has watchdogs of its own; this one stops the whole run if one of them cannot.
-GST_PLUGIN_PATH="$repo/${CARGO_TARGET_DIR:-target}/debug" timeout --kill-after=30 1800 \
+GST_PLUGIN_PATH="$target/debug" timeout --kill-after=30 1800 \
     "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests 2>&1 | tee "$pylog"
 pypassed=$(grep -Eo '[0-9]+ passed' "$pylog" | tail -1 | grep -Eo '[0-9]+' || echo 0)
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Where rsdlainfer runs a model: the DLA routes (cuDLA for standalone loadables; TensorRT with
 //! the DLA as default device, or ONNX Runtime's TensorRT provider with its DLA options, for
 //! ONNX models and TensorRT engines), and what happens on a machine without a DLA: the same

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Scores rstracker (IoU, SORT, ByteTrack) and supervision's ByteTrack on the same synthetic
 detections with motmetrics (MOTA, IDF1, ID switches), and compares time per frame.
 

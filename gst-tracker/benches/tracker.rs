@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Time per frame of each tracking algorithm at 10, 100 and 1000 objects per frame, on the
 //! synthetic sequences of the tests (detections included: misses, weak ones, false positives).
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Writes the synthetic tracking sequences in MOT Challenge text format, with rstracker's output
 //! for each algorithm, so that external tools can score them (see `benches/mot_report.py`).
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Minimum-cost assignment (Hungarian method, O(n^3) on the smaller side), and the greedy
 //! matching of the IoU tracker.
 

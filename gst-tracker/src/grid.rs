@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! A uniform grid over boxes, to find the boxes that may overlap a given one without testing
 //! every pair (crowded frames with hundreds of objects).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Constant-velocity Kalman filter on boxes, as in SORT/DeepSORT/ByteTrack.
 //!
 //! State: centre x, centre y, aspect ratio (w/h), height, and their velocities. Measurement: the

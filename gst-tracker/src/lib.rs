@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Multi-object tracking for Ferrostream: the algorithms behind `rstracker`.
 
 pub mod assignment;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Deterministic synthetic sequences with ground truth, for the tracker's tests and benchmarks.
 
 use ferrostream_core::BBox;

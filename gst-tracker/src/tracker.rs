@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The tracking loop of one source: IoU (greedy), SORT (Kalman + optimal assignment) and
 //! ByteTrack (two-stage association on high- then low-confidence detections).
 //!
@@ -12,17 +13,19 @@ use crate::assignment::{greedy, sparse_hungarian};
 use crate::grid::BoxGrid;
 use crate::kalman::KalmanBox;
 
-/// Association algorithm.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Algorithm {
-    /// Greedy IoU matching; the box is the last detection.
-    Iou,
-    /// Kalman prediction and optimal IoU assignment in one stage.
-    Sort,
-    /// Kalman prediction, optimal assignment of high-confidence detections first, then of the
-    /// low-confidence ones to the targets still unmatched.
-    #[default]
-    ByteTrack,
+ferrostream_core::choice_enum! {
+    /// Association algorithm (property `tracker-algorithm`, key `algorithm`).
+    #[derive(Default)]
+    pub enum Algorithm: "GstRsTrackerAlgorithm" {
+        /// Greedy IoU matching; the box is the last detection.
+        Iou = 0 => ("iou", "IoU: greedy overlap matching"),
+        /// Kalman prediction and optimal IoU assignment in one stage.
+        Sort = 1 => ("sort", "SORT: Kalman filter and optimal assignment"),
+        /// Kalman prediction, optimal assignment of high-confidence detections first, then of
+        /// the low-confidence ones to the targets still unmatched.
+        #[default]
+        ByteTrack = 2 => ("bytetrack", "ByteTrack: high- then low-confidence association"),
+    }
 }
 
 /// Tracker settings (DeepStream names where they exist).
@@ -271,13 +274,27 @@ impl Tracker {
             t.motion.predict();
             t.age += 1;
         }
+        let matched_track = self.match_targets(detections, &usable);
+        let mut det_used = vec![false; detections.len()];
+        for &d in matched_track.iter().flatten() {
+            det_used[d] = true;
+        }
+        let mut result = FrameResult::default();
+        self.advance(detections, &matched_track, ids, &mut result);
+        self.start_targets(detections, &usable, &det_used, ids, &mut result);
+        result
+    }
+
+    /// The detection each target takes (by target index), as the algorithm associates them.
+    fn match_targets(&self, detections: &[Detection], usable: &[usize]) -> Vec<Option<usize>> {
+        let cfg = &self.config;
         let mut matched_track = vec![None::<usize>; self.tracks.len()];
         let mut det_used = vec![false; detections.len()];
         let all_tracks: Vec<usize> = (0..self.tracks.len()).collect();
         match cfg.algorithm {
             Algorithm::Iou | Algorithm::Sort => {
                 let max_cost = 1.0 - cfg.iou_threshold;
-                let pairs = self.associate(&all_tracks, &usable, detections, max_cost);
+                let pairs = self.associate(&all_tracks, usable, detections, max_cost);
                 for (t, d) in pairs {
                     matched_track[t] = Some(d);
                     det_used[d] = true;
@@ -327,9 +344,19 @@ impl Tracker {
                 }
             }
         }
+        matched_track
+    }
 
-        // Update matched targets, age the others, drop what is done.
-        let mut result = FrameResult::default();
+    /// Updates the matched targets, ages the others, and drops what is done: targets that
+    /// missed during probation, shadows past `max_shadow_age`, the oldest shadows beyond
+    /// [`MAX_SHADOW_TRACKS`].
+    fn advance(
+        &mut self,
+        detections: &[Detection],
+        matched_track: &[Option<usize>],
+        ids: &mut IdAllocator,
+        result: &mut FrameResult,
+    ) {
         let mut keep = Vec::with_capacity(self.tracks.len());
         for (t, mut track) in std::mem::take(&mut self.tracks).into_iter().enumerate() {
             match matched_track[t] {
@@ -387,9 +414,18 @@ impl Tracker {
             });
         }
         self.tracks = keep;
+    }
 
-        // New targets from unused detections (ByteTrack: only confident ones).
-        for &d in &usable {
+    /// New targets from the detections no target took (ByteTrack: only confident ones).
+    fn start_targets(
+        &mut self,
+        detections: &[Detection],
+        usable: &[usize],
+        det_used: &[bool],
+        ids: &mut IdAllocator,
+        result: &mut FrameResult,
+    ) {
+        for &d in usable {
             let det = &detections[d];
             if det_used[d]
                 || (self.config.algorithm == Algorithm::ByteTrack
@@ -419,7 +455,6 @@ impl Tracker {
             }
             self.tracks.push(track);
         }
-        result
     }
 
     fn output(&self, t: &Track, detection: Option<usize>) -> TrackOutput {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The trackers on generated sequences with known ground truth: objects that move and cross, are
 //! occluded for a few frames, with noisy, missed, weak and false detections. Deterministic seeds.
 

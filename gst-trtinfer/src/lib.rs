@@ -1,15 +1,13 @@
-//! `rstrtinfer` and its parts: configuration, pre-processing, engines, output parsers.
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! `rstrtinfer`, the inference element: the `BaseTransform`, the flight queue, the output
+//! thread, secondary-mode object selection and the inference-server policies. What it runs is
+//! [`ferrostream_inference`], whose modules are re-exported here under their usual paths.
 
-pub mod cluster;
-pub mod config;
-pub mod custom;
-pub mod engine;
 #[cfg(feature = "cuda")]
-pub mod gpu;
-pub mod inference;
-pub mod labels;
-pub mod masks;
-pub mod parse;
-pub mod preprocess;
+pub use ferrostream_inference::gpu;
+pub use ferrostream_inference::{
+    cluster, config, custom, engine, inference, labels, layout, masks, parse, preprocess, settings,
+};
+
 pub mod rstrtinfer;
 pub mod secondary;

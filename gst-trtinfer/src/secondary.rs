@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Secondary inference (`process-mode=secondary`): which objects of a batch an element works on,
 //! the results it keeps for tracked objects, and how results are attached.
 //!

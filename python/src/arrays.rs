@@ -343,7 +343,7 @@ pub fn frame_array_of<'py>(
     buffer: *mut c_void,
     caps: &Bound<'py, PyAny>,
     index: u32,
-    writer: Option<&crate::meta::View>,
+    writer: Option<&crate::view::View>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let gi = gi(py)?;
     let caps_ptr = pointer_of(caps, &gi.caps, "Gst.Caps", gi.pointer_offset)?;

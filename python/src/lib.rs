@@ -13,6 +13,7 @@ mod arrays;
 mod errors;
 mod library;
 mod meta;
+mod view;
 
 use meta::{BatchMeta, Writable};
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """The bare ONNX Runtime session: the ceiling of an element that runs the same model.
 
 Random input of the model's type, already on the device (an OrtValue on CUDA device 0), I/O

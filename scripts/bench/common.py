@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Shared by the benchmark scripts (bare_session.py, diy_peer.py): the model's input layout, an
 ONNX Runtime session on the CPU or a CUDA device, and detection post-processing in numpy."""
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """The do-it-yourself peer: what users write today instead of a batching inference element.
 
 One Python process per --per-process streams (default 8; N/8 processes). Each starts its streams

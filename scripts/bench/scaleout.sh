@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # The scale-out example, measured on one machine: GStreamer pipelines running the COCO detector
 # on a KServe v2 server (scripts/kserve_server.py, ONNX Runtime on the CPU) against the same
 # pipeline running the model in-process. Each run decodes FRAMES frames of vtest.avi (768x576)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Build mobilenet_v2_imagenet.onnx from torchvision's MobileNetV2 ImageNet weights.
 
 The weights come as a legacy (pre-zip) torch ``.pth`` file. It is read here

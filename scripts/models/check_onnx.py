@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Check that an ONNX model has the expected graph interface.
 
 Usage: check_onnx.py MODEL.onnx NAME

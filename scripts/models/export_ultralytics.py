@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Exports heavier detectors for GPU benchmarks from their public definitions: YOLOv8s/m and
 RT-DETR-L as the `ultralytics` package defines them (its model YAMLs), with random weights drawn
 from a fixed seed. No weights are downloaded: the models detect nothing meaningful and exist to

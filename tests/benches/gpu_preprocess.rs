@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! GPU pre-processing throughput against the device's copy bandwidth, measured in the same run.
 //!
 //! For batches of 1, 4, 16 and 64 1080p NV12 frames (distinct frames, pitch 2048 as NVDEC
@@ -58,15 +59,22 @@ fn main() {
         ctx.device_name().unwrap(),
         ctx.compute_capability().unwrap()
     );
+    let copy_gbs = copy_bandwidth(&ctx, &stream);
+    let frames = Frames::upload(&ctx, &stream);
+    let mut pre = GpuPreprocessor::new(&ctx).unwrap();
+    whole_frames(&ctx, &stream, &frames, &mut pre, copy_gbs);
+    crops(&ctx, &stream, &frames, &mut pre);
+}
 
-    // Device-to-device copy bandwidth.
+/// Device-to-device copy bandwidth in GB/s (bytes read plus bytes written), printed.
+fn copy_bandwidth(ctx: &Arc<Context>, stream: &Stream) -> f64 {
     let copy_bytes = 1usize << 30;
     let (a, b) = (
-        DeviceBuffer::new(&ctx, copy_bytes).unwrap(),
-        DeviceBuffer::new(&ctx, copy_bytes).unwrap(),
+        DeviceBuffer::new(ctx, copy_bytes).unwrap(),
+        DeviceBuffer::new(ctx, copy_bytes).unwrap(),
     );
-    a.fill(&stream, 0x5a).unwrap();
-    let ms = time(&ctx, &stream, || {
+    a.fill(stream, 0x5a).unwrap();
+    let ms = time(ctx, stream, || {
         // SAFETY: both buffers hold `copy_bytes` bytes.
         unsafe { stream.copy_dtod(b.ptr(), a.ptr(), copy_bytes) }.unwrap()
     });
@@ -74,35 +82,75 @@ fn main() {
     println!(
         "GPU-RESULT d2d_copy_bandwidth {copy_gbs:.0} GB/s (read+write, 1 GiB copy, {ms:.3} ms)"
     );
-    drop((a, b));
+    copy_gbs
+}
 
-    // 64 distinct 1080p NV12 frames, pitch 2048.
-    let (w, h, pitch) = (1920u32, 1080u32, 2048u32);
-    let frame_len = pitch as usize * (h as usize + h as usize / 2);
-    let frames = DeviceBuffer::new(&ctx, frame_len * 64).unwrap();
-    let mut host = vec![0u8; frame_len * 64];
-    Rng::new(7).fill(&mut host);
-    frames.upload(&stream, &host).unwrap();
-    let image = |i: usize| {
-        let base = frames.ptr() + (i * frame_len) as u64;
+/// 64 distinct random 1080p NV12 frames on the device, pitch 2048 as NVDEC allocates them.
+struct Frames {
+    buffer: DeviceBuffer,
+    matrix: YuvToRgb,
+}
+
+impl Frames {
+    const WIDTH: u32 = 1920;
+    const HEIGHT: u32 = 1080;
+    const PITCH: u32 = 2048;
+    const COUNT: usize = 64;
+    const LEN: usize = Self::PITCH as usize * (Self::HEIGHT as usize * 3 / 2);
+
+    fn upload(ctx: &Arc<Context>, stream: &Stream) -> Self {
+        let buffer = DeviceBuffer::new(ctx, Self::LEN * Self::COUNT).unwrap();
+        let mut host = vec![0u8; Self::LEN * Self::COUNT];
+        Rng::new(7).fill(&mut host);
+        buffer.upload(stream, &host).unwrap();
+        let matrix = gst_trtinfer::rstrtinfer::frames::yuv_to_rgb(
+            VideoColorMatrix::Bt709,
+            VideoColorRange::Range16_235,
+        );
+        Self { buffer, matrix }
+    }
+
+    /// Frame `i` as the kernel reads it.
+    fn image(&self, i: usize) -> DeviceImage {
+        let base = self.buffer.ptr() + (i * Self::LEN) as u64;
+        let pitch = Self::PITCH;
         DeviceImage::new(
             VideoFormat::Nv12,
-            w,
-            h,
+            Self::WIDTH,
+            Self::HEIGHT,
             [
                 DevicePlane { ptr: base, pitch },
                 DevicePlane {
-                    ptr: base + pitch as u64 * h as u64,
+                    ptr: base + pitch as u64 * Self::HEIGHT as u64,
                     pitch,
                 },
                 DevicePlane::default(),
             ],
         )
         .unwrap()
-    };
-    let matrix = YuvToRgb::new(VideoColorMatrix::Bt709, VideoColorRange::Range16_235);
-    let frame_pixels = image(0).pixel_bytes() as f64;
-    let mut pre = GpuPreprocessor::new(&ctx).unwrap();
+    }
+
+    /// A job for the whole of frame `i`, or for `roi` in it.
+    fn job(&self, i: usize, roi: Option<BBox>) -> GpuJob {
+        let whole = BBox::new(0.0, 0.0, Self::WIDTH as f32, Self::HEIGHT as f32);
+        GpuJob {
+            image: self.image(i),
+            roi: roi.unwrap_or(whole),
+            matrix: self.matrix,
+        }
+    }
+}
+
+/// Whole frames to a letterboxed 640x640 (YOLO-style) and a stretched 300x300 (SSD-style) f32
+/// NCHW tensor, batches of 1 to 64, both kernel variants; printed against the copy bandwidth.
+fn whole_frames(
+    ctx: &Arc<Context>,
+    stream: &Stream,
+    frames: &Frames,
+    pre: &mut GpuPreprocessor,
+    copy_gbs: f64,
+) {
+    let frame_pixels = frames.image(0).pixel_bytes() as f64;
     let mut letterboxes = Vec::new();
     let nets = [
         ("yolo640_f32_nchw_letterbox", 640u32, 640u32, true),
@@ -121,20 +169,14 @@ fn main() {
             symmetric_padding: letterbox,
         };
         let tensor_bytes = net.frame_len() * 4;
-        let tensor = DeviceBuffer::new(&ctx, tensor_bytes * 64).unwrap();
+        let tensor = DeviceBuffer::new(ctx, tensor_bytes * Frames::COUNT).unwrap();
         for batch in [1usize, 4, 16, 64] {
-            let jobs: Vec<GpuJob> = (0..batch)
-                .map(|i| GpuJob {
-                    image: image(i),
-                    roi: BBox::new(0.0, 0.0, w as f32, h as f32),
-                    matrix,
-                })
-                .collect();
+            let jobs: Vec<GpuJob> = (0..batch).map(|i| frames.job(i, None)).collect();
             for variant in [PixelsPerThread::One, PixelsPerThread::Four] {
                 pre.set_variant(Some(variant));
-                let ms = time(&ctx, &stream, || {
+                let ms = time(ctx, stream, || {
                     pre.run(
-                        &stream,
+                        stream,
                         &jobs,
                         &net,
                         ElementType::F32,
@@ -160,9 +202,11 @@ fn main() {
             }
         }
     }
+}
 
-    // Secondary inference: object crops (pedestrian-sized boxes scattered over the 64 frames)
-    // to MobileNetV2's 224x224 f32 NCHW input, in engine calls of 1, 8 and 32 crops.
+/// Secondary inference: object crops (pedestrian-sized boxes scattered over the frames) to
+/// MobileNetV2's 224x224 f32 NCHW input, in engine calls of 1, 8 and 32 crops.
+fn crops(ctx: &Arc<Context>, stream: &Stream, frames: &Frames, pre: &mut GpuPreprocessor) {
     let net = NetworkInput {
         width: 224,
         height: 224,
@@ -174,26 +218,24 @@ fn main() {
         maintain_aspect_ratio: false,
         symmetric_padding: false,
     };
-    let tensor = DeviceBuffer::new(&ctx, net.frame_len() * 4 * 32).unwrap();
+    let tensor = DeviceBuffer::new(ctx, net.frame_len() * 4 * 32).unwrap();
+    let mut letterboxes = Vec::new();
     let mut rng = Rng::new(11);
+    let (w, h) = (Frames::WIDTH, Frames::HEIGHT);
     let crops: Vec<GpuJob> = (0..32)
         .map(|i| {
             let (cw, ch) = (rng.range(24, 400) as f32, rng.range(48, 600) as f32);
             let left = rng.range(0, w - cw as u32) as f32;
             let top = rng.range(0, h - ch as u32) as f32;
-            GpuJob {
-                image: image(i * 2),
-                roi: BBox::new(left, top, cw, ch),
-                matrix,
-            }
+            frames.job(i * 2, Some(BBox::new(left, top, cw, ch)))
         })
         .collect();
     for batch in [1usize, 8, 32] {
         let jobs = &crops[..batch];
-        let ms = time(&ctx, &stream, || {
+        let ms = time(ctx, stream, || {
             pre.set_variant(None);
             pre.run(
-                &stream,
+                stream,
                 jobs,
                 &net,
                 ElementType::F32,

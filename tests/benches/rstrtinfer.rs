@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! rstrtinfer throughput against a bare ONNX Runtime session on the same tensors.
 //!
 //! Decodes the first frames of vtest.avi into memory, then measures
@@ -20,7 +21,6 @@ use gst_trtinfer::config::InferConfig;
 use gst_trtinfer::engine::onnxruntime::{OrtEngine, OrtOptions};
 use gst_trtinfer::engine::{Engine, InputData};
 use gst_trtinfer::inference::{Inference, InputTensor};
-use gst_trtinfer::preprocess::SourceImage;
 
 const WARMUP: usize = 5;
 
@@ -118,7 +118,7 @@ fn tensors(samples: &[gst::Sample]) -> (Vec<Vec<u8>>, Vec<usize>, Duration) {
     for s in samples {
         let buffer = s.buffer().unwrap();
         let frame = gst_video::VideoFrameRef::from_buffer_ref_readable(buffer, &info).unwrap();
-        let image = SourceImage::from_frame(&frame).unwrap();
+        let image = gst_trtinfer::rstrtinfer::frames::source_image(&frame).unwrap();
         let (w, h) = image.size();
         let start = Instant::now();
         inference.preprocess(
@@ -173,7 +173,7 @@ fn run_bare_interleaved(samples: &[gst::Sample], tensors: &[Vec<u8>], shape: &[u
     for (s, t) in samples.iter().zip(tensors) {
         let frame =
             gst_video::VideoFrameRef::from_buffer_ref_readable(s.buffer().unwrap(), &info).unwrap();
-        let image = SourceImage::from_frame(&frame).unwrap();
+        let image = gst_trtinfer::rstrtinfer::frames::source_image(&frame).unwrap();
         let (w, h) = image.size();
         inference.preprocess(
             0,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Secondary inference throughput: MobileNetV2 (`pipelines/imagenet_secondary.txt`) on the
 //! objects the COCO detector finds in vtest.avi.
 //!

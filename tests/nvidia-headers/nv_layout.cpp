@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Prints the layout facts of the NVIDIA headers on the include path that Ferrostream mirrors:
 // sizes and field offsets of structures, and the values of the enum constants and macros it
 // uses, one "key value" line each, in sections named after the header. A header that is not on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Helpers for Ferrostream's end-to-end tests: plugin registration, test assets, and running a
 //! pipeline to collect the metadata of every frame (or the error it stopped with).
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The DLA coverage checker on the shared models: asserted findings, each traced to a rule of
 //! the rule table.
 

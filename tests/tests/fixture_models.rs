@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! rstrtinfer end to end on small generated models (tests/fixtures, made by make_fixtures.py)
 //! whose outputs are known exactly: f16 inputs, colour order, the classifier output, and the
 //! YOLOv8 and TensorFlow Object Detection API layouts through ONNX Runtime, with exact boxes.

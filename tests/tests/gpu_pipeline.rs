@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! GPU lane: real NVDEC output (`nvh264dec`), `cudaupload` output and NVMM test frames go
 //! through rsstreammux -> rstrtinfer -> rsosd without a single copy of pixels between host and
 //! device (the elements' `pixel-copies` counters stay 0 while `gpu-frames` counts every frame),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! GPU lane: the batched pre-processing kernel against the CPU pre-processor, on random frames of
 //! every GPU format (odd sizes, pitches wider than a row) and on real decoded frames, for every
 //! output type and layout. u8 and f16 outputs must be identical; f32 within 1e-3 relative (the
@@ -347,8 +348,14 @@ fn random_frames_match_the_cpu_preprocessor() {
     let mut rng = Rng::new(0x5eed);
     let mut totals = [Errors::default(); 3];
     let matrices = [
-        YuvToRgb::new(VideoColorMatrix::Bt601, VideoColorRange::Range16_235),
-        YuvToRgb::new(VideoColorMatrix::Bt709, VideoColorRange::Range0_255),
+        gst_trtinfer::rstrtinfer::frames::yuv_to_rgb(
+            VideoColorMatrix::Bt601,
+            VideoColorRange::Range16_235,
+        ),
+        gst_trtinfer::rstrtinfer::frames::yuv_to_rgb(
+            VideoColorMatrix::Bt709,
+            VideoColorRange::Range0_255,
+        ),
     ];
     for (i, format) in FORMATS.into_iter().enumerate() {
         // Odd sizes, pitches wider than a row, and a batch of frames of different sizes.
@@ -430,7 +437,10 @@ fn real_frames_match_the_cpu_preprocessor() {
             .map(|f| (f, BBox::new(0.0, 0.0, f.width as f32, f.height as f32)))
             .collect();
         let info = &decoded[0].0;
-        let matrix = YuvToRgb::new(info.colorimetry().matrix(), info.colorimetry().range());
+        let matrix = gst_trtinfer::rstrtinfer::frames::yuv_to_rgb(
+            info.colorimetry().matrix(),
+            info.colorimetry().range(),
+        );
         check_all_outputs(&ctx, &stream, &mut pre, &batch, matrix, &mut totals, format);
     }
     report(&totals, "carphone");

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! rstrtinfer with `backend=kserve` against a real KServe v2 server (the `kserve` package's
 //! ModelServer from PyPI, serving the COCO SSDLite ONNX model through ONNX Runtime; started and
 //! killed by the tests on loopback): detections equal the local engine's, single stream and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Ferrostream's mirrors of NVIDIA interfaces, checked against NVIDIA's published headers where
 //! they are present. `tests/nvidia-headers/nv_layout.cpp` is compiled against the headers found
 //! at `DEEPSTREAM_ROOT` (nvbufsurface.h, nvdsinfer.h: an installed DeepStream's
@@ -9,10 +10,10 @@
 //! - the `#[repr(C)]` Rust structures and constants (NvBufSurface in the DeepStream 7 or 8
 //!   layout, whichever the header has; cuDLA; CUeglFrame);
 //! - Ferrostream's own C and C++ declarations, compiled into the same program (the nvinfer
-//!   custom-parser interface in `gst-trtinfer/nvdsinfer/include`, the TensorRT API subset in
-//!   `gst-trtinfer/tensorrt/api`);
+//!   custom-parser interface in `gst-trtinfer/inference/nvdsinfer/include`, the TensorRT API subset in
+//!   `gst-trtinfer/inference/tensorrt/api`);
 //!
-//! and the TensorRT shim (`gst-trtinfer/tensorrt/fs_trt.cpp`) is compiled against the real
+//! and the TensorRT shim (`gst-trtinfer/inference/tensorrt/fs_trt.cpp`) is compiled against the real
 //! TensorRT headers with every warning an error. Without any of those variables the test says
 //! which it looked for and checks nothing (set `FERROSTREAM_REQUIRE_NVIDIA_HEADERS=1` to make
 //! that a failure). docs/NVIDIA_HEADERS.md records the versions checked.
@@ -373,7 +374,7 @@ fn mirrors_match_nvidia_headers() {
     let found = headers();
     let mut checked = Vec::new();
     let mut differences = Vec::new();
-    let ours_dir = repo_root().join("gst-trtinfer");
+    let ours_dir = repo_root().join("gst-trtinfer/inference");
     let ours = layout_facts(
         "ours",
         &[

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The shipped configurations and scripts in `pipelines/` load and run, so they never rot.
 
 use std::path::PathBuf;
@@ -137,5 +138,41 @@ fn shipped_tracker_config_loads_without_warnings() {
         config,
         gst_tracker::tracker::TrackerConfig::default(),
         "the file documents the defaults"
+    );
+}
+
+/// `gst-inspect-1.0 ferrostream` shows the version and the commit the plugin was built from (a
+/// `+` after it when the checkout had uncommitted changes). The plugin may have been built at an
+/// earlier commit of this checkout, so the commit must be HEAD or one of its ancestors. Built
+/// outside a git checkout (a release tarball), the version says `RELEASE` instead.
+#[test]
+fn the_plugin_version_names_its_commit() {
+    ferrostream_tests::init();
+    let plugin = gst::Registry::get()
+        .find_plugin("ferrostream")
+        .expect("the plugin is registered");
+    let version = plugin.version();
+    let commit = version
+        .strip_prefix(concat!(env!("CARGO_PKG_VERSION"), "-"))
+        .unwrap_or_else(|| panic!("version {version} does not start with the crate's"));
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .current_dir(repo_root())
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !git(&["rev-parse", "--git-dir"]) {
+        assert_eq!(commit, "RELEASE", "version {version} outside a git checkout");
+        return;
+    }
+    let commit = commit.strip_suffix('+').unwrap_or(commit);
+    assert!(
+        commit.len() >= 7 && commit.chars().all(|c| c.is_ascii_hexdigit()),
+        "version {version}: no commit after the crate's version"
+    );
+    assert!(
+        git(&["merge-base", "--is-ancestor", commit, "HEAD"]),
+        "version {version}: {commit} is not a commit of this checkout's history"
     );
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Pretrained detectors as users export them, through rstrtinfer with configurations that name no
 //! parser: a YOLOv8 export ([1, 6, 8400]), a TensorFlow Object Detection API graph converted by
 //! tf2onnx (every output dimension symbolic) and a CenterNet top-K export ([1, 100, 6] rows of

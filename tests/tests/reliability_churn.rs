@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Reliability, churn: sources added to and removed from a playing rsstreammux over and over
 //! (live and not, some ending by themselves, some stalling, some failing), each with its own
 //! rsstreamdemux pad and sink added and removed with it, rsosd's properties changed while

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Reliability, faults in the middle: the model file deleted or replaced by garbage while a
 //! pipeline runs (the engine has it loaded: the run goes on to the end, and the next start is
 //! a clear error naming the file, or runs the new model); a live source into a consumer slower

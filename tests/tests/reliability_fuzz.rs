@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Reliability, hostile input: structure-aware fuzzing (proptest) of every parser Ferrostream
 //! owns, and a corpus of bad files. Every case must end in a value or a clear error: a panic
 //! fails the case (proptest reports the smallest input that does it), a hang fails the run.
@@ -655,5 +656,5 @@ fn huge_network_input_is_refused_not_allocated() {
     let err = gst_trtinfer::config::InferConfig::from_ini(&ini)
         .unwrap_err()
         .to_string();
-    assert!(err.contains("at most 1024"), "{err}");
+    assert!(err.contains("expected 1 to 1024, found 100000"), "{err}");
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Reliability, lifecycle: one pipeline taken NULL -> PLAYING -> EOS -> NULL many times,
 //! paused and resumed while playing, seeked back with a flush, and several pipelines running at
 //! once on the same model; the detections must be the same every time. The source is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The hostile operator: what a careless or hostile configuration, file, disk or application can
 //! do to the elements. Each case is an input that once crashed, froze or silently misled the
 //! process; each must now be a clear error or warning that names the problem, and the pipeline
@@ -298,7 +299,7 @@ fn class_counts_are_bounded_and_name_the_file() {
             "rstrtinfer config-file-path={}",
             quoted(&config)
         )));
-        assert_error(&ended, &["classes.txt:3", "at most 262144 classes"]);
+        assert_error(&ended, &["classes.txt:3", "expected at most 262144"]);
     }
     for (file, wanted) in [
         (
@@ -363,12 +364,12 @@ fn nan_infinite_and_negative_settings_are_errors() {
         (
             "class-attrs-2",
             "detected-min-w=-5",
-            "expected a size of 0 or more, found -5",
+            "expected at least 0, found -5",
         ),
         (
             "class-attrs-all",
             "roi-top-offset=-1",
-            "a size of 0 or more",
+            "expected at least 0, found -1",
         ),
     ] {
         let config = write(
@@ -436,7 +437,7 @@ fn rsosd_file_sizes_are_range_checked() {
             "clock-font-size=99999999",
             "expected 4 to 512, found 99999999",
         ),
-        ("border-width=1000", "expected 0 to 100, found 1000"),
+        ("border-width=1000", "expected at most 100, found 1000"),
         ("blur-strength=0", "expected 1 to 256, found 0"),
     ] {
         let config = write("osd.ini", &format!("[osd]\ndisplay-clock=1\n{key}\n"));

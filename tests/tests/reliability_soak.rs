@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Reliability, soak: eight sources of mixed sizes and formats through the whole chain
 //! (rsstreammux, rstrtinfer, rstracker, rsanalytics, rsosd, rstiler, rsosd again, rsmetaexport)
 //! for a fixed number of batches, with the process's RSS sampled throughout. Passes when every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! rsanalytics: counts on real footage against a hand count, exact counts on synthetic tracks
 //! through the element (single streams and batches, nvdsanalytics files and properties), and
 //! clear errors and warnings for bad configurations.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! rsdlainfer on a machine without a DLA (this lane, CI): the clear error, the GPU/CPU fallback
 //! with its one warning, the coverage report message, and the properties it shares with
 //! rstrtinfer.
@@ -121,11 +122,25 @@ fn it_shares_rstrtinfer_properties_with_dla_defaults() {
             p.name()
         );
     }
-    let mode = |e: &gst::Element| e.property::<gst_trtinfer::config::NetworkMode>("network-mode");
-    assert_eq!(mode(&trt), gst_trtinfer::config::NetworkMode::Fp32);
-    assert_eq!(mode(&dla), gst_trtinfer::config::NetworkMode::Fp16);
+    use ferrostream_core::settings::GEnum;
+    use gst_trtinfer::config::NetworkMode;
+    let mode = |e: &gst::Element| e.property::<GEnum<NetworkMode>>("network-mode").0;
+    assert_eq!(mode(&trt), NetworkMode::Fp32);
+    assert_eq!(mode(&dla), NetworkMode::Fp16);
     assert!(dla.property::<bool>("enable-dla"));
     assert!(!trt.property::<bool>("enable-dla"));
+    // gst-inspect-1.0 shows the element's own defaults.
+    let default_of =
+        |e: &gst::Element, name: &str| e.find_property(name).unwrap().default_value().clone();
+    assert_eq!(
+        default_of(&dla, "network-mode")
+            .get::<GEnum<NetworkMode>>()
+            .unwrap()
+            .0,
+        NetworkMode::Fp16
+    );
+    assert!(default_of(&dla, "enable-dla").get::<bool>().unwrap());
+    assert!(!default_of(&trt, "enable-dla").get::<bool>().unwrap());
     dla.set_property("dla-core", 1u32);
     assert_eq!(dla.property::<u32>("use-dla-core"), 1);
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! rsmetaexport writes exactly one parsable JSON line per frame, matching the metadata.
 
 use std::time::Duration;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! rsmsgbroker against real brokers started by the test on 127.0.0.1 (mosquitto, RabbitMQ,
 //! Redis; Kafka through librdkafka's built-in mock cluster, which speaks the Kafka protocol over
 //! TCP in this process), each with a consumer in the test counting every message by id: nothing

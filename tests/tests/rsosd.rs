@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! rsosd: pixels drawn in every format (colours against GStreamer's own RGB to YUV conversion),
 //! untouched pixels, labels, blur, clipping, batches, configuration, and an MP4 made after the
 //! COCO detector on vtest.avi.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! rstracker after the COCO detector on vtest.avi: stable ids for the people walking by.
 
 use std::collections::HashSet;

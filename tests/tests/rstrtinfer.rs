@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! rstrtinfer on real models and footage, configuration paths, and every failure a user can
 //! cause (missing or corrupt model, missing runtime, wrong caps, malformed configuration).
 

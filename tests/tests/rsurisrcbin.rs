@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! rsurisrcbin against a real RTSP server on loopback (GStreamer's RTSP server library, started
 //! and killed by the test): frames resume after the server dies and comes back, the other
 //! camera of the batch never stalls, the tracker hears that the source restarted, and memory

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Secondary inference (`rstrtinfer process-mode=secondary`) end to end: the shared COCO detector
 //! finds objects, MobileNetV2 classifies them; crops compared with a reference crop; tracked
 //! objects classified once per `secondary-reinfer-interval`; embeddings feeding the tracker; bad

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! rsstreammux, rsstreamdemux, rstiler and batched rstrtinfer, end to end.
 
 use std::collections::BTreeMap;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! [`CudlaEngine`]: a DLA standalone loadable run through cuDLA in hybrid mode, behind
 //! rstrtinfer's [`Engine`] trait. Every tensor lives in CUDA memory registered with the DLA;
 //! tasks are submitted on a CUDA stream (the element's, when the pre-processed tensor is

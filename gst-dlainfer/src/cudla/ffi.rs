@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The cuDLA C API (`libcudla.so.1`, JetPack), as far as the hybrid-mode runner uses it:
 //! `#[repr(C)]` mirrors of its structures and the function signatures, resolved at run time.
 //! Layouts follow `cudla.h` (JetPack 6), checked against cuDLA 1.5's header by

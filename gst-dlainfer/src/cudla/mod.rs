@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! cuDLA in hybrid mode: DLA standalone loadables (`trtexec --buildDLAStandalone`) run on the
 //! DLA, submitted on a CUDA stream, with CUDA memory registered for the DLA. `libcudla.so.1`
 //! (JetPack) is loaded at run time, so builds with this module start anywhere; on machines

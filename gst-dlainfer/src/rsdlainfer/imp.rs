@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
@@ -10,6 +11,7 @@ use gst_trtinfer::engine::EngineLog;
 use gst_trtinfer::inference::Inference;
 use gst_trtinfer::rstrtinfer::subclass::TrtInferImpl;
 use gst_trtinfer::rstrtinfer::{TrtInfer, open_inference, setup_error};
+use gst_trtinfer::settings::SETTINGS;
 
 use crate::check::{self, CheckOptions, Precision};
 use crate::route::{self, Plan};
@@ -35,29 +37,43 @@ impl ObjectSubclass for DlaInfer {
 impl ObjectImpl for DlaInfer {
     fn properties() -> &'static [glib::ParamSpec] {
         static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
-            vec![
+            let mut specs = vec![
                 glib::ParamSpecUInt::builder("dla-core")
                     .nick("DLA core")
                     .blurb("The DLA core to run on (the same setting as use-dla-core)")
                     .maximum(15)
+                    .mutable_ready()
                     .build(),
-            ]
+            ];
+            // rstrtinfer's settings whose default differs here, installed again with it so that
+            // gst-inspect-1.0 shows what the element does (FP16, on the DLA).
+            specs.extend(
+                SETTINGS.param_specs_differing(&InferConfig::default(), &DlaInfer::defaults()),
+            );
+            specs
         });
         PROPERTIES.as_ref()
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        let trt = self.obj();
+        let trt = trt.upcast_ref::<TrtInfer>();
         match pspec.name() {
-            "dla-core" => self.obj().set_property_from_value("use-dla-core", value),
-            other => unreachable!("unknown property {other}"),
+            // rstrtinfer's own property, which warns when it is set too late.
+            "dla-core" => trt.set_property_from_value("use-dla-core", value),
+            _ => {
+                ferrostream_core::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
+                trt.set_setting(pspec, value)
+            }
         }
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-        match pspec.name() {
-            "dla-core" => self.obj().property_value("use-dla-core"),
-            other => unreachable!("unknown property {other}"),
-        }
+        let name = match pspec.name() {
+            "dla-core" => "use-dla-core",
+            other => other,
+        };
+        self.obj().upcast_ref::<TrtInfer>().setting(name)
     }
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `rsdlainfer`: `rstrtinfer` on a Jetson DLA core. The same element semantics, properties and
 //! configuration keys (it is a subclass of `rstrtinfer`), with DLA defaults: FP16
 //! (`network-mode`; INT8 with a calibration file; the DLA has no FP32), fixed shapes (the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `rstracker`: multi-object tracking over the objects in the analytics metadata.
 //!
 //! Reads the objects a detector (`rstrtinfer`) attached, associates them with targets per source
@@ -19,40 +20,14 @@ use gst::prelude::*;
 
 mod imp;
 
-/// Association algorithm (property `tracker-algorithm`).
-#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
-#[repr(u32)]
-#[enum_type(name = "GstRsTrackerAlgorithm")]
-pub enum TrackerAlgorithm {
-    #[enum_value(name = "IoU: greedy overlap matching", nick = "iou")]
-    Iou = 0,
-    #[enum_value(name = "SORT: Kalman filter and optimal assignment", nick = "sort")]
-    Sort = 1,
-    #[default]
-    #[enum_value(
-        name = "ByteTrack: high- then low-confidence association",
-        nick = "bytetrack"
-    )]
-    ByteTrack = 2,
-}
-
-impl From<TrackerAlgorithm> for crate::tracker::Algorithm {
-    fn from(a: TrackerAlgorithm) -> Self {
-        match a {
-            TrackerAlgorithm::Iou => Self::Iou,
-            TrackerAlgorithm::Sort => Self::Sort,
-            TrackerAlgorithm::ByteTrack => Self::ByteTrack,
-        }
-    }
-}
-
 glib::wrapper! {
     pub struct RsTracker(ObjectSubclass<imp::RsTracker>)
         @extends gst_base::BaseTransform, gst::Element, gst::Object;
 }
 
 pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
-    TrackerAlgorithm::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    ferrostream_core::settings::GEnum::<crate::tracker::Algorithm>::static_type()
+        .mark_as_plugin_api(gst::PluginAPIFlags::empty());
     gst::Element::register(
         Some(plugin),
         "rstracker",

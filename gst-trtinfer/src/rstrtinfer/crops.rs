@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Running the engine over regions of the frames of one buffer: whole frames (primary mode) or
 //! objects (secondary mode), from system memory or, pre-processed where they are, from GPU
 //! memory. Regions go into engine calls of up to the engine's capacity, from every frame of a
@@ -11,7 +12,6 @@ use ferrostream_core::batch::{FrameSource, frame_pixels};
 use gst_video::prelude::*;
 
 use crate::inference::{Inference, ItemResult, RemoteBatch};
-use crate::preprocess::SourceImage;
 
 /// A region to infer on: frame `frame` of the buffer, `roi` in its pixels (`None`: all of it).
 #[derive(Debug, Clone, Copy)]
@@ -83,7 +83,7 @@ pub(super) fn infer_crops(
                 }
             };
             let image =
-                SourceImage::from_frame(frame).map_err(|m| (gst::StreamError::Format, m))?;
+                super::frames::source_image(frame).map_err(|m| (gst::StreamError::Format, m))?;
             let info = frame.info();
             inference.preprocess(slot, &image, crop.roi.unwrap_or_else(|| whole(info)));
             sizes.push((info.width(), info.height()));
@@ -192,7 +192,6 @@ impl GpuFrames {
         chunk: &[Crop],
     ) -> Result<MappedChunk<'b>, FrameError> {
         use crate::gpu::GpuJob;
-        use crate::preprocess::YuvToRgb;
         let cuda_error =
             |e: ferrostream_core::cuda::CudaError| (gst::StreamError::Failed, e.to_string());
         let mut mapped: Vec<(usize, ferrostream_core::cuda::DeviceFrame<'b>)> = Vec::new();
@@ -225,7 +224,7 @@ impl GpuFrames {
                 roi: crop
                     .roi
                     .unwrap_or_else(|| BBox::new(0.0, 0.0, w as f32, h as f32)),
-                matrix: YuvToRgb::new(frame.matrix, frame.range),
+                matrix: super::frames::yuv_to_rgb(frame.matrix, frame.range),
             });
             sizes.push((w, h));
         }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Batches in flight: the queue between the streaming thread, which queues each buffer's work
 //! without waiting (GPU work on the engine's stream, or a request to an inference server), and
 //! the output thread, which waits for the oldest buffer, parses it and pushes it downstream, in

@@ -1,11 +1,10 @@
-use std::collections::BTreeSet;
-use std::path::PathBuf;
+// SPDX-License-Identifier: MIT OR Apache-2.0
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use ferrostream_core::batch::{self, FrameSource, MemoryKind, frame_pixels};
-use ferrostream_core::ini::parse_list;
+use ferrostream_core::settings::Props;
 use ferrostream_core::{BatchMeta, Frame};
 use gst::glib;
 use gst::prelude::*;
@@ -17,16 +16,16 @@ use gst_base::subclass::prelude::*;
 use super::crops::GpuFrames;
 use super::crops::{self, Crop, FrameError, Work};
 use super::flight::{Flight, InFlight, LatencyTracker, Limits, Queued, Throughput};
-use crate::config::{
-    Backend, BoxCoords, BoxFormat, ClusterMode, ColorFormat, Device, InferConfig, InputOrder,
-    NetworkMode, NetworkType, ParserKind, ProcessMode, ServerFailure, Softmax, infer_dims, offsets,
-    server_headers,
-};
+use super::frames::SUPPORTED_FORMATS;
+use crate::config::{InferConfig, ProcessMode, ServerFailure};
 use crate::engine::remote::{Health, Poll, RemoteError, RemoteResult};
 use crate::engine::{EngineLog, LogLevel};
 use crate::inference::{Inference, ItemResult, SetupError};
-use crate::preprocess::SUPPORTED_FORMATS;
 use crate::secondary::{self, Secondary};
+use crate::settings::SETTINGS;
+
+mod output;
+mod server;
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(
@@ -43,18 +42,8 @@ const BUSY_WARNING_EVERY: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone, Default)]
 struct Settings {
-    config_file: Option<PathBuf>,
-    /// Property values; only those named in `set` override the configuration file.
-    props: InferConfig,
-    set: BTreeSet<&'static str>,
-    /// List properties are validated at start, where an error can be reported.
-    offsets_text: String,
-    infer_dims_text: String,
-    columns_text: String,
-    strides_text: String,
-    filter_text: String,
-    class_ids_text: String,
-    headers_text: String,
+    /// Property values; only those set on the element override the configuration file.
+    props: Props<InferConfig>,
     threads: u32,
     /// CUDA stream priority of the GPU pre-processing (0 default, lower is more urgent).
     stream_priority: i32,
@@ -164,57 +153,18 @@ impl TrtInfer {
         settings: &Settings,
     ) -> Result<(InferConfig, Vec<String>), gst::ErrorMessage> {
         let settings_error = |m: String| gst::error_msg!(gst::LibraryError::Settings, ("{m}"));
-        let mut props = settings.props.clone();
-        if settings.set.contains("offsets") {
-            let values = parse_list::<f32>(&settings.offsets_text)
-                .and_then(offsets)
-                .map_err(|m| settings_error(format!("property offsets: {m}")))?;
-            props.offsets = values;
-        }
-        if settings.set.contains("infer-dims") {
-            let dims = parse_list::<u32>(&settings.infer_dims_text)
-                .and_then(|v| infer_dims(&v))
-                .map_err(|m| settings_error(format!("property infer-dims: {m}")))?;
-            props.infer_dims = Some(dims);
-        }
-        if settings.set.contains("end-to-end-columns") {
-            props.end_to_end_columns = Some(
-                crate::parse::Columns::parse(&settings.columns_text)
-                    .map_err(|m| settings_error(format!("property end-to-end-columns: {m}")))?,
-            );
-        }
-        if settings.set.contains("filter-out-class-ids") {
-            props.filter_out_class_ids = parse_list::<u32>(&settings.filter_text)
-                .map_err(|m| settings_error(format!("property filter-out-class-ids: {m}")))?;
-        }
-        if settings.set.contains("yolox-strides") {
-            props.yolox_strides = parse_list::<u32>(&settings.strides_text)
-                .ok()
-                .filter(|s| !s.is_empty() && !s.contains(&0))
-                .ok_or_else(|| {
-                    settings_error(format!(
-                        "property yolox-strides: expected strides above 0, e.g. 8;16;32, not {:?}",
-                        settings.strides_text
-                    ))
-                })?;
-        }
-        if settings.set.contains("server-headers") {
-            props.remote.headers = server_headers(&settings.headers_text)
-                .map_err(|m| settings_error(format!("property server-headers: {m}")))?;
-        }
-        if settings.set.contains("operate-on-class-ids") {
-            props.operate_on_class_ids = parse_list::<i32>(&settings.class_ids_text)
-                .map_err(|m| settings_error(format!("property operate-on-class-ids: {m}")))?;
-        }
-        let Some(path) = &settings.config_file else {
-            return Ok((props, Vec::new()));
-        };
-        let defaults = (self.obj().class().as_ref().defaults)();
-        let loaded = InferConfig::from_file_over(path, defaults)
-            .map_err(|e| settings_error(e.to_string()))?;
-        let mut config = loaded.config;
-        config.apply_overrides(&props, &settings.set);
-        Ok((config, loaded.warnings))
+        // The element's own defaults (a subclass's may differ), under the file too.
+        let defaults = self.obj().class().as_ref().defaults;
+        let (file, warnings) = settings
+            .props
+            .read_file(defaults, |path| {
+                InferConfig::from_file_over(path, defaults()).map(|l| (l.config, l.warnings))
+            })
+            .map_err(settings_error)?;
+        let config = SETTINGS
+            .resolve(file, &settings.props)
+            .map_err(settings_error)?;
+        Ok((config, warnings))
     }
 
     /// Where the engine's messages go: building progress as GStreamer progress messages (an
@@ -342,446 +292,23 @@ fn parser_words(inference: &Inference) -> String {
     )
 }
 
-fn string_prop(name: &'static str, nick: &'static str, blurb: &'static str) -> glib::ParamSpec {
-    glib::ParamSpecString::builder(name)
-        .nick(nick)
-        .blurb(blurb)
-        .mutable_ready()
-        .build()
-}
-
 impl ObjectImpl for TrtInfer {
     fn constructed(&self) {
         self.parent_constructed();
         // The element's own defaults (a subclass's may differ), before any property is set.
-        self.settings.lock().unwrap().props = (self.obj().class().as_ref().defaults)();
+        self.settings.lock().unwrap().props = Props::new((self.obj().class().as_ref().defaults)());
     }
 
     fn properties() -> &'static [glib::ParamSpec] {
-        static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> =
-            LazyLock::new(|| {
-                let d = InferConfig::default();
-                let a = d.class_attrs.all;
-                let t = &d.tensorrt;
-                vec![
-                string_prop(
-                    "config-file-path",
-                    "Config file",
-                    "nvinfer-style INI file ([property], [class-attrs-all], [class-attrs-N]); \
-                     properties set on the element override it",
-                ),
-                string_prop("onnx-file", "ONNX model", "Path of the ONNX model"),
-                string_prop(
-                    "custom-lib-path",
-                    "Custom parser library",
-                    "nvinfer custom parser library (with a parse-*-func-name)",
-                ),
-                string_prop(
-                    "parse-bbox-func-name",
-                    "Bounding-box parser",
-                    "Function of custom-lib-path that parses a detector's outputs",
-                ),
-                string_prop(
-                    "parse-bbox-instance-mask-func-name",
-                    "Instance-mask parser",
-                    "Function of custom-lib-path that parses boxes with instance masks",
-                ),
-                string_prop(
-                    "parse-classifier-func-name",
-                    "Classifier parser",
-                    "Function of custom-lib-path that parses a classifier's outputs",
-                ),
-                string_prop(
-                    "model-engine-file",
-                    "Engine file",
-                    "Serialized TensorRT engine (.engine/.plan; backend=tensorrt or auto). When \
-                     it does not exist and onnx-file is set, the engine built from the ONNX \
-                     model is written there",
-                ),
-                string_prop("labelfile-path", "Label file", "One class label per line"),
-                glib::ParamSpecEnum::builder_with_default("backend", d.backend)
-                    .nick("Backend")
-                    .blurb("Inference backend")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default("device", d.device)
-                    .nick("Device")
-                    .blurb("ONNX Runtime execution provider")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("gpu-id")
-                    .nick("GPU id")
-                    .blurb("GPU used by GPU execution providers")
-                    .default_value(d.gpu_id)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("batch-size")
-                    .nick("Batch size")
-                    .blurb("Maximum number of frames per engine call")
-                    .minimum(1)
-                    .maximum(crate::config::MAX_BATCH_SIZE)
-                    .default_value(d.batch_size)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("custom-lib-deepstream-version")
-                    .nick("Parser library's DeepStream")
-                    .blurb(
-                        "Major version of the DeepStream headers custom-lib-path was built \
-                         against (9 and later: objects with a rotation angle)",
-                    )
-                    .minimum(6)
-                    .maximum(99)
-                    .default_value(d.custom_lib_deepstream_version)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("gie-unique-id")
-                    .nick("Unique id")
-                    .blurb("Component id written into the metadata of the objects found")
-                    .minimum(1)
-                    .maximum(i32::MAX as u32)
-                    .default_value(d.gie_unique_id as u32)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("interval")
-                    .nick("Interval")
-                    .blurb("Frames to skip between inferences (0: infer every frame)")
-                    .default_value(d.interval)
-                    .mutable_playing()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default("network-type", d.network_type)
-                    .nick("Network type")
-                    .blurb("Detector, classifier, or other (raw tensors only)")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("num-detected-classes")
-                    .nick("Classes")
-                    .blurb("Number of classes (0: from the model's outputs or the label file)")
-                    .maximum(crate::config::MAX_CLASSES)
-                    .default_value(d.num_detected_classes)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default(
-                    "model-color-format",
-                    d.model_color_format,
-                )
-                .nick("Model colour format")
-                .blurb("Colour order the network expects")
-                .mutable_ready()
-                .build(),
-                glib::ParamSpecBoolean::builder("maintain-aspect-ratio")
-                    .nick("Keep aspect ratio")
-                    .blurb("Scale keeping the aspect ratio, padding the rest")
-                    .default_value(d.maintain_aspect_ratio)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecBoolean::builder("symmetric-padding")
-                    .nick("Symmetric padding")
-                    .blurb("Centre the scaled frame (else pad right and bottom only)")
-                    .default_value(d.symmetric_padding)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default(
-                    "network-input-order",
-                    d.network_input_order,
-                )
-                .nick("Input order")
-                .blurb("Tensor layout of the network input")
-                .mutable_ready()
-                .build(),
-                glib::ParamSpecFloat::builder("net-scale-factor")
-                    .nick("Scale factor")
-                    .blurb("Pixel normalisation: y = net-scale-factor * (x - offset)")
-                    .minimum(0.0)
-                    .default_value(d.net_scale_factor)
-                    .mutable_ready()
-                    .build(),
-                string_prop(
-                    "offsets",
-                    "Offsets",
-                    "Per-channel offsets subtracted before scaling, e.g. 123.7;116.3;103.5",
-                ),
-                string_prop(
-                    "infer-dims",
-                    "Input dims",
-                    "C;H;W network input size for models with dynamic dims",
-                ),
-                string_prop(
-                    "output-blob-names",
-                    "Outputs",
-                    "Outputs to parse, ';'-separated, in the parser's order",
-                ),
-                glib::ParamSpecEnum::builder_with_default("output-parser", d.output_parser)
-                    .nick("Output parser")
-                    .blurb("How output tensors become objects")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default("cluster-mode", d.cluster_mode)
-                    .nick("Cluster mode")
-                    .blurb("Clustering of raw detections")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default("box-format", d.box_format)
-                    .nick("Box format")
-                    .blurb("Order of a box's four values in the outputs")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default("box-coordinates", d.box_coordinates)
-                    .nick("Box coordinates")
-                    .blurb("Boxes normalised to the network input or in its pixels")
-                    .mutable_ready()
-                    .build(),
-                string_prop(
-                    "end-to-end-columns",
-                    "End-to-end columns",
-                    "Columns of end-to-end rows, e.g. box,score,class or batch,box,class,score \
-                     (empty: guessed from the row width)",
-                ),
-                string_prop(
-                    "filter-out-class-ids",
-                    "Classes left out",
-                    "Detected classes left out of the results, ';'-separated",
-                ),
-                string_prop(
-                    "yolox-strides",
-                    "YOLOX strides",
-                    "Strides of a YOLOX head's grids, ';'-separated (default 8;16;32)",
-                ),
-                glib::ParamSpecFloat::builder("pre-cluster-threshold")
-                    .nick("Threshold")
-                    .blurb("Minimum confidence of a detection, for every class ([class-attrs-all])")
-                    .minimum(0.0)
-                    .maximum(1.0)
-                    .default_value(a.pre_cluster_threshold)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecFloat::builder("nms-iou-threshold")
-                    .nick("NMS IoU")
-                    .blurb("Overlap above which NMS suppresses the weaker box ([class-attrs-all])")
-                    .minimum(0.0)
-                    .maximum(1.0)
-                    .default_value(a.nms_iou_threshold)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecInt::builder("topk")
-                    .nick("Top K")
-                    .blurb("Objects kept per class and frame (-1: all) ([class-attrs-all])")
-                    .minimum(-1)
-                    .default_value(a.topk)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecFloat::builder("classifier-threshold")
-                    .nick("Classifier threshold")
-                    .blurb("Minimum probability of a classification result")
-                    .minimum(0.0)
-                    .maximum(1.0)
-                    .default_value(d.classifier_threshold)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("segmentation-output-order")
-                    .nick("Segmentation output order")
-                    .blurb("Semantic segmentation scores: 0 = [N,C,H,W], 1 = [N,H,W,C]")
-                    .maximum(1)
-                    .default_value(u32::from(d.segmentation_hwc))
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecFloat::builder("segmentation-threshold")
-                    .nick("Segmentation threshold")
-                    .blurb("Least score of a pixel's class, or mask value of an object's pixel")
-                    .minimum(0.0)
-                    .maximum(1.0)
-                    .default_value(d.segmentation_threshold)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default(
-                    "classifier-softmax",
-                    d.classifier_softmax,
-                )
-                .nick("Classifier softmax")
-                .blurb("Whether classifier outputs need a softmax")
-                .mutable_ready()
-                .build(),
-                glib::ParamSpecEnum::builder_with_default("process-mode", d.process_mode)
-                    .nick("Process mode")
-                    .blurb("Infer on whole frames (primary) or on the objects upstream components \
-                            found (secondary)")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecInt::builder("operate-on-gie-id")
-                    .nick("Operate on component")
-                    .blurb("Secondary mode: infer on the objects of the component with this \
-                            gie-unique-id (-1: of every other component)")
-                    .minimum(-1)
-                    .default_value(-1)
-                    .mutable_ready()
-                    .build(),
-                string_prop(
-                    "operate-on-class-ids",
-                    "Operate on classes",
-                    "Secondary mode: class ids of the objects to infer on, ';'-separated \
-                     (empty: all)",
-                ),
-                glib::ParamSpecUInt::builder("input-object-min-width")
-                    .nick("Minimum object width")
-                    .blurb("Secondary mode: skip objects narrower than this (frame pixels)")
-                    .default_value(0)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("input-object-min-height")
-                    .nick("Minimum object height")
-                    .blurb("Secondary mode: skip objects shorter than this (frame pixels)")
-                    .default_value(0)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("input-object-max-width")
-                    .nick("Maximum object width")
-                    .blurb("Secondary mode: skip objects wider than this (frame pixels; 0: no \
-                            limit)")
-                    .default_value(0)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("input-object-max-height")
-                    .nick("Maximum object height")
-                    .blurb("Secondary mode: skip objects taller than this (frame pixels; 0: no \
-                            limit)")
-                    .default_value(0)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("secondary-reinfer-interval")
-                    .nick("Re-inference interval")
-                    .blurb("Secondary mode: frames for which a tracked object's result is reused \
-                            before it is inferred again (0: infer every frame)")
-                    .default_value(d.secondary_reinfer_interval)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecBoolean::builder("output-tensor-meta")
-                    .nick("Output tensors")
-                    .blurb("Attach each object's raw output tensors as attributes \
-                            \"tensor:<gie-unique-id>:<output name>\" (lists of floats)")
-                    .default_value(d.output_tensor_meta)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default("network-mode", t.network_mode)
-                    .nick("Network mode")
-                    .blurb("TensorRT: precision of engines built from ONNX")
-                    .mutable_ready()
-                    .build(),
-                string_prop(
-                    "int8-calib-file",
-                    "INT8 calibration",
-                    "TensorRT: INT8 calibration cache (network-mode int8)",
-                ),
-                glib::ParamSpecUInt::builder("workspace-size")
-                    .nick("Workspace size")
-                    .blurb("TensorRT: builder workspace limit in MiB (0: TensorRT's default)")
-                    .default_value(t.workspace_size)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecBoolean::builder("enable-dla")
-                    .nick("Enable DLA")
-                    .blurb("TensorRT: build for and run on DLA core use-dla-core (Jetson)")
-                    .default_value(t.enable_dla)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("use-dla-core")
-                    .nick("DLA core")
-                    .blurb("TensorRT: the DLA core with enable-dla")
-                    .default_value(t.use_dla_core)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecBoolean::builder("allow-gpu-fallback")
-                    .nick("GPU fallback")
-                    .blurb("TensorRT with enable-dla: layers the DLA cannot run run on the GPU")
-                    .default_value(t.allow_gpu_fallback)
-                    .mutable_ready()
-                    .build(),
-                string_prop(
-                    "engine-cache-dir",
-                    "Engine cache",
-                    "TensorRT: where engines built from ONNX are cached (default: \
-                     $FERROSTREAM_ENGINE_CACHE, else ~/.cache/ferrostream/engines)",
-                ),
-                string_prop(
-                    "server-url",
-                    "Server URL",
-                    "backend=kserve: the KServe v2 / Triton gRPC server (host:port, http://, \
-                     grpc://; https:// or grpcs:// for TLS)",
-                ),
-                string_prop(
-                    "model-name",
-                    "Model name",
-                    "backend=kserve: the model's name on the server",
-                ),
-                string_prop(
-                    "model-version",
-                    "Model version",
-                    "backend=kserve: the model's version (empty: the server's choice)",
-                ),
-                glib::ParamSpecUInt::builder("server-timeout")
-                    .nick("Server timeout")
-                    .blurb("backend=kserve: milliseconds each request may take (and to connect)")
-                    .minimum(1)
-                    .default_value(d.remote.timeout_ms)
-                    .mutable_ready()
-                    .build(),
-                string_prop(
-                    "server-headers",
-                    "Server headers",
-                    "backend=kserve: name=value pairs sent with every request, separated by ; \
-                     (e.g. authorization=Bearer <token>)",
-                ),
-                string_prop(
-                    "server-ca-file",
-                    "Server CA",
-                    "backend=kserve with TLS: PEM file of the CA that signed the server's \
-                     certificate (default: the public web roots)",
-                ),
-                string_prop(
-                    "server-cert-file",
-                    "Client certificate",
-                    "backend=kserve with TLS: PEM client certificate, for servers that ask for one",
-                ),
-                string_prop(
-                    "server-key-file",
-                    "Client key",
-                    "backend=kserve with TLS: PEM key of server-cert-file",
-                ),
-                glib::ParamSpecUInt::builder("requests-in-flight")
-                    .nick("Requests in flight")
-                    .blurb("backend=kserve: batches sent to the server and not yet answered, at \
-                            most (primary mode)")
-                    .minimum(1)
-                    .maximum(64)
-                    .default_value(d.remote.requests_in_flight)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default("on-server-failure", d.remote.on_failure)
-                    .nick("On server failure")
-                    .blurb("backend=kserve: when the server cannot be reached or does not answer \
-                            in time, wait (retry, holding the stream back) or drop (pass the \
-                            frames on without results, counted in stats; also when \
-                            requests-in-flight are all taken)")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("server-give-up")
-                    .nick("Server give-up")
-                    .blurb("backend=kserve: seconds without an answer from the server after which \
-                            the element fails with an error (0: never)")
-                    .default_value(d.remote.give_up_s)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("server-max-message-mib")
-                    .nick("Largest answer")
-                    .blurb("backend=kserve: the largest answer accepted from the server, in MiB \
-                            (0: four times the largest answer the model's metadata allows for a \
-                            batch, at least 16 MiB); a larger one is an error")
-                    .maximum(crate::config::MAX_MESSAGE_MIB)
-                    .default_value(d.remote.max_message_mib)
-                    .mutable_ready()
-                    .build(),
+        static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
+            let mut specs = SETTINGS.param_specs(&InferConfig::default());
+            specs.extend([
                 glib::ParamSpecUInt64::builder("server-dropped")
                     .nick("Frames dropped")
-                    .blurb("backend=kserve, on-server-failure=drop: frames passed on without \
-                            results because the server did not answer or was busy")
+                    .blurb(
+                        "backend=kserve, on-server-failure=drop: frames passed on without \
+                            results because the server did not answer or was busy",
+                    )
                     .read_only()
                     .build(),
                 glib::ParamSpecUInt::builder("threads")
@@ -792,19 +319,12 @@ impl ObjectImpl for TrtInfer {
                     .build(),
                 glib::ParamSpecInt::builder("stream-priority")
                     .nick("CUDA stream priority")
-                    .blurb("Priority of the CUDA stream that pre-processes frames in GPU memory \
+                    .blurb(
+                        "Priority of the CUDA stream that pre-processes frames in GPU memory \
                             (CUDA convention: 0 default, lower values are more urgent; clamped to \
-                            the device's range). Give latency-critical models a negative value")
+                            the device's range). Give latency-critical models a negative value",
+                    )
                     .default_value(DEFAULT_STREAM_PRIORITY)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecBoolean::builder("cuda-graph")
-                    .nick("CUDA graph")
-                    .blurb("ONNX Runtime's CUDA provider: capture the model's run in a CUDA graph \
-                            and replay it for every batch (fewer launches; every batch then runs \
-                            at batch-size). Models with nodes outside the CUDA provider run \
-                            without it, with a warning")
-                    .default_value(d.cuda_graph)
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecUInt64::builder("gpu-frames")
@@ -814,288 +334,48 @@ impl ObjectImpl for TrtInfer {
                     .build(),
                 glib::ParamSpecUInt64::builder("pixel-copies")
                     .nick("Pixel copies")
-                    .blurb("Frames whose pixels were copied between host and GPU memory (0 on the \
-                            GPU path: frames are read where they are)")
+                    .blurb(
+                        "Frames whose pixels were copied between host and GPU memory (0 on the \
+                            GPU path: frames are read where they are)",
+                    )
                     .read_only()
                     .build(),
                 glib::ParamSpecBoxed::builder::<gst::Structure>("stats")
                     .nick("Statistics")
-                    .blurb("Frames seen; frames (primary) or objects (secondary) inferred; \
+                    .blurb(
+                        "Frames seen; frames (primary) or objects (secondary) inferred; \
                             secondary mode: objects worked on and cached results reused; time \
-                            spent per stage (ns)")
+                            spent per stage (ns)",
+                    )
                     .read_only()
                     .build(),
-            ]
-            });
+            ]);
+            specs
+        });
         PROPERTIES.as_ref()
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
         ferrostream_core::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
         let mut s = self.settings.lock().unwrap();
-        let name = pspec.name();
-        let path = || {
-            value
-                .get::<Option<String>>()
-                .expect("type checked upstream")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
-        let text = || {
-            value
-                .get::<Option<String>>()
-                .expect("type checked upstream")
-                .unwrap_or_default()
-        };
-        let p = &mut s.props;
-        match name {
-            "config-file-path" => {
-                s.config_file = path();
-                return;
+        match pspec.name() {
+            "stream-priority" => s.stream_priority = value.get().expect("type checked upstream"),
+            "threads" => s.threads = value.get().expect("type checked upstream"),
+            _ => {
+                drop(s);
+                self.set_setting(pspec, value);
             }
-            "stream-priority" => {
-                s.stream_priority = value.get().expect("type checked upstream");
-                return;
-            }
-            "threads" => {
-                s.threads = value.get().expect("type checked upstream");
-                return;
-            }
-            "onnx-file" => p.onnx_file = path(),
-            "custom-lib-path" => p.custom_lib_path = path(),
-            key @ ("parse-bbox-func-name"
-            | "parse-bbox-instance-mask-func-name"
-            | "parse-classifier-func-name") => {
-                let kind = crate::custom::CustomKind::from_key(key).expect("a parser key");
-                p.custom_parser = Some(text()).filter(|t| !t.is_empty()).map(|t| (kind, t));
-            }
-            "model-engine-file" => p.model_engine_file = path(),
-            "labelfile-path" => p.labelfile_path = path(),
-            "backend" => p.backend = value.get::<Backend>().expect("type checked upstream"),
-            "device" => p.device = value.get::<Device>().expect("type checked upstream"),
-            "gpu-id" => p.gpu_id = value.get().expect("type checked upstream"),
-            "batch-size" => p.batch_size = value.get().expect("type checked upstream"),
-            "gie-unique-id" => {
-                p.gie_unique_id = value.get::<u32>().expect("type checked upstream") as i32
-            }
-            "custom-lib-deepstream-version" => {
-                p.custom_lib_deepstream_version = value.get().expect("type checked upstream")
-            }
-            "interval" => p.interval = value.get().expect("type checked upstream"),
-            "network-type" => {
-                p.network_type = value.get::<NetworkType>().expect("type checked upstream")
-            }
-            "num-detected-classes" => {
-                p.num_detected_classes = value.get().expect("type checked upstream")
-            }
-            "model-color-format" => {
-                p.model_color_format = value.get::<ColorFormat>().expect("type checked upstream")
-            }
-            "maintain-aspect-ratio" => {
-                p.maintain_aspect_ratio = value.get().expect("type checked upstream")
-            }
-            "cuda-graph" => p.cuda_graph = value.get().expect("type checked upstream"),
-            "symmetric-padding" => {
-                p.symmetric_padding = value.get().expect("type checked upstream")
-            }
-            "network-input-order" => {
-                p.network_input_order = value.get::<InputOrder>().expect("type checked upstream")
-            }
-            "net-scale-factor" => p.net_scale_factor = value.get().expect("type checked upstream"),
-            "offsets" => s.offsets_text = text(),
-            "infer-dims" => s.infer_dims_text = text(),
-            "output-blob-names" => {
-                p.output_blob_names = parse_list(&text()).expect("a string always parses")
-            }
-            "output-parser" => {
-                p.output_parser = value.get::<ParserKind>().expect("type checked upstream")
-            }
-            "cluster-mode" => {
-                p.cluster_mode = value.get::<ClusterMode>().expect("type checked upstream")
-            }
-            "box-format" => p.box_format = value.get::<BoxFormat>().expect("type checked upstream"),
-            "box-coordinates" => {
-                p.box_coordinates = value.get::<BoxCoords>().expect("type checked upstream")
-            }
-            "end-to-end-columns" => s.columns_text = text(),
-            "yolox-strides" => s.strides_text = text(),
-            "filter-out-class-ids" => s.filter_text = text(),
-            "pre-cluster-threshold" => {
-                p.class_attrs.all.pre_cluster_threshold =
-                    value.get().expect("type checked upstream")
-            }
-            "nms-iou-threshold" => {
-                p.class_attrs.all.nms_iou_threshold = value.get().expect("type checked upstream")
-            }
-            "topk" => p.class_attrs.all.topk = value.get().expect("type checked upstream"),
-            "segmentation-threshold" => {
-                p.segmentation_threshold = value.get().expect("type checked upstream")
-            }
-            "segmentation-output-order" => {
-                p.segmentation_hwc = value.get::<u32>().expect("type checked upstream") == 1
-            }
-            "classifier-threshold" => {
-                p.classifier_threshold = value.get().expect("type checked upstream")
-            }
-            "classifier-softmax" => {
-                p.classifier_softmax = value.get::<Softmax>().expect("type checked upstream")
-            }
-            "process-mode" => {
-                p.process_mode = value.get::<ProcessMode>().expect("type checked upstream")
-            }
-            "network-mode" => {
-                p.tensorrt.network_mode = value.get::<NetworkMode>().expect("type checked upstream")
-            }
-            "int8-calib-file" => p.tensorrt.int8_calib_file = path(),
-            "workspace-size" => {
-                p.tensorrt.workspace_size = value.get().expect("type checked upstream")
-            }
-            "enable-dla" => p.tensorrt.enable_dla = value.get().expect("type checked upstream"),
-            "use-dla-core" => p.tensorrt.use_dla_core = value.get().expect("type checked upstream"),
-            "allow-gpu-fallback" => {
-                p.tensorrt.allow_gpu_fallback = value.get().expect("type checked upstream")
-            }
-            "engine-cache-dir" => p.tensorrt.engine_cache_dir = path(),
-            "server-url" => p.remote.server_url = text().trim().to_string(),
-            "model-name" => p.remote.model_name = text().trim().to_string(),
-            "model-version" => p.remote.model_version = text().trim().to_string(),
-            "server-timeout" => p.remote.timeout_ms = value.get().expect("type checked upstream"),
-            "server-headers" => s.headers_text = text(),
-            "server-ca-file" => p.remote.ca_file = path(),
-            "server-cert-file" => p.remote.cert_file = path(),
-            "server-key-file" => p.remote.key_file = path(),
-            "requests-in-flight" => {
-                p.remote.requests_in_flight = value.get().expect("type checked upstream")
-            }
-            "on-server-failure" => {
-                p.remote.on_failure = value.get::<ServerFailure>().expect("type checked upstream")
-            }
-            "server-give-up" => p.remote.give_up_s = value.get().expect("type checked upstream"),
-            "server-max-message-mib" => {
-                p.remote.max_message_mib = value.get().expect("type checked upstream")
-            }
-            "operate-on-gie-id" => {
-                p.operate_on_gie_id =
-                    Some(value.get::<i32>().expect("type checked upstream")).filter(|&id| id > 0)
-            }
-            "operate-on-class-ids" => s.class_ids_text = text(),
-            "input-object-min-width" => {
-                p.objects.min_width = value.get().expect("type checked upstream")
-            }
-            "input-object-min-height" => {
-                p.objects.min_height = value.get().expect("type checked upstream")
-            }
-            "input-object-max-width" => {
-                p.objects.max_width = value.get().expect("type checked upstream")
-            }
-            "input-object-max-height" => {
-                p.objects.max_height = value.get().expect("type checked upstream")
-            }
-            "secondary-reinfer-interval" => {
-                p.secondary_reinfer_interval = value.get().expect("type checked upstream")
-            }
-            "output-tensor-meta" => {
-                p.output_tensor_meta = value.get().expect("type checked upstream")
-            }
-            other => unreachable!("unknown property {other}"),
-        }
-        let name: &'static str = Self::properties()
-            .iter()
-            .find(|p| p.name() == name)
-            .map(|p| p.name())
-            .expect("a property of this element");
-        s.set.insert(name);
-        // `interval` may change while playing.
-        if name == "interval"
-            && let Some(state) = self.state.lock().unwrap().as_mut()
-        {
-            state.inference.set_interval(s.props.interval);
         }
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
         let s = self.settings.lock().unwrap();
-        let p = &s.props;
-        let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string()).to_value();
         match pspec.name() {
-            "config-file-path" => path(&s.config_file),
             "threads" => s.threads.to_value(),
             "stream-priority" => s.stream_priority.to_value(),
             "gpu-frames" => self.stats.lock().unwrap().gpu_frames.to_value(),
             "pixel-copies" => self.stats.lock().unwrap().pixel_copies.to_value(),
-            "onnx-file" => path(&p.onnx_file),
-            "custom-lib-path" => path(&p.custom_lib_path),
-            key @ ("parse-bbox-func-name"
-            | "parse-bbox-instance-mask-func-name"
-            | "parse-classifier-func-name") => p
-                .custom_parser
-                .as_ref()
-                .filter(|(kind, _)| kind.key() == key)
-                .map(|(_, name)| name.clone())
-                .to_value(),
-            "model-engine-file" => path(&p.model_engine_file),
-            "labelfile-path" => path(&p.labelfile_path),
-            "backend" => p.backend.to_value(),
-            "device" => p.device.to_value(),
-            "gpu-id" => p.gpu_id.to_value(),
-            "batch-size" => p.batch_size.to_value(),
-            "gie-unique-id" => (p.gie_unique_id as u32).to_value(),
-            "custom-lib-deepstream-version" => p.custom_lib_deepstream_version.to_value(),
-            "interval" => p.interval.to_value(),
-            "network-type" => p.network_type.to_value(),
-            "num-detected-classes" => p.num_detected_classes.to_value(),
-            "model-color-format" => p.model_color_format.to_value(),
-            "maintain-aspect-ratio" => p.maintain_aspect_ratio.to_value(),
-            "cuda-graph" => p.cuda_graph.to_value(),
-            "symmetric-padding" => p.symmetric_padding.to_value(),
-            "network-input-order" => p.network_input_order.to_value(),
-            "net-scale-factor" => p.net_scale_factor.to_value(),
-            "offsets" => s.offsets_text.to_value(),
-            "infer-dims" => s.infer_dims_text.to_value(),
-            "output-blob-names" => p.output_blob_names.join(";").to_value(),
-            "output-parser" => p.output_parser.to_value(),
-            "cluster-mode" => p.cluster_mode.to_value(),
-            "box-format" => p.box_format.to_value(),
-            "box-coordinates" => p.box_coordinates.to_value(),
-            "end-to-end-columns" => s.columns_text.to_value(),
-            "yolox-strides" => s.strides_text.to_value(),
-            "filter-out-class-ids" => s.filter_text.to_value(),
-            "pre-cluster-threshold" => p.class_attrs.all.pre_cluster_threshold.to_value(),
-            "nms-iou-threshold" => p.class_attrs.all.nms_iou_threshold.to_value(),
-            "topk" => p.class_attrs.all.topk.to_value(),
-            "classifier-threshold" => p.classifier_threshold.to_value(),
-            "segmentation-threshold" => p.segmentation_threshold.to_value(),
-            "segmentation-output-order" => u32::from(p.segmentation_hwc).to_value(),
-            "classifier-softmax" => p.classifier_softmax.to_value(),
-            "process-mode" => p.process_mode.to_value(),
-            "network-mode" => p.tensorrt.network_mode.to_value(),
-            "int8-calib-file" => path(&p.tensorrt.int8_calib_file),
-            "workspace-size" => p.tensorrt.workspace_size.to_value(),
-            "enable-dla" => p.tensorrt.enable_dla.to_value(),
-            "use-dla-core" => p.tensorrt.use_dla_core.to_value(),
-            "allow-gpu-fallback" => p.tensorrt.allow_gpu_fallback.to_value(),
-            "engine-cache-dir" => path(&p.tensorrt.engine_cache_dir),
-            "server-url" => p.remote.server_url.to_value(),
-            "model-name" => p.remote.model_name.to_value(),
-            "model-version" => p.remote.model_version.to_value(),
-            "server-timeout" => p.remote.timeout_ms.to_value(),
-            "server-headers" => s.headers_text.to_value(),
-            "server-ca-file" => path(&p.remote.ca_file),
-            "server-cert-file" => path(&p.remote.cert_file),
-            "server-key-file" => path(&p.remote.key_file),
-            "requests-in-flight" => p.remote.requests_in_flight.to_value(),
-            "on-server-failure" => p.remote.on_failure.to_value(),
-            "server-give-up" => p.remote.give_up_s.to_value(),
-            "server-max-message-mib" => p.remote.max_message_mib.to_value(),
             "server-dropped" => self.stats.lock().unwrap().server_dropped.to_value(),
-            "operate-on-gie-id" => p.operate_on_gie_id.unwrap_or(-1).to_value(),
-            "operate-on-class-ids" => s.class_ids_text.to_value(),
-            "input-object-min-width" => p.objects.min_width.to_value(),
-            "input-object-min-height" => p.objects.min_height.to_value(),
-            "input-object-max-width" => p.objects.max_width.to_value(),
-            "input-object-max-height" => p.objects.max_height.to_value(),
-            "secondary-reinfer-interval" => p.secondary_reinfer_interval.to_value(),
-            "output-tensor-meta" => p.output_tensor_meta.to_value(),
             "stats" => {
                 let st = self.stats.lock().unwrap().clone();
                 gst::Structure::builder("rstrtinfer-stats")
@@ -1114,8 +394,34 @@ impl ObjectImpl for TrtInfer {
                     .build()
                     .to_value()
             }
-            other => unreachable!("unknown property {other}"),
+            name => SETTINGS
+                .property_value(&s.props, name)
+                .expect("every other property is a setting"),
         }
+    }
+}
+
+impl TrtInfer {
+    /// Sets the setting `name` (a property of [`SETTINGS`]); a value that does not parse is
+    /// logged and fails the next start.
+    pub(super) fn set_setting(&self, pspec: &glib::ParamSpec, value: &glib::Value) {
+        let mut s = self.settings.lock().unwrap();
+        let taken = SETTINGS.set_on(self.obj().upcast_ref(), &mut s.props, pspec, value);
+        // `interval` may change while playing.
+        if taken
+            && pspec.name() == "interval"
+            && let Some(state) = self.state.lock().unwrap().as_mut()
+        {
+            state.inference.set_interval(s.props.values.interval);
+        }
+    }
+
+    /// The value of the setting `name`.
+    pub(super) fn setting(&self, name: &str) -> glib::Value {
+        let s = self.settings.lock().unwrap();
+        SETTINGS
+            .property_value(&s.props, name)
+            .expect("a setting of rstrtinfer")
     }
 }
 
@@ -1469,756 +775,3 @@ struct PlanCounts {
 }
 
 type Outcome = Result<(Option<Work>, PlanCounts), FrameError>;
-
-impl TrtInfer {
-    /// Offers the primary context of `gpu-id` (the context the device engines work in) to
-    /// GStreamer's CUDA elements: posted as a `gst.cuda.context` have-context message (the
-    /// bin answers the need-context of decoders with it) and answered in context queries.
-    /// Skipped for `device=cpu` and where there is no CUDA driver or GPU.
-    #[cfg(feature = "cuda")]
-    fn share_engine_context(&self) {
-        use ferrostream_core::cuda::{self, Context};
-        let settings = self.settings.lock().unwrap().clone();
-        let Ok((config, _)) = self.resolve_config(&settings) else {
-            return; // reported by start(), with the warnings
-        };
-        if config.device == Device::Cpu || !cuda::driver_present() {
-            return;
-        }
-        if cuda::device_count().map_or(true, |n| config.gpu_id >= n) {
-            return;
-        }
-        let shared =
-            Context::primary(config.gpu_id).and_then(|c| cuda::gst_cuda::share_context(&c));
-        match shared {
-            Ok(context) => {
-                gst::info!(
-                    CAT,
-                    imp = self,
-                    "offering the primary CUDA context of GPU {} to upstream CUDA elements",
-                    config.gpu_id
-                );
-                *self.shared_context.lock().unwrap() = Some(context.clone());
-                let _ = self.obj().post_message(
-                    gst::message::HaveContext::builder(context)
-                        .src(&*self.obj())
-                        .build(),
-                );
-            }
-            Err(e) => gst::info!(
-                CAT,
-                imp = self,
-                "not offering a CUDA context to upstream elements: {e}"
-            ),
-        }
-    }
-
-    /// The run's summary in the log: counts, the copy trace (process-wide, over the element's
-    /// run) and the in-to-out time of buffers in flight.
-    fn log_summary(&self, st: &Stats) {
-        #[cfg(feature = "cuda")]
-        let t = ferrostream_core::cuda::transfers().since(*self.transfers_at_start.lock().unwrap());
-        #[cfg(not(feature = "cuda"))]
-        let t = (0u64, 0u64, 0u64);
-        #[cfg(feature = "cuda")]
-        let t = (t.to_host, t.to_device, t.between_contexts);
-        let (p50, p95) = self.latency.lock().unwrap().summary();
-        let (steady, steady_s) = self.throughput.lock().unwrap().steady().unwrap_or_default();
-        gst::info!(
-            CAT,
-            imp = self,
-            "summary: frames={} batches={} engine-calls={} to-host-bytes={} to-device-bytes={} \
-             device-copy-bytes={} latency-ms-p50={p50:.2} latency-ms-p95={p95:.2} \
-             steady-fps={steady:.1} steady-seconds={steady_s:.3}",
-            st.frames,
-            st.batches,
-            st.engine_calls,
-            t.0,
-            t.1,
-            t.2
-        );
-    }
-
-    /// Queues `inbuf`'s work without waiting (GPU work on the engine's stream, or requests to
-    /// the inference server) and hands it to the output thread.
-    fn submit_pipelined(&self, inbuf: gst::Buffer) -> Result<gst::FlowSuccess, gst::FlowError> {
-        let (remote, may_skip) = match self.server.lock().unwrap().as_ref() {
-            Some(w) => (true, w.on_failure == ServerFailure::Drop),
-            None => (false, false),
-        };
-        // A request waits for room unless it may go without one (on-server-failure=drop).
-        self.flight.wait_for_room(remote && !may_skip)?;
-        let arrived = Instant::now();
-        let mut guard = self.state.lock().unwrap();
-        let Some(state) = guard.as_mut() else {
-            return Err(gst::FlowError::Flushing);
-        };
-        let source = state.source.clone().ok_or(gst::FlowError::NotNegotiated)?;
-        let (frames, single_size) = match &source {
-            FrameSource::Single(info) => (1, Some((info.width(), info.height()))),
-            FrameSource::Batched => (
-                BatchMeta::of(&inbuf).map_or(0, |m| m.batch().frames.len()),
-                None,
-            ),
-        };
-        let number = state.buffers;
-        state.buffers += 1;
-        let component = state.inference.config().gie_unique_id;
-        let mut warnings = Vec::new();
-        self.warn_fixed_batch(state, frames, number, &mut warnings);
-        let queued = if frames > 0 && state.inference.should_infer(number) {
-            let crops: Vec<Crop> = (0..frames).map(|frame| Crop { frame, roi: None }).collect();
-            let queued = if remote {
-                if may_skip && !self.flight.request_room() {
-                    Ok(Queued::Skipped)
-                } else {
-                    let mut sent = Vec::new();
-                    self.run_crops(state, &inbuf, &crops, Some(&mut sent))
-                        .map(|_| Queued::Remote(sent))
-                }
-            } else {
-                self.enqueue_device(state, &source, &inbuf, &crops)
-            };
-            match queued {
-                Ok(q) => q,
-                Err((kind, message)) => {
-                    drop(guard);
-                    gst::element_imp_error!(self, kind, ("{message}"));
-                    return Err(gst::FlowError::Error);
-                }
-            }
-        } else {
-            Queued::Nothing
-        };
-        drop(guard);
-        self.post_warnings(warnings, Vec::new());
-        self.flight.push(InFlight {
-            buffer: inbuf,
-            queued,
-            number,
-            component,
-            frames,
-            single_size,
-            arrived,
-            queue_time: arrived.elapsed(),
-        });
-        self.ensure_output_thread();
-        Ok(gst::FlowSuccess::Ok)
-    }
-
-    /// Queues the GPU work of `crops` of `inbuf` on the device engine.
-    #[cfg(feature = "cuda")]
-    fn enqueue_device(
-        &self,
-        state: &mut State,
-        source: &FrameSource,
-        inbuf: &gst::BufferRef,
-        crops: &[Crop],
-    ) -> Result<Queued, FrameError> {
-        let memory = state.memory;
-        state
-            .gpu
-            .enqueue_crops(&mut state.inference, memory, source, inbuf, crops, &|m| {
-                gst::info!(CAT, imp = self, "{m}")
-            })
-            .expect("pipelined only with a device engine")
-            .map(Queued::Device)
-    }
-
-    #[cfg(not(feature = "cuda"))]
-    fn enqueue_device(
-        &self,
-        _state: &mut State,
-        _source: &FrameSource,
-        _inbuf: &gst::BufferRef,
-        _crops: &[Crop],
-    ) -> Result<Queued, FrameError> {
-        unreachable!("without the CUDA layer only remote engines are pipelined")
-    }
-
-    /// Starts the thread that finishes and pushes the buffers in flight, once.
-    fn ensure_output_thread(&self) {
-        let mut thread = self.output_thread.lock().unwrap();
-        if thread.is_some() {
-            return;
-        }
-        let element = self.obj().clone();
-        let flight = self.flight.clone();
-        *thread = Some(
-            std::thread::Builder::new()
-                .name(format!("{}-out", self.obj().name()))
-                .spawn(move || {
-                    let imp = element.imp();
-                    while let Some((item, flushing)) = flight.next() {
-                        let result = if flushing {
-                            discard(item);
-                            Err(gst::FlowError::Flushing)
-                        } else {
-                            imp.finish_and_push(item)
-                        };
-                        flight.done(result);
-                    }
-                })
-                .expect("spawning the output thread"),
-        );
-    }
-
-    /// Waits for a buffer's work (the GPU, or the server's answers), attaches its objects and
-    /// pushes it downstream.
-    fn finish_and_push(&self, item: InFlight) -> Result<gst::FlowSuccess, gst::FlowError> {
-        let InFlight {
-            mut buffer,
-            queued,
-            number,
-            component,
-            frames,
-            single_size,
-            arrived,
-            queue_time,
-        } = item;
-        let t0 = Instant::now();
-        let mut work = Work::default();
-        let results = match queued {
-            Queued::Nothing => None,
-            Queued::Skipped => {
-                self.count_busy_drop(frames);
-                None
-            }
-            #[cfg(feature = "cuda")]
-            Queued::Device(pending) => Some(self.finish_device(pending, &mut work)?),
-            Queued::Remote(batches) => self.finish_remote(batches, frames, &mut work)?,
-        };
-        let inferred = results.is_some();
-        work.times[0] += queue_time;
-        work.times[1] += t0.elapsed().saturating_sub(work.times[2]);
-        let pts = buffer.pts();
-        attach_primary(
-            buffer.make_mut(),
-            number,
-            single_size,
-            pts,
-            component,
-            results,
-        );
-        self.stats
-            .lock()
-            .unwrap()
-            .record(frames as u64, inferred.then_some(&work));
-        if inferred {
-            self.throughput.lock().unwrap().record(frames as u64);
-        }
-        if inferred && let Some(latency) = self.latency.lock().unwrap().record(arrived.elapsed()) {
-            gst::info!(CAT, imp = self, "latency raised to {latency}");
-            let _ = self
-                .obj()
-                .post_message(gst::message::Latency::builder().src(&*self.obj()).build());
-        }
-        self.obj().src_pad().push(buffer)
-    }
-
-    /// Waits for a buffer's GPU work and parses it.
-    #[cfg(feature = "cuda")]
-    fn finish_device(
-        &self,
-        pending: Vec<crate::gpu::run::Pending>,
-        work: &mut Work,
-    ) -> Result<Vec<ItemResult>, gst::FlowError> {
-        let mut guard = self.state.lock().unwrap();
-        let Some(state) = guard.as_mut() else {
-            discard_all(pending);
-            return Err(gst::FlowError::Flushing);
-        };
-        let mut results = Vec::new();
-        let mut pending = pending.into_iter();
-        while let Some(batch) = pending.next() {
-            let n = batch.sizes.len() as u64;
-            match state.inference.finish_device(batch) {
-                Ok(r) => results.extend(r),
-                Err(message) => {
-                    drop(guard);
-                    discard_all(pending.collect());
-                    gst::element_imp_error!(self, gst::StreamError::Failed, ("{message}"));
-                    return Err(gst::FlowError::Error);
-                }
-            }
-            work.items += n;
-            work.gpu_items += n;
-            work.engine_calls += 1;
-        }
-        let settings_warnings = state.inference.take_warnings();
-        drop(guard);
-        self.post_warnings(Vec::new(), settings_warnings);
-        Ok(results)
-    }
-
-    /// Flushing (or stopping) with `true`: the buffers in flight are dropped, and whatever
-    /// waits (for room, or for the inference server's answer, whatever the failure policy)
-    /// returns within 100 ms.
-    fn interrupt(&self, interrupted: bool) {
-        self.flight.set_flushing(interrupted);
-        if let Some(w) = self.server.lock().unwrap().as_ref() {
-            w.health.interrupt(interrupted);
-        }
-    }
-
-    /// Posts warnings about the frames and about the settings (never under the state lock).
-    fn post_warnings(&self, frames: Vec<String>, settings: Vec<String>) {
-        for warning in frames {
-            gst::element_imp_warning!(self, gst::CoreError::Negotiation, ("{warning}"));
-        }
-        for warning in settings {
-            gst::element_imp_warning!(self, gst::LibraryError::Settings, ("{warning}"));
-        }
-    }
-
-    /// Waits for the server's answers to a buffer's requests and parses them. `None`: the
-    /// server did not answer (`on-server-failure=drop`) and the frames go on without results.
-    fn finish_remote(
-        &self,
-        batches: Vec<crate::inference::RemoteBatch>,
-        frames: usize,
-        work: &mut Work,
-    ) -> Result<Option<Vec<ItemResult>>, gst::FlowError> {
-        let mut results = Vec::new();
-        let mut unanswered = None;
-        for batch in batches {
-            match self.wait_for_server(&batch.call)? {
-                Ok(outputs) => {
-                    self.report_recovery();
-                    if unanswered.is_some() {
-                        continue;
-                    }
-                    let t = Instant::now();
-                    let mut guard = self.state.lock().unwrap();
-                    let Some(state) = guard.as_mut() else {
-                        return Err(gst::FlowError::Flushing);
-                    };
-                    let parsed =
-                        state
-                            .inference
-                            .finish_remote(&batch.letterboxes, &batch.sizes, outputs);
-                    let settings_warnings = state.inference.take_warnings();
-                    drop(guard);
-                    self.post_warnings(Vec::new(), settings_warnings);
-                    let parsed = parsed.map_err(|m| {
-                        gst::element_imp_error!(
-                            self,
-                            gst::StreamError::Decode,
-                            ("Parsing the model outputs: {m}")
-                        );
-                        gst::FlowError::Error
-                    })?;
-                    work.items += parsed.len() as u64;
-                    work.engine_calls += 1;
-                    work.times[2] += t.elapsed();
-                    results.extend(parsed);
-                }
-                Err(RemoteError::Unavailable(reason)) => unanswered = Some(reason),
-                Err(e) => {
-                    let url = self.server_url();
-                    gst::element_imp_error!(
-                        self,
-                        gst::ResourceError::Read,
-                        ("Inference server {url}: {e}")
-                    );
-                    return Err(gst::FlowError::Error);
-                }
-            }
-        }
-        if let Some(reason) = unanswered {
-            self.stats.lock().unwrap().server_dropped += frames as u64;
-            if let Some(w) = self.server.lock().unwrap().as_mut() {
-                w.dropped += frames as u64;
-            }
-            // Reported even when the server answered again meanwhile: these frames met it.
-            self.watch_outage(Some(&reason))?;
-            return Ok(None);
-        }
-        Ok(Some(results))
-    }
-
-    fn server_url(&self) -> String {
-        self.server
-            .lock()
-            .unwrap()
-            .as_ref()
-            .map_or_else(String::new, |w| w.url.clone())
-    }
-
-    /// Waits for a call's answer, reporting an outage while it lasts; `Flushing` when the
-    /// element flushes or stops meanwhile (the call is then abandoned).
-    fn wait_for_server(
-        &self,
-        call: &crate::engine::remote::RemoteCall,
-    ) -> Result<RemoteResult, gst::FlowError> {
-        loop {
-            if let Poll::Ready(result) = call.wait_for(Duration::from_millis(100)) {
-                return Ok(result);
-            }
-            if self.flight.interrupted() {
-                return Err(gst::FlowError::Flushing);
-            }
-            self.watch_outage(None)?;
-        }
-    }
-
-    /// Reports an outage of the server once (a warning and a `<factory>-server-lost` message):
-    /// the one going on, or the one that made a frame go without results (`failure`, which may
-    /// have ended since). Fails once an outage has lasted `server-give-up` seconds with frames
-    /// being dropped (while waiting, the request itself gives up).
-    fn watch_outage(&self, failure: Option<&str>) -> Result<(), gst::FlowError> {
-        let mut guard = self.server.lock().unwrap();
-        let Some(w) = guard.as_mut() else {
-            return Ok(());
-        };
-        let ongoing = w.health.outage();
-        let reason = match (&ongoing, failure) {
-            (Some(outage), _) => outage.reason.clone(),
-            (None, Some(failure)) => failure.to_string(),
-            (None, None) => return Ok(()),
-        };
-        let url = w.url.clone();
-        let give_up = ongoing.as_ref().and_then(|outage| {
-            w.give_up
-                .filter(|g| w.on_failure == ServerFailure::Drop && outage.since.elapsed() >= *g)
-        });
-        let first = !std::mem::replace(&mut w.warned, true);
-        let on_failure = w.on_failure;
-        drop(guard);
-        if let Some(give_up) = give_up {
-            gst::element_imp_error!(
-                self,
-                gst::ResourceError::Read,
-                (
-                    "Inference server {url} has not answered for {} s: {}",
-                    give_up.as_secs(),
-                    reason
-                ),
-                [
-                    "server-give-up={}; set 0 to never give up",
-                    give_up.as_secs()
-                ]
-            );
-            return Err(gst::FlowError::Error);
-        }
-        if first {
-            let what = match on_failure {
-                ServerFailure::Wait => {
-                    "holding the stream until it answers (on-server-failure=wait)"
-                }
-                ServerFailure::Drop => {
-                    "frames pass on without results until it answers (on-server-failure=drop)"
-                }
-            };
-            gst::element_imp_warning!(
-                self,
-                gst::ResourceError::Read,
-                (
-                    "Inference server {url} does not answer ({}): {what}",
-                    reason
-                )
-            );
-            let structure = gst::Structure::builder(format!("{}-server-lost", self.factory_name()))
-                .field("server", &url)
-                .field("reason", &reason)
-                .build();
-            let _ = self.obj().post_message(
-                gst::message::Element::builder(structure)
-                    .src(&*self.obj())
-                    .build(),
-            );
-        }
-        Ok(())
-    }
-
-    /// Reports the end of an outage: a `<factory>-server-recovered` message with its length and
-    /// the frames dropped in it. Only for an outage reported lost, and only once the server
-    /// answers again: an answer older than the outage (frames leave in order, answers come
-    /// as they come) waits for a later one. An outage that no frame met is not reported.
-    fn report_recovery(&self) {
-        let mut guard = self.server.lock().unwrap();
-        let Some(w) = guard.as_mut() else {
-            return;
-        };
-        if !w.warned || w.health.outage().is_some() {
-            return;
-        }
-        let Some(outage) = w.health.take_ended() else {
-            return;
-        };
-        w.warned = false;
-        let dropped = std::mem::take(&mut w.dropped);
-        let url = w.url.clone();
-        drop(guard);
-        let ms = outage.since.elapsed().as_millis() as u64;
-        gst::info!(
-            CAT,
-            imp = self,
-            "inference server {url} answers again after {ms} ms ({} failed attempts, {dropped} \
-             frames dropped)",
-            outage.failures
-        );
-        let structure =
-            gst::Structure::builder(format!("{}-server-recovered", self.factory_name()))
-                .field("server", &url)
-                .field("outage-ms", ms)
-                .field("failures", outage.failures)
-                .field("dropped", dropped)
-                .build();
-        let _ = self.obj().post_message(
-            gst::message::Element::builder(structure)
-                .src(&*self.obj())
-                .build(),
-        );
-    }
-
-    /// Counts frames passed on without results because every request in flight was taken, with
-    /// a warning at most every 10 s.
-    fn count_busy_drop(&self, frames: usize) {
-        let total = {
-            let mut st = self.stats.lock().unwrap();
-            st.server_dropped += frames as u64;
-            st.server_dropped
-        };
-        let mut guard = self.server.lock().unwrap();
-        let Some(w) = guard.as_mut() else {
-            return;
-        };
-        if w.last_busy_warning
-            .is_some_and(|t| t.elapsed() < BUSY_WARNING_EVERY)
-        {
-            return;
-        }
-        w.last_busy_warning = Some(Instant::now());
-        let url = w.url.clone();
-        drop(guard);
-        let in_flight = self
-            .state
-            .lock()
-            .unwrap()
-            .as_ref()
-            .map_or(0, |s| s.inference.config().remote.requests_in_flight);
-        gst::element_imp_warning!(
-            self,
-            gst::ResourceError::Busy,
-            ("Inference server {url} is slower than the stream: all {in_flight} \
-                 requests-in-flight are taken, frames pass on without results ({total} so far)")
-        );
-    }
-
-    /// Warns once that a model fixed to batch 1 runs a batch frame by frame.
-    fn warn_fixed_batch(
-        &self,
-        state: &mut State,
-        frames: usize,
-        number: u64,
-        warnings: &mut Vec<String>,
-    ) {
-        if frames > 1
-            && state.inference.should_infer(number)
-            && state.inference.fixed_batch() == Some(1)
-            && !std::mem::replace(&mut state.warned_fixed_batch, true)
-        {
-            warnings.push(
-                "The model has a fixed batch size of 1: the frames of each batch are run one by \
-                 one"
-                .into(),
-            );
-        }
-    }
-
-    /// Runs the engine on `crops` of `buf`, on the GPU path when the frames are in GPU memory.
-    /// With `sent`, the engine calls go to the inference server and are collected there.
-    fn run_crops(
-        &self,
-        state: &mut State,
-        buf: &gst::BufferRef,
-        crops: &[Crop],
-        sent: Option<&mut Vec<crate::inference::RemoteBatch>>,
-    ) -> Result<(Vec<ItemResult>, Work), FrameError> {
-        let source = state.source.as_ref().expect("caps are set before buffers");
-        match state.memory {
-            MemoryKind::System => {
-                crops::infer_crops(&mut state.inference, source, buf, crops, sent)
-            }
-            #[cfg(feature = "cuda")]
-            memory @ (MemoryKind::Cuda | MemoryKind::Nvmm) => state.gpu.infer_crops(
-                &mut state.inference,
-                memory,
-                source,
-                buf,
-                crops,
-                &|m| gst::info!(CAT, imp = self, "{m}"),
-                sent,
-            ),
-            #[cfg(not(feature = "cuda"))]
-            other => Err((
-                gst::StreamError::Format,
-                format!("frames in {other:?} memory are not supported by this build"),
-            )),
-        }
-    }
-
-    /// Primary mode: infers whole frames (every `interval + 1`-th buffer) and adds the objects
-    /// found to their frames.
-    fn infer_frames(
-        &self,
-        state: &mut State,
-        buf: &mut gst::BufferRef,
-        frames: usize,
-        single_size: Option<(u32, u32)>,
-        warnings: &mut Vec<String>,
-    ) -> Outcome {
-        let buffer_num = state.buffers;
-        state.buffers += 1;
-        self.warn_fixed_batch(state, frames, buffer_num, warnings);
-        let inferred = if frames > 0 && state.inference.should_infer(buffer_num) {
-            let crops: Vec<Crop> = (0..frames).map(|frame| Crop { frame, roi: None }).collect();
-            Some(self.run_crops(state, buf, &crops, None)?)
-        } else {
-            None
-        };
-        let component = state.inference.config().gie_unique_id;
-        let pts = buf.pts();
-        let (results, work) = inferred.map_or((None, None), |(r, w)| (Some(r), Some(w)));
-        attach_primary(buf, buffer_num, single_size, pts, component, results);
-        Ok((work, PlanCounts::default()))
-    }
-
-    /// Secondary mode: infers the selected objects of every frame in engine calls of up to
-    /// `batch-size`, reuses fresh cached results of tracked objects, and attaches each result
-    /// to its object.
-    fn classify_objects(
-        &self,
-        state: &mut State,
-        buf: &mut gst::BufferRef,
-        warnings: &mut Vec<String>,
-    ) -> Outcome {
-        let secondary = state.secondary.as_mut().expect("secondary mode");
-        let Some(meta) = BatchMeta::of(buf) else {
-            // No frame carries objects: nothing to classify.
-            return Ok((None, PlanCounts::default()));
-        };
-        let batch = meta.batch();
-        warnings.extend(secondary.check_producer(batch));
-        let plan = secondary.plan(batch);
-        // Boxes refer to the frame size in the metadata: the pixels must have it too.
-        let source = state.source.as_ref().expect("caps are set before buffers");
-        let mut checked = None;
-        for t in &plan.targets {
-            if checked == Some(t.frame) {
-                continue;
-            }
-            checked = Some(t.frame);
-            let frame = &batch.frames[t.frame];
-            let (_, info) = frame_pixels(source, buf, t.frame)
-                .map_err(|e| (gst::StreamError::Format, e.to_string()))?;
-            if (info.width(), info.height()) != (frame.width, frame.height) {
-                return Err((
-                    gst::StreamError::Format,
-                    format!(
-                        "source {} frame {}: the metadata describes a {}x{} frame but its \
-                         pixels are {}x{}; object boxes cannot be cropped",
-                        frame.source_id,
-                        frame.frame_num,
-                        frame.width,
-                        frame.height,
-                        info.width(),
-                        info.height()
-                    ),
-                ));
-            }
-        }
-        let crops: Vec<Crop> = plan
-            .targets
-            .iter()
-            .map(|t| Crop {
-                frame: t.frame,
-                roi: Some(t.roi),
-            })
-            .collect();
-        let inferred = if crops.is_empty() {
-            None
-        } else {
-            Some(self.run_crops(state, buf, &crops, None)?)
-        };
-        let secondary = state.secondary.as_mut().expect("secondary mode");
-        let component = state.inference.config().gie_unique_id;
-        let counts = PlanCounts {
-            objects: plan.objects() as u64,
-            cached: plan.cached.len() as u64,
-        };
-        let mut meta = BatchMeta::get_or_add(buf);
-        let batch = meta.batch_mut();
-        let (results, work) = inferred.map_or((Vec::new(), None), |(r, w)| (r, Some(w)));
-        for (target, result) in plan.targets.iter().zip(results) {
-            let frame = &mut batch.frames[target.frame];
-            secondary.store(frame, target, &result);
-            secondary::attach(frame, target.object, result, component);
-        }
-        for (frame, object, result) in plan.cached {
-            secondary::attach(&mut batch.frames[frame], object, result, component);
-        }
-        for frame in &mut batch.frames {
-            frame.mark_component_run(component);
-        }
-        Ok((work, counts))
-    }
-}
-
-/// Primary mode: gives a plain frame its frame metadata and adds each frame's objects (when the
-/// buffer was inferred), marking the component as run.
-fn attach_primary(
-    buf: &mut gst::BufferRef,
-    number: u64,
-    single_size: Option<(u32, u32)>,
-    pts: Option<gst::ClockTime>,
-    component: i32,
-    results: Option<Vec<ItemResult>>,
-) {
-    let mut meta = BatchMeta::get_or_add(buf);
-    let batch = meta.batch_mut();
-    if let Some((width, height)) = single_size
-        && batch.frames.is_empty()
-    {
-        let mut frame = Frame::new(0, number, width, height);
-        frame.pts = pts;
-        batch.frames.push(frame);
-    }
-    let Some(results) = results else {
-        return;
-    };
-    for (frame, mut result) in batch.frames.iter_mut().zip(results) {
-        if let Some(map) = result.segmentation.take() {
-            frame.segmentation = Some(map);
-        }
-        let objects = result.into_frame_objects(frame.width, frame.height);
-        gst::log!(
-            CAT,
-            "source {} frame {}: {} objects",
-            frame.source_id,
-            frame.frame_num,
-            objects.len()
-        );
-        frame.objects.extend(objects);
-        frame.mark_component_run(component);
-    }
-}
-
-/// Drops a buffer in flight without pushing it, once its GPU work is done (its read-back
-/// memory may still be written until then); requests to a server are abandoned.
-fn discard(item: InFlight) {
-    #[cfg(feature = "cuda")]
-    if let Queued::Device(pending) = item.queued {
-        discard_all(pending);
-    }
-    #[cfg(not(feature = "cuda"))]
-    drop(item);
-}
-
-#[cfg(feature = "cuda")]
-fn discard_all(pending: Vec<crate::gpu::run::Pending>) {
-    for p in pending {
-        let _ = p.slot.done.synchronize();
-    }
-}

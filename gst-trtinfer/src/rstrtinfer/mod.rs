@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `rstrtinfer`: inference on video frames (primary) or on the objects found in them
 //! (secondary), attaching the results as [`BatchMeta`](ferrostream_core::BatchMeta).
 //!
@@ -97,16 +98,30 @@ use crate::inference::Inference;
 
 mod crops;
 mod flight;
+pub mod frames;
 mod imp;
 
 pub use crate::config::{
     Backend, BoxCoords, BoxFormat, ClusterMode, ColorFormat, Device, InputOrder, NetworkMode,
-    NetworkType, ParserKind, ProcessMode, Softmax,
+    NetworkType, ParserKind, ProcessMode, ServerFailure, Softmax,
 };
 
 glib::wrapper! {
     pub struct TrtInfer(ObjectSubclass<imp::TrtInfer>)
         @extends gst_base::BaseTransform, gst::Element, gst::Object;
+}
+
+impl TrtInfer {
+    /// Sets one of rstrtinfer's settings (see [`crate::settings::SETTINGS`]): for a subclass
+    /// that installs a setting's property again with its own default, and passes it on here.
+    pub fn set_setting(&self, pspec: &glib::ParamSpec, value: &glib::Value) {
+        self.imp().set_setting(pspec, value)
+    }
+
+    /// The value of one of rstrtinfer's settings.
+    pub fn setting(&self, name: &str) -> glib::Value {
+        self.imp().setting(name)
+    }
 }
 
 /// Opens the inference of a resolved configuration (the engine route of an element class).
@@ -185,19 +200,21 @@ pub mod subclass {
 }
 
 pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
+    use ferrostream_core::settings::GEnum;
     for ty in [
-        Backend::static_type(),
-        Device::static_type(),
-        NetworkType::static_type(),
-        ColorFormat::static_type(),
-        InputOrder::static_type(),
-        ParserKind::static_type(),
-        ClusterMode::static_type(),
-        BoxFormat::static_type(),
-        BoxCoords::static_type(),
-        Softmax::static_type(),
-        ProcessMode::static_type(),
-        NetworkMode::static_type(),
+        GEnum::<Backend>::static_type(),
+        GEnum::<Device>::static_type(),
+        GEnum::<NetworkType>::static_type(),
+        GEnum::<ColorFormat>::static_type(),
+        GEnum::<InputOrder>::static_type(),
+        GEnum::<ParserKind>::static_type(),
+        GEnum::<ClusterMode>::static_type(),
+        GEnum::<BoxFormat>::static_type(),
+        GEnum::<BoxCoords>::static_type(),
+        GEnum::<Softmax>::static_type(),
+        GEnum::<ProcessMode>::static_type(),
+        GEnum::<NetworkMode>::static_type(),
+        GEnum::<ServerFailure>::static_type(),
     ] {
         ty.mark_as_plugin_api(gst::PluginAPIFlags::empty());
     }

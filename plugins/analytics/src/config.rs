@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! rsanalytics' rules: read from an nvdsanalytics configuration file (DeepStream's INI format,
 //! as it is) or from element properties, and checked.
 //!
@@ -42,8 +43,13 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::LazyLock;
 
+use ferrostream_core::field;
 use ferrostream_core::ini::{ConfigError, Entry, IniFile, parse_list};
+use ferrostream_core::settings::{
+    Bool, Float, List, Mapped, Parsed, Source, Table, Text, UInt, setting,
+};
 
 use crate::geometry::{self, Point};
 
@@ -69,8 +75,21 @@ impl Mode {
         }
     }
 
-    pub fn parse(text: &str) -> Result<Self, String> {
-        match text {
+    /// The name a file's `mode` and the `line-mode`/`direction-mode` properties take.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Strict => "strict",
+            Mode::Balanced => "balanced",
+            Mode::Loose => "loose",
+        }
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text.trim() {
             "strict" => Ok(Mode::Strict),
             "balanced" => Ok(Mode::Balanced),
             "loose" => Ok(Mode::Loose),
@@ -78,6 +97,12 @@ impl Mode {
                 "unknown mode `{other}` (strict, balanced or loose)"
             )),
         }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -202,7 +227,7 @@ impl StreamRules {
         }
     }
 
-    fn extend(&mut self, other: StreamRules) {
+    pub fn extend(&mut self, other: StreamRules) {
         self.rois.extend(other.rois);
         self.crowding.extend(other.crowding);
         self.lines.extend(other.lines);
@@ -270,28 +295,338 @@ impl AnalyticsConfig {
     }
 
     pub fn from_ini(ini: &IniFile) -> Result<(Self, Vec<String>), ConfigError> {
-        let mut config = AnalyticsConfig::default();
-        let mut warnings = Vec::new();
-        let mut has_property = false;
-        for section in &ini.sections {
+        Settings::from_ini(ini).map(|(settings, warnings)| (settings.config, warnings))
+    }
+}
+
+/// Tuning that nvdsanalytics' format has no keys for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tuning {
+    /// Half the width of the band around a line inside which an object is on neither side,
+    /// in frame pixels.
+    pub hysteresis: f32,
+    /// How many past positions of a tracked object the direction is measured over.
+    pub direction_frames: usize,
+    /// The least movement over those frames, in frame pixels, for an object to have a direction.
+    pub min_movement: f32,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Self {
+            hysteresis: 4.0,
+            direction_frames: 10,
+            min_movement: 8.0,
+        }
+    }
+}
+
+/// The rules the element's properties add for every stream, next to the file's own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PropertyRules {
+    /// `label=x1;y1;...` polygons separated by `|` (see [`parse_shapes`]).
+    pub roi: String,
+    pub inverse_roi: bool,
+    pub overcrowding: String,
+    pub object_threshold: u32,
+    pub line_crossing: String,
+    pub extended: bool,
+    pub line_mode: Mode,
+    pub direction: String,
+    pub direction_mode: Mode,
+    /// nvdsanalytics' `class-id` list: empty or `-1` means every class.
+    pub class_ids: Vec<i32>,
+}
+
+impl Default for PropertyRules {
+    fn default() -> Self {
+        Self {
+            roi: String::new(),
+            inverse_roi: false,
+            overcrowding: String::new(),
+            object_threshold: 1,
+            line_crossing: String::new(),
+            extended: false,
+            line_mode: Mode::Loose,
+            direction: String::new(),
+            direction_mode: Mode::Balanced,
+            class_ids: Vec::new(),
+        }
+    }
+}
+
+impl PropertyRules {
+    /// The rules, checked like a file's, with errors naming the property and the shape.
+    pub fn rules(&self) -> Result<StreamRules, String> {
+        let classes = Classes::new(self.class_ids.clone());
+        let shapes = |name: &str, text: &str| {
+            parse_shapes(text).map_err(|m| format!("property {name}: {m}"))
+        };
+        let named = |name: &str, label: &str, m: String| format!("property {name}, `{label}`: {m}");
+        let mut all = StreamRules::default();
+        for (label, points) in shapes("roi", &self.roi)? {
+            all.rois.push(RoiRule {
+                polygon: polygon(points).map_err(|m| named("roi", &label, m))?,
+                label,
+                inverse: self.inverse_roi,
+                classes: classes.clone(),
+            });
+        }
+        for (label, points) in shapes("overcrowding", &self.overcrowding)? {
+            all.crowding.push(CrowdingRule {
+                polygon: polygon(points).map_err(|m| named("overcrowding", &label, m))?,
+                label,
+                threshold: self.object_threshold,
+                hold_ms: 0,
+                classes: classes.clone(),
+            });
+        }
+        for (label, points) in shapes("line-crossing", &self.line_crossing)? {
+            let (arrow, line) = line(&points).map_err(|m| named("line-crossing", &label, m))?;
+            all.lines.push(LineRule {
+                label,
+                arrow,
+                line,
+                extended: self.extended,
+                mode: self.line_mode,
+                classes: classes.clone(),
+            });
+        }
+        for (label, points) in shapes("direction", &self.direction)? {
+            all.directions.push(DirectionRule {
+                arrow: arrow(&points).map_err(|m| named("direction", &label, m))?,
+                label,
+                mode: self.direction_mode,
+                classes: classes.clone(),
+            });
+        }
+        Ok(all)
+    }
+}
+
+/// What rsanalytics' settings hold: the file's `[property]` keys and the element's properties,
+/// declared once in [`SETTINGS`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub config: AnalyticsConfig,
+    pub rules: PropertyRules,
+    pub tuning: Tuning,
+    pub post_messages: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            config: AnalyticsConfig::default(),
+            rules: PropertyRules::default(),
+            tuning: Tuning::default(),
+            post_messages: true,
+        }
+    }
+}
+
+/// Every setting of `rsanalytics` but `config-file-path`: the `[property]` keys of an
+/// nvdsanalytics file and the element's properties.
+pub static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
+    let mut t: Table<Settings> = Table::new("property");
+    t.file_property(
+        "nvdsanalytics configuration file (DeepStream's INI format); properties set on the \
+         element override its [property] keys and add rules for every stream",
+    );
+    let shapes = |text: &String, _| parse_shapes(text).map(drop);
+    // `setting::<Settings, _>`: `field!`'s closures must know the configuration type when
+    // they are checked, and a builder method's receiver gets no type from `add`.
+    t.add(
+        setting::<Settings, _>("enable", field!(config.enable), Bool)
+            .nick("Enable")
+            .blurb("Apply the rules (off: buffers pass unchanged)"),
+    )
+    .add(
+        setting::<Settings, _>("osd-mode", field!(config.osd_mode), UInt::range(0, 2))
+            .nick("OSD mode")
+            .blurb("What rsosd draws: 0 nothing, 1 shapes and labels, 2 also the counts"),
+    )
+    .add(
+        setting::<Settings, _>("config-width", field!(config.config_width), UInt::any())
+            .check(file_size)
+            .nick("Config width")
+            .blurb("Frame width the coordinates are given in (0: frame pixels)"),
+    )
+    .add(
+        setting::<Settings, _>("config-height", field!(config.config_height), UInt::any())
+            .check(file_size)
+            .nick("Config height")
+            .blurb("Frame height the coordinates are given in (0: frame pixels)"),
+    )
+    .add(
+        setting::<Settings, _>(
+            "display-font-size",
+            field!(config.display_font_size),
+            UInt::any(),
+        )
+        // nvdsanalytics ignores 0.
+        .merge(|size, current| {
+            if *size > 0 {
+                *current = *size;
+            }
+        })
+        .file_only(),
+    )
+    .add(
+        setting::<Settings, _>("display-obj-cnt", field!(config.display_obj_cnt), Bool).file_only(),
+    )
+    // DeepStream's sample files carry it; rsanalytics measures over each object's tracked
+    // path, so nothing needs it.
+    .accept("property", "obj-cnt-win-in-ms", UInt::any())
+    .add(
+        setting::<Settings, _>("roi", field!(rules.roi), Text::new())
+            .no_key()
+            .check(shapes)
+            .nick("Regions of interest")
+            .blurb("Polygons for every stream: label=x1;y1;x2;y2;x3;y3... items separated by |"),
+    )
+    .add(
+        setting::<Settings, _>("inverse-roi", field!(rules.inverse_roi), Bool)
+            .no_key()
+            .nick("Inverse ROI")
+            .blurb("Count the objects outside the roi polygons instead of inside"),
+    )
+    .add(
+        setting::<Settings, _>("overcrowding", field!(rules.overcrowding), Text::new())
+            .no_key()
+            .check(shapes)
+            .nick("Overcrowding regions")
+            .blurb("Polygons for every stream: label=x1;y1;x2;y2;x3;y3... items separated by |"),
+    )
+    .add(
+        setting::<Settings, _>(
+            "object-threshold",
+            field!(rules.object_threshold),
+            UInt::at_least(1),
+        )
+        .no_key()
+        .nick("Object threshold")
+        .blurb("Objects in an overcrowding region at which it is crowded"),
+    )
+    .add(
+        setting::<Settings, _>("line-crossing", field!(rules.line_crossing), Text::new())
+            .no_key()
+            .check(shapes)
+            .nick("Counting lines")
+            .blurb(
+                "Lines for every stream: label=ax1;ay1;ax2;ay2;lx1;ly1;lx2;ly2 (the forward \
+                 arrow, then the line) items separated by |",
+            ),
+    )
+    .add(
+        setting::<Settings, _>("extended", field!(rules.extended), Bool)
+            .no_key()
+            .nick("Extended lines")
+            .blurb("Count crossings of the whole infinite line, not only between its ends"),
+    )
+    .add(
+        setting::<Settings, _>("line-mode", field!(rules.line_mode), Parsed::<Mode>::new())
+            .no_key()
+            .nick("Line mode")
+            .blurb(
+                "How closely a crossing must follow the arrow: strict (30 degrees), balanced \
+                 (60) or loose (any)",
+            ),
+    )
+    .add(
+        setting::<Settings, _>("direction", field!(rules.direction), Text::new())
+            .no_key()
+            .check(shapes)
+            .nick("Directions")
+            .blurb("Named directions for every stream: label=x1;y1;x2;y2 items separated by |"),
+    )
+    .add(
+        setting::<Settings, _>(
+            "direction-mode",
+            field!(rules.direction_mode),
+            Parsed::<Mode>::new(),
+        )
+        .no_key()
+        .nick("Direction mode")
+        .blurb(
+            "How closely a movement must follow a direction: strict (30 degrees), balanced \
+             (60) or loose (90)",
+        ),
+    )
+    .add(
+        setting::<Settings, _>("class-ids", field!(rules.class_ids), List::<i32>::new())
+            .no_key()
+            .nick("Class ids")
+            .blurb("Classes the property rules apply to, ';'-separated (empty or -1: all)"),
+    )
+    .add(
+        setting::<Settings, _>(
+            "line-hysteresis",
+            field!(tuning.hysteresis),
+            Float::range(0.0, 1000.0),
+        )
+        .no_key()
+        .nick("Line hysteresis")
+        .blurb(
+            "Half-width in frame pixels of the band around a line in which an object is on \
+             neither side (absorbs jitter on the line)",
+        ),
+    )
+    .add(
+        setting::<Settings, _>(
+            "direction-frames",
+            field!(tuning.direction_frames),
+            Mapped::new(UInt::range(1, 1000), |n| n as usize, |&n: &usize| n as u32),
+        )
+        .no_key()
+        .nick("Direction frames")
+        .blurb("Frames of a tracked path the direction is measured over"),
+    )
+    .add(
+        setting::<Settings, _>(
+            "min-movement",
+            field!(tuning.min_movement),
+            Float::range(0.0, 10000.0),
+        )
+        .no_key()
+        .nick("Min movement")
+        .blurb("Least movement in frame pixels over direction-frames for a direction"),
+    )
+    .add(
+        setting::<Settings, _>("post-messages", field!(post_messages), Bool)
+            .no_key()
+            .nick("Post messages")
+            .blurb("Post line crossings and overcrowding changes as element messages"),
+    );
+    t
+});
+
+/// A file gives the frame size its coordinates are written for; a property may leave it 0
+/// (the frame's own pixels).
+fn file_size(size: &u32, source: Source) -> Result<(), String> {
+    if source == Source::File && *size == 0 {
+        Err("must be above 0".into())
+    } else {
+        Ok(())
+    }
+}
+
+impl Settings {
+    /// Reads an nvdsanalytics configuration file; returns it with the warnings to post.
+    pub fn load(path: &Path) -> Result<(Self, Vec<String>), ConfigError> {
+        Self::from_ini(&IniFile::load(path)?)
+    }
+
+    pub fn from_ini(ini: &IniFile) -> Result<(Self, Vec<String>), ConfigError> {
+        let mut settings = Settings::default();
+        let warnings = SETTINGS.read_ini(ini, &mut settings, |section, settings, warnings| {
             let section_error = |message: String| ConfigError {
                 path: ini.path.clone(),
                 line: section.line,
                 message,
             };
-            if section.name == "property" {
-                has_property = true;
-                read_property(ini, &section.entries, &mut config, &mut warnings)?;
-                continue;
-            }
             let Some((kind, stream)) = SectionKind::parse(&section.name) else {
-                warnings.push(format!(
-                    "{}:{}: section [{}] is not an nvdsanalytics section; ignored",
-                    ini.path.display(),
-                    section.line,
-                    section.name
-                ));
-                continue;
+                return Ok(false);
             };
             let stream = stream.map_err(section_error)?;
             let mut reader = SectionReader::new(ini, &section.entries, kind);
@@ -311,11 +646,17 @@ impl AnalyticsConfig {
                     section.line,
                     section.name
                 ));
-                continue;
+            } else {
+                settings
+                    .config
+                    .streams
+                    .entry(stream)
+                    .or_default()
+                    .extend(rules);
             }
-            config.streams.entry(stream).or_default().extend(rules);
-        }
-        if !has_property {
+            Ok(true)
+        })?;
+        if !ini.sections.iter().any(|s| s.name == "property") {
             return Err(ConfigError {
                 path: ini.path.clone(),
                 line: 0,
@@ -324,66 +665,21 @@ impl AnalyticsConfig {
                     .into(),
             });
         }
-        Ok((config, warnings))
-    }
-}
-
-fn read_property(
-    ini: &IniFile,
-    entries: &[Entry],
-    config: &mut AnalyticsConfig,
-    warnings: &mut Vec<String>,
-) -> Result<(), ConfigError> {
-    let mut width = None;
-    let mut height = None;
-    for e in entries {
-        match e.key.as_str() {
-            "enable" => config.enable = ini.bool_value(e)?,
-            "config-width" => width = Some(positive(ini, e)?),
-            "config-height" => height = Some(positive(ini, e)?),
-            "osd-mode" => {
-                let mode: u32 = ini.value(e)?;
-                if mode > 2 {
-                    return Err(ini.error(e, "must be 0, 1 or 2"));
-                }
-                config.osd_mode = mode;
-            }
-            "display-font-size" => {
-                let size: u32 = ini.value(e)?;
-                if size > 0 {
-                    config.display_font_size = size;
-                }
-            }
-            "display-obj-cnt" => config.display_obj_cnt = ini.bool_value(e)?,
-            // The history nvdsanalytics smooths box heights over; rsanalytics uses the tracked
-            // path instead.
-            "obj-cnt-win-in-ms" => {
-                ini.value::<u32>(e)?;
-            }
-            _ => warnings.push(format!(
-                "{}:{}: unknown key `{}` in [property]; ignored",
-                ini.path.display(),
-                e.line,
-                e.key
-            )),
+        let missing = |key: &str| ConfigError {
+            path: ini.path.clone(),
+            line: 0,
+            message: format!(
+                "[property] has no {key} (the frame size the coordinates are given in)"
+            ),
+        };
+        if settings.config.config_width == 0 {
+            return Err(missing("config-width"));
         }
+        if settings.config.config_height == 0 {
+            return Err(missing("config-height"));
+        }
+        Ok((settings, warnings))
     }
-    let missing = |key: &str| ConfigError {
-        path: ini.path.clone(),
-        line: 0,
-        message: format!("[property] has no {key} (the frame size the coordinates are given in)"),
-    };
-    config.config_width = width.ok_or_else(|| missing("config-width"))?;
-    config.config_height = height.ok_or_else(|| missing("config-height"))?;
-    Ok(())
-}
-
-fn positive(ini: &IniFile, e: &Entry) -> Result<u32, ConfigError> {
-    let v: u32 = ini.value(e)?;
-    if v == 0 {
-        return Err(ini.error(e, "must be above 0"));
-    }
-    Ok(v)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -466,7 +762,7 @@ impl<'a> SectionReader<'a> {
                 ("time-threshold", SectionKind::Crowding) => hold_ms = ini.value(e)?,
                 ("extended", SectionKind::Line) => extended = ini.bool_value(e)?,
                 ("mode", SectionKind::Line | SectionKind::Direction) => {
-                    mode = Mode::parse(&e.value).map_err(|m| ini.error(e, m))?
+                    mode = e.value.parse().map_err(|m: String| ini.error(e, m))?
                 }
                 (key, _) => match shape_label(key, kind) {
                     Some(label) if !label.is_empty() => {
@@ -760,6 +1056,11 @@ mod tests {
         assert!(warnings[3].contains("[tiler]"));
         assert!(!c.streams.contains_key(&0));
         assert_eq!(c.streams[&1].rois.len(), 1);
+    }
+
+    #[test]
+    fn the_settings_table_checks_out() {
+        SETTINGS.check(&Settings::default()).unwrap();
     }
 
     #[test]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Plane geometry for region and line rules, in pixels (y grows downwards).
 
 /// A point `[x, y]`.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Analytics on tracked objects for Ferrostream: regions of interest, line crossing,
 //! overcrowding and direction detection (`rsanalytics`), configured like DeepStream's
 //! nvdsanalytics.

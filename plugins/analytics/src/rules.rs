@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The rules at work: per source, which objects are in which region, which tracked objects
 //! crossed which line and in which direction, which regions are crowded, and where objects move.
 //!
@@ -16,7 +17,7 @@ use ferrostream_core::{
     Shape, ShapeKind,
 };
 
-use crate::config::{AnalyticsConfig, StreamRules};
+use crate::config::{AnalyticsConfig, CrowdingRule, StreamRules, Tuning};
 use crate::geometry::{self, Line, Point};
 
 /// What happened in a frame that an application may want to hear about at once.
@@ -44,28 +45,6 @@ pub enum Event {
         count: u32,
         threshold: u32,
     },
-}
-
-/// Tuning that nvdsanalytics' format has no keys for.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Tuning {
-    /// Half the width of the band around a line inside which an object is on neither side,
-    /// in frame pixels.
-    pub hysteresis: f32,
-    /// How many past positions of a tracked object the direction is measured over.
-    pub direction_frames: usize,
-    /// The least movement over those frames, in frame pixels, for an object to have a direction.
-    pub min_movement: f32,
-}
-
-impl Default for Tuning {
-    fn default() -> Self {
-        Self {
-            hysteresis: 4.0,
-            direction_frames: 10,
-            min_movement: 8.0,
-        }
-    }
 }
 
 /// Which side of a line a tracked object was last seen on, beyond the band, and where.
@@ -349,39 +328,14 @@ impl Analyzer {
             }
         }
 
-        let now = frame.pts.map(gst::ClockTime::nseconds);
-        for (i, r) in rules.crowding.iter().enumerate() {
-            let count = crowd_counts[i];
-            let crowded = count >= r.threshold;
-            result.overcrowding.insert(
-                r.label.clone(),
-                Crowding {
-                    count,
-                    threshold: r.threshold,
-                    crowded,
-                },
-            );
-            let s = &mut state.crowding[i];
-            if crowded == s.reported {
-                s.changed_since = None;
-                continue;
-            }
-            let since = *s.changed_since.get_or_insert(now.unwrap_or(0));
-            let held_ns = now.unwrap_or(0).saturating_sub(since);
-            if held_ns >= u64::from(r.hold_ms) * 1_000_000 || now.is_none() {
-                s.reported = crowded;
-                s.changed_since = None;
-                events.push(Event::Crowding {
-                    source_id: frame.source_id,
-                    frame_num: frame.frame_num,
-                    pts: frame.pts,
-                    region: r.label.clone(),
-                    crowded,
-                    count,
-                    threshold: r.threshold,
-                });
-            }
-        }
+        report_crowding(
+            &rules.crowding,
+            &mut state.crowding,
+            &crowd_counts,
+            frame,
+            &mut result,
+            events,
+        );
         for (rule, counts) in rules.lines.iter().zip(&state.totals) {
             result.lines.insert(rule.label.clone(), counts.clone());
         }
@@ -391,6 +345,51 @@ impl Analyzer {
             .retain(|_, t| t.last_frame + STALE_FRAMES >= frame_num);
         frame.analytics = Some(result);
         notes
+    }
+}
+
+/// Overcrowding: each region's count in this frame, and an event when a region's state changed
+/// and held for its `time-threshold` (at once for frames without a timestamp).
+fn report_crowding(
+    rules: &[CrowdingRule],
+    states: &mut [CrowdState],
+    counts: &[u32],
+    frame: &Frame,
+    result: &mut FrameAnalytics,
+    events: &mut Vec<Event>,
+) {
+    let now = frame.pts.map(gst::ClockTime::nseconds);
+    for (i, r) in rules.iter().enumerate() {
+        let count = counts[i];
+        let crowded = count >= r.threshold;
+        result.overcrowding.insert(
+            r.label.clone(),
+            Crowding {
+                count,
+                threshold: r.threshold,
+                crowded,
+            },
+        );
+        let s = &mut states[i];
+        if crowded == s.reported {
+            s.changed_since = None;
+            continue;
+        }
+        let since = *s.changed_since.get_or_insert(now.unwrap_or(0));
+        let held_ns = now.unwrap_or(0).saturating_sub(since);
+        if held_ns >= u64::from(r.hold_ms) * 1_000_000 || now.is_none() {
+            s.reported = crowded;
+            s.changed_since = None;
+            events.push(Event::Crowding {
+                source_id: frame.source_id,
+                frame_num: frame.frame_num,
+                pts: frame.pts,
+                region: r.label.clone(),
+                crowded,
+                count,
+                threshold: r.threshold,
+            });
+        }
     }
 }
 

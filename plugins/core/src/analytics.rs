@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Plain analytics data: what a buffer carries through a Ferrostream pipeline.
 //!
 //! A buffer carries one [`Batch`] (in a [`BatchMeta`](crate::meta::BatchMeta)); a plain video
@@ -9,6 +10,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "gst")]
 use crate::display::DisplayElement;
 
 /// A rectangle in frame pixels.
@@ -324,6 +326,7 @@ impl Object {
         self.tracker_bbox.unwrap_or(self.detector_bbox)
     }
 
+    #[cfg(feature = "gst")]
     fn scale(&mut self, sx: f32, sy: f32) {
         self.detector_bbox = self.detector_bbox.scaled(sx, sy);
         self.tracker_bbox = self.tracker_bbox.map(|b| b.scaled(sx, sy));
@@ -331,6 +334,7 @@ impl Object {
 }
 
 /// One frame of a batch and everything known about it.
+#[cfg(feature = "gst")]
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Frame {
     /// Source (camera) id; the muxer's pad index for batched streams, 0 for a single stream.
@@ -366,6 +370,7 @@ pub struct Frame {
     pub user_meta: BTreeMap<String, serde_json::Value>,
 }
 
+#[cfg(feature = "gst")]
 impl Frame {
     pub fn new(source_id: u32, frame_num: u64, width: u32, height: u32) -> Self {
         Self {
@@ -417,11 +422,13 @@ impl Frame {
 }
 
 /// The frames a buffer carries.
+#[cfg(feature = "gst")]
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Batch {
     pub frames: Vec<Frame>,
 }
 
+#[cfg(feature = "gst")]
 impl Batch {
     /// A batch holding one frame.
     pub fn single(frame: Frame) -> Self {
@@ -457,6 +464,7 @@ mod tests {
         assert_eq!(outside.area(), 0.0);
     }
 
+    #[cfg(feature = "gst")]
     #[test]
     fn rescale_moves_both_boxes() {
         let mut frame = Frame::new(0, 0, 200, 100);

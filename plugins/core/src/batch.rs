@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Batches of frames from several sources, as `rsstreammux` makes them.
 //!
 //! A batch is a buffer whose caps carry the [`BATCH_FEATURE`] caps feature, e.g.
@@ -9,11 +10,8 @@
 //! Every Ferrostream element also takes plain `video/x-raw`: a plain buffer is a batch of one whose
 //! pixels are the buffer itself. [`FrameSource`] and [`frame_pixels`] hide the difference.
 
-use std::sync::Arc;
-
-use gst::glib;
-
 use crate::meta::BatchMeta;
+pub use crate::surface::{SourceStream, Surface};
 
 /// The caps feature of a batch.
 pub const BATCH_FEATURE: &str = "ferrostream:batch";
@@ -115,36 +113,6 @@ pub fn any_batch_caps() -> gst::Caps {
 pub fn is_batch(caps: &gst::CapsRef) -> bool {
     caps.features(0)
         .is_some_and(|features| features.contains(BATCH_FEATURE))
-}
-
-/// A source's stream as the muxer last saw it: what a demuxer needs to reproduce it.
-#[derive(Debug, Clone)]
-pub struct SourceStream {
-    /// The source id, i.e. the muxer's sink pad index.
-    pub source_id: u32,
-    /// The source's caps (plain `video/x-raw`).
-    pub caps: gst::Caps,
-    /// The caps, parsed.
-    pub info: gst_video::VideoInfo,
-    /// The source's segment: the frames keep their own timestamps.
-    pub segment: gst::FormattedSegment<gst::ClockTime>,
-    /// The source's stream id, from its `stream-start`.
-    pub stream_id: Option<glib::GString>,
-}
-
-/// The pixels of one frame of a batch: a source buffer kept alive by the batch, and the stream it
-/// belongs to (shared by the frames of one source until its caps or segment change).
-#[derive(Debug, Clone)]
-pub struct Surface {
-    pub buffer: gst::Buffer,
-    pub stream: Arc<SourceStream>,
-}
-
-impl Surface {
-    /// The layout of the surface's pixels.
-    pub fn info(&self) -> &gst_video::VideoInfo {
-        &self.stream.info
-    }
 }
 
 /// How an element receives frames, decided by its negotiated caps.

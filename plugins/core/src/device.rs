@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Frames in GPU memory, described by device addresses: the common currency between the memory a
 //! frame arrives in (GStreamer CUDA memory, NvBufSurface) and the kernels that read or draw on it.
 //! Plain data, with no CUDA dependency, so every crate can name it.

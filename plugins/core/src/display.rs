@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Display elements: text, rectangles and lines that an application asks `rsosd` to draw on a
 //! frame (DeepStream's display meta), in pixels of the frame the metadata describes.
 //!

@@ -1,4 +1,45 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Small helpers shared by the elements' boilerplate.
+
+#[doc(hidden)]
+pub use gst as __gst;
+
+/// The `ElementImpl` of a metadata element (one that passes every buffer on and reads or adds
+/// analytics metadata): its long name, classification and description, and the shared any-caps
+/// pad templates ([`any_caps_pad_templates`](crate::element::any_caps_pad_templates)).
+///
+/// ```ignore
+/// ferrostream_core::metadata_element_impl!(
+///     RsTracker,
+///     "Ferrostream tracker",
+///     "Filter/Analytics/Video",
+///     "Tracks the detected objects across frames and gives them stable ids",
+/// );
+/// ```
+#[macro_export]
+macro_rules! metadata_element_impl {
+    ($imp:ty, $longname:expr, $classification:expr, $description:expr $(,)?) => {
+        impl $crate::element::__gst::subclass::prelude::ElementImpl for $imp {
+            fn metadata() -> Option<&'static $crate::element::__gst::subclass::ElementMetadata> {
+                static METADATA: std::sync::LazyLock<
+                    $crate::element::__gst::subclass::ElementMetadata,
+                > = std::sync::LazyLock::new(|| {
+                    $crate::element::__gst::subclass::ElementMetadata::new(
+                        $longname,
+                        $classification,
+                        $description,
+                        "Ferrostream developers",
+                    )
+                });
+                Some(&*METADATA)
+            }
+
+            fn pad_templates() -> &'static [$crate::element::__gst::PadTemplate] {
+                $crate::element::any_caps_pad_templates()
+            }
+        }
+    };
+}
 
 /// The always-present `sink` and `src` pad templates of a one-in, one-out element.
 pub fn filter_pad_templates(caps: &gst::Caps) -> Vec<gst::PadTemplate> {
@@ -12,6 +53,14 @@ pub fn filter_pad_templates(caps: &gst::Caps) -> Vec<gst::PadTemplate> {
             .expect("valid static pad template")
     })
     .collect()
+}
+
+/// The `sink` and `src` templates, of any caps, of an element that passes every buffer on
+/// (the metadata elements): one shared set.
+pub fn any_caps_pad_templates() -> &'static [gst::PadTemplate] {
+    static TEMPLATES: std::sync::LazyLock<Vec<gst::PadTemplate>> =
+        std::sync::LazyLock::new(|| filter_pad_templates(&gst::Caps::new_any()));
+    TEMPLATES.as_ref()
 }
 
 /// Posts a warning when a property that the element only reads as it starts (flagged

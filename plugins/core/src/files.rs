@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Reading the files an operator names (configurations, label files, models, certificates,
 //! fonts): only regular files, and never more than a bound chosen for what the file is.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Reader for DeepStream-style INI configuration files (GKeyFile syntax).
 //!
 //! `[section]` headers, `key=value` lines, `#` or `;` comments on their own line, lists separated

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The JSON form of a frame's metadata: one object per frame.
 //!
 //! This schema is a contract with other tools; fields may be added, never renamed:

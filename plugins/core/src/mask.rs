@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Segmentation results in run-length form: an instance mask per object (covering its box) and
 //! a class map per frame (semantic segmentation). Run lengths keep both small in metadata and in
 //! JSON: a person's mask is a few hundred numbers, not tens of thousands of cells.

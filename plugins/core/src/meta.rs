@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `BatchMeta`: the GstMeta that carries a [`Batch`] on a buffer.
 //!
 //! The meta API is tagged `video` and `size`, so standard video elements keep it: buffer copies
@@ -28,7 +29,7 @@ use gst::glib::translate::{IntoGlib, from_glib};
 use gst::meta::{MetaAPI, MetaAPIExt};
 
 use crate::analytics::Batch;
-use crate::batch::Surface;
+use crate::surface::Surface;
 
 /// Name of the meta API GType. Carries a layout version because the meta holds Rust data: two
 /// builds with different `Batch` layouts in one process must not read each other's metas.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Where Ferrostream looks for models and keeps downloaded files.
 //!
 //! Model files named without a directory (`onnx-file=centerface.onnx`) that are not found next to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Builds a detection pipeline in code and prints the objects of every frame, read from the
 //! analytics metadata in a pad probe. This is how an application consumes Ferrostream.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The Ferrostream GStreamer plugin (`libgstferrostream.so`): registers every element and the
 //! analytics metadata, once.
 //!
@@ -27,9 +28,9 @@ fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
             "another copy of the Ferrostream library is already loaded in this process"
         ));
     }
-    ferrostream_core::metaexport::register(plugin)?;
+    ferrostream_metaexport::register(plugin)?;
     #[cfg(feature = "cuda")]
-    ferrostream_core::nvmmtestsrc::register(plugin)?;
+    ferrostream_nvmmtestsrc::register(plugin)?;
     gst_trtinfer::rstrtinfer::register(plugin)?;
     gst_dlainfer::rsdlainfer::register(plugin)?;
     gst_tracker::rstracker::register(plugin)?;
@@ -45,9 +46,10 @@ gst::plugin_define!(
     ferrostream,
     env!("CARGO_PKG_DESCRIPTION"),
     plugin_init,
-    env!("CARGO_PKG_VERSION"),
+    concat!(env!("CARGO_PKG_VERSION"), "-", env!("COMMIT_ID")),
     "MIT/X11",
     env!("CARGO_PKG_NAME"),
     "Ferrostream",
-    env!("CARGO_PKG_REPOSITORY")
+    env!("CARGO_PKG_REPOSITORY"),
+    env!("BUILD_REL_DATE")
 );

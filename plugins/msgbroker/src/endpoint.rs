@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The broker address: `host:port`, `host`, or a URL whose scheme names the protocol
 //! (`mqtt://`, `mqtts://`, `amqp://`, `amqps://`, `redis://`, `rediss://`, `kafka://`); a
 //! scheme ending in `s` turns TLS on. An AMQP URL's path is the virtual host, a Redis URL's the
@@ -5,35 +6,25 @@
 
 use std::fmt;
 
-use gst::glib;
-
-/// The broker protocol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, glib::Enum)]
-#[enum_type(name = "GstRsMsgBrokerProtocol")]
-pub enum Protocol {
-    /// MQTT 3.1.1, QoS 1.
-    #[default]
-    #[enum_value(name = "MQTT 3.1.1 (QoS 1)", nick = "mqtt")]
-    Mqtt,
-    /// AMQP 0-9-1 with publisher confirms.
-    #[enum_value(name = "AMQP 0-9-1 (publisher confirms)", nick = "amqp")]
-    Amqp,
-    /// Redis Streams (XADD).
-    #[enum_value(name = "Redis Streams (XADD)", nick = "redis")]
-    Redis,
-    /// Kafka (librdkafka).
-    #[enum_value(name = "Kafka (librdkafka)", nick = "kafka")]
-    Kafka,
+ferrostream_core::choice_enum! {
+    /// The broker protocol.
+    #[derive(Default)]
+    pub enum Protocol: "GstRsMsgBrokerProtocol" {
+        /// MQTT 3.1.1, QoS 1.
+        #[default]
+        Mqtt = 0 => ("mqtt", "MQTT 3.1.1 (QoS 1)"),
+        /// AMQP 0-9-1 with publisher confirms.
+        Amqp = 1 => ("amqp", "AMQP 0-9-1 (publisher confirms)"),
+        /// Redis Streams (XADD).
+        Redis = 2 => ("redis", "Redis Streams (XADD)"),
+        /// Kafka (librdkafka).
+        Kafka = 3 => ("kafka", "Kafka (librdkafka)"),
+    }
 }
 
 impl Protocol {
     pub fn name(self) -> &'static str {
-        match self {
-            Protocol::Mqtt => "mqtt",
-            Protocol::Amqp => "amqp",
-            Protocol::Redis => "redis",
-            Protocol::Kafka => "kafka",
-        }
+        ferrostream_core::settings::Choice::nick(self)
     }
 
     pub fn default_port(self, tls: bool) -> u16 {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Object events from a stream of frames: an object appeared (the first frame of a tracker id),
 //! left (its track ended), or crossed a counting line.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Ferrostream event export: the `rsmsgbroker` element sends frame metadata and object events
 //! (appeared, left, line crossed) to a message broker (MQTT, AMQP 0-9-1, Redis Streams, Kafka)
 //! with at-least-once delivery. See `docs/EVENTS.md` for the payloads and guarantees.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Message bodies: frames and object events as JSON, in Ferrostream's schema or in DeepStream's
 //! "minimal" schema, each with a unique message id and its source id.
 //!
@@ -19,25 +20,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use ferrostream_core::json::{FrameRecord, ObjectRecord};
 use ferrostream_core::{Crossing, Frame};
-use gst::glib;
 use serde::Serialize;
 
 use crate::events::{Event, EventKind, FrameInfo};
 
-/// The JSON layout of the messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, glib::Enum)]
-#[enum_type(name = "GstRsMsgBrokerSchema")]
-pub enum Schema {
-    /// Ferrostream's frame schema (what `rsmetaexport` writes) and event objects.
-    #[default]
-    #[enum_value(
-        name = "Ferrostream JSON (the rsmetaexport schema)",
-        nick = "ferrostream"
-    )]
-    Ferrostream,
-    /// DeepStream nvmsgconv's minimal schema.
-    #[enum_value(name = "DeepStream minimal schema", nick = "deepstream-minimal")]
-    DeepstreamMinimal,
+ferrostream_core::choice_enum! {
+    /// The JSON layout of the messages.
+    #[derive(Default)]
+    pub enum Schema: "GstRsMsgBrokerSchema" {
+        /// Ferrostream's frame schema (what `rsmetaexport` writes) and event objects.
+        #[default]
+        Ferrostream = 0 => ("ferrostream", "Ferrostream JSON (the rsmetaexport schema)"),
+        /// DeepStream nvmsgconv's minimal schema.
+        DeepstreamMinimal = 1 => ("deepstream-minimal", "DeepStream minimal schema"),
+    }
 }
 
 /// What a message is about; names the `{event}` of topic templates.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The delivery queue: every message the element produced and the broker has not acknowledged.
 //!
 //! A message stays here from the moment it is produced until the broker acknowledges it; sending

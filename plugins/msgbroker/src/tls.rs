@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! TLS material from files, read and checked at start so a bad file is a start error naming it.
 //!
 //! MQTT, AMQP and Redis use rustls (with the ring provider); Kafka uses librdkafka's OpenSSL,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Topic templates: `{source-id}`, `{sensor-id}` and `{event}` (`frame`, `appeared`, `left`,
 //! `line-crossed`) are replaced per message.
 

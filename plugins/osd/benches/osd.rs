@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Time to draw one 1080p frame with 10 and 100 labelled boxes (and with privacy blur), NV12 and
 //! RGBA, on one CPU core: planning (labels laid out, geometry clipped) plus painting.
 //!

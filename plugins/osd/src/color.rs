@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Colours: what users write (`#ff0000`, `0xff0000ff`, DeepStream's `1;0;0;1`), and how an RGB
 //! colour becomes component values of a frame's format (BT.601/709/2020, full or limited range,
 //! as the caps' colorimetry says).
@@ -42,6 +43,13 @@ impl Rgba {
 
     pub fn is_transparent(self) -> bool {
         self.a == 0
+    }
+}
+
+/// `0xRRGGBBAA`, which [`Rgba::from_str`](std::str::FromStr) reads back.
+impl std::fmt::Display for Rgba {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "0x{:08x}", self.to_u32())
     }
 }
 

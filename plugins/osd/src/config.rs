@@ -1,5 +1,7 @@
-//! `rsosd`'s configuration file (`config-file-path`): the `[osd]` group of a deepstream-app
-//! configuration, with per-class sections in nvinfer's style.
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! `rsosd`'s settings: the element's properties and the keys of its configuration file
+//! (`config-file-path`), declared once in [`SETTINGS`]. The file is the `[osd]` group of a
+//! deepstream-app configuration, with per-class sections in nvinfer's style.
 //!
 //! ```ini
 //! [osd]
@@ -31,16 +33,261 @@
 //! ```
 //!
 //! Every key of `[osd]` is named like the element property it sets (deepstream-app's names are
-//! accepted too). Unknown keys and sections give warnings naming them; malformed values are
-//! errors naming file, line and key. Properties set on the element override the file.
+//! accepted too) and takes what the property takes, in the same range. Unknown keys and sections
+//! give warnings naming them; malformed values are errors naming file, line and key. Properties
+//! set on the element override the file.
 
+use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::LazyLock;
 
-use ferrostream_core::ini::{ConfigError, Entry, IniFile};
+use ferrostream_core::field;
+use ferrostream_core::ini::{ConfigError, IniFile};
+use ferrostream_core::settings::{
+    Bool, Codec, Enum, Field, List, Mapped, Optional, Pairs, Parsed, Place, PropertyInfo, Table,
+    Text, UInt, setting,
+};
+use gst::glib;
+use gst::prelude::*;
 
 use crate::color::Rgba;
 use crate::font::FontRequest;
-use crate::style::{ClassOverride, Style, parse_class_colors, parse_source_text};
+use crate::style::{BlurMode, ClassOverride, Style};
+
+/// Every setting of `rsosd` but `config-file-path` and `stream-priority`.
+pub static SETTINGS: LazyLock<Table<Style>> = LazyLock::new(|| {
+    let mut t: Table<Style> = Table::new("osd");
+    t.file_property(
+        "INI file with an [osd] section (keys named like the properties) and [class-attrs-N] \
+         sections; properties set on the element override it",
+    );
+    t.add(flag(
+        "display-bbox",
+        field!(display_bbox),
+        "Draw the objects' boxes",
+    ))
+    .add(flag(
+        "display-text",
+        field!(display_text),
+        "Draw the objects' labels",
+    ))
+    .add(
+        flag(
+            "display-clock",
+            field!(display_clock),
+            "Draw the local time",
+        )
+        .alias("show-clock"),
+    )
+    .add(flag(
+        "display-mask",
+        field!(display_mask),
+        "Draw the objects' instance masks and the frames' class maps",
+    ))
+    .add(
+        setting::<Style, _>(
+            "mask-alpha",
+            field!(mask_alpha),
+            Mapped::new(UInt::range(0, 255), |n| n as u8, |&a: &u8| u32::from(a)),
+        )
+        .blurb("Opacity of masks and class maps, 0 (none) to 255 (opaque)")
+        .playing(),
+    )
+    .add(flag(
+        "display-analytics",
+        field!(display_analytics),
+        "Draw rsanalytics' regions, lines and directions, and their counts, as its osd-mode \
+             asks",
+    ))
+    .add(
+        setting::<Style, _>("border-width", field!(border_width), UInt::range(0, 100))
+            .key("osd", "border-width")
+            .key("class-attrs-all", "border-width")
+            .blurb("Box border width in pixels")
+            .playing(),
+    )
+    .add(
+        setting::<Style, _>("border-color", field!(border_color), OptionalColor)
+            .key("osd", "border-color")
+            .key("class-attrs-all", "border-color")
+            .blurb("Box colour as 0xRRGGBBAA for every class; 0: a palette colour per class")
+            .playing(),
+    )
+    .add(
+        setting::<Style, _>(
+            "class-colors",
+            field!(classes),
+            Mapped::new(
+                Pairs::<i32, Rgba>::separated_by(&[',', ' ']),
+                |colors| {
+                    colors
+                        .into_iter()
+                        .map(|(id, c)| {
+                            let o = ClassOverride {
+                                border_color: Some(c),
+                                ..ClassOverride::default()
+                            };
+                            (id, o)
+                        })
+                        .collect()
+                },
+                |classes: &BTreeMap<i32, ClassOverride>| {
+                    classes
+                        .iter()
+                        .filter_map(|(id, o)| o.border_color.map(|c| (*id, c)))
+                        .collect()
+                },
+            ),
+        )
+        .merge(|colors, classes| {
+            for (id, o) in colors {
+                if let Some(c) = o.border_color {
+                    classes.entry(*id).or_default().border_color = Some(c);
+                }
+            }
+        })
+        .blurb(
+            "Box colours per class: id=colour pairs separated by commas, colours as \
+                 #RRGGBB, #RRGGBBAA or 0xRRGGBBAA (e.g. \"0=#ff0000,2=#00ff00\")",
+        )
+        .playing(),
+    )
+    .add(
+        setting::<Style, _>("bbox-bg-color", field!(bbox_bg_color), Color)
+            .key("osd", "bbox-bg-color")
+            .key("class-attrs-all", "bg-color")
+            .blurb("Fill inside every box as 0xRRGGBBAA (0: none)")
+            .playing(),
+    )
+    .add(
+        setting::<Style, _>("text-size", field!(text_size), UInt::range(4, 512))
+            .blurb("Label text height in pixels")
+            .playing(),
+    )
+    .add(
+        setting::<Style, _>("text-color", field!(text_color), OptionalColor)
+            .blurb(
+                "Label text colour as 0xRRGGBBAA; 0: black or white, whichever stands out \
+                     on the label background",
+            )
+            .playing(),
+    )
+    .add(
+        setting::<Style, _>("text-bg-color", field!(text_bg_color), OptionalColor)
+            .blurb("Label background as 0xRRGGBBAA; 0: the box colour")
+            .playing(),
+    )
+    .add(
+        setting::<Style, _>("label-format", field!(label_format), Parsed::new())
+            .blurb(
+                "Label text from {label}, {id} (tracker id), {confidence}, {classes} \
+                     (classifier results) and {source}; empty fields vanish",
+            )
+            .playing(),
+    )
+    .add(
+        setting::<Style, _>("font", field!(font), Font)
+            .nick("Font")
+            .blurb(
+                "TrueType/OpenType font file for all text; empty: the first system font found \
+                 (DejaVu Sans, Liberation Sans, Noto Sans...), else the built-in bitmap font; \
+                 \"builtin\": the built-in 8x8 bitmap font",
+            ),
+    )
+    .add(
+        setting::<Style, _>(
+            "clock-font-size",
+            field!(clock_font_size),
+            UInt::range(4, 512),
+        )
+        .alias("clock-text-size")
+        .blurb("Clock text height in pixels")
+        .playing(),
+    )
+    .add(
+        setting::<Style, _>("clock-color", field!(clock_color), Color)
+            .blurb("Clock colour as 0xRRGGBBAA")
+            .playing(),
+    )
+    .add(
+        setting::<Style, _>("x-clock-offset", field!(clock_x), UInt::any())
+            .alias("clock-x-offset")
+            .blurb("Clock distance from the left edge in pixels")
+            .playing(),
+    )
+    .add(
+        setting::<Style, _>("y-clock-offset", field!(clock_y), UInt::any())
+            .alias("clock-y-offset")
+            .blurb("Clock distance from the top edge in pixels")
+            .playing(),
+    )
+    .add(
+        setting::<Style, _>("clock-format", field!(clock_format), Text::new())
+            .blurb("Clock format (g_date_time_format, like strftime)")
+            .playing(),
+    )
+    .add(
+        setting::<Style, _>(
+            "source-text",
+            field!(source_text),
+            Pairs::<u32, String>::separated_by(&[';']),
+        )
+        .blurb(
+            "Text in the bottom-left corner of each source's frames: id=text pairs separated \
+                 by ';' (e.g. \"0=Front door;1=Yard\")",
+        )
+        .playing(),
+    )
+    .add(
+        setting::<Style, _>("blur-class-ids", field!(blur_class_ids), List::<i32>::new())
+            .blurb("Classes whose boxes are blurred (privacy), ';'-separated")
+            .playing(),
+    )
+    .add(
+        setting::<Style, _>("blur-all", field!(blur_all), Bool)
+            .key("class-attrs-all", "blur")
+            .file_only(),
+    )
+    .add(
+        setting::<Style, _>("blur-mode", field!(blur_mode), Enum::<BlurMode>::new())
+            .blurb("How blurred boxes are hidden")
+            .playing(),
+    )
+    .add(
+        setting::<Style, _>("blur-strength", field!(blur_strength), UInt::range(1, 256))
+            .blurb("Pixelation block size or blur radius in pixels")
+            .playing(),
+    );
+    t
+});
+
+/// A switch that may change while PLAYING.
+fn flag(name: &'static str, place: Place<Style, bool>, blurb: &'static str) -> Field<Style, Bool> {
+    setting(name, place, Bool).blurb(blurb).playing()
+}
+
+/// The keys of a `[class-attrs-N]` section: what one class overrides.
+pub static CLASS_SETTINGS: LazyLock<Table<ClassOverride>> = LazyLock::new(|| {
+    let mut t: Table<ClassOverride> = Table::new(CLASS_SECTION);
+    t.add(
+        setting::<ClassOverride, _>("border-color", field!(border_color), OptionalColor)
+            .file_only(),
+    )
+    .add(
+        setting::<ClassOverride, _>(
+            "border-width",
+            field!(border_width),
+            Optional(UInt::range(0, 100)),
+        )
+        .file_only(),
+    )
+    .add(setting::<ClassOverride, _>("bg-color", field!(bg_color), OptionalColor).file_only())
+    .add(setting::<ClassOverride, _>("blur", field!(blur), Optional(Bool)).file_only());
+    t
+});
+
+/// The name [`CLASS_SETTINGS`] reads every `[class-attrs-N]` section as.
+const CLASS_SECTION: &str = "class-attrs-N";
 
 /// Reads `path` over the default style. Returns the style and the warnings to post.
 pub fn load(path: &Path) -> Result<(Style, Vec<String>), ConfigError> {
@@ -50,163 +297,196 @@ pub fn load(path: &Path) -> Result<(Style, Vec<String>), ConfigError> {
 /// Reads a parsed configuration file.
 pub fn parse(file: &IniFile) -> Result<(Style, Vec<String>), ConfigError> {
     let mut style = Style::default();
-    let mut warnings = Vec::new();
-    for section in &file.sections {
-        let name = section.name.as_str();
-        if name == "osd" {
-            for entry in &section.entries {
-                if !osd_key(file, entry, &mut style)? {
-                    warnings.push(format!(
-                        "{}:{}: unknown key `{}` in [osd] ignored",
-                        file.path.display(),
-                        entry.line,
-                        entry.key
-                    ));
-                }
-            }
-        } else if let Some(class) = name.strip_prefix("class-attrs-") {
-            let mut o = ClassOverride::default();
-            for entry in &section.entries {
-                if !class_key(file, entry, &mut o)? {
-                    warnings.push(format!(
-                        "{}:{}: unknown key `{}` in [{name}] ignored",
-                        file.path.display(),
-                        entry.line,
-                        entry.key
-                    ));
-                }
-            }
-            if class == "all" {
-                apply_to_all(&mut style, o);
-            } else {
-                let id: i32 = class.parse().map_err(|_| ConfigError {
-                    path: file.path.clone(),
-                    line: section.line,
-                    message: format!("section [{name}]: `{class}` is not a class id or `all`"),
-                })?;
-                style.classes.insert(id, o);
-            }
-        } else {
-            warnings.push(format!(
-                "{}:{}: section [{name}] is not for rsosd; ignored",
-                file.path.display(),
-                section.line
-            ));
-        }
-    }
+    let warnings = SETTINGS.read_ini(file, &mut style, |section, style, warnings| {
+        let Some(class) = section.name.strip_prefix("class-attrs-") else {
+            return Ok(false);
+        };
+        let id: i32 = class.parse().map_err(|_| ConfigError {
+            path: file.path.clone(),
+            line: section.line,
+            message: format!(
+                "section [{}]: `{class}` is not a class id or `all`",
+                section.name
+            ),
+        })?;
+        let mut o = ClassOverride::default();
+        CLASS_SETTINGS.read_section(file, section, CLASS_SECTION, &mut o, warnings)?;
+        style.classes.insert(id, o);
+        Ok(true)
+    })?;
     Ok((style, warnings))
 }
 
-fn apply_to_all(style: &mut Style, o: ClassOverride) {
-    if let Some(c) = o.border_color {
-        style.border_color = Some(c);
+/// Checks `clock-format` against the current time: an error names it (the element's start fails
+/// with it; a change while running keeps the previous style).
+pub fn check_clock_format(format: &str) -> Result<(), String> {
+    glib::DateTime::now_local()
+        .and_then(|now| now.format(format))
+        .map(drop)
+        .map_err(|_| {
+            format!("clock-format `{format}` is not a valid date format (see g_date_time_format)")
+        })
+}
+
+/// A colour: `#RRGGBB`, `#RRGGBBAA`, `0xRRGGBBAA` or `r;g;b;a` in a file; a `0xRRGGBBAA`
+/// number as a property.
+struct Color;
+
+impl Codec for Color {
+    type Value = Rgba;
+
+    fn from_text(&self, text: &str, _dir: &Path) -> Result<Rgba, String> {
+        text.parse()
     }
-    if let Some(w) = o.border_width {
-        style.border_width = w;
+
+    fn to_text(&self, value: &Rgba) -> String {
+        value.to_string()
     }
-    if let Some(c) = o.bg_color {
-        style.bbox_bg_color = c;
+
+    fn samples(&self) -> Vec<Rgba> {
+        vec![Rgba::TRANSPARENT, Rgba::WHITE, Rgba::new(255, 0, 0, 128)]
     }
-    if let Some(blur) = o.blur {
-        style.blur_all = blur;
+
+    fn param_spec(&self, info: PropertyInfo<'_>, default: &Rgba) -> glib::ParamSpec {
+        glib::ParamSpecUInt::builder(info.name)
+            .nick(info.nick)
+            .blurb(info.blurb)
+            .default_value(default.to_u32())
+            .flags(info.flags)
+            .build()
+    }
+
+    fn to_value(&self, value: &Rgba) -> glib::Value {
+        value.to_u32().to_value()
+    }
+
+    fn from_value(&self, value: &glib::Value) -> Result<Rgba, String> {
+        Ok(Rgba::from_u32(value.get().expect("a guint (type checked)")))
     }
 }
 
-fn color(file: &IniFile, entry: &Entry) -> Result<Rgba, ConfigError> {
-    entry.value.parse().map_err(|e| file.error(entry, e))
-}
+/// A colour with a fallback when unset: empty in a file, 0 as a property.
+struct OptionalColor;
 
-fn parsed<T>(
-    file: &IniFile,
-    entry: &Entry,
-    parse: impl FnOnce(&str) -> Result<T, String>,
-) -> Result<T, ConfigError> {
-    parse(&entry.value).map_err(|e| file.error(entry, e))
-}
+impl Codec for OptionalColor {
+    type Value = Option<Rgba>;
 
-/// The range of each size of the file and of the element's property of the same name: a glyph
-/// atlas or a blur kernel is sized from them.
-pub const RANGES: [(&str, u32, u32); 5] = [
-    ("border-width", 0, 100),
-    ("text-size", 4, 512),
-    ("clock-font-size", 4, 512),
-    ("blur-strength", 1, 256),
-    ("mask-alpha", 0, 255),
-];
-
-/// The range of `key` in [`RANGES`].
-pub fn range(key: &str) -> (u32, u32) {
-    RANGES
-        .iter()
-        .find(|(k, _, _)| *k == key)
-        .map(|&(_, min, max)| (min, max))
-        .expect("a key of RANGES")
-}
-
-/// A size of the file, within the range of its property (`name`: the key as the property is
-/// named, for the key's other spellings).
-fn sized(file: &IniFile, entry: &Entry, name: &str) -> Result<u32, ConfigError> {
-    let v: u32 = file.value(entry)?;
-    let (min, max) = range(name);
-    if !(min..=max).contains(&v) {
-        return Err(file.error(entry, format!("expected {min} to {max}, found {v}")));
+    fn from_text(&self, text: &str, dir: &Path) -> Result<Option<Rgba>, String> {
+        Optional(Color).from_text(text, dir)
     }
-    Ok(v)
+
+    fn to_text(&self, value: &Option<Rgba>) -> String {
+        value.map(|c| c.to_string()).unwrap_or_default()
+    }
+
+    fn samples(&self) -> Vec<Option<Rgba>> {
+        vec![None, Some(Rgba::WHITE), Some(Rgba::new(255, 0, 0, 128))]
+    }
+
+    fn param_spec(&self, info: PropertyInfo<'_>, default: &Option<Rgba>) -> glib::ParamSpec {
+        Color.param_spec(info, &default.unwrap_or(Rgba::TRANSPARENT))
+    }
+
+    fn to_value(&self, value: &Option<Rgba>) -> glib::Value {
+        value.map_or(0, Rgba::to_u32).to_value()
+    }
+
+    fn from_value(&self, value: &glib::Value) -> Result<Option<Rgba>, String> {
+        let packed: u32 = value.get().expect("a guint (type checked)");
+        Ok((packed != 0).then(|| Rgba::from_u32(packed)))
+    }
 }
 
-/// Applies one `[osd]` key; `false` when the key is unknown.
-fn osd_key(file: &IniFile, entry: &Entry, s: &mut Style) -> Result<bool, ConfigError> {
-    match entry.key.as_str() {
-        "display-bbox" => s.display_bbox = file.bool_value(entry)?,
-        "display-text" => s.display_text = file.bool_value(entry)?,
-        "display-clock" | "show-clock" => s.display_clock = file.bool_value(entry)?,
-        "border-width" => s.border_width = sized(file, entry, "border-width")?,
-        "border-color" => s.border_color = Some(color(file, entry)?),
-        "class-colors" => {
-            for (id, c) in parsed(file, entry, parse_class_colors)? {
-                s.classes.entry(id).or_default().border_color = Some(c);
-            }
+/// The `font`: empty (a system font), `builtin`, or a font file, relative to the configuration
+/// file's folder when it comes from the file.
+struct Font;
+
+impl Codec for Font {
+    type Value = FontRequest;
+
+    fn from_text(&self, text: &str, dir: &Path) -> Result<FontRequest, String> {
+        Ok(match FontRequest::parse(text) {
+            FontRequest::File(path) => FontRequest::File(dir.join(path)),
+            other => other,
+        })
+    }
+
+    fn to_text(&self, value: &FontRequest) -> String {
+        value.to_string()
+    }
+
+    fn samples(&self) -> Vec<FontRequest> {
+        vec![
+            FontRequest::Auto,
+            FontRequest::Builtin,
+            FontRequest::File("fonts/Sans.ttf".into()),
+        ]
+    }
+
+    fn read_back(&self, value: &FontRequest, dir: &Path) -> FontRequest {
+        match value {
+            FontRequest::File(path) => FontRequest::File(dir.join(path)),
+            other => other.clone(),
         }
-        "bbox-bg-color" => s.bbox_bg_color = color(file, entry)?,
-        "text-size" => s.text_size = sized(file, entry, "text-size")?,
-        "text-color" => s.text_color = Some(color(file, entry)?),
-        "text-bg-color" => s.text_bg_color = Some(color(file, entry)?),
-        "label-format" => s.label_format = parsed(file, entry, |v| v.parse())?,
-        "font" => {
-            s.font = match FontRequest::parse(&entry.value) {
-                FontRequest::File(path) => {
-                    FontRequest::File(file.resolve_path(&path.to_string_lossy()))
-                }
-                other => other,
-            }
-        }
-        "clock-font-size" | "clock-text-size" => {
-            s.clock_font_size = sized(file, entry, "clock-font-size")?
-        }
-        "clock-color" => s.clock_color = color(file, entry)?,
-        "x-clock-offset" | "clock-x-offset" => s.clock_x = file.value(entry)?,
-        "y-clock-offset" | "clock-y-offset" => s.clock_y = file.value(entry)?,
-        "clock-format" => s.clock_format = entry.value.clone(),
-        "source-text" => s.source_text = parsed(file, entry, parse_source_text)?,
-        "blur-class-ids" => s.blur_class_ids = file.list_value(entry)?,
-        "blur-mode" => s.blur_mode = parsed(file, entry, |v| v.parse())?,
-        "blur-strength" => s.blur_strength = sized(file, entry, "blur-strength")?,
-        "display-mask" => s.display_mask = file.bool_value(entry)?,
-        "mask-alpha" => s.mask_alpha = sized(file, entry, "mask-alpha")? as u8,
-        "display-analytics" => s.display_analytics = file.bool_value(entry)?,
-        _ => return Ok(false),
     }
-    Ok(true)
 }
 
-/// Applies one `[class-attrs-*]` key; `false` when the key is unknown.
-fn class_key(file: &IniFile, entry: &Entry, o: &mut ClassOverride) -> Result<bool, ConfigError> {
-    match entry.key.as_str() {
-        "border-color" => o.border_color = Some(color(file, entry)?),
-        "border-width" => o.border_width = Some(sized(file, entry, "border-width")?),
-        "bg-color" => o.bg_color = Some(color(file, entry)?),
-        "blur" => o.blur = Some(file.bool_value(entry)?),
-        _ => return Ok(false),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_settings_tables_check_out() {
+        SETTINGS.check(&Style::default()).unwrap();
+        CLASS_SETTINGS.check(&ClassOverride::default()).unwrap();
     }
-    Ok(true)
+
+    #[test]
+    fn class_colors_and_source_text_read_their_pairs() {
+        let none = Path::new("");
+        let colors = Pairs::<i32, Rgba>::separated_by(&[',', ' ']);
+        let c = colors.from_text("0=#ff0000, 2=0x00ff0080", none).unwrap();
+        assert_eq!(c[&0], Rgba::new(255, 0, 0, 255));
+        assert_eq!(c[&2], Rgba::new(0, 255, 0, 128));
+        assert!(colors.from_text("0:#ff0000", none).is_err());
+        assert!(colors.from_text("x=#ff0000", none).is_err());
+        let texts = Pairs::<u32, String>::separated_by(&[';']);
+        let t = texts.from_text("0=Front door; 1=Yard", none).unwrap();
+        assert_eq!((t[&0].as_str(), t[&1].as_str()), ("Front door", "Yard"));
+        assert!(texts.from_text("Front door", none).is_err());
+    }
+
+    #[test]
+    fn class_sections_and_class_colors_combine() {
+        let ini = IniFile::parse(
+            Path::new("/cfg/osd.txt"),
+            "[class-attrs-2]\nborder-width=4\nblur=1\n[osd]\nclass-colors=2=#00ff00,3=#0000ff\n\
+             font=fonts/a.ttf\n[class-attrs-all]\nbg-color=#00000080\nblur=1\n[other]\n",
+        )
+        .unwrap();
+        let (style, warnings) = parse(&ini).unwrap();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("[other]"), "{warnings:?}");
+        let two = &style.classes[&2];
+        assert_eq!(
+            (two.border_width, two.blur, two.border_color),
+            (Some(4), Some(true), Some(Rgba::new(0, 255, 0, 255)))
+        );
+        assert_eq!(
+            style.classes[&3].border_color,
+            Some(Rgba::new(0, 0, 255, 255))
+        );
+        assert_eq!(style.bbox_bg_color, Rgba::new(0, 0, 0, 128));
+        assert!(style.blur_all);
+        assert_eq!(style.font, FontRequest::File("/cfg/fonts/a.ttf".into()));
+        let err = parse(&IniFile::parse(Path::new("o.txt"), "[class-attrs-x]\n").unwrap());
+        assert!(err.unwrap_err().message.contains("`x` is not a class id"));
+        let err =
+            parse(&IniFile::parse(Path::new("o.txt"), "[osd]\ntext-size=99999999\n").unwrap());
+        assert!(
+            err.unwrap_err()
+                .to_string()
+                .contains("expected 4 to 512, found 99999999")
+        );
+    }
 }

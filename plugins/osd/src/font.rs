@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Text: a TrueType font found on the machine (or named by the user), rasterised glyph by glyph
 //! into one coverage atlas that the planner composes text runs from, with a built-in 8x8 bitmap
 //! font for machines without any TrueType font.

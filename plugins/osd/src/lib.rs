@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Ferrostream on-screen display: `rsosd` draws boxes, labels, a clock, per-source text and
 //! privacy blur on frames and on every frame of a batch.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The CPU painter: applies a [`DrawList`] to a frame in system memory, plane by plane.
 //!
 //! Each plane is described by its channels and chroma subsampling, so one set of loops serves

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The geometry of a frame's overlay: which pixels get which colour, independent of the pixel
 //! format and of where the pixels live.
 //!

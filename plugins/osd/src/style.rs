@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! What `rsosd` draws and how it looks: the resolved settings, shared by the properties and the
 //! configuration file, with the parsers both use.
 
@@ -8,26 +9,15 @@ use ferrostream_core::Object;
 use crate::color::Rgba;
 use crate::font::FontRequest;
 
-/// How the inside of a privacy box is hidden.
-#[repr(u32)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum BlurMode {
-    /// Blocks of `blur-strength` pixels, each filled with its mean.
-    #[default]
-    Pixelate,
-    /// Three box blurs of radius `blur-strength` (close to a Gaussian).
-    Blur,
-}
-
-impl std::str::FromStr for BlurMode {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.trim() {
-            "pixelate" => Ok(Self::Pixelate),
-            "blur" => Ok(Self::Blur),
-            other => Err(format!("unknown blur mode `{other}` (pixelate or blur)")),
-        }
+ferrostream_core::choice_enum! {
+    /// How the inside of a privacy box is hidden (property `blur-mode`).
+    #[derive(Default)]
+    pub enum BlurMode: "GstRsOsdBlurMode" {
+        /// Blocks of `blur-strength` pixels, each filled with its mean.
+        #[default]
+        Pixelate = 0 => ("pixelate", "Pixelate"),
+        /// Three box blurs of radius `blur-strength` (close to a Gaussian).
+        Blur = 1 => ("blur", "Blur"),
     }
 }
 
@@ -308,40 +298,6 @@ fn collapse_spaces(text: &mut String) {
     }
 }
 
-/// Reads `class-colors`: `id=colour` pairs separated by `,` or whitespace, e.g.
-/// `0=#ff0000,2=0x00ff00ff`.
-pub fn parse_class_colors(text: &str) -> Result<BTreeMap<i32, Rgba>, String> {
-    let mut map = BTreeMap::new();
-    for item in text.split([',', ' ']).filter(|s| !s.trim().is_empty()) {
-        let Some((id, color)) = item.split_once('=') else {
-            return Err(format!("class-colors: `{item}` is not `class-id=colour`"));
-        };
-        let id: i32 = id
-            .trim()
-            .parse()
-            .map_err(|_| format!("class-colors: `{id}` is not a class id"))?;
-        let color = color.parse().map_err(|e| format!("class-colors: {e}"))?;
-        map.insert(id, color);
-    }
-    Ok(map)
-}
-
-/// Reads `source-text`: `id=text` pairs separated by `;`, e.g. `0=Front door;1=Yard`.
-pub fn parse_source_text(text: &str) -> Result<BTreeMap<u32, String>, String> {
-    let mut map = BTreeMap::new();
-    for item in text.split(';').filter(|s| !s.trim().is_empty()) {
-        let Some((id, label)) = item.split_once('=') else {
-            return Err(format!("source-text: `{item}` is not `source-id=text`"));
-        };
-        let id: u32 = id
-            .trim()
-            .parse()
-            .map_err(|_| format!("source-text: `{id}` is not a source id"))?;
-        map.insert(id, label.trim().to_owned());
-    }
-    Ok(map)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -447,18 +403,5 @@ mod tests {
         assert_eq!(contrasting_text(Rgba::new(51, 255, 255, 255)), Rgba::BLACK);
         assert_eq!(contrasting_text(Rgba::new(255, 51, 51, 255)), Rgba::WHITE);
         assert_eq!(contrasting_text(Rgba::new(40, 40, 200, 255)), Rgba::WHITE);
-    }
-
-    #[test]
-    fn list_properties() {
-        let colors = parse_class_colors("0=#ff0000, 2=0x00ff0080").unwrap();
-        assert_eq!(colors[&0], Rgba::new(255, 0, 0, 255));
-        assert_eq!(colors[&2], Rgba::new(0, 255, 0, 128));
-        assert!(parse_class_colors("0:#ff0000").is_err());
-        assert!(parse_class_colors("x=#ff0000").is_err());
-        let text = parse_source_text("0=Front door; 1=Yard").unwrap();
-        assert_eq!(text[&0], "Front door");
-        assert_eq!(text[&1], "Yard");
-        assert!(parse_source_text("Front door").is_err());
     }
 }

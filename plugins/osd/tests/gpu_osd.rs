@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The GPU painter against the CPU painter: for every format, odd frame sizes and padded pitches,
 //! the bytes must be identical (padding untouched), on noise and on real footage; and the time to
 //! draw 100 labelled boxes on a 1080p frame.

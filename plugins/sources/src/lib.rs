@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Ferrostream sources: `rsurisrcbin`, one decoded video output for a file, RTSP or HTTP URI,
 //! that reconnects cameras which stop sending and loops files on request.
 

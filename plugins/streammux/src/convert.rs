@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Scaling with GStreamer's video converter, cached for the last geometry used.
 
 use gst_video::prelude::*;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Batching several sources: `rsstreammux` (many streams into batches), `rsstreamdemux` (batches
 //! back into one stream per source) and `rstiler` (a batch into one grid frame).
 //!

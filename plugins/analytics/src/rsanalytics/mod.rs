@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `rsanalytics`: regions of interest, line crossing, overcrowding and direction detection on
 //! tracked objects, configured like DeepStream's nvdsanalytics.
 //!

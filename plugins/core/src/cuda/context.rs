@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! CUDA contexts: a device's primary context (what the CUDA runtime, DeepStream and ONNX Runtime
 //! use), or a context borrowed from the GStreamer element that produced the frames, since device
 //! memory is only addressable from the context that allocated it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Errors of the CUDA layer, each naming the call or the missing piece.
 
 use cudarc::driver::DriverError;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! One way to reach the pixels of a frame in GPU memory, whatever memory it came in: GStreamer
 //! CUDA memory (in its producer's context) or an NvBufSurface (CUDA_DEVICE / UNIFIED / PINNED by
 //! device pointer, Jetson SURFACE_ARRAY through EGL, in the primary context of its GPU).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! GStreamer CUDA memory (`memory:CUDAMemory`, from `nvh264dec`, `cudaupload`, `cudaconvert`):
 //! device pointers through the CUDA map flag, in the producer's CUDA context.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! CUDA C kernels compiled at run time with NVRTC, once per process and GPU architecture, then
 //! loaded into each context that launches them.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Device buffers, a pool that recycles them (no allocation per frame), and pinned host buffers
 //! for the one copy a CPU engine needs.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The CUDA runtime layer every GPU path uses: contexts (a device's primary context, or one
 //! borrowed from the element that produced the frames), streams with a priority, device buffers
 //! from a pool, kernels compiled once per process with NVRTC, and GStreamer CUDA memory.

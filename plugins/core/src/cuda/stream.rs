@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! CUDA streams (with a priority) and events.
 
 use std::sync::Arc;

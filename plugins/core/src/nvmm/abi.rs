@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `#[repr(C)]` mirrors of `nvbufsurface.h`, in the two layouts that exist in the field.
 //!
 //! * [`ds7`]: JetPack 6 (L4T r36) and DeepStream 6.2 to 7.1, the layout in REFERENCE.md.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `libnvbufsurface.so` and the CUDA EGL interop functions of libcuda, loaded at run time (cudarc
 //! has no EGL bindings, and one build must start on machines without either library), and the RAII
 //! [`EglSurfaceMapping`] that makes a Jetson SURFACE_ARRAY surface addressable by CUDA.
@@ -14,9 +15,8 @@ use std::sync::OnceLock;
 
 use gst_video::VideoFormat;
 
-use super::NvmmError;
 use super::abi::{NVBUF_MAX_PLANES, NvmmAbi, ds7, ds8};
-use super::reader::Platform;
+use super::{NvmmError, Platform};
 use crate::device::{DeviceImage, DevicePlane};
 
 /// `CUresult` (0 is success).

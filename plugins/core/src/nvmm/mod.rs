@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! NVMM memory (`video/x-raw(memory:NVMM)`): the NvBufSurface batches that DeepStream and
 //! JetPack elements (`nvv4l2decoder`, `nvvideoconvert`, `nvarguscamerasrc`, `nvstreammux`) pass
 //! around, read as [`DeviceImage`](crate::device::DeviceImage)s without copying a pixel.
@@ -25,13 +26,22 @@ pub use abi::NvmmAbi;
 pub use loader::{CUeglFrame, EglSurfaceMapping};
 pub use producer::{PitchLayout, PlaneLayout, surface_memory};
 pub use reader::{
-    NvmmBatch, NvmmSurface, Platform, ReadOptions, YuvColorimetry, surface_images,
-    surface_images_with,
+    NvmmBatch, NvmmSurface, ReadOptions, YuvColorimetry, surface_images, surface_images_with,
 };
 
 /// The caps feature of NVMM memory (tell caps apart with [`MemoryKind`](crate::batch::MemoryKind)).
 pub use crate::batch::NVMM_FEATURE;
 use crate::device::DeviceImageError;
+
+/// Whether the GPU shares memory with the CPU (Jetson) or not: decides what memory type DEFAULT
+/// means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Platform {
+    /// A discrete GPU: DEFAULT is CUDA device memory.
+    Discrete,
+    /// An integrated GPU (Jetson): DEFAULT is SURFACE_ARRAY.
+    Integrated,
+}
 
 /// Why an NVMM buffer cannot be read, each naming the problem.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

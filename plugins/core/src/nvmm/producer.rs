@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Producing NVMM memory the way a dGPU DeepStream decoder does: one GstMemory whose mapped bytes
 //! are an `NvBufSurface` (batch of one, pitch layout), its `NvBufSurfaceParams` right behind it
 //! in the same allocation, and `dataPtr` pointing at device memory the GstMemory owns.

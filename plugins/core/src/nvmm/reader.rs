@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Reading an NVMM buffer: the NvBufSurface behind its one memory, checked field by field, as
 //! device images that stay valid while the returned [`NvmmBatch`] holds the memory mapped.
 
@@ -6,9 +7,9 @@ use std::ptr;
 
 use gst_video::{VideoColorMatrix, VideoColorRange, VideoFormat};
 
-use super::NvmmError;
 use super::abi::{self, NVBUF_MAX_PLANES, NvBufSurfacePlaneParams, NvmmAbi, ds7, ds8};
 use super::loader::{self, EglSurfaceMapping};
+use super::{NvmmError, Platform};
 use crate::device::{DeviceImage, DeviceImageError, DevicePlane};
 
 /// The YUV matrix and range an NVMM colour format implies (`NV12_709_ER`: BT.709, full range).
@@ -37,16 +38,6 @@ pub(crate) fn format_info(color_format: u32) -> Option<(VideoFormat, Option<YuvC
         abi::NVBUF_COLOR_FORMAT_BGRX => (VideoFormat::Bgrx, None),
         _ => return None,
     })
-}
-
-/// Whether the GPU shares memory with the CPU (Jetson) or not: decides what memory type DEFAULT
-/// means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Platform {
-    /// A discrete GPU: DEFAULT is CUDA device memory.
-    Discrete,
-    /// An integrated GPU (Jetson): DEFAULT is SURFACE_ARRAY.
-    Integrated,
 }
 
 /// What a caller knows about the buffers it reads.

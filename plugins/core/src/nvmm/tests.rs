@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The reader against NvBufSurface bytes written by hand at the offsets of REFERENCE.md (not
 //! through the mirrors, so that a wrong mirror cannot agree with itself), in plain system-memory
 //! GstMemory, for both layouts.

@@ -1,8 +1,13 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 use std::path::PathBuf;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use ferrostream_core::batch::events as stream_events;
+use ferrostream_core::field;
+use ferrostream_core::settings::{
+    Bool, Enum, FilePath, List, Optional, Props, Table, Text, UInt, UInt64, setting,
+};
 use ferrostream_core::{BatchMeta, Frame};
 use gst::glib;
 use gst::prelude::*;
@@ -26,23 +31,10 @@ static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     )
 });
 
-const DEFAULT_PROTOCOL: Protocol = Protocol::Mqtt;
-const DEFAULT_SERVER: &str = "localhost";
-const DEFAULT_TOPIC: &str = "ferrostream";
-const DEFAULT_PAYLOAD: Payload = Payload::Frames;
-const DEFAULT_SCHEMA: Schema = Schema::Ferrostream;
-const DEFAULT_EXCHANGE: &str = "amq.topic";
-const DEFAULT_STREAM_MAX_LENGTH: u64 = 0;
-const DEFAULT_QUEUE_SIZE: u32 = 10_000;
-const DEFAULT_RECONNECT_MIN_MS: u32 = 100;
-const DEFAULT_RECONNECT_MAX_MS: u32 = 10_000;
-const DEFAULT_CONNECT_TIMEOUT_MS: u32 = 5_000;
-const DEFAULT_REQUIRE_CONNECTION: bool = false;
-const DEFAULT_FLUSH_TIMEOUT_MS: u32 = 5_000;
-const DEFAULT_LOST_FRAMES: u32 = 30;
 /// How long `stop` waits for the sending thread to finish.
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// The element's settings, all of them properties (the table [`SETTINGS`] declares them).
 #[derive(Debug, Clone)]
 struct Settings {
     protocol: Protocol,
@@ -71,30 +63,212 @@ struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Self {
-            protocol: DEFAULT_PROTOCOL,
-            server: DEFAULT_SERVER.into(),
-            topic: DEFAULT_TOPIC.into(),
-            payload: DEFAULT_PAYLOAD,
-            schema: DEFAULT_SCHEMA,
+            protocol: Protocol::default(),
+            server: "localhost".into(),
+            topic: "ferrostream".into(),
+            payload: Payload::default(),
+            schema: Schema::default(),
             username: None,
             password: None,
             tls: false,
             tls_ca_file: None,
             tls_cert_file: None,
             tls_key_file: None,
-            exchange: DEFAULT_EXCHANGE.into(),
-            stream_max_length: DEFAULT_STREAM_MAX_LENGTH,
-            queue_size: DEFAULT_QUEUE_SIZE,
-            reconnect_min_ms: DEFAULT_RECONNECT_MIN_MS,
-            reconnect_max_ms: DEFAULT_RECONNECT_MAX_MS,
-            connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
-            require_connection: DEFAULT_REQUIRE_CONNECTION,
-            flush_timeout_ms: DEFAULT_FLUSH_TIMEOUT_MS,
-            lost_frames: DEFAULT_LOST_FRAMES,
+            exchange: "amq.topic".into(),
+            stream_max_length: 0,
+            queue_size: 10_000,
+            reconnect_min_ms: 100,
+            reconnect_max_ms: 10_000,
+            connect_timeout_ms: 5_000,
+            require_connection: false,
+            flush_timeout_ms: 5_000,
+            lost_frames: 30,
             sensor_ids: Vec::new(),
         }
     }
 }
+
+static SETTINGS: LazyLock<Table<Settings>> = LazyLock::new(|| {
+    let mut t: Table<Settings> = Table::new("");
+    t.add(
+        setting::<Settings, _>("protocol", field!(protocol), Enum::<Protocol>::new())
+            .no_key()
+            .nick("Protocol")
+            .blurb("Broker protocol"),
+    )
+    .add(
+        setting::<Settings, _>("server", field!(server), Text::new())
+            .no_key()
+            .nick("Server")
+            .blurb(
+                "Broker address: host:port, or a URL such as mqtt://host:1883, \
+                 amqps://host/vhost, redis://host:6379/0 (Kafka: a comma-separated list of \
+                 host:port)",
+            ),
+    )
+    .add(
+        setting::<Settings, _>("topic", field!(topic), Text::new())
+            .no_key()
+            .nick("Topic")
+            .blurb(
+                "MQTT topic, AMQP routing key, Redis stream key or Kafka topic; {source-id}, \
+                 {sensor-id} and {event} are replaced per message",
+            ),
+    )
+    .add(
+        setting::<Settings, _>("payload", field!(payload), Enum::<Payload>::new())
+            .no_key()
+            .nick("Payload")
+            .blurb("Which messages to send: per frame, per object event, or both"),
+    )
+    .add(
+        setting::<Settings, _>("schema", field!(schema), Enum::<Schema>::new())
+            .no_key()
+            .nick("Schema")
+            .blurb("JSON layout of the messages"),
+    )
+    .add(
+        setting::<Settings, _>(
+            "sensor-ids",
+            field!(sensor_ids),
+            List::<String>::separated_by(',').keeping_blanks(),
+        )
+        .no_key()
+        .nick("Sensor ids")
+        .blurb(
+            "Comma-separated sensor name per source id, for {sensor-id} and DeepStream's \
+                 sensorId (the source id when missing)",
+        ),
+    )
+    .add(
+        setting::<Settings, _>("username", field!(username), Optional(Text::new()))
+            .no_key()
+            .nick("User name")
+            .blurb("User name (MQTT, AMQP, Redis ACL user, Kafka SASL/PLAIN)"),
+    )
+    .add(
+        setting::<Settings, _>("password", field!(password), Optional(Text::new()))
+            .no_key()
+            .nick("Password")
+            .blurb("Password for the user name (Redis: also alone, for AUTH)"),
+    )
+    .add(
+        setting::<Settings, _>("tls", field!(tls), Bool)
+            .no_key()
+            .nick("TLS")
+            .blurb(
+                "Connect with TLS (also turned on by an mqtts://, amqps:// or rediss:// server)",
+            ),
+    )
+    .add(
+        setting::<Settings, _>("tls-ca-file", field!(tls_ca_file), FilePath)
+            .no_key()
+            .nick("TLS CA file")
+            .blurb("PEM file of the certificate authorities to trust (the system's when unset)"),
+    )
+    .add(
+        setting::<Settings, _>("tls-cert-file", field!(tls_cert_file), FilePath)
+            .no_key()
+            .nick("TLS client certificate")
+            .blurb("PEM file of the client certificate (with tls-key-file)"),
+    )
+    .add(
+        setting::<Settings, _>("tls-key-file", field!(tls_key_file), FilePath)
+            .no_key()
+            .nick("TLS client key")
+            .blurb("PEM file of the client certificate's private key"),
+    )
+    .add(
+        setting::<Settings, _>("exchange", field!(exchange), Text::new())
+            .no_key()
+            .nick("AMQP exchange")
+            .blurb("AMQP: the exchange messages are published to, with the topic as routing key"),
+    )
+    .add(
+        setting::<Settings, _>(
+            "stream-max-length",
+            field!(stream_max_length),
+            UInt64::any(),
+        )
+        .no_key()
+        .nick("Redis stream length")
+        .blurb(
+            "Redis: trim each stream to about this many entries (XADD MAXLEN ~); 0 keeps \
+                 everything",
+        ),
+    )
+    .add(
+        setting::<Settings, _>("queue-size", field!(queue_size), UInt::range(1, 10_000_000))
+            .no_key()
+            .nick("Queue size")
+            .blurb(
+                "Messages kept until the broker acknowledges them; when full, new messages are \
+                 dropped and counted",
+            ),
+    )
+    .add(
+        setting::<Settings, _>(
+            "reconnect-min-delay",
+            field!(reconnect_min_ms),
+            UInt::range(1, 3_600_000),
+        )
+        .no_key()
+        .nick("Shortest reconnection delay")
+        .blurb("Milliseconds before the first reconnection attempt; doubled after each failure"),
+    )
+    .add(
+        setting::<Settings, _>(
+            "reconnect-max-delay",
+            field!(reconnect_max_ms),
+            UInt::range(1, 3_600_000),
+        )
+        .no_key()
+        .nick("Longest reconnection delay")
+        .blurb("Milliseconds the reconnection delay grows to at most"),
+    )
+    .add(
+        setting::<Settings, _>(
+            "connect-timeout",
+            field!(connect_timeout_ms),
+            UInt::range(100, 600_000),
+        )
+        .no_key()
+        .nick("Connect timeout")
+        .blurb("Milliseconds one connection attempt may take"),
+    )
+    .add(
+        setting::<Settings, _>("require-connection", field!(require_connection), Bool)
+            .no_key()
+            .nick("Require connection")
+            .blurb(
+                "Fail to start when the broker cannot be reached within connect-timeout \
+                 (otherwise start at once and queue until it can)",
+            ),
+    )
+    .add(
+        setting::<Settings, _>(
+            "flush-timeout",
+            field!(flush_timeout_ms),
+            UInt::range(0, 3_600_000),
+        )
+        .no_key()
+        .nick("Flush timeout")
+        .blurb(
+            "Milliseconds to wait at end of stream for the broker to acknowledge the queued \
+                 messages",
+        ),
+    )
+    .add(
+        setting::<Settings, _>("lost-frames", field!(lost_frames), UInt::any())
+            .no_key()
+            .nick("Lost after frames")
+            .blurb(
+                "Frames of its source without a tracked object before it is reported as left \
+                 (0: only when its track ends)",
+            ),
+    );
+    t
+});
 
 struct State {
     runtime: tokio::runtime::Runtime,
@@ -119,7 +293,7 @@ enum Post {
 
 #[derive(Default)]
 pub struct MsgBroker {
-    settings: Mutex<Settings>,
+    settings: Mutex<Props<Settings>>,
     state: Mutex<Option<State>>,
     /// The counters of the last run, kept after stop.
     last_counters: Mutex<Counters>,
@@ -414,21 +588,6 @@ impl ObjectSubclass for MsgBroker {
     type ParentType = gst_base::BaseTransform;
 }
 
-fn path(value: &glib::Value) -> Option<PathBuf> {
-    value
-        .get::<Option<String>>()
-        .expect("type checked upstream")
-        .filter(|s| !s.is_empty())
-        .map(PathBuf::from)
-}
-
-fn text(value: &glib::Value) -> Option<String> {
-    value
-        .get::<Option<String>>()
-        .expect("type checked upstream")
-        .filter(|s| !s.is_empty())
-}
-
 impl ObjectImpl for MsgBroker {
     fn properties() -> &'static [glib::ParamSpec] {
         static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
@@ -439,193 +598,53 @@ impl ObjectImpl for MsgBroker {
                     .read_only()
                     .build()
             };
-            vec![
-                glib::ParamSpecEnum::builder_with_default("protocol", DEFAULT_PROTOCOL)
-                    .nick("Protocol")
-                    .blurb("Broker protocol")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("server")
-                    .nick("Server")
-                    .blurb("Broker address: host:port, or a URL such as mqtt://host:1883, amqps://host/vhost, redis://host:6379/0 (Kafka: a comma-separated list of host:port)")
-                    .default_value(Some(DEFAULT_SERVER))
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("topic")
-                    .nick("Topic")
-                    .blurb("MQTT topic, AMQP routing key, Redis stream key or Kafka topic; {source-id}, {sensor-id} and {event} are replaced per message")
-                    .default_value(Some(DEFAULT_TOPIC))
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default("payload", DEFAULT_PAYLOAD)
-                    .nick("Payload")
-                    .blurb("Which messages to send: per frame, per object event, or both")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder_with_default("schema", DEFAULT_SCHEMA)
-                    .nick("Schema")
-                    .blurb("JSON layout of the messages")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("sensor-ids")
-                    .nick("Sensor ids")
-                    .blurb("Comma-separated sensor name per source id, for {sensor-id} and DeepStream's sensorId (the source id when missing)")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("username")
-                    .nick("User name")
-                    .blurb("User name (MQTT, AMQP, Redis ACL user, Kafka SASL/PLAIN)")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("password")
-                    .nick("Password")
-                    .blurb("Password for the user name (Redis: also alone, for AUTH)")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecBoolean::builder("tls")
-                    .nick("TLS")
-                    .blurb("Connect with TLS (also turned on by an mqtts://, amqps:// or rediss:// server)")
-                    .default_value(false)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("tls-ca-file")
-                    .nick("TLS CA file")
-                    .blurb("PEM file of the certificate authorities to trust (the system's when unset)")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("tls-cert-file")
-                    .nick("TLS client certificate")
-                    .blurb("PEM file of the client certificate (with tls-key-file)")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("tls-key-file")
-                    .nick("TLS client key")
-                    .blurb("PEM file of the client certificate's private key")
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("exchange")
-                    .nick("AMQP exchange")
-                    .blurb("AMQP: the exchange messages are published to, with the topic as routing key")
-                    .default_value(Some(DEFAULT_EXCHANGE))
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt64::builder("stream-max-length")
-                    .nick("Redis stream length")
-                    .blurb("Redis: trim each stream to about this many entries (XADD MAXLEN ~); 0 keeps everything")
-                    .default_value(DEFAULT_STREAM_MAX_LENGTH)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("queue-size")
-                    .nick("Queue size")
-                    .blurb("Messages kept until the broker acknowledges them; when full, new messages are dropped and counted")
-                    .minimum(1)
-                    .maximum(10_000_000)
-                    .default_value(DEFAULT_QUEUE_SIZE)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("reconnect-min-delay")
-                    .nick("Shortest reconnection delay")
-                    .blurb("Milliseconds before the first reconnection attempt; doubled after each failure")
-                    .minimum(1)
-                    .maximum(3_600_000)
-                    .default_value(DEFAULT_RECONNECT_MIN_MS)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("reconnect-max-delay")
-                    .nick("Longest reconnection delay")
-                    .blurb("Milliseconds the reconnection delay grows to at most")
-                    .minimum(1)
-                    .maximum(3_600_000)
-                    .default_value(DEFAULT_RECONNECT_MAX_MS)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("connect-timeout")
-                    .nick("Connect timeout")
-                    .blurb("Milliseconds one connection attempt may take")
-                    .minimum(100)
-                    .maximum(600_000)
-                    .default_value(DEFAULT_CONNECT_TIMEOUT_MS)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecBoolean::builder("require-connection")
-                    .nick("Require connection")
-                    .blurb("Fail to start when the broker cannot be reached within connect-timeout (otherwise start at once and queue until it can)")
-                    .default_value(DEFAULT_REQUIRE_CONNECTION)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("flush-timeout")
-                    .nick("Flush timeout")
-                    .blurb("Milliseconds to wait at end of stream for the broker to acknowledge the queued messages")
-                    .maximum(3_600_000)
-                    .default_value(DEFAULT_FLUSH_TIMEOUT_MS)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("lost-frames")
-                    .nick("Lost after frames")
-                    .blurb("Frames of its source without a tracked object before it is reported as left (0: only when its track ends)")
-                    .default_value(DEFAULT_LOST_FRAMES)
-                    .mutable_ready()
-                    .build(),
-                counter("messages-produced", "Messages produced", "Messages made from frames and events"),
-                counter("messages-sent", "Messages sent", "Publish attempts, resends included"),
-                counter("messages-acknowledged", "Messages acknowledged", "Messages the broker acknowledged"),
-                counter("messages-dropped", "Messages dropped", "Messages dropped because the queue was full"),
-                counter("messages-resent", "Messages resent", "Messages sent again after a connection was lost before their acknowledgement"),
-                counter("messages-queued", "Messages queued", "Messages waiting for the broker's acknowledgement now"),
+            let mut specs = SETTINGS.param_specs(&Settings::default());
+            specs.extend([
+                counter(
+                    "messages-produced",
+                    "Messages produced",
+                    "Messages made from frames and events",
+                ),
+                counter(
+                    "messages-sent",
+                    "Messages sent",
+                    "Publish attempts, resends included",
+                ),
+                counter(
+                    "messages-acknowledged",
+                    "Messages acknowledged",
+                    "Messages the broker acknowledged",
+                ),
+                counter(
+                    "messages-dropped",
+                    "Messages dropped",
+                    "Messages dropped because the queue was full",
+                ),
+                counter(
+                    "messages-resent",
+                    "Messages resent",
+                    "Messages sent again after a connection was lost before their acknowledgement",
+                ),
+                counter(
+                    "messages-queued",
+                    "Messages queued",
+                    "Messages waiting for the broker's acknowledgement now",
+                ),
                 glib::ParamSpecBoolean::builder("connected")
                     .nick("Connected")
                     .blurb("Whether a connection to the broker is up")
                     .read_only()
                     .build(),
-            ]
+            ]);
+            specs
         });
         PROPERTIES.as_ref()
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
         ferrostream_core::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
-        let mut s = self.settings.lock().unwrap();
-        match pspec.name() {
-            "protocol" => s.protocol = value.get().expect("type checked upstream"),
-            "server" => s.server = text(value).unwrap_or_default(),
-            "topic" => s.topic = text(value).unwrap_or_default(),
-            "payload" => s.payload = value.get().expect("type checked upstream"),
-            "schema" => s.schema = value.get().expect("type checked upstream"),
-            "sensor-ids" => {
-                s.sensor_ids = text(value)
-                    .map(|t| t.split(',').map(|x| x.trim().to_string()).collect())
-                    .unwrap_or_default()
-            }
-            "username" => s.username = text(value),
-            "password" => s.password = text(value),
-            "tls" => s.tls = value.get().expect("type checked upstream"),
-            "tls-ca-file" => s.tls_ca_file = path(value),
-            "tls-cert-file" => s.tls_cert_file = path(value),
-            "tls-key-file" => s.tls_key_file = path(value),
-            "exchange" => {
-                s.exchange = value
-                    .get::<Option<String>>()
-                    .expect("type checked upstream")
-                    .unwrap_or_default()
-            }
-            "stream-max-length" => {
-                s.stream_max_length = value.get().expect("type checked upstream")
-            }
-            "queue-size" => s.queue_size = value.get().expect("type checked upstream"),
-            "reconnect-min-delay" => {
-                s.reconnect_min_ms = value.get().expect("type checked upstream")
-            }
-            "reconnect-max-delay" => {
-                s.reconnect_max_ms = value.get().expect("type checked upstream")
-            }
-            "connect-timeout" => s.connect_timeout_ms = value.get().expect("type checked upstream"),
-            "require-connection" => {
-                s.require_connection = value.get().expect("type checked upstream")
-            }
-            "flush-timeout" => s.flush_timeout_ms = value.get().expect("type checked upstream"),
-            "lost-frames" => s.lost_frames = value.get().expect("type checked upstream"),
-            _ => unreachable!(),
-        }
+        let mut props = self.settings.lock().unwrap();
+        SETTINGS.set_on(self.obj().upcast_ref(), &mut props, pspec, value);
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
@@ -643,61 +662,21 @@ impl ObjectImpl for MsgBroker {
                 _ => unreachable!(),
             };
         }
-        let s = self.settings.lock().unwrap();
-        let path_value =
-            |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string()).to_value();
-        match pspec.name() {
-            "protocol" => s.protocol.to_value(),
-            "server" => s.server.to_value(),
-            "topic" => s.topic.to_value(),
-            "payload" => s.payload.to_value(),
-            "schema" => s.schema.to_value(),
-            "sensor-ids" => (!s.sensor_ids.is_empty())
-                .then(|| s.sensor_ids.join(","))
-                .to_value(),
-            "username" => s.username.to_value(),
-            "password" => s.password.to_value(),
-            "tls" => s.tls.to_value(),
-            "tls-ca-file" => path_value(&s.tls_ca_file),
-            "tls-cert-file" => path_value(&s.tls_cert_file),
-            "tls-key-file" => path_value(&s.tls_key_file),
-            "exchange" => s.exchange.to_value(),
-            "stream-max-length" => s.stream_max_length.to_value(),
-            "queue-size" => s.queue_size.to_value(),
-            "reconnect-min-delay" => s.reconnect_min_ms.to_value(),
-            "reconnect-max-delay" => s.reconnect_max_ms.to_value(),
-            "connect-timeout" => s.connect_timeout_ms.to_value(),
-            "require-connection" => s.require_connection.to_value(),
-            "flush-timeout" => s.flush_timeout_ms.to_value(),
-            "lost-frames" => s.lost_frames.to_value(),
-            _ => unreachable!(),
-        }
+        let props = self.settings.lock().unwrap();
+        SETTINGS
+            .property_value(&props, pspec.name())
+            .expect("the other properties are settings")
     }
 }
 
 impl GstObjectImpl for MsgBroker {}
 
-impl ElementImpl for MsgBroker {
-    fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
-        static METADATA: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
-            gst::subclass::ElementMetadata::new(
-                "Message broker event export",
-                "Filter/Analytics",
-                "Sends frame metadata and object events to MQTT, AMQP, Redis or Kafka with at-least-once delivery (pass-through)",
-                "Ferrostream developers",
-            )
-        });
-        Some(&*METADATA)
-    }
-
-    fn pad_templates() -> &'static [gst::PadTemplate] {
-        static PAD_TEMPLATES: LazyLock<Vec<gst::PadTemplate>> =
-            LazyLock::new(
-                || ferrostream_core::element::filter_pad_templates(&gst::Caps::new_any()),
-            );
-        PAD_TEMPLATES.as_ref()
-    }
-}
+ferrostream_core::metadata_element_impl!(
+    MsgBroker,
+    "Message broker event export",
+    "Filter/Analytics",
+    "Sends frame metadata and object events to MQTT, AMQP, Redis or Kafka with at-least-once delivery (pass-through)",
+);
 
 impl BaseTransformImpl for MsgBroker {
     const MODE: gst_base::subclass::BaseTransformMode =
@@ -706,7 +685,8 @@ impl BaseTransformImpl for MsgBroker {
     const TRANSFORM_IP_ON_PASSTHROUGH: bool = true;
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
-        let settings = self.settings.lock().unwrap().clone();
+        let resolved = SETTINGS.resolve(Settings::default(), &self.settings.lock().unwrap());
+        let settings = resolved.map_err(|e| start_error(format!("rsmsgbroker: {e}")))?;
         let ids = MessageIds::new();
         let config = Self::transport_config(&settings, &ids)
             .map_err(|e| start_error(format!("rsmsgbroker ({}): {e}", settings.protocol.name())))?;
@@ -864,5 +844,15 @@ impl BaseTransformImpl for MsgBroker {
 
     fn transform_ip(&self, buf: &mut gst::BufferRef) -> Result<gst::FlowSuccess, gst::FlowError> {
         self.export(buf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_settings_table_checks_out() {
+        SETTINGS.check(&Settings::default()).unwrap();
     }
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `rsmsgbroker`: sends frame metadata and object events to a message broker.
 //!
 //! A pass-through element (`BaseTransform`, in place): buffers leave unchanged and on time. For
@@ -33,20 +34,18 @@ mod imp;
 pub use crate::endpoint::Protocol;
 pub use crate::payload::Schema;
 
-/// Which messages the element sends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, glib::Enum)]
-#[enum_type(name = "GstRsMsgBrokerPayload")]
-pub enum Payload {
-    /// One message per frame.
-    #[default]
-    #[enum_value(name = "One message per frame", nick = "frames")]
-    Frames,
-    /// One message per object event (appeared, left, line crossed).
-    #[enum_value(name = "One message per object event", nick = "events")]
-    Events,
-    /// Both.
-    #[enum_value(name = "Frames and object events", nick = "both")]
-    Both,
+ferrostream_core::choice_enum! {
+    /// Which messages the element sends.
+    #[derive(Default)]
+    pub enum Payload: "GstRsMsgBrokerPayload" {
+        /// One message per frame.
+        #[default]
+        Frames = 0 => ("frames", "One message per frame"),
+        /// One message per object event (appeared, left, line crossed).
+        Events = 1 => ("events", "One message per object event"),
+        /// Both.
+        Both = 2 => ("both", "Frames and object events"),
+    }
 }
 
 impl Payload {
@@ -65,9 +64,10 @@ glib::wrapper! {
 }
 
 pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
-    Protocol::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
-    Schema::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
-    Payload::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    use ferrostream_core::settings::GEnum;
+    GEnum::<Protocol>::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    GEnum::<Schema>::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    GEnum::<Payload>::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
     gst::Element::register(
         Some(plugin),
         "rsmsgbroker",

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! AMQP 0-9-1 through `lapin`: persistent messages published to an exchange (the topic is the
 //! routing key) on a channel in confirm mode; a message is acknowledged by its publisher
 //! confirm. A negative confirm ends the session, and the message is sent again.

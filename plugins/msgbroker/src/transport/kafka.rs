@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Kafka through `rdkafka` (librdkafka, linked from the system): each message is produced with
 //! `acks=all` and acknowledged by its delivery report. A failed delivery ends the session (a new
 //! producer sends the unacknowledged messages again). TLS and SASL/PLAIN are librdkafka's own

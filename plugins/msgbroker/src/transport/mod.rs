@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Sending: one task on the element's runtime keeps a session with the broker, sends queued
 //! messages, acknowledges them in the queue when the broker confirms them, and reconnects with
 //! exponential back-off when the session ends.

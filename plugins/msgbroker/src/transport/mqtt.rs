@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! MQTT 3.1.1 through `rumqttc`: QoS 1 publishes, acknowledged by the broker's PUBACK.
 
 use std::collections::{HashMap, VecDeque};

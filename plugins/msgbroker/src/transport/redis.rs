@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Redis Streams through `redis`: each message is one `XADD` entry (fields `message_id`,
 //! `source_id`, `event`, `payload`), acknowledged by the entry id Redis replies with. Several
 //! queued messages go in one pipeline.

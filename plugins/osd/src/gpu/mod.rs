@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The GPU painter: applies a [`DrawList`] to a frame in device memory (a [`DeviceImage`]: NV12,
 //! I420, RGBA, BGRA, RGBx or BGRx), writing exactly the bytes the CPU painter
 //! ([`crate::paint::Painter`]) writes.

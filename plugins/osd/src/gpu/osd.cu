@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // The GPU painter of rsosd: draw lists applied to frames in device memory with exactly the integer
 // rules of the CPU painter (src/paint.rs), so that both write the same bytes.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The host side of the GPU painter: a draw list turned into the flat arrays `osd.cu` reads (fills
 //! and text runs as ops in paint order with their colours converted, blurs grouped into levels of
 //! disjoint rectangles and split into per-plane jobs). Plain Rust, so it is tested without a GPU

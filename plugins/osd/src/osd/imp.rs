@@ -1,26 +1,23 @@
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+// SPDX-License-Identifier: MIT OR Apache-2.0
 #[cfg(feature = "cuda")]
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex};
 
 use ferrostream_core::batch::{FrameSource, MemoryKind, Surface, batch_caps};
-use ferrostream_core::ini::parse_list;
+use ferrostream_core::settings::Props;
 use ferrostream_core::{BatchMeta, Frame};
 use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
 use gst_base::subclass::prelude::*;
 
-use super::OsdBlurMode;
-use crate::color::Rgba;
 #[cfg(feature = "cuda")]
 use crate::color::YuvMatrix;
-use crate::font::FontRequest;
+use crate::config::SETTINGS;
 use crate::paint::{FORMATS, Painter};
 use crate::plan::{DrawList, Planner};
-use crate::style::{Style, parse_class_colors, parse_source_text};
+use crate::style::Style;
 #[cfg(feature = "cuda")]
 use ferrostream_core::cuda::{self, Context, DeviceFrames, Stream, gst_cuda};
 #[cfg(feature = "cuda")]
@@ -42,128 +39,29 @@ const DEFAULT_STREAM_PRIORITY: i32 = 0;
 
 #[derive(Debug, Clone, Default)]
 struct Settings {
-    config_file: Option<PathBuf>,
     /// Priority of the CUDA stream that draws on frames in device memory.
     stream_priority: i32,
-    /// Property values; those named in `set` override the configuration file.
-    style: Style,
-    class_colors: BTreeMap<i32, Rgba>,
-    set: BTreeSet<&'static str>,
+    /// Property values; those set on the element override the configuration file.
+    props: Props<Style>,
+    /// The configuration file's style as read at start, which property changes while running
+    /// are applied over.
+    file: Style,
 }
 
 impl Settings {
-    /// The configuration file (if any) with the explicitly set properties applied over it.
-    fn resolve(&self) -> Result<(Style, Vec<String>), String> {
-        let (mut style, warnings) = match &self.config_file {
-            Some(path) => crate::config::load(path).map_err(|e| e.to_string())?,
-            None => (Style::default(), Vec::new()),
-        };
-        for name in &self.set {
-            if *name == "class-colors" {
-                for (id, c) in &self.class_colors {
-                    style.classes.entry(*id).or_default().border_color = Some(*c);
-                }
-            } else {
-                copy_property(name, &self.style, &mut style);
-            }
-        }
-        glib::DateTime::now_local()
-            .and_then(|now| now.format(&style.clock_format))
-            .map_err(|_| {
-                format!(
-                    "clock-format `{}` is not a valid date format (see g_date_time_format)",
-                    style.clock_format
-                )
-            })?;
-        Ok((style, warnings))
+    /// Reads the configuration file, if any; returns its warnings.
+    fn read_file(&mut self) -> Result<Vec<String>, String> {
+        let (style, warnings) = self.props.read_file(Style::default, crate::config::load)?;
+        self.file = style;
+        Ok(warnings)
     }
-}
 
-impl Settings {
-    /// Stores the value of property `name`; text values that do not parse are refused.
-    fn apply(&mut self, name: &str, value: &glib::Value) -> Result<(), String> {
-        let text = || -> String {
-            value
-                .get::<Option<String>>()
-                .expect("type checked upstream")
-                .unwrap_or_default()
-        };
-        let uint = || value.get::<u32>().expect("type checked upstream");
-        let boolean = || value.get::<bool>().expect("type checked upstream");
-        let s = &mut self.style;
-        match name {
-            "config-file-path" => {
-                let path = text();
-                self.config_file = (!path.is_empty()).then(|| PathBuf::from(path));
-            }
-            "display-bbox" => s.display_bbox = boolean(),
-            "display-text" => s.display_text = boolean(),
-            "display-clock" => s.display_clock = boolean(),
-            "border-width" => s.border_width = uint(),
-            "border-color" => s.border_color = optional_color(uint()),
-            "class-colors" => self.class_colors = parse_class_colors(&text())?,
-            "bbox-bg-color" => s.bbox_bg_color = Rgba::from_u32(uint()),
-            "text-size" => s.text_size = uint(),
-            "text-color" => s.text_color = optional_color(uint()),
-            "text-bg-color" => s.text_bg_color = optional_color(uint()),
-            "label-format" => s.label_format = text().parse()?,
-            "font" => s.font = FontRequest::parse(&text()),
-            "clock-font-size" => s.clock_font_size = uint(),
-            "clock-color" => s.clock_color = Rgba::from_u32(uint()),
-            "x-clock-offset" => s.clock_x = uint(),
-            "y-clock-offset" => s.clock_y = uint(),
-            "clock-format" => s.clock_format = text(),
-            "source-text" => s.source_text = parse_source_text(&text())?,
-            "blur-class-ids" => s.blur_class_ids = parse_list::<i32>(&text())?,
-            "blur-mode" => {
-                s.blur_mode = value
-                    .get::<OsdBlurMode>()
-                    .expect("type checked upstream")
-                    .into()
-            }
-            "blur-strength" => s.blur_strength = uint(),
-            "display-mask" => s.display_mask = boolean(),
-            "mask-alpha" => s.mask_alpha = uint().min(255) as u8,
-            "display-analytics" => s.display_analytics = boolean(),
-            other => unreachable!("unknown property {other}"),
-        }
-        Ok(())
+    /// The file's style with the properties set on the element over it.
+    fn resolve(&self) -> Result<Style, String> {
+        let style = SETTINGS.resolve(self.file.clone(), &self.props)?;
+        crate::config::check_clock_format(&style.clock_format)?;
+        Ok(style)
     }
-}
-
-/// Copies the style field that property `name` sets.
-fn copy_property(name: &str, from: &Style, to: &mut Style) {
-    match name {
-        "display-bbox" => to.display_bbox = from.display_bbox,
-        "display-text" => to.display_text = from.display_text,
-        "display-clock" => to.display_clock = from.display_clock,
-        "border-width" => to.border_width = from.border_width,
-        "border-color" => to.border_color = from.border_color,
-        "bbox-bg-color" => to.bbox_bg_color = from.bbox_bg_color,
-        "text-size" => to.text_size = from.text_size,
-        "text-color" => to.text_color = from.text_color,
-        "text-bg-color" => to.text_bg_color = from.text_bg_color,
-        "label-format" => to.label_format = from.label_format.clone(),
-        "font" => to.font = from.font.clone(),
-        "clock-font-size" => to.clock_font_size = from.clock_font_size,
-        "clock-color" => to.clock_color = from.clock_color,
-        "x-clock-offset" => to.clock_x = from.clock_x,
-        "y-clock-offset" => to.clock_y = from.clock_y,
-        "clock-format" => to.clock_format = from.clock_format.clone(),
-        "source-text" => to.source_text = from.source_text.clone(),
-        "blur-class-ids" => to.blur_class_ids = from.blur_class_ids.clone(),
-        "blur-mode" => to.blur_mode = from.blur_mode,
-        "blur-strength" => to.blur_strength = from.blur_strength,
-        "display-mask" => to.display_mask = from.display_mask,
-        "mask-alpha" => to.mask_alpha = from.mask_alpha,
-        "display-analytics" => to.display_analytics = from.display_analytics,
-        other => unreachable!("property {other} has no style field"),
-    }
-}
-
-/// `0` (the property default) means "not set" for the colours that have a fallback.
-fn optional_color(v: u32) -> Option<Rgba> {
-    (v != 0).then(|| Rgba::from_u32(v))
 }
 
 /// Drawing in device memory: the frames mapped in the context they live in, and a painter and
@@ -497,7 +395,7 @@ impl RsOsd {
             return;
         }
         match self.settings.lock().unwrap().resolve() {
-            Ok((style, _)) => {
+            Ok(style) => {
                 gst::debug!(CAT, imp = self, "style changed: {style:?}");
                 state.style = Style {
                     font: state.style.font.clone(),
@@ -519,163 +417,8 @@ impl ObjectSubclass for RsOsd {
 impl ObjectImpl for RsOsd {
     fn properties() -> &'static [glib::ParamSpec] {
         static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
-            let d = Style::default();
-            let boolean = |name: &'static str, blurb: &'static str, default: bool| {
-                glib::ParamSpecBoolean::builder(name)
-                    .blurb(blurb)
-                    .default_value(default)
-                    .mutable_playing()
-                    .build()
-            };
-            let uint = |name: &'static str, blurb: &'static str, min, max, default| {
-                glib::ParamSpecUInt::builder(name)
-                    .blurb(blurb)
-                    .minimum(min)
-                    .maximum(max)
-                    .default_value(default)
-                    .mutable_playing()
-                    .build()
-            };
-            // The sizes the configuration file shares take their range from it.
-            let sized = |name: &'static str, blurb: &'static str, default| {
-                let (min, max) = crate::config::range(name);
-                uint(name, blurb, min, max, default)
-            };
-            let color = |name: &'static str, blurb: &'static str, default: u32| {
-                glib::ParamSpecUInt::builder(name)
-                    .blurb(blurb)
-                    .default_value(default)
-                    .mutable_playing()
-                    .build()
-            };
-            let text = |name: &'static str, blurb: &'static str, default: Option<&str>| {
-                glib::ParamSpecString::builder(name)
-                    .blurb(blurb)
-                    .default_value(default)
-                    .mutable_playing()
-                    .build()
-            };
-            vec![
-                glib::ParamSpecString::builder("config-file-path")
-                    .nick("Config file")
-                    .blurb(
-                        "INI file with an [osd] section (keys named like the properties) and \
-                         [class-attrs-N] sections; properties set on the element override it",
-                    )
-                    .mutable_ready()
-                    .build(),
-                boolean("display-bbox", "Draw the objects' boxes", d.display_bbox),
-                boolean("display-text", "Draw the objects' labels", d.display_text),
-                boolean("display-clock", "Draw the local time", d.display_clock),
-                boolean(
-                    "display-mask",
-                    "Draw the objects' instance masks and the frames' class maps",
-                    d.display_mask,
-                ),
-                sized(
-                    "mask-alpha",
-                    "Opacity of masks and class maps, 0 (none) to 255 (opaque)",
-                    u32::from(d.mask_alpha),
-                ),
-                boolean(
-                    "display-analytics",
-                    "Draw rsanalytics' regions, lines and directions, and their counts, as its \
-                     osd-mode asks",
-                    d.display_analytics,
-                ),
-                sized("border-width", "Box border width in pixels", d.border_width),
-                color(
-                    "border-color",
-                    "Box colour as 0xRRGGBBAA for every class; 0: a palette colour per class",
-                    0,
-                ),
-                text(
-                    "class-colors",
-                    "Box colours per class: id=colour pairs separated by commas, colours as \
-                     #RRGGBB, #RRGGBBAA or 0xRRGGBBAA (e.g. \"0=#ff0000,2=#00ff00\")",
-                    None,
-                ),
-                color(
-                    "bbox-bg-color",
-                    "Fill inside every box as 0xRRGGBBAA (0: none)",
-                    d.bbox_bg_color.to_u32(),
-                ),
-                sized("text-size", "Label text height in pixels", d.text_size),
-                color(
-                    "text-color",
-                    "Label text colour as 0xRRGGBBAA; 0: black or white, whichever stands out \
-                     on the label background",
-                    0,
-                ),
-                color(
-                    "text-bg-color",
-                    "Label background as 0xRRGGBBAA; 0: the box colour",
-                    0,
-                ),
-                text(
-                    "label-format",
-                    "Label text from {label}, {id} (tracker id), {confidence}, {classes} \
-                     (classifier results) and {source}; empty fields vanish",
-                    Some(crate::style::DEFAULT_LABEL_FORMAT),
-                ),
-                glib::ParamSpecString::builder("font")
-                    .nick("Font")
-                    .blurb(
-                        "TrueType/OpenType font file for all text; empty: the first system font \
-                         found (DejaVu Sans, Liberation Sans, Noto Sans...), else the built-in \
-                         bitmap font; \"builtin\": the built-in 8x8 bitmap font",
-                    )
-                    .mutable_ready()
-                    .build(),
-                sized(
-                    "clock-font-size",
-                    "Clock text height in pixels",
-                    d.clock_font_size,
-                ),
-                color(
-                    "clock-color",
-                    "Clock colour as 0xRRGGBBAA",
-                    d.clock_color.to_u32(),
-                ),
-                uint(
-                    "x-clock-offset",
-                    "Clock distance from the left edge in pixels",
-                    0,
-                    u32::MAX,
-                    d.clock_x,
-                ),
-                uint(
-                    "y-clock-offset",
-                    "Clock distance from the top edge in pixels",
-                    0,
-                    u32::MAX,
-                    d.clock_y,
-                ),
-                text(
-                    "clock-format",
-                    "Clock format (g_date_time_format, like strftime)",
-                    Some(&d.clock_format),
-                ),
-                text(
-                    "source-text",
-                    "Text in the bottom-left corner of each source's frames: id=text pairs \
-                     separated by ';' (e.g. \"0=Front door;1=Yard\")",
-                    None,
-                ),
-                text(
-                    "blur-class-ids",
-                    "Classes whose boxes are blurred (privacy), ';'-separated",
-                    None,
-                ),
-                glib::ParamSpecEnum::builder_with_default("blur-mode", OsdBlurMode::default())
-                    .blurb("How blurred boxes are hidden")
-                    .mutable_playing()
-                    .build(),
-                sized(
-                    "blur-strength",
-                    "Pixelation block size or blur radius in pixels",
-                    d.blur_strength,
-                ),
+            let mut specs = SETTINGS.param_specs(&Style::default());
+            specs.extend([
                 glib::ParamSpecInt::builder("stream-priority")
                     .nick("CUDA stream priority")
                     .blurb(
@@ -703,91 +446,37 @@ impl ObjectImpl for RsOsd {
                     )
                     .read_only()
                     .build(),
-            ]
+            ]);
+            specs
         });
         PROPERTIES.as_ref()
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
         ferrostream_core::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
-        let name: &'static str = Self::properties()
-            .iter()
-            .find(|p| p.name() == pspec.name())
-            .map(|p| p.name())
-            .expect("a property of this element");
         let mut settings = self.settings.lock().unwrap();
-        if name == "stream-priority" {
+        match pspec.name() {
             // Read when the GPU stream is made, not part of the style.
-            settings.stream_priority = value.get::<i32>().expect("type checked upstream");
-            return;
-        }
-        match settings.apply(name, value) {
-            Ok(()) => {
-                if name != "config-file-path" {
-                    settings.set.insert(name);
-                }
-                self.restyle.store(true, Ordering::Release);
+            "stream-priority" => {
+                settings.stream_priority = value.get().expect("type checked upstream")
             }
-            Err(e) => gst::error!(CAT, imp = self, "{name}: {e}; keeping the previous value"),
+            _ => {
+                if SETTINGS.set_on(self.obj().upcast_ref(), &mut settings.props, pspec, value) {
+                    self.restyle.store(true, Ordering::Release);
+                }
+            }
         }
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
         let settings = self.settings.lock().unwrap();
-        let s = &settings.style;
-        let colors = |c: Option<Rgba>| c.map_or(0, Rgba::to_u32).to_value();
         match pspec.name() {
-            "config-file-path" => settings
-                .config_file
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .to_value(),
-            "display-bbox" => s.display_bbox.to_value(),
-            "display-text" => s.display_text.to_value(),
-            "display-clock" => s.display_clock.to_value(),
-            "border-width" => s.border_width.to_value(),
-            "border-color" => colors(s.border_color),
-            "class-colors" => settings
-                .class_colors
-                .iter()
-                .map(|(id, c)| format!("{id}=0x{:08x}", c.to_u32()))
-                .collect::<Vec<_>>()
-                .join(",")
-                .to_value(),
-            "bbox-bg-color" => s.bbox_bg_color.to_u32().to_value(),
-            "text-size" => s.text_size.to_value(),
-            "text-color" => colors(s.text_color),
-            "text-bg-color" => colors(s.text_bg_color),
-            "label-format" => s.label_format.to_string().to_value(),
-            "font" => s.font.to_string().to_value(),
-            "clock-font-size" => s.clock_font_size.to_value(),
-            "clock-color" => s.clock_color.to_u32().to_value(),
-            "x-clock-offset" => s.clock_x.to_value(),
-            "y-clock-offset" => s.clock_y.to_value(),
-            "clock-format" => s.clock_format.to_value(),
-            "source-text" => s
-                .source_text
-                .iter()
-                .map(|(id, t)| format!("{id}={t}"))
-                .collect::<Vec<_>>()
-                .join(";")
-                .to_value(),
-            "blur-class-ids" => s
-                .blur_class_ids
-                .iter()
-                .map(i32::to_string)
-                .collect::<Vec<_>>()
-                .join(";")
-                .to_value(),
-            "blur-mode" => OsdBlurMode::from(s.blur_mode).to_value(),
-            "blur-strength" => s.blur_strength.to_value(),
-            "display-mask" => s.display_mask.to_value(),
-            "display-analytics" => s.display_analytics.to_value(),
-            "mask-alpha" => u32::from(s.mask_alpha).to_value(),
             "stream-priority" => settings.stream_priority.to_value(),
             "gpu-frames" => self.gpu_frames.load(Ordering::Relaxed).to_value(),
             "pixel-copies" => self.pixel_copies.load(Ordering::Relaxed).to_value(),
-            other => unreachable!("unknown property {other}"),
+            name => SETTINGS
+                .property_value(&settings.props, name)
+                .expect("every other property is a setting"),
         }
     }
 }
@@ -833,7 +522,12 @@ impl BaseTransformImpl for RsOsd {
     const TRANSFORM_IP_ON_PASSTHROUGH: bool = false;
 
     fn start(&self) -> Result<(), gst::ErrorMessage> {
-        let resolved = self.settings.lock().unwrap().resolve();
+        let resolved = {
+            let mut settings = self.settings.lock().unwrap();
+            settings
+                .read_file()
+                .and_then(|warnings| Ok((settings.resolve()?, warnings)))
+        };
         self.restyle.store(false, Ordering::Release);
         self.gpu_frames.store(0, Ordering::Relaxed);
         self.pixel_copies.store(0, Ordering::Relaxed);

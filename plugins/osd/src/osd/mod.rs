@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `rsosd`: draws the objects of each frame (boxes in per-class colours, labels on a filled
 //! background in a TrueType font), a clock and per-source text, and blurs the boxes of chosen
 //! classes. Works in place on RGBA, BGRA, RGBx, BGRx, NV12 and I420 frames, and on every frame of
@@ -37,42 +38,12 @@ use gst::prelude::*;
 
 mod imp;
 
-/// How `rsosd` hides the inside of boxes of the classes in `blur-class-ids`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, glib::Enum)]
-#[enum_type(name = "GstRsOsdBlurMode")]
-pub enum OsdBlurMode {
-    /// Blocks of `blur-strength` pixels, each filled with its mean colour.
-    #[default]
-    #[enum_value(name = "Pixelate", nick = "pixelate")]
-    Pixelate,
-    /// A smooth blur of radius `blur-strength` (three box blurs).
-    #[enum_value(name = "Blur", nick = "blur")]
-    Blur,
-}
-
-impl From<OsdBlurMode> for crate::style::BlurMode {
-    fn from(m: OsdBlurMode) -> Self {
-        match m {
-            OsdBlurMode::Pixelate => Self::Pixelate,
-            OsdBlurMode::Blur => Self::Blur,
-        }
-    }
-}
-
-impl From<crate::style::BlurMode> for OsdBlurMode {
-    fn from(m: crate::style::BlurMode) -> Self {
-        match m {
-            crate::style::BlurMode::Pixelate => Self::Pixelate,
-            crate::style::BlurMode::Blur => Self::Blur,
-        }
-    }
-}
-
 glib::wrapper! {
     pub struct RsOsd(ObjectSubclass<imp::RsOsd>) @extends gst_base::BaseTransform, gst::Element, gst::Object;
 }
 
 pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
-    OsdBlurMode::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    ferrostream_core::settings::GEnum::<crate::style::BlurMode>::static_type()
+        .mark_as_plugin_api(gst::PluginAPIFlags::empty());
     gst::Element::register(Some(plugin), "rsosd", gst::Rank::NONE, RsOsd::static_type())
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{LazyLock, Mutex, OnceLock};
 use std::thread::JoinHandle;
@@ -103,6 +104,9 @@ struct Flow {
     gave_up: bool,
     /// Sources made since start; the first is 1.
     generation: u64,
+    /// The worker is replacing the source: frames the old one still pushes until it stops are
+    /// passed on but are no sign that the source is back.
+    replacing: bool,
     /// Whether the current source has given a frame yet.
     started: bool,
     /// Downstream ended the stream (a frame limit, a sink's num-buffers): the bin's stream is
@@ -122,6 +126,7 @@ impl Default for Flow {
             last_end: None,
             gave_up: false,
             generation: 0,
+            replacing: false,
             started: false,
             downstream_ended: false,
             eos_sent: false,
@@ -223,6 +228,7 @@ impl RsUriSrcBin {
             flow.last_data = Instant::now();
             flow.segment = gst::FormattedSegment::new();
             flow.generation += 1;
+            flow.replacing = false;
             flow.started = false;
         }
         *self.source.lock().unwrap() = Some(source.clone());
@@ -257,16 +263,20 @@ impl RsUriSrcBin {
             Some(gst::PadProbeData::Buffer(buffer)) => {
                 let returned = {
                     let mut flow = self.flow.lock().unwrap();
-                    flow.last_data = Instant::now();
-                    flow.started = true;
-                    flow.attempt = 0;
                     if let Some(end) = buffer
                         .pts()
                         .and_then(|pts| flow.segment.to_running_time(pts))
                     {
                         flow.last_end = Some(end + buffer.duration().unwrap_or_default());
                     }
-                    flow.outage_since.take()
+                    if flow.replacing {
+                        None
+                    } else {
+                        flow.last_data = Instant::now();
+                        flow.started = true;
+                        flow.attempt = 0;
+                        flow.outage_since.take()
+                    }
                 };
                 if let Some(since) = returned {
                     let uri = self
@@ -457,6 +467,9 @@ impl RsUriSrcBin {
                 return true;
             }
             flow.attempt += 1;
+            // Until the new source is in place, the old one's last frames do not end the
+            // outage (nor reset the attempts).
+            flow.replacing = true;
             let first = flow.outage_since.is_none();
             flow.outage_since.get_or_insert_with(Instant::now);
             (flow.attempt, first)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `rsurisrcbin`: decoded video from a `file://`, `rtsp://` or `http(s)://` URI on one always
 //! present `src` pad, for cameras that drop and files that loop.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock, Mutex};
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `rsstreamdemux`: splits batches back into one stream per source.
 //!
 //! Request pads `src_%u` (the number is the source id, i.e. the `rsstreammux` sink pad index)

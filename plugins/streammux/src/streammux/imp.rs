@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 use std::sync::{Arc, LazyLock, Mutex};
 
 use ferrostream_core::batch::{self, MemoryKind, SourceStream, Surface, events};

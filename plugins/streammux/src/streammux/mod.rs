@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `rsstreammux`: batches frames of several sources into one buffer.
 //!
 //! Request pads `sink_%u` take plain raw video (one format for all sources; a `videoconvert`

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The sink pad of `rsstreammux` and the per-source state it carries.
 
 use std::sync::{Arc, Mutex};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Grid geometry of `rstiler`: where each source's tile is, where its frame lands inside the tile
 //! (letterboxed), and how boxes move with it.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `rstiler`: composes the frames of a batch into one grid frame.
 //!
 //! Source `n` (the `rsstreammux` pad index) takes tile `n`, row by row, in a `rows` x `columns`

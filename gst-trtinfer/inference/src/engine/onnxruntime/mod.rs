@@ -1,0 +1,518 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! ONNX Runtime backend, loaded at run time (no build-time download, no link-time dependency).
+//!
+//! The library is found through `ORT_DYLIB_PATH`, else the system library path
+//! (`libonnxruntime.so`, where `scripts/install-onnxruntime.sh` puts it), else
+//! `~/.local/lib/libonnxruntime.so`. A missing library is an error at element start, naming every
+//! location tried.
+
+#[cfg(feature = "cuda")]
+mod device;
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use ort::ep::{self, ExecutionProvider};
+use ort::session::builder::GraphOptimizationLevel;
+use ort::session::{Session, SessionInputValue};
+use ort::value::{DynValue, TensorElementType, TensorRef, ValueType};
+
+use super::{
+    ElementType, Engine, EngineDescription, EngineError, InputData, OutputTensor, TensorInfo,
+};
+use crate::config::Device;
+
+/// Environment variable naming the ONNX Runtime library to load.
+pub const DYLIB_ENV: &str = "ORT_DYLIB_PATH";
+
+/// The loaded runtime, shared by every session of the process.
+static ENVIRONMENT: Mutex<Option<ort::environment::Environment>> = Mutex::new(None);
+
+/// Library locations to try, in order.
+fn library_candidates() -> Vec<PathBuf> {
+    if let Some(path) = std::env::var_os(DYLIB_ENV).filter(|p| !p.is_empty()) {
+        return vec![PathBuf::from(path)];
+    }
+    let mut candidates = vec![
+        PathBuf::from("libonnxruntime.so"),
+        PathBuf::from("libonnxruntime.so.1"),
+    ];
+    if let Some(home) = std::env::var_os("HOME") {
+        candidates.push(PathBuf::from(home).join(".local/lib/libonnxruntime.so"));
+    }
+    candidates
+}
+
+/// Loads ONNX Runtime once per process and returns its environment.
+pub fn environment() -> Result<ort::environment::Environment, EngineError> {
+    let mut guard = ENVIRONMENT.lock().unwrap();
+    if let Some(env) = guard.as_ref() {
+        return Ok(env.clone());
+    }
+    let mut failures = Vec::new();
+    let mut builder = None;
+    for candidate in library_candidates() {
+        match ort::init_from(&candidate) {
+            Ok(b) => {
+                builder = Some(b);
+                break;
+            }
+            Err(e) => failures.push(e.to_string()),
+        }
+    }
+    let Some(builder) = builder else {
+        return Err(EngineError::RuntimeMissing(format!(
+            "ONNX Runtime library not found or unusable ({}). Install it with \
+             scripts/install-onnxruntime.sh or point {DYLIB_ENV} at libonnxruntime.so (1.20 or newer)",
+            failures.join("; ")
+        )));
+    };
+    let env = builder.with_name("ferrostream").build().map_err(|e| {
+        EngineError::RuntimeMissing(format!("creating the ONNX Runtime environment: {e}"))
+    })?;
+    *guard = Some(env.clone());
+    Ok(env)
+}
+
+/// Version of the loaded runtime (after [`environment`] succeeded).
+pub fn runtime_version() -> String {
+    let info = ort::info();
+    // "ORT Build Info: git-branch=rel-1.31.1, git-commit-id=..., build type=Release, ..."
+    info.split(',')
+        .find_map(|part| part.trim().strip_prefix("ORT Build Info: git-branch=rel-"))
+        .map(str::to_owned)
+        .unwrap_or_else(|| info.to_owned())
+}
+
+/// Options for opening a model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrtOptions {
+    pub model: PathBuf,
+    pub device: Device,
+    pub gpu_id: u32,
+    /// Intra-op threads; 0 lets ONNX Runtime decide.
+    pub threads: usize,
+    /// Run the TensorRT execution provider's engines on this DLA core, at this precision
+    /// (`trt_dla_enable`, `trt_dla_core`, `trt_fp16_enable` / `trt_int8_enable`).
+    pub dla: Option<DlaOptions>,
+    /// Priority of the CUDA stream the CUDA provider runs on (CUDA convention: 0 default, lower
+    /// is more urgent).
+    pub stream_priority: i32,
+    /// Run the CUDA provider's work as a captured CUDA graph, replayed for each batch of
+    /// `batch`: the model must run entirely on the CUDA provider, at one input shape. Opening
+    /// falls back to plain runs, saying why, when the model cannot.
+    pub cuda_graph: Option<CudaGraph>,
+}
+
+/// CUDA graph capture for the CUDA provider (see [`OrtOptions::cuda_graph`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CudaGraph {
+    /// The one batch size every run has.
+    pub batch: usize,
+}
+
+/// The TensorRT execution provider's DLA settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DlaOptions {
+    pub core: u32,
+    pub int8: bool,
+}
+
+/// Why the CUDA graph requested in [`OrtOptions::cuda_graph`] is not used, when it is not.
+pub fn cuda_graph_refusal(engine: &OrtEngine) -> Option<&str> {
+    engine.graph_refused.as_deref()
+}
+
+pub struct OrtEngine {
+    /// Device-resident I/O, when the CUDA provider runs the model (dropped before the session).
+    #[cfg(feature = "cuda")]
+    cuda: Option<device::CudaIo>,
+    /// Dropped by hand (see `Drop`): not at all when its CUDA context was lost.
+    session: std::mem::ManuallyDrop<Session>,
+    description: EngineDescription,
+    graph_refused: Option<String>,
+}
+
+impl Drop for OrtEngine {
+    fn drop(&mut self) {
+        // A session of the CUDA provider whose context was lost (reset under it) is leaked with
+        // its device side: its teardown (cuBLAS and cuDNN handles, events, memory) would destroy
+        // handles of the dead context, which the driver does not survive.
+        #[cfg(feature = "cuda")]
+        if let Some(cuda) = self.cuda.take() {
+            if cuda.context.lost() {
+                std::mem::forget(cuda);
+                return;
+            }
+            drop(cuda);
+        }
+        // SAFETY: dropped once, here, and never used again.
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.session) };
+    }
+}
+
+impl OrtEngine {
+    pub fn open(options: &OrtOptions) -> Result<Self, EngineError> {
+        match Self::open_once(options) {
+            Err(e) if options.cuda_graph.is_some() => {
+                // Models with nodes outside the CUDA provider (control flow, shape arithmetic
+                // on the CPU) cannot be captured: run them without the graph.
+                let mut plain = Self::open_once(&OrtOptions {
+                    cuda_graph: None,
+                    ..options.clone()
+                })?;
+                plain.graph_refused = Some(e.to_string());
+                Ok(plain)
+            }
+            other => other,
+        }
+    }
+
+    fn open_once(options: &OrtOptions) -> Result<Self, EngineError> {
+        let env = environment()?;
+        let model_error = |reason: String| EngineError::Model {
+            path: options.model.display().to_string(),
+            reason,
+        };
+        let mut builder = Session::builder(&env)
+            .and_then(|b| {
+                b.with_optimization_level(GraphOptimizationLevel::All)
+                    .map_err(Into::into)
+            })
+            .map_err(|e| model_error(e.to_string()))?;
+        if options.threads > 0 {
+            builder = builder
+                .with_intra_threads(options.threads)
+                .map_err(|e| model_error(e.to_string()))?;
+        }
+        let (providers, cuda_stream) = register_providers(&mut builder, options)?;
+        let bytes = ferrostream_core::files::read(
+            &options.model,
+            ferrostream_core::files::MAX_MODEL_FILE_BYTES,
+        )
+        .map_err(|e| model_error(e.to_string()))?;
+        let session = builder
+            .commit_from_memory(&bytes)
+            .map_err(|e| model_error(e.to_string()))?;
+
+        let [input] = session.inputs() else {
+            return Err(model_error(format!(
+                "expected exactly one input, the model has {} ({})",
+                session.inputs().len(),
+                session
+                    .inputs()
+                    .iter()
+                    .map(|i| i.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        let mut input = tensor_info(input.name(), input.dtype()).map_err(model_error)?;
+        let graph = options.cuda_graph.filter(|_| cuda_stream.is_some());
+        if let Some(graph) = graph {
+            // Every run has the captured shape: the batch is fixed.
+            if let Some(b) = input.dims.first_mut() {
+                *b = Some(graph.batch);
+            }
+        }
+        let outputs = session
+            .outputs()
+            .iter()
+            .map(|o| tensor_info(o.name(), o.dtype()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(model_error)?;
+        #[cfg(feature = "cuda")]
+        let cuda = cuda_stream
+            .map(|(context, stream)| {
+                device::CudaIo::new(
+                    &session,
+                    context,
+                    stream,
+                    &input.name,
+                    input.element_type,
+                    outputs.iter().map(|o| o.name.clone()).collect(),
+                    graph.is_some(),
+                )
+            })
+            .transpose()?;
+        #[cfg(not(feature = "cuda"))]
+        let _ = cuda_stream;
+        let mut providers = providers;
+        if graph.is_some()
+            && let Some(p) = providers.iter_mut().find(|p| *p == "CUDA")
+        {
+            *p = "CUDA (graph)".to_string();
+        }
+        let description = EngineDescription {
+            backend: "onnxruntime",
+            providers,
+            version: runtime_version(),
+            input,
+            outputs,
+        };
+        Ok(Self {
+            #[cfg(feature = "cuda")]
+            cuda,
+            session: std::mem::ManuallyDrop::new(session),
+            description,
+            graph_refused: None,
+        })
+    }
+}
+
+/// The primary context of the GPU the CUDA provider runs on, and the stream it runs on.
+#[cfg(feature = "cuda")]
+type CudaStream = (
+    std::sync::Arc<ferrostream_core::cuda::Context>,
+    std::sync::Arc<ferrostream_core::cuda::Stream>,
+);
+#[cfg(not(feature = "cuda"))]
+type CudaStream = ();
+
+/// The CUDA provider of `options`, on a stream of its own when this build has the CUDA layer:
+/// the engine's device side then queues pre-processing, the run and output decoding on it.
+fn cuda_provider(options: &OrtOptions) -> Result<(ep::CUDA, Option<CudaStream>), EngineError> {
+    let cuda = ep::CUDA::default().with_device_id(options.gpu_id as i32);
+    #[cfg(feature = "cuda")]
+    {
+        use ferrostream_core::cuda::{Context, Stream};
+        let cuda_error = |e: ferrostream_core::cuda::CudaError| {
+            EngineError::ProviderUnavailable(format!(
+                "the CUDA execution provider needs GPU {}: {e}",
+                options.gpu_id
+            ))
+        };
+        let context = Context::primary(options.gpu_id).map_err(cuda_error)?;
+        let stream = std::sync::Arc::new(
+            Stream::new(&context, options.stream_priority).map_err(cuda_error)?,
+        );
+        // SAFETY: the stream is kept by the engine's device side, which is dropped after the
+        // session (field order of `OrtEngine`), so it outlives every use by the provider.
+        let cuda = unsafe { cuda.with_compute_stream(stream.raw().cast()) }
+            .with_cuda_graph(options.cuda_graph.is_some());
+        Ok((cuda, Some((context, stream))))
+    }
+    #[cfg(not(feature = "cuda"))]
+    Ok((cuda, None))
+}
+
+/// Registers the execution providers `device` asks for and returns their names in priority
+/// order, and the CUDA provider's context and stream when it comes first (then the engine has a
+/// device side).
+fn register_providers(
+    builder: &mut ort::session::builder::SessionBuilder,
+    options: &OrtOptions,
+) -> Result<(Vec<String>, Option<CudaStream>), EngineError> {
+    let (device, gpu_id) = (options.device, options.gpu_id);
+    let available = |name: &str, present: ort::Result<bool>| -> Result<bool, EngineError> {
+        present.map_err(|e| {
+            EngineError::ProviderUnavailable(format!("querying the {name} provider: {e}"))
+        })
+    };
+    let has_cuda = available("CUDA", ep::CUDA::is_available())?;
+    let has_trt = available("TensorRT", ep::TensorRT::is_available())?;
+    let mut trt = ep::TensorRT::default().with_device_id(gpu_id as i32);
+    if let Some(dla) = options.dla {
+        trt = trt
+            .with_dla(true)
+            .with_dla_core(dla.core)
+            .with_fp16(true)
+            .with_int8(dla.int8);
+    }
+    let trt_name = match options.dla {
+        Some(dla) => format!("TensorRT (DLA{})", dla.core),
+        None => "TensorRT".to_string(),
+    };
+    let missing = |name: &str| {
+        EngineError::ProviderUnavailable(format!(
+            "the installed ONNX Runtime {} has no {name} execution provider (it was built without \
+             it); install a GPU build of ONNX Runtime or use device=cpu",
+            runtime_version()
+        ))
+    };
+    let failed = |name: &str, e: ort::Error| {
+        EngineError::ProviderUnavailable(format!(
+            "the {name} execution provider could not be enabled on GPU {gpu_id}: {e}"
+        ))
+    };
+    let mut providers = Vec::new();
+    let mut cuda_stream = None;
+    match device {
+        Device::Cpu => {}
+        Device::Cuda => {
+            if !has_cuda {
+                return Err(missing("CUDA"));
+            }
+            let (cuda, stream) = cuda_provider(options)?;
+            cuda.register(builder).map_err(|e| failed("CUDA", e))?;
+            providers.push("CUDA".to_string());
+            cuda_stream = stream;
+        }
+        Device::TensorRt => {
+            if !has_trt {
+                return Err(missing("TensorRT"));
+            }
+            trt.register(builder).map_err(|e| failed("TensorRT", e))?;
+            providers.push(trt_name);
+            // Nodes TensorRT cannot take run on CUDA rather than the CPU.
+            let cuda = ep::CUDA::default().with_device_id(gpu_id as i32);
+            if has_cuda && cuda.register(builder).is_ok() {
+                providers.push("CUDA".to_string());
+            }
+        }
+        Device::Auto => {
+            if has_trt && trt.register(builder).is_ok() {
+                providers.push(trt_name);
+            }
+            if has_cuda {
+                // CUDA first (no TensorRT): the engine gets its device side; CUDA behind
+                // TensorRT takes the nodes TensorRT cannot, with ONNX Runtime's own stream.
+                let (cuda, stream) = if providers.is_empty() {
+                    cuda_provider(options)?
+                } else {
+                    (ep::CUDA::default().with_device_id(gpu_id as i32), None)
+                };
+                if cuda.register(builder).is_ok() {
+                    providers.push("CUDA".to_string());
+                    cuda_stream = stream;
+                }
+            }
+        }
+    }
+    providers.push("CPU".to_string());
+    Ok((providers, cuda_stream))
+}
+
+pub(crate) fn element_type(ty: TensorElementType) -> ElementType {
+    match ty {
+        TensorElementType::Float32 => ElementType::F32,
+        TensorElementType::Float16 => ElementType::F16,
+        TensorElementType::Uint8 => ElementType::U8,
+        TensorElementType::Int8 => ElementType::I8,
+        TensorElementType::Int32 => ElementType::I32,
+        TensorElementType::Int64 => ElementType::I64,
+        TensorElementType::Float64 => ElementType::Other("f64"),
+        TensorElementType::Bool => ElementType::Other("bool"),
+        TensorElementType::String => ElementType::Other("string"),
+        _ => ElementType::Other("other"),
+    }
+}
+
+fn tensor_info(name: &str, dtype: &ValueType) -> Result<TensorInfo, String> {
+    let ValueType::Tensor { ty, shape, .. } = dtype else {
+        return Err(format!("`{name}` is not a tensor ({dtype:?})"));
+    };
+    Ok(TensorInfo {
+        name: name.to_owned(),
+        element_type: element_type(*ty),
+        dims: shape
+            .iter()
+            .map(|&d| usize::try_from(d).ok().filter(|&d| d > 0))
+            .collect(),
+    })
+}
+
+/// Copies an output value into `out` as f32.
+fn copy_output(value: &DynValue, out: &mut OutputTensor) -> Result<(), String> {
+    macro_rules! convert {
+        ($t:ty, $f:expr) => {{
+            let (shape, data) = value
+                .try_extract_tensor::<$t>()
+                .map_err(|e| e.to_string())?;
+            out.shape.clear();
+            out.shape.extend(shape.iter().map(|&d| d.max(0) as usize));
+            out.data.clear();
+            out.data.extend(data.iter().map($f));
+        }};
+    }
+    let ValueType::Tensor { ty, .. } = value.dtype() else {
+        return Err(format!("output `{}` is not a tensor", out.name));
+    };
+    match ty {
+        TensorElementType::Float32 => convert!(f32, |&v| v),
+        TensorElementType::Float16 => convert!(half::f16, |v: &half::f16| v.to_f32()),
+        TensorElementType::Float64 => convert!(f64, |&v| v as f32),
+        TensorElementType::Int64 => convert!(i64, |&v| v as f32),
+        TensorElementType::Int32 => convert!(i32, |&v| v as f32),
+        TensorElementType::Uint8 => convert!(u8, |&v| v as f32),
+        TensorElementType::Int8 => convert!(i8, |&v| v as f32),
+        other => {
+            return Err(format!(
+                "output `{}` has unsupported type {other:?}",
+                out.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl Engine for OrtEngine {
+    fn description(&self) -> &EngineDescription {
+        &self.description
+    }
+
+    #[cfg(feature = "cuda")]
+    fn device(&mut self) -> Option<&mut dyn crate::engine::DeviceEngine> {
+        if self.cuda.is_some() {
+            Some(self)
+        } else {
+            None
+        }
+    }
+
+    fn run(
+        &mut self,
+        input: InputData<'_>,
+        shape: &[usize],
+        outputs: &mut Vec<OutputTensor>,
+    ) -> Result<(), EngineError> {
+        let run_error = |e: ort::Error| EngineError::Run(e.to_string());
+        let value: SessionInputValue<'_> = match input {
+            InputData::F32(data) => TensorRef::from_array_view((shape, data))
+                .map_err(run_error)?
+                .into(),
+            InputData::F16(data) => TensorRef::from_array_view((shape, data))
+                .map_err(run_error)?
+                .into(),
+            InputData::U8(data) => TensorRef::from_array_view((shape, data))
+                .map_err(run_error)?
+                .into(),
+        };
+        let results = self.session.run([value]).map_err(run_error)?;
+        outputs.resize_with(self.description.outputs.len(), OutputTensor::default);
+        for (info, out) in self.description.outputs.iter().zip(outputs.iter_mut()) {
+            if out.name != info.name {
+                out.name.clone_from(&info.name);
+            }
+            let value = results
+                .get(&info.name)
+                .ok_or_else(|| EngineError::Run(format!("output `{}` missing", info.name)))?;
+            copy_output(value, out).map_err(EngineError::Run)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl crate::engine::DeviceEngine for OrtEngine {
+    fn context(&self) -> &std::sync::Arc<ferrostream_core::cuda::Context> {
+        &self.cuda.as_ref().expect("device side present").context
+    }
+
+    fn stream(&self) -> &std::sync::Arc<ferrostream_core::cuda::Stream> {
+        &self.cuda.as_ref().expect("device side present").stream
+    }
+
+    unsafe fn enqueue(
+        &mut self,
+        input: u64,
+        shape: &[usize],
+    ) -> Result<&[crate::engine::DeviceTensor], EngineError> {
+        let cuda = self
+            .cuda
+            .as_mut()
+            .ok_or_else(|| EngineError::Run("the session has no CUDA device side".into()))?;
+        // SAFETY: the caller's guarantees are `CudaIo::enqueue`'s.
+        unsafe { cuda.enqueue(&mut self.session, input, shape) }
+    }
+}
