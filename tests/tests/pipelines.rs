@@ -163,7 +163,10 @@ fn the_plugin_version_names_its_commit() {
             .is_ok_and(|o| o.status.success())
     };
     if !git(&["rev-parse", "--git-dir"]) {
-        assert_eq!(commit, "RELEASE", "version {version} outside a git checkout");
+        assert_eq!(
+            commit, "RELEASE",
+            "version {version} outside a git checkout"
+        );
         return;
     }
     let commit = commit.strip_suffix('+').unwrap_or(commit);
