@@ -41,6 +41,15 @@ macro_rules! metadata_element_impl {
     };
 }
 
+/// The frame size `caps` give (`width`, `height`), or 0 x 0 where they give none (caps of any
+/// media pass through the metadata elements).
+pub fn caps_frame_size(caps: &gst::CapsRef) -> (u32, u32) {
+    caps.structure(0)
+        .and_then(|s| Some((s.get::<i32>("width").ok()?, s.get::<i32>("height").ok()?)))
+        .map(|(w, h)| (w.max(0) as u32, h.max(0) as u32))
+        .unwrap_or((0, 0))
+}
+
 /// The always-present `sink` and `src` pad templates of a one-in, one-out element.
 pub fn filter_pad_templates(caps: &gst::Caps) -> Vec<gst::PadTemplate> {
     [

@@ -253,11 +253,7 @@ impl BaseTransformImpl for MetaExport {
     }
 
     fn set_caps(&self, incaps: &gst::Caps, _outcaps: &gst::Caps) -> Result<(), gst::LoggableError> {
-        let size = incaps
-            .structure(0)
-            .and_then(|s| Some((s.get::<i32>("width").ok()?, s.get::<i32>("height").ok()?)))
-            .map(|(w, h)| (w.max(0) as u32, h.max(0) as u32))
-            .unwrap_or((0, 0));
+        let size = ferrostream_core::element::caps_frame_size(incaps);
         if let Some(state) = self.state.lock().unwrap().as_mut() {
             state.size = size;
         }

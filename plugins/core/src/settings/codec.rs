@@ -292,11 +292,12 @@ impl Codec for Float {
 
     fn refused(&self) -> Vec<String> {
         let mut v = vec!["nan".to_owned(), "inf".to_owned()];
+        // The nearest floats outside the range (`min - 1` is `min` itself past 2^24).
         if self.min > f32::MIN {
-            v.push((self.min - 1.0).to_string());
+            v.push(self.min.next_down().to_string());
         }
         if self.max < f32::MAX {
-            v.push((self.max + 1.0).to_string());
+            v.push(self.max.next_up().to_string());
         }
         v
     }
