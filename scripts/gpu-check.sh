@@ -8,11 +8,12 @@
 #                                        test and bench binaries and the plugin, and writes the
 #                                        git-ignored folders the GPU machine needs: .gpu/ (the
 #                                        tests' bundle, under 60 MiB), .gpu-ort-1/, .gpu-ort-2/, ...
-#                                        (ONNX Runtime's GPU build in pieces of at most 60 MiB) and
-#                                        .gpu-bench/ (the benchmark's clip and wheels); prints their
+#                                        (ONNX Runtime's GPU build in pieces of at most 60 MiB),
+#                                        .gpu-models/ (the tests' models) and .gpu-bench/ (the
+#                                        benchmark's clip and wheels); prints their
 #                                        sizes and the device calls that carry them (below)
 #   scripts/gpu-check.sh stash           on the GPU machine, from the repository root: moves every
-#                                        carried .gpu-ort-*/ piece and .gpu-bench/ out of the tree
+#                                        carried .gpu-ort-*/ piece, .gpu-models/ and .gpu-bench/ out of the tree
 #                                        into the stash ($GPU_CHECK_STASH), checks each piece's
 #                                        sha256, and prints which pieces are there and which are
 #                                        still missing; safe to repeat
@@ -87,8 +88,7 @@
 #                 plugins/: libgstferrostream.so (debug info stripped)
 #   ort.tar.xz    ort/: libonnxruntime.so (CPU build), as scripts/install-onnxruntime.sh installs
 #                 it; left out when the GPU build is bundled, unless GPU_CHECK_ORT=1
-#   media/        the footage and models in GPU_MEDIA and GPU_MODELS (not compressed: they do not
-#                 shrink)
+#   media/        the footage in GPU_MEDIA (not compressed: it does not shrink)
 #   MANIFEST      what run executes, one line each: "test|bench NAME PACKAGE-DIR FILE"; the CPU
 #                 build ("ort FILE") and the GPU build ("ort-gpu VERSION PIECES SHA256 ARCHIVE")
 # The archives are compressed because unpacked, the binaries and libraries would be about three
@@ -97,10 +97,14 @@
 # .gpu-ort-N/ (N = 1..PIECES) holds piece N of one xz archive (xz -9e) of the onnxruntime-gpu
 # wheel's onnxruntime/ package, without its pure-Python tools (ORT_GPU_KEEP says what stays), and
 # PIECE: its index, the count, the sha256 and size of the whole archive and of the piece.
+# .gpu-models/ holds the models and label files in GPU_MODELS and CONTENTS (every file's sha256):
+# they do not compress and would take the tests' bundle over one call's budget, so they travel
+# like the benchmark's extras, in a stash call or beside .gpu when there is room, and run points
+# FERROSTREAM_MODEL_DIR at the stash's test-models/.
 # .gpu-bench/ holds the benchmark's 1080p H.264 clip (made from vtest.avi), wheels/ (the wheels
 # in BENCH_WHEELS) and CONTENTS (the clip's frame count and every file's sha256).
 # The stash ($GPU_CHECK_STASH, default /var/tmp/ferrostream-stash): pieces/NAME-SHA/ (the
-# pieces), ort-gpu/SHA/onnxruntime/ (the unpacked GPU build: ORT_DYLIB_PATH points at its
+# pieces), test-models/ (.gpu-models), ort-gpu/SHA/onnxruntime/ (the unpacked GPU build: ORT_DYLIB_PATH points at its
 # capi/libonnxruntime.so.VERSION, its parent goes on PYTHONPATH, capi/ and python3's
 # nvidia/cu13/lib and nvidia/cudnn/lib on LD_LIBRARY_PATH), bench/ (.gpu-bench), site/ (the
 # installed wheels), models/ (exported models). On a machine without a GPU (nvidia-smi fails)
@@ -168,8 +172,9 @@ GPU_TESTS=(
 GPU_BENCHES=(
     tests:gpu_preprocess
 )
-# Footage from $FERROSTREAM_MEDIA_DIR and models from $FERROSTREAM_MODEL_DIR; both land in
-# .gpu/media, where run points both variables.
+# Footage from $FERROSTREAM_MEDIA_DIR (lands in .gpu/media) and models from
+# $FERROSTREAM_MODEL_DIR (land in .gpu-models, then the stash's test-models/); run points the
+# two variables there.
 GPU_MEDIA=(carphone_pristine.mp4 messi5.jpg)
 GPU_MODELS=(
     coco_ssdlite_mobilenet_v2.onnx object_detection_classes_coco.txt mobilenet_v2_imagenet.onnx
@@ -701,6 +706,20 @@ bundle_bench() {
     } >"$dir/CONTENTS"
 }
 
+# Writes $repo/.gpu-models: the files $@ (the tests' models and labels) and CONTENTS.
+bundle_models() {
+    local dir="$repo/.gpu-models" f
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    for f in "$@"; do install -m 0644 "$f" "$dir/"; done
+    {
+        echo "# The GPU tests' models, written by scripts/gpu-check.sh bundle; scripts/gpu-check.sh"
+        echo "# stash moves this folder into the stash on the GPU machine (as test-models/)."
+        echo "name test-models"
+        for f in "$@"; do echo "file $(sha256 "$dir/$(basename "$f")") $(basename "$f")"; done
+    } >"$dir/CONTENTS"
+}
+
 # Prints the device calls that carry the folders: each stash call carries pieces and extras
 # (first fit, in order) under CALL_MIB with the working tree; run and bench carry .gpu/.
 print_calls() {
@@ -760,7 +779,7 @@ bundle() {
     trap 'rm -rf "$stage"' EXIT
 
     # Footage and models first: cheap to check, and a missing one should stop us before building.
-    local -a media_files=()
+    local -a media_files=() model_files=()
     local f src
     for f in "${GPU_MEDIA[@]}"; do
         src="$(find_in_dirs "$media_dirs" "$f")" || die "media file $f not found in FERROSTREAM_MEDIA_DIR or $cachedir/media (scripts/fetch-models.sh fetches it)"
@@ -768,7 +787,7 @@ bundle() {
     done
     for f in "${GPU_MODELS[@]}"; do
         src="$(find_in_dirs "$model_dirs" "$f")" || die "model file $f not found in FERROSTREAM_MODEL_DIR or $cachedir/models (scripts/fetch-models.sh fetches it)"
-        media_files+=("$src")
+        model_files+=("$src")
     done
     # The CPU build of ONNX Runtime: by default only when the GPU build is not bundled.
     local ort="" want_ort="${GPU_CHECK_ORT:-}"
@@ -806,6 +825,7 @@ bundle() {
     fi
     mkdir -p "$gpu/media"
     for f in "${media_files[@]}"; do install -m 0644 "$f" "$gpu/media/"; done
+    bundle_models "${model_files[@]}"
 
     # ONNX Runtime's GPU build: one archive, in pieces .gpu-ort-1/, .gpu-ort-2/, ...
     local ort_gpu_file="" ort_gpu_count="" ort_gpu_sha=""
@@ -856,6 +876,8 @@ bundle() {
             carried+=(".gpu-ort-$f=$(bytes "$repo/.gpu-ort-$f")")
         done
     fi
+    echo "Test models .gpu-models: $(mib "$(bytes "$repo/.gpu-models")") ($(grep -c '^file ' "$repo/.gpu-models/CONTENTS") files)"
+    carried+=(".gpu-models=$(bytes "$repo/.gpu-models")")
     if [ -d "$repo/.gpu-bench" ]; then
         echo "Benchmark extras .gpu-bench: $(mib "$(bytes "$repo/.gpu-bench")") ($(kv "$repo/.gpu-bench/CONTENTS" clip | awk '{ print $1 ", " $2 " frames" }'); $(find "$repo/.gpu-bench/wheels" -name '*.whl' | wc -l) wheels)"
         carried+=(".gpu-bench=$(bytes "$repo/.gpu-bench")")
@@ -1000,13 +1022,12 @@ stash_status() {
                 "missing: $(seq -s ' ' 1 "$want_count")"
         fi
     fi
-    local extras=0
     for f in "$stash"/*/CONTENTS; do
         [ -f "$f" ] || continue
-        extras=1
         echo "$(kv "$f" name): $(grep -c '^file ' "$f") files in $(dirname "$f")"
     done
-    [ $extras = 1 ] || echo "bench: not stashed (carry .gpu-bench)"
+    [ -f "$stash/test-models/CONTENTS" ] || echo "test-models: not stashed (carry .gpu-models)"
+    [ -f "$stash/bench/CONTENTS" ] || echo "bench: not stashed (carry .gpu-bench)"
 }
 
 run_stash() {
@@ -1178,7 +1199,9 @@ setup_env() {
     # GLib's modules of the host must not be loaded into the bundled GLib.
     export GIO_MODULE_DIR="$gst/usr/lib/$multiarch/gio/modules" GIO_USE_VFS=local
     export PATH="$gst/usr/bin:$PATH"
-    export FERROSTREAM_MEDIA_DIR="$gpu/media" FERROSTREAM_MODEL_DIR="$gpu/media"
+    export FERROSTREAM_MEDIA_DIR="$gpu/media" FERROSTREAM_MODEL_DIR="$stash/test-models"
+    [ -f "$stash/test-models/CONTENTS" ] ||
+        note "the tests' models are not in the stash: carry .gpu-models (written by bundle) in this call or a stash call before it"
     local ort_kind="CPU build"
     if [ -n "$ort_gpu_capi" ]; then
         # The GPU build for the plugin (ORT_DYLIB_PATH) and for python3 (import onnxruntime).
