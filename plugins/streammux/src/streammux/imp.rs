@@ -1057,10 +1057,7 @@ impl AggregatorImpl for StreamMux {
             {
                 let out = out.get_mut().expect("new buffer");
                 let mut state = self.state.lock().unwrap();
-                let pts = match (pts, state.last_pts) {
-                    (Some(p), Some(last)) => Some(p.max(last)),
-                    (p, last) => p.or(last),
-                };
+                let pts = next_batch_pts(pts, state.last_pts);
                 state.last_pts = pts;
                 if let Some(id) = last_source {
                     state.next_source = id + 1;
@@ -1073,5 +1070,44 @@ impl AggregatorImpl for StreamMux {
             self.finish_buffer(out)?;
         }
         Ok(gst::FlowSuccess::Ok)
+    }
+}
+
+/// The PTS of the next batch, whose earliest frame has the running time `earliest`, after a
+/// batch stamped `last`: strictly later than `last` (see the module's documentation).
+fn next_batch_pts(
+    earliest: Option<gst::ClockTime>,
+    last: Option<gst::ClockTime>,
+) -> Option<gst::ClockTime> {
+    let after_last = last.map(|l| l + gst::ClockTime::from_nseconds(1));
+    match (earliest, after_last) {
+        (Some(e), Some(a)) => Some(e.max(a)),
+        (e, a) => e.or(a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_batch_pts;
+    use gst::ClockTime;
+
+    #[test]
+    fn batch_timestamps_strictly_increase() {
+        let ms = ClockTime::from_mseconds;
+        let ns = ClockTime::from_nseconds;
+        assert_eq!(next_batch_pts(Some(ms(40)), None), Some(ms(40)));
+        assert_eq!(next_batch_pts(Some(ms(40)), Some(ms(33))), Some(ms(40)));
+        // Frames of one instant over two batches, and a late frame.
+        assert_eq!(
+            next_batch_pts(Some(ms(40)), Some(ms(40))),
+            Some(ms(40) + ns(1))
+        );
+        assert_eq!(
+            next_batch_pts(Some(ms(20)), Some(ms(40))),
+            Some(ms(40) + ns(1))
+        );
+        // Frames without timestamps follow the last batch; without any, none.
+        assert_eq!(next_batch_pts(None, Some(ms(40))), Some(ms(40) + ns(1)));
+        assert_eq!(next_batch_pts(None, None), None);
     }
 }
