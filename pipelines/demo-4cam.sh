@@ -118,11 +118,11 @@ if [ "$display" = 1 ] && { [ -n "${DISPLAY:-}" ] || [ -n "${WAYLAND_DISPLAY:-}" 
     target="a window"
 else
     [ "$display" = 1 ] && echo "no display found; writing $output instead"
-    # H.264 when x264 is installed (gstreamer1.0-plugins-ugly), else MPEG-4 part 2 from libav.
-    # (openh264enc is not used: it fails to initialise on some frame rates and then emits
-    # buffers without timestamps.)
+    # H.264: x264 when it is installed (gstreamer1.0-plugins-ugly), else OpenH264
+    # (gstreamer1.0-plugins-bad). Not avenc_mpeg4: Debian 12's gst-libav stamps its output with
+    # invalid times, so mp4mux writes every frame at 0.
     if have x264enc; then enc="x264enc speed-preset=ultrafast ! h264parse"
-    else enc="avenc_mpeg4 bitrate=4000000"; fi
+    else enc="openh264enc bitrate=4000000 ! h264parse"; fi
     sink="videoconvert ! $enc ! mp4mux ! filesink location=\"$output\""
     target="$output"
 fi

@@ -151,9 +151,15 @@ def meta_export(path):
 
 
 def video_sink(path):
-    """A sink: an MPEG-4 file at `path`, or fakesink without one."""
+    """A sink: an H.264 MP4 file at `path` (x264enc when installed, else openh264enc; not
+    avenc_mpeg4, whose output times are invalid in Debian 12's gst-libav), or fakesink without
+    one."""
     if path:
-        return f"videoconvert ! avenc_mpeg4 bitrate=4000000 ! mp4mux ! filesink location={quote(path)}"
+        if Gst.ElementFactory.find("x264enc"):
+            encoder = "x264enc speed-preset=ultrafast"
+        else:
+            encoder = "openh264enc bitrate=4000000"
+        return f"videoconvert ! {encoder} ! h264parse ! mp4mux ! filesink location={quote(path)}"
     return "fakesink sync=false"
 
 

@@ -122,6 +122,34 @@ def test_detect_count_gives_up_at_its_timeout(env, tmp_path):
 # --- multistream.py (deepstream-test3) ------------------------------------------------------
 
 
+def mp4_frame_times(path):
+    """The presentation times (ns) of the video frames in the MP4 file at `path`, in file order."""
+    pipeline = Gst.parse_launch(f'filesrc location="{path}" ! qtdemux ! appsink name=sink sync=false')
+    pipeline.set_state(Gst.State.PLAYING)
+    sink = pipeline.get_by_name("sink")
+    times = []
+    try:
+        while (sample := sink.emit("try-pull-sample", 10 * Gst.SECOND)) is not None:
+            times.append(sample.get_buffer().pts)
+        assert sink.get_property("eos"), f"{path} did not play to its end"
+    finally:
+        stop(pipeline)
+    return times
+
+
+def test_multistream_writes_a_video_that_plays(env, tmp_path):
+    """The tiled video: a frame per batch (at least one per frame of a source), at times that
+    strictly increase over the sources' half second."""
+    frames = 15
+    video = tmp_path / "multi.mp4"
+    run_example(env, tmp_path, "multistream.py", "--frames", frames, "--output", video)
+    times = mp4_frame_times(video)
+    assert len(times) >= frames, f"{len(times)} frames in the video"
+    assert Gst.CLOCK_TIME_NONE not in times, times
+    assert all(a < b for a, b in zip(times, times[1:])), f"frame times do not increase: {times}"
+    assert times[-1] - times[0] > 300 * Gst.MSECOND, f"the video lasts {times[-1] - times[0]} ns: {times}"
+
+
 def test_multistream_reports_every_source(env, tmp_path):
     frames = 15
     out = tmp_path / "multi.jsonl"

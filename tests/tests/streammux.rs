@@ -966,6 +966,67 @@ fn run_demo(args: &[&str]) -> String {
     );
     assert!(stdout.contains("all: frames:"), "{stdout}");
     assert!(std::fs::metadata(&video).unwrap().len() > 10_000);
+    // The video plays: one tiled frame per batch, so at least as many as the camera with the
+    // most frames had (a batch holds one frame of each), at times that strictly increase over
+    // about the cameras' half second.
+    let most = (0..4)
+        .map(|source| {
+            let line = stdout
+                .lines()
+                .find(|l| l.starts_with(&format!("source {source}:")))
+                .unwrap();
+            line.split_whitespace()
+                .nth(3)
+                .unwrap()
+                .parse::<usize>()
+                .unwrap()
+        })
+        .max()
+        .unwrap();
+    let times = mp4_frame_times(&video);
+    assert!(
+        times.len() >= most,
+        "{} frames in the video, {most} from one camera",
+        times.len()
+    );
+    assert!(
+        times.windows(2).all(|w| w[0] < w[1]),
+        "frame times do not increase: {times:?}"
+    );
+    let span = *times.last().unwrap() - times[0];
+    assert!(
+        span > gst::ClockTime::from_mseconds(300),
+        "the video lasts {span}: {times:?}"
+    );
     std::fs::remove_dir_all(&dir).ok();
     stdout
+}
+
+/// The presentation times of the video frames in the MP4 file at `path`, in file order.
+fn mp4_frame_times(path: &std::path::Path) -> Vec<gst::ClockTime> {
+    let pipeline = launch(&format!(
+        "filesrc location={} ! qtdemux ! appsink name=sink sync=false",
+        quoted(path)
+    ));
+    let sink: gst_app::AppSink = element(&pipeline, "sink");
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let mut times = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while let Some(sample) = sink.try_pull_sample(gst::ClockTime::from_seconds(5)) {
+        times.push(
+            sample
+                .buffer()
+                .unwrap()
+                .pts()
+                .expect("a frame without a time"),
+        );
+        assert!(
+            Instant::now() < deadline,
+            "reading {} timed out",
+            path.display()
+        );
+    }
+    assert!(sink.is_eos(), "{} did not play to its end", path.display());
+    pipeline.set_state(gst::State::Null).unwrap();
+    times
 }
