@@ -205,6 +205,14 @@ fn model(t: &mut Table<InferConfig>) {
             .blurb("GPU used by GPU execution providers"),
     )
     .add(
+        setting("openvino-device", field!(openvino_device), Text::trimmed())
+            .nick("OpenVINO device")
+            .blurb(
+                "backend=openvino: the device the model runs on (CPU, GPU, GPU.1, NPU, AUTO, \
+                 ...; as OpenVINO names them)",
+            ),
+    )
+    .add(
         setting(
             "batch-size",
             field!(batch_size),

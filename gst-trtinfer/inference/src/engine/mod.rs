@@ -5,7 +5,8 @@
 //! every output as f32 into reusable buffers ([`Engine::run`]). Engines that work on a GPU also
 //! have a device side ([`DeviceEngine`]): input read in place, outputs left in device memory,
 //! everything queued on one stream. Backends: ONNX Runtime ([`onnxruntime`]; its CUDA provider
-//! has the device side), behind the cargo feature `tensorrt`, native TensorRT, and KServe v2
+//! has the device side), OpenVINO ([`openvino`]), behind the cargo feature `tensorrt`, native
+//! TensorRT, and KServe v2
 //! servers ([`kserve`]), whose remote side ([`remote::RemoteEngine`]) has several batches on
 //! their way at once.
 
@@ -14,6 +15,7 @@ pub mod fault;
 #[cfg(feature = "remote")]
 pub mod kserve;
 pub mod onnxruntime;
+pub mod openvino;
 pub mod remote;
 #[cfg(feature = "tensorrt")]
 pub mod tensorrt;
