@@ -89,6 +89,21 @@ fn openvino_detects_like_onnx_runtime_and_says_what_ran() {
 }
 
 #[test]
+fn batches_in_flight_give_the_same_results_in_order() {
+    // One request: each batch runs before the next comes; four: up to four run at once and
+    // their answers are taken in order.
+    let one = vtest("backend=openvino requests-in-flight=1").unwrap();
+    let four = vtest("backend=openvino requests-in-flight=4").unwrap();
+    assert_eq!(one.frames.len(), FRAMES);
+    for (i, (a, b)) in one.frames.iter().zip(&four.frames).enumerate() {
+        assert_eq!(a.frame_num, b.frame_num, "frame {i} out of order");
+    }
+    let (count, worst) = assert_same_objects(&one.frames, &four.frames, 0.999, 1e-6);
+    assert!(count >= 3 * FRAMES, "{count} objects");
+    assert_eq!(worst, 0.0);
+}
+
+#[test]
 fn openvino_reduced_precision_is_named_and_close_to_fp32() {
     let fp32 = vtest("backend=openvino").unwrap();
     let reduced = vtest("backend=openvino network-mode=fp16").unwrap();

@@ -7,15 +7,16 @@
 //! cargo bench -p ferrostream-inference --bench backends [-- SECONDS]
 //! ```
 //!
-//! Prints frames/s per model and backend and the ratio to ONNX Runtime, one synchronous batch
-//! at a time (the engine call only; pre-processing is done once before timing).
+//! Prints frames/s per model and backend and the ratio to ONNX Runtime: one synchronous batch
+//! at a time, and for OpenVINO also with 4 batches in flight (its throughput mode, as rstrtinfer
+//! runs it in primary mode); the engine calls only, pre-processing is done once before timing.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use ferrostream_core::BBox;
 use ferrostream_inference::config::{Backend, InferConfig, NetworkMode, ProcessMode};
-use ferrostream_inference::inference::Inference;
+use ferrostream_inference::inference::{Inference, RemoteBatch};
 use ferrostream_inference::preprocess::{PackedImage, SourceImage};
 
 const BATCH: usize = 4;
@@ -42,11 +43,13 @@ fn media(name: &str) -> PathBuf {
         .unwrap_or_else(|| panic!("image {name} not found in {dirs:?}"))
 }
 
-/// Frames/s of `config` on `backend` at `mode`, batches of [`BATCH`] for `seconds`, and what ran.
+/// Frames/s of `config` on `backend` at `mode`, batches of [`BATCH`] for `seconds` with up to
+/// `in_flight` batches submitted at once (1: synchronous runs), and what ran.
 fn measure(
     config: &InferConfig,
     backend: Backend,
     mode: NetworkMode,
+    in_flight: usize,
     seconds: f64,
 ) -> (f64, String) {
     let mut config = config.clone();
@@ -76,10 +79,31 @@ fn measure(
     for _ in 0..3 {
         inference.infer(BATCH).unwrap();
     }
+    let pipelined = inference.keep_in_flight(in_flight).unwrap();
+    assert_eq!(
+        pipelined,
+        in_flight > 1,
+        "{backend:?} with {in_flight} in flight"
+    );
+    let sizes = vec![(640, 480); BATCH];
     let start = Instant::now();
     let mut batches = 0u64;
+    let mut calls = std::collections::VecDeque::new();
     while start.elapsed() < Duration::from_secs_f64(seconds) {
-        inference.infer(BATCH).unwrap();
+        if !pipelined {
+            inference.infer(BATCH).unwrap();
+            batches += 1;
+            continue;
+        }
+        if calls.len() == in_flight {
+            let oldest: RemoteBatch = calls.pop_front().unwrap();
+            oldest.call.wait().unwrap();
+            batches += 1;
+        }
+        calls.push_back(inference.submit_remote(sizes.clone()).unwrap());
+    }
+    for call in calls {
+        call.call.wait().unwrap();
         batches += 1;
     }
     (
@@ -106,15 +130,22 @@ fn main() {
         ("MobileNetV2 (imagenet_secondary.txt)", classifier),
         ("CenterFace (centerface.txt)", load("centerface.txt")),
     ];
-    println!("batch {BATCH}, {seconds} s per run, synchronous; frames/s (ratio to ONNX Runtime)");
+    println!("batch {BATCH}, {seconds} s per run; frames/s (ratio to ONNX Runtime)");
     for (name, config) in &models {
-        let (ort, _) = measure(config, Backend::OnnxRuntime, NetworkMode::Fp32, seconds);
-        let (f32_fps, f32_ran) = measure(config, Backend::OpenVino, NetworkMode::Fp32, seconds);
-        let (red_fps, red_ran) = measure(config, Backend::OpenVino, NetworkMode::Fp16, seconds);
-        println!(
-            "{name}: ONNX Runtime {ort:.1} | OpenVINO {f32_ran} {f32_fps:.1} ({:.2}x) | OpenVINO {red_ran} {red_fps:.1} ({:.2}x)",
-            f32_fps / ort,
-            red_fps / ort
-        );
+        let (ort, _) = measure(config, Backend::OnnxRuntime, NetworkMode::Fp32, 1, seconds);
+        print!("{name}: ONNX Runtime {ort:.1}");
+        for (mode, in_flight) in [
+            (NetworkMode::Fp32, 1),
+            (NetworkMode::Fp16, 1),
+            (NetworkMode::Fp32, 4),
+            (NetworkMode::Fp16, 4),
+        ] {
+            let (fps, ran) = measure(config, Backend::OpenVino, mode, in_flight, seconds);
+            print!(
+                " | OpenVINO {ran} x{in_flight}: {fps:.1} ({:.2}x)",
+                fps / ort
+            );
+        }
+        println!();
     }
 }

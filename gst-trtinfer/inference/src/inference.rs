@@ -842,7 +842,21 @@ impl Inference {
     pub fn remote_health(&mut self) -> Option<(Arc<Health>, String)> {
         self.engine
             .remote()
+            .filter(|r| r.is_server())
             .map(|r| (r.health().clone(), r.server().to_string()))
+    }
+
+    /// The requests a local engine with batches in flight runs at once (OpenVINO's infer
+    /// requests); `None` for servers and engines that answer at once.
+    pub fn local_requests(&mut self) -> Option<usize> {
+        self.engine.remote().and_then(|r| r.requests())
+    }
+
+    /// Prepares the engine for up to `requests` batches submitted without waiting
+    /// ([`Inference::submit_remote`]), where it can run several at once (OpenVINO); `true` when
+    /// it can. Engines open for one batch at a time ([`Inference::infer`]).
+    pub fn keep_in_flight(&mut self, requests: usize) -> Result<bool, EngineError> {
+        self.engine.keep_in_flight(requests)
     }
 
     /// Sends the first `sizes.len()` pre-processed slots to the inference server without
@@ -1387,7 +1401,7 @@ fn openvino_engine(
             "OpenVINO {} on {}: {} arithmetic",
             engine.description().version,
             config.openvino_device,
-            engine.precision()
+            engine.precision(),
         ),
     );
     Ok((Box::new(engine), model))

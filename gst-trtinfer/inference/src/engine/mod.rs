@@ -336,6 +336,14 @@ pub trait Engine: Send {
         None
     }
 
+    /// The caller will submit up to `requests` batches without waiting for their answers
+    /// ([`Engine::remote`]). Engines that can run several batches at once prepare for it (OpenVINO
+    /// compiles for its throughput mode) and return `true`; the others return `false` and keep
+    /// answering each batch at once. One request goes back to single runs.
+    fn keep_in_flight(&mut self, _requests: usize) -> Result<bool, EngineError> {
+        Ok(false)
+    }
+
     /// Runs a batch. `shape` is the full input shape (batch first); `outputs` is resized to the
     /// model's outputs and refilled, so its buffers are reused from run to run.
     fn run(

@@ -153,6 +153,8 @@ api! {
     infer_request_set_input_tensor = "ov_infer_request_set_input_tensor":
         fn(*mut RawRequest, *const RawTensor) -> Status;
     infer_request_infer = "ov_infer_request_infer": fn(*mut RawRequest) -> Status;
+    infer_request_start_async = "ov_infer_request_start_async": fn(*mut RawRequest) -> Status;
+    infer_request_wait = "ov_infer_request_wait": fn(*mut RawRequest) -> Status;
     infer_request_get_output_tensor_by_index = "ov_infer_request_get_output_tensor_by_index":
         fn(*const RawRequest, usize, *mut *mut RawTensor) -> Status;
     tensor_create_from_host_ptr = "ov_tensor_create_from_host_ptr":
@@ -172,7 +174,13 @@ impl Api {
     /// Loads `libopenvino_c` from `path` and checks its version.
     pub fn load(path: &Path) -> Result<Self, String> {
         // SAFETY: loading OpenVINO runs its library initialisers, which have no preconditions.
-        let library = unsafe { Library::new(path) }.map_err(|e| e.to_string())?;
+        let library = unsafe { Library::new(path) }.map_err(|e| {
+            // libloading's message is "dlopen failed"; the loader's own reason is its source.
+            match std::error::Error::source(&e) {
+                Some(reason) => reason.to_string(),
+                None => e.to_string(),
+            }
+        })?;
         let mut api = Self::resolve(library)?;
         let mut v = Version {
             build_number: ptr::null(),
@@ -181,7 +189,7 @@ impl Api {
         // SAFETY: `v` is a valid out-parameter; freed below with the matching function.
         let status = unsafe { (api.get_openvino_version)(&mut v) };
         if status != 0 || v.build_number.is_null() {
-            return Err(format!("{}: cannot read its version", path.display()));
+            return Err("cannot read its version".into());
         }
         // SAFETY: OpenVINO filled `v` with NUL-terminated strings it owns until `version_free`.
         let build = unsafe { CStr::from_ptr(v.build_number) }
@@ -193,10 +201,9 @@ impl Api {
         let version = build.split('-').next().unwrap_or(&build).to_string();
         if version.split('.').next() != Some(SUPPORTED) {
             return Err(format!(
-                "{}: OpenVINO {version}, but this build of Ferrostream supports OpenVINO \
+                "OpenVINO {version}, but this build of Ferrostream supports OpenVINO \
                  {SUPPORTED}.x (its element types are numbered differently); install it with \
-                 scripts/install-openvino.sh",
-                path.display()
+                 scripts/install-openvino.sh"
             ));
         }
         api.version = version;
@@ -548,8 +555,13 @@ pub struct Request<'a> {
 }
 
 impl Request<'_> {
-    /// Runs the model on `input` (element type `element_type`, shape `shape`) and waits.
-    pub fn infer(
+    /// Sets the input of the next run: `input` (element type `element_type`, shape `shape`),
+    /// read in place.
+    ///
+    /// # Safety
+    /// `input` must stay allocated and unchanged until the run that reads it has ended
+    /// ([`Request::infer`] returned, or [`Request::wait`] after [`Request::start`]).
+    pub unsafe fn set_input(
         &mut self,
         element_type: u32,
         shape: &[usize],
@@ -559,8 +571,8 @@ impl Request<'_> {
         let mut dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
         let mut tensor = ptr::null_mut();
         // SAFETY: `dims` holds the shape's rank dimensions; the tensor wraps `input` without
-        // copying and is freed below, before `input`'s borrow ends. OpenVINO only reads an
-        // input tensor.
+        // copying (OpenVINO only reads an input tensor); the caller keeps `input` alive for the
+        // run. The handle is freed below: the request keeps its own reference.
         let status = unsafe {
             (api.tensor_create_from_host_ptr)(
                 element_type,
@@ -573,15 +585,37 @@ impl Request<'_> {
             )
         };
         api.check("wrapping the input", status)?;
-        // SAFETY: a valid request and tensor; the synchronous run ends before the tensor is freed.
-        let result = api
-            .check("setting the input", unsafe {
-                (api.infer_request_set_input_tensor)(self.raw, tensor)
-            })
-            .and_then(|()| api.check("inference", unsafe { (api.infer_request_infer)(self.raw) }));
-        // SAFETY: made above, freed once; the request keeps no use of it after the run.
+        // SAFETY: a valid request and tensor.
+        let result = api.check("setting the input", unsafe {
+            (api.infer_request_set_input_tensor)(self.raw, tensor)
+        });
+        // SAFETY: made above, freed once.
         unsafe { (api.tensor_free)(tensor) };
         result
+    }
+
+    /// Runs the model on the input set last and waits for it.
+    pub fn infer(&mut self) -> Result<(), String> {
+        // SAFETY: a valid request.
+        self.api.check("inference", unsafe {
+            (self.api.infer_request_infer)(self.raw)
+        })
+    }
+
+    /// Starts a run on the input set last, without waiting ([`Request::wait`]).
+    pub fn start(&mut self) -> Result<(), String> {
+        // SAFETY: a valid request.
+        self.api.check("starting an inference", unsafe {
+            (self.api.infer_request_start_async)(self.raw)
+        })
+    }
+
+    /// Waits for the run [`Request::start`] started; its error, if it failed.
+    pub fn wait(&mut self) -> Result<(), String> {
+        // SAFETY: a valid request.
+        self.api.check("inference", unsafe {
+            (self.api.infer_request_wait)(self.raw)
+        })
     }
 
     /// Calls `f` with output `index` of the last run.
@@ -642,6 +676,10 @@ impl Request<'_> {
         result
     }
 }
+
+// SAFETY: an infer request may be used from any thread, one call at a time: `&mut self` (and
+// the engine's locks) see to that.
+unsafe impl Send for Request<'_> {}
 
 impl Drop for Request<'_> {
     fn drop(&mut self) {

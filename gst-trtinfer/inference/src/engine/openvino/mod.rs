@@ -17,14 +17,17 @@
 //! reduced precision is BF16 where the CPU has it, else FP16 where the device has it.
 
 mod ffi;
+mod requests;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
+use super::remote::{Health, RemoteCall, RemoteEngine};
 use super::{
     ElementType, Engine, EngineDescription, EngineError, InputData, OutputTensor, TensorInfo,
 };
-use ffi::{Api, Compiled, Core, Request, element};
+use ffi::{Api, Compiled, Core, element};
+use requests::Requests;
 
 /// Environment variable naming the OpenVINO C library to load.
 pub const DYLIB_ENV: &str = "OPENVINO_DYLIB_PATH";
@@ -232,10 +235,53 @@ pub struct OpenVinoEngine {
     description: EngineDescription,
     /// The precision that runs, for the log (`f32`, `bf16`, ...).
     precision: &'static str,
-    // Dropped in this order: the request before the compiled model it belongs to.
-    request: Request<'static>,
+    device: String,
+    /// The compile properties but the performance hint.
+    properties: Vec<(&'static str, String)>,
+    // Dropped in this order: the compiled model (after its requests' runs end), the model, the
+    // core.
+    prepared: Prepared,
+    model: ffi::Model<'static>,
+    core: Core<'static>,
+}
+
+/// The model compiled for some requests at once, and its requests.
+struct Prepared {
+    // Dropped first: the requests belong to the compiled model.
+    requests: Requests,
     _compiled: Compiled<'static>,
-    _core: Core<'static>,
+}
+
+impl OpenVinoEngine {
+    /// Compiles the model for `requests` infer requests (OpenVINO's latency mode for one, its
+    /// throughput mode for more).
+    fn prepare(
+        core: &Core<'static>,
+        model: &ffi::Model<'static>,
+        device: &str,
+        properties: &[(&'static str, String)],
+        requests: usize,
+        outputs: &[TensorInfo],
+    ) -> Result<Prepared, EngineError> {
+        let mut all = properties.to_vec();
+        if requests > 1 {
+            all.push(("PERFORMANCE_HINT", "THROUGHPUT".to_string()));
+            all.push(("PERFORMANCE_HINT_NUM_REQUESTS", requests.to_string()));
+        } else {
+            all.push(("PERFORMANCE_HINT", "LATENCY".to_string()));
+        }
+        let compiled = core
+            .compile(model, device, &all)
+            .map_err(|e| EngineError::ProviderUnavailable(format!("OpenVINO: {e}")))?;
+        let made = (0..requests)
+            .map(|_| compiled.request())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(EngineError::Run)?;
+        Ok(Prepared {
+            requests: Requests::new(made, outputs.to_vec())?,
+            _compiled: compiled,
+        })
+    }
 }
 
 // SAFETY: OpenVINO's core, compiled model and requests may be used from any thread; the engine
@@ -271,17 +317,13 @@ impl OpenVinoEngine {
         let quantised = options.precision == Precision::Int8
             && has_qdq_nodes(&options.model).map_err(model_err)?;
         let choice = choose_precision(options.precision, &options.device, &capabilities, quantised);
-        let mut properties = vec![("PERFORMANCE_HINT", "LATENCY".to_string())];
+        let mut properties = Vec::new();
         if let Some(hint) = choice.hint {
             properties.push(("INFERENCE_PRECISION_HINT", hint.to_string()));
         }
         if options.threads > 0 {
             properties.push(("INFERENCE_NUM_THREADS", options.threads.to_string()));
         }
-        let compiled = core
-            .compile(&model, &options.device, &properties)
-            .map_err(|e| EngineError::ProviderUnavailable(format!("OpenVINO: {e}")))?;
-        let request = compiled.request().map_err(EngineError::Run)?;
         let info = |p: &ffi::PortInfo| TensorInfo {
             name: p.name.clone(),
             element_type: element_type(p.element_type),
@@ -301,14 +343,23 @@ impl OpenVinoEngine {
                 description.input
             )));
         }
-        drop(model);
+        let prepared = Self::prepare(
+            &core,
+            &model,
+            &options.device,
+            &properties,
+            1,
+            &description.outputs,
+        )?;
         Ok((
             Self {
                 description,
                 precision: choice.runs,
-                request,
-                _compiled: compiled,
-                _core: core,
+                device: options.device.clone(),
+                properties,
+                prepared,
+                model,
+                core,
             },
             choice.warning,
         ))
@@ -317,6 +368,11 @@ impl OpenVinoEngine {
     /// The precision that runs: `f32`, `bf16`, `f16` or `int8 (Q/DQ)`.
     pub fn precision(&self) -> &'static str {
         self.precision
+    }
+
+    /// Infer requests that can run at once.
+    pub fn requests(&self) -> usize {
+        self.prepared.requests.len()
     }
 }
 
@@ -331,38 +387,50 @@ impl Engine for OpenVinoEngine {
         shape: &[usize],
         outputs: &mut Vec<OutputTensor>,
     ) -> Result<(), EngineError> {
-        let code = element_code(input.element_type()).ok_or_else(|| {
-            EngineError::Run(format!("input element type {}", input.element_type()))
-        })?;
-        let expected: usize =
-            shape.iter().product::<usize>() * input.element_type().size().unwrap_or(0);
-        if input.as_bytes().len() != expected {
-            return Err(EngineError::Run(format!(
-                "input of {} bytes for shape {shape:?}",
-                input.as_bytes().len()
-            )));
+        self.prepared.requests.run(input, shape, outputs)
+    }
+
+    fn remote(&mut self) -> Option<&mut dyn RemoteEngine> {
+        (self.prepared.requests.len() > 1).then_some(self as &mut dyn RemoteEngine)
+    }
+
+    fn keep_in_flight(&mut self, requests: usize) -> Result<bool, EngineError> {
+        let requests = requests.max(1);
+        if requests != self.prepared.requests.len() {
+            self.prepared = Self::prepare(
+                &self.core,
+                &self.model,
+                &self.device,
+                &self.properties,
+                requests,
+                &self.description.outputs,
+            )?;
         }
-        self.request
-            .infer(code, shape, input.as_bytes())
-            .map_err(EngineError::Run)?;
-        outputs.resize_with(self.description.outputs.len(), OutputTensor::default);
-        for (index, (out, info)) in outputs
-            .iter_mut()
-            .zip(&self.description.outputs)
-            .enumerate()
-        {
-            if out.name != info.name {
-                out.name.clone_from(&info.name);
-            }
-            self.request
-                .with_output(index, |o| {
-                    out.shape = o.shape;
-                    super::to_f32(element_type(o.element_type), o.bytes, &mut out.data)
-                        .map_err(|e| e.to_string())
-                })
-                .map_err(EngineError::Run)?;
-        }
-        Ok(())
+        Ok(requests > 1)
+    }
+}
+
+/// With several requests, batches go in without waiting, as to an inference server (but no
+/// server: no outages, no server-failure policy).
+impl RemoteEngine for OpenVinoEngine {
+    fn submit(&mut self, input: InputData<'_>, shape: &[usize]) -> Result<RemoteCall, EngineError> {
+        self.prepared.requests.submit(input, shape)
+    }
+
+    fn health(&self) -> &Arc<Health> {
+        self.prepared.requests.health()
+    }
+
+    fn server(&self) -> &str {
+        &self.device
+    }
+
+    fn is_server(&self) -> bool {
+        false
+    }
+
+    fn requests(&self) -> Option<usize> {
+        Some(self.prepared.requests.len())
     }
 }
 
