@@ -46,6 +46,8 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 
 "$repo/scripts/install-onnxruntime.sh"
+# OpenVINO (backend=openvino), from its PyPI wheel.
+"$repo/scripts/install-openvino.sh"
 # NVRTC compiles the CUDA kernels in the tests, so GPU code is checked on machines without a GPU.
 "$repo/scripts/install-nvrtc.sh"
 # The KServe v2 inference server (PyPI's kserve with ONNX Runtime) that the remote-inference

@@ -27,6 +27,8 @@ ferrostream_core::choice_enum! {
         Kserve = 3 => ("kserve", "KServe v2 inference server (gRPC)"),
         /// The same as `kserve`: Triton Inference Server speaks KServe v2.
         Triton = 4 => ("triton", "Triton Inference Server (KServe v2 gRPC)"),
+        /// OpenVINO on `openvino-device` (CPU, Intel GPU or NPU).
+        OpenVino = 5 => ("openvino", "OpenVINO"),
     }
 }
 
@@ -326,6 +328,8 @@ pub struct InferConfig {
     pub backend: Backend,
     pub device: Device,
     pub gpu_id: u32,
+    /// The OpenVINO device of `backend=openvino` (`CPU`, `GPU`, `NPU`, `AUTO`, ...).
+    pub openvino_device: String,
     pub batch_size: u32,
     pub gie_unique_id: i32,
     pub interval: u32,
@@ -446,6 +450,7 @@ impl Default for InferConfig {
             backend: Backend::Auto,
             device: Device::Auto,
             gpu_id: 0,
+            openvino_device: "CPU".to_string(),
             batch_size: 1,
             gie_unique_id: 1,
             interval: 0,
@@ -500,6 +505,9 @@ impl InferConfig {
     /// effect in this combination; contradictions are errors.
     pub fn validate(&self) -> Result<Vec<String>, String> {
         let secondary = self.process_mode == ProcessMode::Secondary;
+        if self.backend == Backend::OpenVino && self.openvino_device.is_empty() {
+            return Err("backend=openvino needs an openvino-device (CPU, GPU, NPU, AUTO)".into());
+        }
         if secondary && self.operate_on_gie_id == Some(self.gie_unique_id) {
             return Err(format!(
                 "operate-on-gie-id {} is this element's own gie-unique-id: a secondary element \

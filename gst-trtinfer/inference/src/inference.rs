@@ -223,6 +223,7 @@ impl Inference {
         let (engine, model_path): (Box<dyn Engine>, PathBuf) = match config.backend {
             Backend::Kserve | Backend::Triton => kserve_engine(&config)?,
             Backend::OnnxRuntime => ort_engine(&config, onnx, threads, &log)?,
+            Backend::OpenVino => openvino_engine(&config, onnx, threads, &log)?,
             Backend::TensorRt => tensorrt_engine(&config, onnx, &log)?,
             Backend::Auto => match tensorrt_engine(&config, onnx.clone(), &log) {
                 Ok(engine) => engine,
@@ -841,7 +842,21 @@ impl Inference {
     pub fn remote_health(&mut self) -> Option<(Arc<Health>, String)> {
         self.engine
             .remote()
+            .filter(|r| r.is_server())
             .map(|r| (r.health().clone(), r.server().to_string()))
+    }
+
+    /// The requests a local engine with batches in flight runs at once (OpenVINO's infer
+    /// requests); `None` for servers and engines that answer at once.
+    pub fn local_requests(&mut self) -> Option<usize> {
+        self.engine.remote().and_then(|r| r.requests())
+    }
+
+    /// Prepares the engine for up to `requests` batches submitted without waiting
+    /// ([`Inference::submit_remote`]), where it can run several at once (OpenVINO); `true` when
+    /// it can. Engines open for one batch at a time ([`Inference::infer`]).
+    pub fn keep_in_flight(&mut self, requests: usize) -> Result<bool, EngineError> {
+        self.engine.keep_in_flight(requests)
     }
 
     /// Sends the first `sizes.len()` pre-processed slots to the inference server without
@@ -1349,6 +1364,46 @@ fn ort_engine(
             &format!("cuda-graph: the model cannot run as a CUDA graph, running without ({why})"),
         );
     }
+    Ok((Box::new(engine), model))
+}
+
+/// The OpenVINO engine of `config`, on `openvino-device` at the precision of `network-mode`.
+fn openvino_engine(
+    config: &InferConfig,
+    onnx: Option<PathBuf>,
+    threads: usize,
+    log: &EngineLog,
+) -> Result<(Box<dyn Engine>, PathBuf), SetupError> {
+    use crate::engine::openvino::{OpenVinoEngine, OpenVinoOptions, Precision};
+    let Some(model) = onnx else {
+        return Err(SetupError::Config(
+            "no model: backend=openvino reads onnx-file".into(),
+        ));
+    };
+    let precision = match config.tensorrt.network_mode {
+        NetworkMode::Fp32 => Precision::F32,
+        NetworkMode::Fp16 => Precision::Reduced,
+        NetworkMode::Int8 => Precision::Int8,
+    };
+    let (engine, warning) = OpenVinoEngine::open(&OpenVinoOptions {
+        model: model.clone(),
+        device: config.openvino_device.clone(),
+        precision,
+        batch: config.batch_size.max(1) as usize,
+        threads,
+    })?;
+    if let Some(warning) = warning {
+        log(LogLevel::Warning, &warning);
+    }
+    log(
+        LogLevel::Info,
+        &format!(
+            "OpenVINO {} on {}: {} arithmetic",
+            engine.description().version,
+            config.openvino_device,
+            engine.precision(),
+        ),
+    );
     Ok((Box::new(engine), model))
 }
 

@@ -205,6 +205,14 @@ fn model(t: &mut Table<InferConfig>) {
             .blurb("GPU used by GPU execution providers"),
     )
     .add(
+        setting("openvino-device", field!(openvino_device), Text::trimmed())
+            .nick("OpenVINO device")
+            .blurb(
+                "backend=openvino: the device the model runs on (CPU, GPU, GPU.1, NPU, AUTO, \
+                 ...; as OpenVINO names them)",
+            ),
+    )
+    .add(
         setting(
             "batch-size",
             field!(batch_size),
@@ -674,8 +682,8 @@ fn remote(t: &mut Table<InferConfig>) {
         )
         .nick("Requests in flight")
         .blurb(
-            "backend=kserve: batches sent to the server and not yet answered, at most \
-             (primary mode)",
+            "backend=kserve: batches sent to the server and not yet answered, at most; \
+             backend=openvino: infer requests running at once (primary mode)",
         ),
     )
     .add(
@@ -894,9 +902,9 @@ mod tests {
     fn every_property_of_the_element_is_a_setting_or_its_own() {
         let own = ["config-file-path", "threads", "stream-priority"];
         let names: Vec<&str> = SETTINGS.property_names().collect();
-        // 67: the properties of the element at e486d9b but config-file-path (the table's file
-        // property), threads, stream-priority and the read-only counters.
-        assert_eq!(names.len(), 67, "{names:?}");
+        // 68: the properties of the element at e486d9b but config-file-path (the table's file
+        // property), threads, stream-priority and the read-only counters; and openvino-device.
+        assert_eq!(names.len(), 68, "{names:?}");
         for name in own {
             assert!(!names.contains(&name), "{name}");
         }

@@ -133,6 +133,8 @@ pub struct TrtInfer {
     output_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Whether buffers go through `flight` (decided when the caps are set).
     pipelined: AtomicBool,
+    /// Batches are answered later (an inference server, or OpenVINO's requests in flight).
+    answers_later: AtomicBool,
     latency: Mutex<LatencyTracker>,
     throughput: Mutex<Throughput>,
     /// The inference server's health, watched by the output thread (remote engines).
@@ -529,6 +531,7 @@ impl BaseTransformImpl for TrtInfer {
         *self.throughput.lock().unwrap() = Throughput::default();
         self.flight.stop(false);
         self.pipelined.store(false, Ordering::SeqCst);
+        self.answers_later.store(false, Ordering::SeqCst);
         #[cfg(feature = "cuda")]
         {
             *self.transfers_at_start.lock().unwrap() = ferrostream_core::cuda::transfers();
@@ -657,14 +660,33 @@ impl BaseTransformImpl for TrtInfer {
             && state.inference.engine_context().is_some();
         #[cfg(not(feature = "cuda"))]
         let device = false;
+        if primary && !device {
+            // Engines that run several batches at once (OpenVINO) get them in flight.
+            let requests = state.inference.config().remote.requests_in_flight as usize;
+            if let Err(e) = state.inference.keep_in_flight(requests) {
+                gst::element_imp_error!(
+                    self,
+                    gst::LibraryError::Init,
+                    ("Preparing {requests} requests in flight: {e}")
+                );
+                return Err(gst::loggable_error!(CAT, "{e}"));
+            }
+        }
         let remote = primary && state.inference.is_remote();
         if remote {
-            let requests = state.inference.config().remote.requests_in_flight as usize;
+            let local = state.inference.local_requests();
+            let requests =
+                local.unwrap_or(state.inference.config().remote.requests_in_flight as usize);
             self.flight.set_limits(Limits::remote(requests));
             gst::info!(
                 CAT,
                 imp = self,
-                "inference server: up to {requests} requests in flight"
+                "{}: up to {requests} requests in flight",
+                if local.is_some() {
+                    "local engine"
+                } else {
+                    "inference server"
+                }
             );
         } else if device {
             self.flight.set_limits(Limits::DEVICE);
@@ -676,6 +698,7 @@ impl BaseTransformImpl for TrtInfer {
             );
         }
         self.pipelined.store(remote || device, Ordering::SeqCst);
+        self.answers_later.store(remote, Ordering::SeqCst);
         Ok(())
     }
 

@@ -5,7 +5,8 @@
 //! every output as f32 into reusable buffers ([`Engine::run`]). Engines that work on a GPU also
 //! have a device side ([`DeviceEngine`]): input read in place, outputs left in device memory,
 //! everything queued on one stream. Backends: ONNX Runtime ([`onnxruntime`]; its CUDA provider
-//! has the device side), behind the cargo feature `tensorrt`, native TensorRT, and KServe v2
+//! has the device side), OpenVINO ([`openvino`]), behind the cargo feature `tensorrt`, native
+//! TensorRT, and KServe v2
 //! servers ([`kserve`]), whose remote side ([`remote::RemoteEngine`]) has several batches on
 //! their way at once.
 
@@ -14,6 +15,7 @@ pub mod fault;
 #[cfg(feature = "remote")]
 pub mod kserve;
 pub mod onnxruntime;
+pub mod openvino;
 pub mod remote;
 #[cfg(feature = "tensorrt")]
 pub mod tensorrt;
@@ -332,6 +334,14 @@ pub trait Engine: Send {
     /// waiting for the answer.
     fn remote(&mut self) -> Option<&mut dyn remote::RemoteEngine> {
         None
+    }
+
+    /// The caller will submit up to `requests` batches without waiting for their answers
+    /// ([`Engine::remote`]). Engines that can run several batches at once prepare for it (OpenVINO
+    /// compiles for its throughput mode) and return `true`; the others return `false` and keep
+    /// answering each batch at once. One request goes back to single runs.
+    fn keep_in_flight(&mut self, _requests: usize) -> Result<bool, EngineError> {
+        Ok(false)
     }
 
     /// Runs a batch. `shape` is the full input shape (batch first); `outputs` is resized to the

@@ -162,7 +162,8 @@ impl Drop for RemoteCall {
     }
 }
 
-/// The remote side of an engine (see [`super::Engine::remote`]).
+/// The remote side of an engine (see [`super::Engine::remote`]): batches answered later, by an
+/// inference server or by a local runtime with several requests running at once (OpenVINO).
 pub trait RemoteEngine: Send {
     /// Sends a batch: `input` (copied) of `shape`, batch first. Returns at once; the answer
     /// comes through the call.
@@ -171,8 +172,20 @@ pub trait RemoteEngine: Send {
     /// The server's health.
     fn health(&self) -> &Arc<Health>;
 
-    /// Where the server is, for messages.
+    /// Where the server is (or the local device), for messages.
     fn server(&self) -> &str;
+
+    /// Whether an inference server answers (with outages, and the element's server-failure
+    /// policy), rather than a local runtime.
+    fn is_server(&self) -> bool {
+        true
+    }
+
+    /// The requests the engine itself runs at once, for a local runtime; `None`: as many as the
+    /// element's `requests-in-flight` allows (servers).
+    fn requests(&self) -> Option<usize> {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -81,10 +81,15 @@ impl TrtInfer {
         &self,
         inbuf: gst::Buffer,
     ) -> Result<gst::FlowSuccess, gst::FlowError> {
-        let (remote, may_skip) = match self.server.lock().unwrap().as_ref() {
-            Some(w) => (true, w.on_failure == ServerFailure::Drop),
-            None => (false, false),
-        };
+        // Only a server's requests may be skipped (on-server-failure=drop); a local engine's
+        // hold the stream back.
+        let remote = self.answers_later.load(Ordering::SeqCst);
+        let may_skip = self
+            .server
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|w| w.on_failure == ServerFailure::Drop);
         // A request waits for room unless it may go without one (on-server-failure=drop).
         self.flight.wait_for_room(remote && !may_skip)?;
         let arrived = Instant::now();

@@ -51,11 +51,16 @@ impl TrtInfer {
                 Err(RemoteError::Unavailable(reason)) => unanswered = Some(reason),
                 Err(e) => {
                     let url = self.server_url();
-                    gst::element_imp_error!(
-                        self,
-                        gst::ResourceError::Read,
-                        ("Inference server {url}: {e}")
-                    );
+                    if url.is_empty() {
+                        // A local engine with requests in flight.
+                        gst::element_imp_error!(self, gst::StreamError::Failed, ("{e}"));
+                    } else {
+                        gst::element_imp_error!(
+                            self,
+                            gst::ResourceError::Read,
+                            ("Inference server {url}: {e}")
+                        );
+                    }
                     return Err(gst::FlowError::Error);
                 }
             }

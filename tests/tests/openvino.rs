@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! rstrtinfer with `backend=openvino` (the runtime of scripts/install-openvino.sh): the same
+//! detections as ONNX Runtime in FP32, what ran named in the engine message, the CPU's reduced
+//! precision close to FP32, and a missing runtime as a clear error.
+
+use std::time::Duration;
+
+use ferrostream_core::Frame;
+use ferrostream_tests::{
+    RunOutput, iou_ltrb, is_child, media, quoted, repo_root, run_in_child, run_pipeline_frames,
+};
+
+const TIMEOUT: Duration = Duration::from_secs(600);
+const FRAMES: usize = 20;
+
+/// rstrtinfer with the COCO SSDLite configuration and `extra` on the first frames of vtest.avi.
+fn vtest(extra: &str) -> Result<RunOutput, String> {
+    let desc = format!(
+        "filesrc location={} ! decodebin ! videoconvert ! rstrtinfer config-file-path={} {extra} \
+         ! appsink name=sink",
+        quoted(&media("vtest.avi")),
+        quoted(&repo_root().join("pipelines/coco_ssd.txt"))
+    );
+    run_pipeline_frames(&desc, FRAMES, TIMEOUT)
+}
+
+fn engine_field(out: &RunOutput, field: &str) -> String {
+    out.element_messages
+        .iter()
+        .find(|s| s.name() == "rstrtinfer-engine")
+        .and_then(|s| s.get::<String>(field).ok())
+        .unwrap_or_else(|| panic!("no {field} in the engine message"))
+}
+
+/// For each frame, whether every object of `a` has one in `b` with the same label, IoU >=
+/// `min_iou` and confidence within `max_conf`, and the frames have as many objects; returns
+/// the objects compared and the largest confidence difference.
+fn assert_same_objects(a: &[Frame], b: &[Frame], min_iou: f32, max_conf: f32) -> (usize, f32) {
+    assert_eq!(a.len(), b.len());
+    let (mut count, mut worst) = (0, 0.0f32);
+    for (i, (fa, fb)) in a.iter().zip(b).enumerate() {
+        assert_eq!(
+            fa.objects.len(),
+            fb.objects.len(),
+            "frame {i}: {fa:#?}\n{fb:#?}"
+        );
+        for o in &fa.objects {
+            let best = fb
+                .objects
+                .iter()
+                .filter(|p| p.label == o.label)
+                .map(|p| {
+                    (
+                        iou_ltrb(ltrb(o), ltrb(p)),
+                        (o.confidence - p.confidence).abs(),
+                    )
+                })
+                .max_by(|x, y| x.0.total_cmp(&y.0));
+            let Some((overlap, diff)) = best else {
+                panic!("frame {i}: no {} in {fb:#?}", o.label)
+            };
+            assert!(
+                overlap >= min_iou && diff <= max_conf,
+                "frame {i}: {o:?} matched at IoU {overlap}, confidence {diff} apart"
+            );
+            count += 1;
+            worst = worst.max(diff);
+        }
+    }
+    (count, worst)
+}
+
+fn ltrb(o: &ferrostream_core::Object) -> [f32; 4] {
+    let b = o.detector_bbox;
+    [b.left, b.top, b.right(), b.bottom()]
+}
+
+#[test]
+fn openvino_detects_like_onnx_runtime_and_says_what_ran() {
+    let ort = vtest("backend=onnxruntime").unwrap();
+    let ov = vtest("backend=openvino").unwrap();
+    assert_eq!(engine_field(&ov, "backend"), "openvino");
+    assert_eq!(engine_field(&ov, "providers"), "CPU (f32)");
+    assert!(engine_field(&ov, "runtime-version").starts_with("2026."));
+    let (count, worst) = assert_same_objects(&ort.frames, &ov.frames, 0.98, 0.005);
+    // Several people walk through every frame.
+    assert!(count >= 3 * FRAMES, "{count} objects in {FRAMES} frames");
+    println!("OpenVINO FP32 = ONNX Runtime: {count} objects, confidence within {worst:.5}");
+}
+
+#[test]
+fn batches_in_flight_give_the_same_results_in_order() {
+    // One request: each batch runs before the next comes; four: up to four run at once and
+    // their answers are taken in order.
+    let one = vtest("backend=openvino requests-in-flight=1").unwrap();
+    let four = vtest("backend=openvino requests-in-flight=4").unwrap();
+    assert_eq!(one.frames.len(), FRAMES);
+    for (i, (a, b)) in one.frames.iter().zip(&four.frames).enumerate() {
+        assert_eq!(a.frame_num, b.frame_num, "frame {i} out of order");
+    }
+    let (count, worst) = assert_same_objects(&one.frames, &four.frames, 0.999, 1e-6);
+    assert!(count >= 3 * FRAMES, "{count} objects");
+    assert_eq!(worst, 0.0);
+}
+
+#[test]
+fn openvino_reduced_precision_is_named_and_close_to_fp32() {
+    let fp32 = vtest("backend=openvino").unwrap();
+    let reduced = vtest("backend=openvino network-mode=fp16").unwrap();
+    let providers = engine_field(&reduced, "providers");
+    // BF16 where the CPU has it, else FP16, else FP32 (with a warning).
+    assert!(
+        ["CPU (bf16)", "CPU (f16)", "CPU (f32)"].contains(&providers.as_str()),
+        "{providers}"
+    );
+    if providers == "CPU (f32)" {
+        assert!(
+            reduced
+                .warnings
+                .iter()
+                .any(|w| w.contains("neither BF16 nor FP16")),
+            "{:?}",
+            reduced.warnings
+        );
+    }
+    // Objects near the threshold may appear or vanish in reduced precision: those well above it
+    // are found again.
+    let confident = |frames: &[Frame]| -> Vec<Frame> {
+        frames
+            .iter()
+            .map(|f| {
+                let mut f = f.clone();
+                f.objects.retain(|o| o.confidence >= 0.6);
+                f
+            })
+            .collect()
+    };
+    let (count, worst) = matched(&confident(&fp32.frames), &reduced.frames);
+    println!(
+        "{providers}: {count} confident FP32 objects found again, confidence within {worst:.4}"
+    );
+}
+
+/// Every object of `a` found in the same frame of `b` (same label, IoU >= 0.9, confidence
+/// within 0.04: BF16 keeps 8 bits of mantissa); the count and the largest confidence change.
+fn matched(a: &[Frame], b: &[Frame]) -> (usize, f32) {
+    let (mut count, mut worst) = (0, 0.0f32);
+    for (i, (fa, fb)) in a.iter().zip(b).enumerate() {
+        for o in &fa.objects {
+            let found = fb
+                .objects
+                .iter()
+                .filter(|p| p.label == o.label)
+                .map(|p| {
+                    (
+                        iou_ltrb(ltrb(o), ltrb(p)),
+                        (o.confidence - p.confidence).abs(),
+                    )
+                })
+                .max_by(|x, y| x.0.total_cmp(&y.0));
+            let Some((overlap, diff)) = found else {
+                panic!("frame {i}: {o:?} not found in reduced precision: {fb:#?}")
+            };
+            assert!(
+                overlap >= 0.9 && diff <= 0.04,
+                "frame {i}: {o:?} found at IoU {overlap}, confidence {diff} apart"
+            );
+            count += 1;
+            worst = worst.max(diff);
+        }
+    }
+    assert!(count >= 2 * a.len(), "{count} confident objects to compare");
+    (count, worst)
+}
+
+#[test]
+fn missing_openvino_runtime_is_a_clear_error() {
+    if is_child() {
+        let err = vtest("backend=openvino").unwrap_err();
+        assert!(err.contains("OpenVINO runtime not found"), "{err}");
+        assert!(err.contains("/nonexistent/libopenvino_c.so"), "{err}");
+        assert!(err.contains("scripts/install-openvino.sh"), "{err}");
+        return;
+    }
+    // A fresh process: the runtime is loaded once per process.
+    let (passed, output) = run_in_child(
+        "missing_openvino_runtime_is_a_clear_error",
+        &[("OPENVINO_DYLIB_PATH", "/nonexistent/libopenvino_c.so")],
+    );
+    assert!(passed, "child test failed:\n{output}");
+    assert!(
+        output.contains("1 passed"),
+        "the child ran no test:\n{output}"
+    );
+}
+
+#[test]
+fn an_unknown_openvino_device_is_a_clear_error() {
+    let err = vtest("backend=openvino openvino-device=NOSUCH").unwrap_err();
+    assert!(
+        err.contains("NOSUCH") && err.contains("not registered"),
+        "{err}"
+    );
+    assert!(!err.contains("Exception from"), "{err}");
+}
