@@ -203,3 +203,36 @@ fn an_unknown_openvino_device_is_a_clear_error() {
     );
     assert!(!err.contains("Exception from"), "{err}");
 }
+
+/// `network-mode=int8` on a model quantised with Q/DQ nodes (`tests/fixtures/qdq_channel_mean.onnx`:
+/// u8 input, an int8 1x1 convolution swapping the first two channels, channel means as scores)
+/// runs it as quantised, says so, and gives what ONNX Runtime gives in FP32 to the quantisation
+/// step; a model without Q/DQ nodes warns instead (the SSDLite, above).
+#[test]
+fn int8_runs_a_qdq_model_as_quantised() {
+    let desc = |extra: &str| {
+        format!(
+            "videotestsrc pattern=red num-buffers=2 ! video/x-raw,format=RGBA,width=64,height=48 \
+             ! rstrtinfer onnx-file={} network-type=classifier classifier-softmax=never \
+             net-scale-factor=0.00392156863 {extra} ! appsink name=sink",
+            quoted(&repo_root().join("tests/fixtures/qdq_channel_mean.onnx"))
+        )
+    };
+    let int8 =
+        run_pipeline_frames(&desc("backend=openvino network-mode=int8"), 2, TIMEOUT).unwrap();
+    assert_eq!(engine_field(&int8, "providers"), "CPU (int8 (Q/DQ))");
+    assert!(int8.warnings.is_empty(), "{:?}", int8.warnings);
+    let ort = run_pipeline_frames(&desc("backend=onnxruntime"), 2, TIMEOUT).unwrap();
+    for (a, b) in int8.frames.iter().zip(&ort.frames) {
+        let ([x], [y]) = (&a.objects[..], &b.objects[..]) else {
+            panic!("one classification a frame: {a:?} {b:?}")
+        };
+        // Red (1.0) moved to the second channel by the swap.
+        assert_eq!((x.class_id, y.class_id), (1, 1), "{x:?} {y:?}");
+        assert!(
+            (x.confidence - y.confidence).abs() <= 1.0 / 255.0,
+            "{x:?} {y:?}"
+        );
+        assert!((x.confidence - 1.0).abs() <= 1.0 / 255.0, "{x:?}");
+    }
+}
