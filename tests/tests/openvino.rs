@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ferrostream_core::Frame;
 use ferrostream_tests::{
-    RunOutput, iou_ltrb, is_child, media, quoted, repo_root, run_in_child, run_pipeline_frames,
+    RunOutput, is_child, media, quoted, repo_root, run_in_child, run_pipeline_frames,
 };
 
 const TIMEOUT: Duration = Duration::from_secs(600);
@@ -32,18 +32,27 @@ fn engine_field(out: &RunOutput, field: &str) -> String {
         .unwrap_or_else(|| panic!("no {field} in the engine message"))
 }
 
-/// For each frame, whether every object of `a` has one in `b` with the same label, IoU >=
-/// `min_iou` and confidence within `max_conf`, and the frames have as many objects; returns
-/// the objects compared and the largest confidence difference.
-fn assert_same_objects(a: &[Frame], b: &[Frame], min_iou: f32, max_conf: f32) -> (usize, f32) {
+/// Asserts that every object of each frame of `a` has one in the same frame of `b` with the
+/// same label, IoU >= `min_iou` and confidence within `max_conf` (and, with `same_count`, that
+/// the frames have as many objects); returns the objects compared and the largest confidence
+/// difference.
+fn assert_found(
+    a: &[Frame],
+    b: &[Frame],
+    min_iou: f32,
+    max_conf: f32,
+    same_count: bool,
+) -> (usize, f32) {
     assert_eq!(a.len(), b.len());
     let (mut count, mut worst) = (0, 0.0f32);
     for (i, (fa, fb)) in a.iter().zip(b).enumerate() {
-        assert_eq!(
-            fa.objects.len(),
-            fb.objects.len(),
-            "frame {i}: {fa:#?}\n{fb:#?}"
-        );
+        if same_count {
+            assert_eq!(
+                fa.objects.len(),
+                fb.objects.len(),
+                "frame {i}: {fa:#?}\n{fb:#?}"
+            );
+        }
         for o in &fa.objects {
             let best = fb
                 .objects
@@ -51,7 +60,7 @@ fn assert_same_objects(a: &[Frame], b: &[Frame], min_iou: f32, max_conf: f32) ->
                 .filter(|p| p.label == o.label)
                 .map(|p| {
                     (
-                        iou_ltrb(ltrb(o), ltrb(p)),
+                        o.detector_bbox.iou(&p.detector_bbox),
                         (o.confidence - p.confidence).abs(),
                     )
                 })
@@ -70,11 +79,6 @@ fn assert_same_objects(a: &[Frame], b: &[Frame], min_iou: f32, max_conf: f32) ->
     (count, worst)
 }
 
-fn ltrb(o: &ferrostream_core::Object) -> [f32; 4] {
-    let b = o.detector_bbox;
-    [b.left, b.top, b.right(), b.bottom()]
-}
-
 #[test]
 fn openvino_detects_like_onnx_runtime_and_says_what_ran() {
     let ort = vtest("backend=onnxruntime").unwrap();
@@ -82,7 +86,7 @@ fn openvino_detects_like_onnx_runtime_and_says_what_ran() {
     assert_eq!(engine_field(&ov, "backend"), "openvino");
     assert_eq!(engine_field(&ov, "providers"), "CPU (f32)");
     assert!(engine_field(&ov, "runtime-version").starts_with("2026."));
-    let (count, worst) = assert_same_objects(&ort.frames, &ov.frames, 0.98, 0.005);
+    let (count, worst) = assert_found(&ort.frames, &ov.frames, 0.98, 0.005, true);
     // Several people walk through every frame.
     assert!(count >= 3 * FRAMES, "{count} objects in {FRAMES} frames");
     println!("OpenVINO FP32 = ONNX Runtime: {count} objects, confidence within {worst:.5}");
@@ -98,9 +102,10 @@ fn batches_in_flight_give_the_same_results_in_order() {
     for (i, (a, b)) in one.frames.iter().zip(&four.frames).enumerate() {
         assert_eq!(a.frame_num, b.frame_num, "frame {i} out of order");
     }
-    let (count, worst) = assert_same_objects(&one.frames, &four.frames, 0.999, 1e-6);
+    // The same arithmetic; only the requests' threads differ (equal to the last bit here, 1e-5
+    // allows another CPU's kernels to sum in another order).
+    let (count, _) = assert_found(&one.frames, &four.frames, 0.999, 1e-5, true);
     assert!(count >= 3 * FRAMES, "{count} objects");
-    assert_eq!(worst, 0.0);
 }
 
 #[test]
@@ -135,42 +140,16 @@ fn openvino_reduced_precision_is_named_and_close_to_fp32() {
             })
             .collect()
     };
-    let (count, worst) = matched(&confident(&fp32.frames), &reduced.frames);
+    // BF16 keeps 8 bits of mantissa: boxes at IoU >= 0.9, confidences within 0.04.
+    let reference = confident(&fp32.frames);
+    let (count, worst) = assert_found(&reference, &reduced.frames, 0.9, 0.04, false);
+    assert!(
+        count >= 2 * reference.len(),
+        "{count} confident objects to compare"
+    );
     println!(
         "{providers}: {count} confident FP32 objects found again, confidence within {worst:.4}"
     );
-}
-
-/// Every object of `a` found in the same frame of `b` (same label, IoU >= 0.9, confidence
-/// within 0.04: BF16 keeps 8 bits of mantissa); the count and the largest confidence change.
-fn matched(a: &[Frame], b: &[Frame]) -> (usize, f32) {
-    let (mut count, mut worst) = (0, 0.0f32);
-    for (i, (fa, fb)) in a.iter().zip(b).enumerate() {
-        for o in &fa.objects {
-            let found = fb
-                .objects
-                .iter()
-                .filter(|p| p.label == o.label)
-                .map(|p| {
-                    (
-                        iou_ltrb(ltrb(o), ltrb(p)),
-                        (o.confidence - p.confidence).abs(),
-                    )
-                })
-                .max_by(|x, y| x.0.total_cmp(&y.0));
-            let Some((overlap, diff)) = found else {
-                panic!("frame {i}: {o:?} not found in reduced precision: {fb:#?}")
-            };
-            assert!(
-                overlap >= 0.9 && diff <= 0.04,
-                "frame {i}: {o:?} found at IoU {overlap}, confidence {diff} apart"
-            );
-            count += 1;
-            worst = worst.max(diff);
-        }
-    }
-    assert!(count >= 2 * a.len(), "{count} confident objects to compare");
-    (count, worst)
 }
 
 #[test]

@@ -11,13 +11,14 @@
 //! at a time, and for OpenVINO also with 4 batches in flight (its throughput mode, as rstrtinfer
 //! runs it in primary mode); the engine calls only, pre-processing is done once before timing.
 
-use std::path::{Path, PathBuf};
+#[path = "../tests/support/mod.rs"]
+mod support;
+
 use std::time::{Duration, Instant};
 
-use ferrostream_core::BBox;
 use ferrostream_inference::config::{Backend, InferConfig, NetworkMode, ProcessMode};
 use ferrostream_inference::inference::{Inference, RemoteBatch};
-use ferrostream_inference::preprocess::{PackedImage, SourceImage};
+use support::{preprocess_file, repo_root};
 
 const BATCH: usize = 4;
 const IMAGES: [&str; 4] = [
@@ -26,22 +27,6 @@ const IMAGES: [&str; 4] = [
     "astronaut.png",
     "squirrel_cls.jpg",
 ];
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn media(name: &str) -> PathBuf {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("FERROSTREAM_MEDIA_DIR")
-        .map(|v| std::env::split_paths(&v).collect())
-        .unwrap_or_default();
-    dirs.push(repo_root().join("../shared/media"));
-    dirs.push(ferrostream_core::paths::cache_dir().join("media"));
-    dirs.iter()
-        .map(|d| d.join(name))
-        .find(|p| p.exists())
-        .unwrap_or_else(|| panic!("image {name} not found in {dirs:?}"))
-}
 
 /// Frames/s of `config` on `backend` at `mode`, batches of [`BATCH`] for `seconds` with up to
 /// `in_flight` batches submitted at once (1: synchronous runs), and what ran.
@@ -59,22 +44,7 @@ fn measure(
     let mut inference = Inference::new(config, 0).unwrap_or_else(|e| panic!("{backend:?}: {e}"));
     let ran = inference.description().providers.join(",");
     for (slot, name) in IMAGES.iter().enumerate() {
-        let pixels = image::open(media(name)).unwrap().to_rgb8();
-        let (width, height) = pixels.dimensions();
-        let source = SourceImage::packed(PackedImage {
-            data: pixels.as_raw(),
-            stride: width as usize * 3,
-            pixel_stride: 3,
-            rgb: [0, 1, 2],
-            width,
-            height,
-        })
-        .unwrap();
-        inference.preprocess(
-            slot,
-            &source,
-            BBox::new(0.0, 0.0, width as f32, height as f32),
-        );
+        preprocess_file(&mut inference, slot, name);
     }
     for _ in 0..3 {
         inference.infer(BATCH).unwrap();

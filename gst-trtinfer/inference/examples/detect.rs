@@ -49,14 +49,7 @@ fn detect(config: PathBuf, image: PathBuf) -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", image.display()))?
         .to_rgb8();
     let (width, height) = pixels.dimensions();
-    let source = SourceImage::packed(PackedImage {
-        data: pixels.as_raw(),
-        stride: width as usize * 3,
-        pixel_stride: 3,
-        rgb: [0, 1, 2],
-        width,
-        height,
-    })?;
+    let source = SourceImage::packed(PackedImage::rgb(pixels.as_raw(), width, height))?;
     inference.preprocess(0, &source, BBox::new(0.0, 0.0, width as f32, height as f32));
     inference.infer(1).map_err(|e| e.to_string())?;
     let result = inference.result(0, width, height)?;

@@ -846,12 +846,6 @@ impl Inference {
             .map(|r| (r.health().clone(), r.server().to_string()))
     }
 
-    /// The requests a local engine with batches in flight runs at once (OpenVINO's infer
-    /// requests); `None` for servers and engines that answer at once.
-    pub fn local_requests(&mut self) -> Option<usize> {
-        self.engine.remote().and_then(|r| r.requests())
-    }
-
     /// Prepares the engine for up to `requests` batches submitted without waiting
     /// ([`Inference::submit_remote`]), where it can run several at once (OpenVINO); `true` when
     /// it can. Engines open for one batch at a time ([`Inference::infer`]).
@@ -1728,15 +1722,8 @@ mod tests {
         let sink = logged.clone();
         inference.log = Arc::new(move |_, m| sink.lock().unwrap().push(m.to_string()));
         let pixels = vec![128u8; 64 * 64 * 3];
-        let image = SourceImage::packed(crate::preprocess::PackedImage {
-            data: &pixels,
-            stride: 64 * 3,
-            pixel_stride: 3,
-            rgb: [0, 1, 2],
-            width: 64,
-            height: 64,
-        })
-        .unwrap();
+        let image =
+            SourceImage::packed(crate::preprocess::PackedImage::rgb(&pixels, 64, 64)).unwrap();
         inference.preprocess(0, &image, BBox::new(0.0, 0.0, 64.0, 64.0));
         inference.infer(1).unwrap();
         let result = inference.result(0, 64, 64).map(|r| r.objects);

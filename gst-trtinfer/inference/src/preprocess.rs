@@ -225,6 +225,20 @@ pub struct PackedImage<'a> {
     pub height: u32,
 }
 
+impl<'a> PackedImage<'a> {
+    /// Tightly packed RGB rows (3 bytes a pixel, no padding), as image decoders give them.
+    pub fn rgb(data: &'a [u8], width: u32, height: u32) -> Self {
+        Self {
+            data,
+            stride: width as usize * 3,
+            pixel_stride: 3,
+            rgb: [0, 1, 2],
+            width,
+            height,
+        }
+    }
+}
+
 /// 8-bit grayscale pixels.
 #[derive(Debug, Clone, Copy)]
 pub struct GrayImage<'a> {

@@ -1,41 +1,21 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! `backend=openvino` against ONNX Runtime on the same images and model: FP32 gives the same
 //! detections; the CPU's reduced precision (`network-mode=2`, BF16 where the CPU has it) finds
-//! every FP32 box again at IoU >= 0.9 with its confidence within [`BF16_CONFIDENCE`]. Needs the
-//! runtime that
-//! scripts/install-openvino.sh installs (the README's set-up runs it).
+//! every confident FP32 box again at IoU >= 0.9 with its confidence within [`BF16_CONFIDENCE`].
+//! Needs the runtime that scripts/install-openvino.sh installs (the README's set-up runs it).
 
-use std::path::{Path, PathBuf};
+mod support;
 
-use ferrostream_core::{BBox, Object};
+use std::time::Duration;
+
+use ferrostream_core::Object;
 use ferrostream_inference::config::{Backend, InferConfig, NetworkMode};
 use ferrostream_inference::engine::LogLevel;
 use ferrostream_inference::inference::Inference;
-use ferrostream_inference::preprocess::{PackedImage, SourceImage};
+use support::{Watchdog, preprocess_file, repo_root};
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// A test image: in `FERROSTREAM_MEDIA_DIR`, beside the repository, or in the user's cache.
-fn media(name: &str) -> PathBuf {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("FERROSTREAM_MEDIA_DIR")
-        .map(|v| std::env::split_paths(&v).collect())
-        .unwrap_or_default();
-    dirs.push(repo_root().join("../shared/media"));
-    dirs.push(ferrostream_core::paths::cache_dir().join("media"));
-    dirs.iter()
-        .map(|d| d.join(name))
-        .find(|p| p.exists())
-        .unwrap_or_else(|| panic!("test image {name} not found in {dirs:?}"))
-}
-
-fn iou(a: BBox, b: BBox) -> f32 {
-    let (l, t) = (a.left.max(b.left), a.top.max(b.top));
-    let (r, bo) = (a.right().min(b.right()), a.bottom().min(b.bottom()));
-    let inter = (r - l).max(0.0) * (bo - t).max(0.0);
-    inter / (a.width * a.height + b.width * b.height - inter)
-}
+/// Each test opens at most three engines and runs a few images.
+const LIMIT: Duration = Duration::from_secs(300);
 
 const IMAGES: [&str; 3] = ["messi5.jpg", "basketball1.png", "astronaut.png"];
 
@@ -62,18 +42,7 @@ fn detect(backend: Backend, mode: NetworkMode) -> (Vec<Vec<Object>>, Vec<String>
     let found = IMAGES
         .iter()
         .map(|name| {
-            let pixels = image::open(media(name)).unwrap().to_rgb8();
-            let (width, height) = pixels.dimensions();
-            let source = SourceImage::packed(PackedImage {
-                data: pixels.as_raw(),
-                stride: width as usize * 3,
-                pixel_stride: 3,
-                rgb: [0, 1, 2],
-                width,
-                height,
-            })
-            .unwrap();
-            inference.preprocess(0, &source, BBox::new(0.0, 0.0, width as f32, height as f32));
+            let (width, height) = preprocess_file(&mut inference, 0, name);
             inference.infer(1).unwrap();
             inference
                 .result(0, width, height)
@@ -96,7 +65,7 @@ fn matched(reference: &[Object], other: &[Object], min_iou: f32, max_conf: f32) 
             .filter(|o| o.label == r.label)
             .map(|o| {
                 (
-                    iou(r.detector_bbox, o.detector_bbox),
+                    r.detector_bbox.iou(&o.detector_bbox),
                     (r.confidence - o.confidence).abs(),
                 )
             })
@@ -114,6 +83,7 @@ fn matched(reference: &[Object], other: &[Object], min_iou: f32, max_conf: f32) 
 
 #[test]
 fn openvino_fp32_detects_what_onnx_runtime_detects() {
+    let _watchdog = Watchdog::new("openvino_fp32_detects_what_onnx_runtime_detects", LIMIT);
     let (reference, _) = detect(Backend::OnnxRuntime, NetworkMode::Fp32);
     let (found, log) = detect(Backend::OpenVino, NetworkMode::Fp32);
     assert!(
@@ -141,7 +111,13 @@ const BF16_CONFIDENCE: f32 = 0.04;
 
 #[test]
 fn openvino_reduced_precision_stays_close_to_fp32() {
-    let (reference, _) = detect(Backend::OpenVino, NetworkMode::Fp32);
+    let _watchdog = Watchdog::new("openvino_reduced_precision_stays_close_to_fp32", LIMIT);
+    let (mut reference, _) = detect(Backend::OpenVino, NetworkMode::Fp32);
+    // An object just above the threshold may fall below it in reduced precision: the confident
+    // ones (all of them on these images, the lowest at 0.672) must be found again.
+    for objects in &mut reference {
+        objects.retain(|o| o.confidence >= 0.6);
+    }
     let (found, log) = detect(Backend::OpenVino, NetworkMode::Fp16);
     // What ran is logged: BF16 on CPUs that have it, else FP16, else FP32 with a warning.
     let ran = log
@@ -155,6 +131,7 @@ fn openvino_reduced_precision_stays_close_to_fp32() {
         "{log:?}"
     );
     let total: usize = reference.iter().map(Vec::len).sum();
+    assert!(total >= 5, "too few objects to compare: {reference:#?}");
     let mut count = 0;
     let mut worst = 0.0f32;
     for (r, f) in reference.iter().zip(&found) {
@@ -170,6 +147,7 @@ fn openvino_reduced_precision_stays_close_to_fp32() {
 
 #[test]
 fn int8_on_a_model_without_qdq_nodes_warns_and_runs_the_fastest_precision() {
+    let _watchdog = Watchdog::new("int8_on_a_model_without_qdq_nodes", LIMIT);
     let (found, log) = detect(Backend::OpenVino, NetworkMode::Int8);
     assert!(
         log.iter()

@@ -660,29 +660,30 @@ impl BaseTransformImpl for TrtInfer {
             && state.inference.engine_context().is_some();
         #[cfg(not(feature = "cuda"))]
         let device = false;
-        if primary && !device {
-            // Engines that run several batches at once (OpenVINO) get them in flight.
-            let requests = state.inference.config().remote.requests_in_flight as usize;
-            if let Err(e) = state.inference.keep_in_flight(requests) {
-                gst::element_imp_error!(
-                    self,
-                    gst::LibraryError::Init,
-                    ("Preparing {requests} requests in flight: {e}")
-                );
-                return Err(gst::loggable_error!(CAT, "{e}"));
+        // Servers take requests-in-flight batches at once; so do local engines that can run
+        // several (OpenVINO), once asked to.
+        let requests = state.inference.config().remote.requests_in_flight as usize;
+        let local = primary && !device && {
+            match state.inference.keep_in_flight(requests) {
+                Ok(local) => local,
+                Err(e) => {
+                    gst::element_imp_error!(
+                        self,
+                        gst::LibraryError::Init,
+                        ("Preparing {requests} requests in flight: {e}")
+                    );
+                    return Err(gst::loggable_error!(CAT, "{e}"));
+                }
             }
-        }
+        };
         let remote = primary && state.inference.is_remote();
         if remote {
-            let local = state.inference.local_requests();
-            let requests =
-                local.unwrap_or(state.inference.config().remote.requests_in_flight as usize);
             self.flight.set_limits(Limits::remote(requests));
             gst::info!(
                 CAT,
                 imp = self,
                 "{}: up to {requests} requests in flight",
-                if local.is_some() {
+                if local {
                     "local engine"
                 } else {
                     "inference server"

@@ -180,12 +180,6 @@ pub trait RemoteEngine: Send {
     fn is_server(&self) -> bool {
         true
     }
-
-    /// The requests the engine itself runs at once, for a local runtime; `None`: as many as the
-    /// element's `requests-in-flight` allows (servers).
-    fn requests(&self) -> Option<usize> {
-        None
-    }
 }
 
 #[cfg(test)]

@@ -202,10 +202,27 @@ pub fn choose_precision(
 
 /// Whether the ONNX file at `path` has Q/DQ nodes: an operator type is stored as its name in
 /// the file, so a quantised model holds the bytes `DequantizeLinear`.
+/// The file is read in blocks (a model can be hundreds of MB).
 fn has_qdq_nodes(path: &Path) -> Result<bool, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let needle = b"DequantizeLinear";
-    Ok(bytes.windows(needle.len()).any(|w| w == needle))
+    use std::io::Read;
+    const NEEDLE: &[u8] = b"DequantizeLinear";
+    let err = |e: std::io::Error| format!("{}: {e}", path.display());
+    let mut file = std::fs::File::open(path).map_err(err)?;
+    // Each block starts with the previous block's last bytes, so a name across two is found.
+    let mut block = vec![0u8; 1 << 20];
+    let mut kept = 0;
+    loop {
+        let n = file.read(&mut block[kept..]).map_err(err)?;
+        if n == 0 {
+            return Ok(false);
+        }
+        let end = kept + n;
+        if block[..end].windows(NEEDLE.len()).any(|w| w == NEEDLE) {
+            return Ok(true);
+        }
+        kept = (NEEDLE.len() - 1).min(end);
+        block.copy_within(end - kept..end, 0);
+    }
 }
 
 fn element_type(code: u32) -> ElementType {
@@ -369,11 +386,6 @@ impl OpenVinoEngine {
     pub fn precision(&self) -> &'static str {
         self.precision
     }
-
-    /// Infer requests that can run at once.
-    pub fn requests(&self) -> usize {
-        self.prepared.requests.len()
-    }
 }
 
 impl Engine for OpenVinoEngine {
@@ -428,10 +440,6 @@ impl RemoteEngine for OpenVinoEngine {
     fn is_server(&self) -> bool {
         false
     }
-
-    fn requests(&self) -> Option<usize> {
-        Some(self.prepared.requests.len())
-    }
 }
 
 #[cfg(test)]
@@ -466,6 +474,22 @@ mod tests {
             w.contains("network-mode=1") && w.contains("QuantizeLinear"),
             "{w}"
         );
+    }
+
+    #[test]
+    fn qdq_nodes_are_found_across_block_boundaries() {
+        let dir = std::env::temp_dir().join(format!("ferrostream-qdq-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("model.onnx");
+        // The name straddles the end of the first 1 MiB block.
+        let mut bytes = vec![0u8; (1 << 20) - 5];
+        bytes.extend_from_slice(b"DequantizeLinear");
+        bytes.extend_from_slice(&[0; 100]);
+        std::fs::write(&file, &bytes).unwrap();
+        assert!(has_qdq_nodes(&file).unwrap());
+        std::fs::write(&file, vec![7u8; 3 << 20]).unwrap();
+        assert!(!has_qdq_nodes(&file).unwrap());
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
