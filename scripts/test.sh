@@ -16,6 +16,17 @@ cd "$repo"
 scripts/setup.sh
 . scripts/env.sh
 export G_DEBUG=fatal-warnings
+# A fresh checkout gains nothing from incremental compilation, and its caches take gigabytes.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+target="${CARGO_TARGET_DIR:-target}"
+[[ "$target" == /* ]] || target="$repo/$target"
+mkdir -p "$target"
+# The builds below need about 12 GB in the target folder; say so before a full disk stops them.
+free_kb=$(df -Pk "$target" | awk 'NR == 2 {print $4}')
+echo "== disk: $((free_kb / 1024 / 1024)) GB free for $target"
+if (( free_kb < 12 * 1024 * 1024 )); then
+    echo "warning: less than 12 GB free beside $target; the builds may stop with 'No space left on device'" >&2
+fi
 echo "== licence lines"
 # Every source file names the licence in its first lines (after a shebang).
 missing=$(find . \( -path ./target -o -path ./.git -o -name node_modules -o -path ./build \) -prune -o \
@@ -66,8 +77,7 @@ echo "== cargo test"
 host="$(rustc -vV | sed -n 's/^host: //p')"
 runner_var="CARGO_TARGET_$(echo "$host" | tr 'a-z-' 'A-Z_')_RUNNER"
 export "$runner_var"="timeout --kill-after=30 900"
-log="${CARGO_TARGET_DIR:-target}/test-output.txt"
-mkdir -p "$(dirname "$log")"
+log="$target/test-output.txt"
 {
     # The Python extension module is built and tested by pytest below (it has no Rust tests,
     # and its library must not land in target/debug, where GStreamer looks for plugins).
@@ -80,9 +90,6 @@ echo "== Python package and C example (pytest)"
 cargo build -p gst-ferrostream --locked
 scripts/install-python.sh
 venv="${FERROSTREAM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ferrostream}/python"
-# Cargo's target folder: CARGO_TARGET_DIR (absolute, or relative to the checkout) or target/.
-target="${CARGO_TARGET_DIR:-target}"
-[[ "$target" == /* ]] || target="$repo/$target"
 pylog="$target/pytest-output.txt"
 # Each test has watchdogs of its own; this one stops the whole run if one of them cannot.
 GST_PLUGIN_PATH="$target/debug" timeout --kill-after=30 1800 \
@@ -91,3 +98,4 @@ pypassed=$(grep -Eo '[0-9]+ passed' "$pylog" | tail -1 | grep -Eo '[0-9]+' || ec
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
 failed=$(grep -E '^test result:' "$log" | grep -Eo '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
 echo "$passed Rust tests passed, $failed failed; $pypassed Python tests passed"
+echo "== disk: the target folder takes $(du -sh "$target" | cut -f1)"
