@@ -21,11 +21,11 @@ export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 target="${CARGO_TARGET_DIR:-target}"
 [[ "$target" == /* ]] || target="$repo/$target"
 mkdir -p "$target"
-# The builds below need about 12 GB in the target folder; say so before a full disk stops them.
+# The builds below take about 8 GB in the target folder; say so before a full disk stops them.
 free_kb=$(df -Pk "$target" | awk 'NR == 2 {print $4}')
 echo "== disk: $((free_kb / 1024 / 1024)) GB free for $target"
-if (( free_kb < 12 * 1024 * 1024 )); then
-    echo "warning: less than 12 GB free beside $target; the builds may stop with 'No space left on device'" >&2
+if (( free_kb < 10 * 1024 * 1024 )); then
+    echo "warning: less than 10 GB free beside $target; the builds may stop with 'No space left on device'" >&2
 fi
 echo "== licence lines"
 # Every source file names the licence in its first lines (after a shebang).
