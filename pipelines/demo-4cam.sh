@@ -3,12 +3,12 @@
 # Four cameras, one batch: rsstreammux -> rstrtinfer (COCO detector, one engine call per batch)
 # -> rstracker -> rsanalytics (a zone, a crowd limit and a counting line on the two vtest
 # cameras) -> rstiler (2x2 grid) -> rsosd (boxes, ids, zones, lines and counts) -> an MP4 file,
-# or a window with --display. At the end it prints per-source frames, frames/s, mean objects per
-# frame, and the people counted.
+# or a window with --display. It prints which inference backend ran and why, and at the end
+# per-source frames, frames/s, mean objects per frame, and the people counted.
 #
 # Usage: pipelines/demo-4cam.sh [--source cpu|cuda|nvmm] [--frames N] [--output FILE.mp4]
 #                               [--jsonl FILE] [--display] [--config FILE] [--analytics FILE]
-#                               [--rtsp]
+#                               [--rtsp] [--backend B] [--precision P]
 #   --source cpu   decode on the CPU (default; works everywhere)
 #   --source cuda  decode the H.264 camera with upstream nvh264dec (dGPU); needs nvh264dec
 #   --source nvmm  decode the H.264 camera with nvv4l2decoder (Jetson / DeepStream); needs it
@@ -17,6 +17,11 @@
 #   --rtsp         serve the four cameras over RTSP on 127.0.0.1 (GStreamer's RTSP server, from
 #                  python3-gi) and read them back with rsurisrcbin, as from network cameras
 #                  (300 frames per camera unless --frames says otherwise)
+#   --backend B    rstrtinfer's backend (default auto: TensorRT where built in; on a machine
+#                  without an NVIDIA GPU OpenVINO when the CPU computes BF16/FP16, else ONNX
+#                  Runtime); onnxruntime or openvino name one
+#   --precision P  network-mode: fp16 (default: the reduced precision where it runs natively,
+#                  within the accuracy the tests check), fp32 or int8
 # Needs the ferrostream plugin (installed, or on GST_PLUGIN_PATH) and the models (see README).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -29,6 +34,8 @@ display=0
 config="$here/coco_ssd.txt"
 analytics="$here/analytics_demo.txt"
 rtsp=0
+backend=auto
+precision=fp16
 while [ $# -gt 0 ]; do
     case "$1" in
         --source) source_kind="$2"; shift 2 ;;
@@ -39,7 +46,9 @@ while [ $# -gt 0 ]; do
         --config) config="$2"; shift 2 ;;
         --analytics) analytics="$2"; shift 2 ;;
         --rtsp) rtsp=1; shift ;;
-        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+        --backend) backend="$2"; shift 2 ;;
+        --precision) precision="$2"; shift 2 ;;
+        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -129,7 +138,7 @@ fi
 jsonl="${jsonl:-$(mktemp --suffix=.jsonl)}"
 
 description="rsstreammux name=mux batch-size=4 batched-push-timeout=200000 \
-    ! rstrtinfer config-file-path=\"$config\" batch-size=4 \
+    ! rstrtinfer config-file-path=\"$config\" batch-size=4 backend=$backend network-mode=$precision \
     ! rstracker config-file-path=\"$here/tracker.toml\" \
     ! rsanalytics config-file-path=\"$analytics\" \
     ! rsmetaexport location=\"$jsonl\" \
@@ -140,13 +149,24 @@ for i in 0 1 2 3; do
 done
 
 echo "4 cameras ($source_kind decoding) -> $target"
+# gst-launch's messages (-m) are read for the inference element's: which backend ran, and why.
+engine="$(mktemp)"
 start=$(date +%s.%N)
-eval gst-launch-1.0 -q -e "$description"
+eval gst-launch-1.0 -m -e "$description" | { grep 'rstrtinfer-engine' || true; } >"$engine"
 end=$(date +%s.%N)
-python3 - "$jsonl" "$start" "$end" <<'PY'
-import json, sys
+python3 - "$jsonl" "$start" "$end" "$engine" <<'PY'
+import json, re, sys
 from collections import defaultdict
 path, start, end = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+# "rstrtinfer-engine, backend=(string)openvino, providers=(string)"CPU\ \(bf16\)", ...": each
+# field's value, quoted or not, with GStreamer's backslash escapes removed.
+message = open(sys.argv[4]).read()
+fields = {k: re.sub(r"\\(.)", r"\1", v.strip('"'))
+          for k, v in re.findall(r'([\w-]+)=\(string\)("(?:[^"\\]|\\.)*"|[^,;]*)', message)}
+if "backend" in fields:
+    print(f"inference: {fields['backend']} {fields.get('runtime-version', '')} on {fields.get('providers', '?')}")
+    if "backend-choice" in fields:
+        print(f"  backend=auto: {fields['backend-choice']}")
 frames, objects = defaultdict(int), defaultdict(int)
 lines, zone_max, crowded = {}, defaultdict(dict), defaultdict(int)
 for line in open(path):
@@ -170,3 +190,4 @@ for s in sorted(frames):
         print(f"  {'; '.join(counted)}; crowded frames: {crowded[s]}")
 print(f"all: frames: {total}  time: {secs:.1f} s  frames/s: {total / secs:.1f}")
 PY
+rm -f "$engine"

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! rstrtinfer with `backend=openvino` (the runtime of scripts/install-openvino.sh): the same
-//! detections as ONNX Runtime in FP32, what ran named in the engine message, the CPU's reduced
-//! precision close to FP32, and a missing runtime as a clear error.
+//! rstrtinfer with `backend=openvino` (the runtime of scripts/install-openvino.sh): in FP32 the
+//! objects of ONNX Runtime for every built-in parser family; the CPU's reduced precision close
+//! to FP32 on real footage; what ran, and why `backend=auto` chose it, in the engine message;
+//! a missing runtime as a clear error.
 
 use std::time::Duration;
 
-use ferrostream_core::Frame;
+use ferrostream_core::{AttributeValue, Frame, Object};
 use ferrostream_tests::{
     RunOutput, is_child, media, quoted, repo_root, run_in_child, run_pipeline_frames,
 };
@@ -13,13 +14,28 @@ use ferrostream_tests::{
 const TIMEOUT: Duration = Duration::from_secs(600);
 const FRAMES: usize = 20;
 
+fn config(name: &str) -> String {
+    quoted(&repo_root().join("pipelines").join(name))
+}
+
+fn fixture(name: &str) -> String {
+    quoted(&repo_root().join("tests/fixtures").join(name))
+}
+
+/// A decoded media file (video or image).
+fn decoded(name: &str) -> String {
+    format!(
+        "filesrc location={} ! decodebin ! videoconvert",
+        quoted(&media(name))
+    )
+}
+
 /// rstrtinfer with the COCO SSDLite configuration and `extra` on the first frames of vtest.avi.
 fn vtest(extra: &str) -> Result<RunOutput, String> {
     let desc = format!(
-        "filesrc location={} ! decodebin ! videoconvert ! rstrtinfer config-file-path={} {extra} \
-         ! appsink name=sink",
-        quoted(&media("vtest.avi")),
-        quoted(&repo_root().join("pipelines/coco_ssd.txt"))
+        "{} ! rstrtinfer config-file-path={} {extra} ! appsink name=sink",
+        decoded("vtest.avi"),
+        config("coco_ssd.txt")
     );
     run_pipeline_frames(&desc, FRAMES, TIMEOUT)
 }
@@ -32,64 +48,250 @@ fn engine_field(out: &RunOutput, field: &str) -> String {
         .unwrap_or_else(|| panic!("no {field} in the engine message"))
 }
 
-/// Asserts that every object of each frame of `a` has one in the same frame of `b` with the
-/// same label, IoU >= `min_iou` and confidence within `max_conf` (and, with `same_count`, that
-/// the frames have as many objects); returns the objects compared and the largest confidence
-/// difference.
-fn assert_found(
-    a: &[Frame],
-    b: &[Frame],
-    min_iou: f32,
-    max_conf: f32,
-    same_count: bool,
-) -> (usize, f32) {
-    assert_eq!(a.len(), b.len());
-    let (mut count, mut worst) = (0, 0.0f32);
-    for (i, (fa, fb)) in a.iter().zip(b).enumerate() {
-        if same_count {
-            assert_eq!(
-                fa.objects.len(),
-                fb.objects.len(),
-                "frame {i}: {fa:#?}\n{fb:#?}"
-            );
-        }
-        for o in &fa.objects {
-            let best = fb
-                .objects
+/// The object of `candidates` with `o`'s label that overlaps it most, and the IoU.
+fn best_match<'a>(o: &Object, candidates: &'a [Object]) -> Option<(&'a Object, f32)> {
+    candidates
+        .iter()
+        .filter(|p| p.label == o.label)
+        .map(|p| (p, o.detector_bbox.iou(&p.detector_bbox)))
+        .max_by(|x, y| x.1.total_cmp(&y.1))
+}
+
+/// The top class of each classifier that labelled `o`.
+fn top_classes(o: &Object) -> Vec<(i32, String)> {
+    let mut components: Vec<i32> = o.classifications.iter().map(|c| c.component_id).collect();
+    components.dedup();
+    components
+        .into_iter()
+        .filter_map(|id| {
+            o.classifications
                 .iter()
-                .filter(|p| p.label == o.label)
-                .map(|p| {
-                    (
-                        o.detector_bbox.iou(&p.detector_bbox),
-                        (o.confidence - p.confidence).abs(),
-                    )
-                })
-                .max_by(|x, y| x.0.total_cmp(&y.0));
-            let Some((overlap, diff)) = best else {
-                panic!("frame {i}: no {} in {fb:#?}", o.label)
+                .filter(|c| c.component_id == id)
+                .max_by(|a, b| a.prob.total_cmp(&b.prob))
+                .map(|c| (id, c.label.to_string()))
+        })
+        .collect()
+}
+
+/// The share of equal cells of two equally long cell lists.
+fn equal_share<T: PartialEq>(a: &[T], b: &[T]) -> f64 {
+    assert_eq!(a.len(), b.len(), "maps of different sizes");
+    let equal = a.iter().zip(b).filter(|(x, y)| x == y).count();
+    equal as f64 / a.len().max(1) as f64
+}
+
+/// Asserts that `b` has `a`'s objects frame by frame: as many, each with one of the same label
+/// whose edges are within `px` pixels and confidence within `conf`, with the same top classes,
+/// numeric attributes (landmarks) within `px`, and masks and class maps equal on 99 % of their
+/// cells. Returns how many objects were compared.
+fn assert_same_objects(case: &str, a: &[Frame], b: &[Frame], px: f32, conf: f32) -> usize {
+    assert_eq!(a.len(), b.len(), "{case}: frames");
+    let mut compared = 0;
+    for (i, (fa, fb)) in a.iter().zip(b).enumerate() {
+        let at = format!("{case}, frame {i}");
+        assert_eq!(fa.objects.len(), fb.objects.len(), "{at}: {fa:#?}\n{fb:#?}");
+        for o in &fa.objects {
+            let Some((p, _)) = best_match(o, &fb.objects) else {
+                panic!("{at}: no {} in {:#?}", o.label, fb.objects)
             };
+            let (x, y) = (o.detector_bbox, p.detector_bbox);
+            let edges = [
+                (x.left - y.left).abs(),
+                (x.top - y.top).abs(),
+                (x.right() - y.right()).abs(),
+                (x.bottom() - y.bottom()).abs(),
+            ];
             assert!(
-                overlap >= min_iou && diff <= max_conf,
-                "frame {i}: {o:?} matched at IoU {overlap}, confidence {diff} apart"
+                edges.iter().all(|&e| e <= px) && (o.confidence - p.confidence).abs() <= conf,
+                "{at}: {o:?}\nmatched {p:?}"
             );
-            count += 1;
-            worst = worst.max(diff);
+            assert_eq!(top_classes(o), top_classes(p), "{at}: classes");
+            for (key, value) in &o.attributes {
+                if let (AttributeValue::Floats(u), Some(AttributeValue::Floats(v))) =
+                    (value, p.attributes.get(key))
+                {
+                    assert_eq!(u.len(), v.len(), "{at}: {key}");
+                    assert!(
+                        u.iter().zip(v).all(|(s, t)| (s - t).abs() <= px),
+                        "{at}: {key} {u:?} {v:?}"
+                    );
+                }
+            }
+            match (&o.mask, &p.mask) {
+                (None, None) => {}
+                (Some(m), Some(n)) => {
+                    assert_eq!((m.width, m.height), (n.width, n.height), "{at}: mask size");
+                    assert!(equal_share(&m.cells(), &n.cells()) >= 0.99, "{at}: mask");
+                }
+                _ => panic!("{at}: a mask on one side only"),
+            }
+            compared += 1;
+        }
+        match (&fa.segmentation, &fb.segmentation) {
+            (None, None) => {}
+            (Some(m), Some(n)) => {
+                assert_eq!(
+                    (m.width, m.height),
+                    (n.width, n.height),
+                    "{at}: class map size"
+                );
+                assert!(
+                    equal_share(&m.cells(), &n.cells()) >= 0.99,
+                    "{at}: class map"
+                );
+                compared += 1;
+            }
+            _ => panic!("{at}: a class map on one side only"),
         }
     }
-    (count, worst)
+    compared
+}
+
+/// `template` with `{infer}` replaced by `infer` (the backend's properties, given to every
+/// rstrtinfer of the pipeline), run for `frames` frames.
+fn run_case(template: &str, infer: &str, frames: usize) -> RunOutput {
+    let desc = format!("{} ! appsink name=sink", template.replace("{infer}", infer));
+    run_pipeline_frames(&desc, frames, TIMEOUT).unwrap_or_else(|e| panic!("{desc}: {e}"))
+}
+
+/// One synthetic 128x128 frame into a generated model (tests/fixtures).
+fn fixture_case(model: &str, keys: &str) -> String {
+    format!(
+        "videotestsrc num-buffers=1 ! video/x-raw,format=RGB,width=128,height=128 \
+         ! rstrtinfer onnx-file={} {keys} {{infer}}",
+        fixture(model)
+    )
 }
 
 #[test]
-fn openvino_detects_like_onnx_runtime_and_says_what_ran() {
-    let ort = vtest("backend=onnxruntime").unwrap();
+fn every_parser_family_gives_onnx_runtime_s_objects_in_fp32() {
+    let infer = |name: &str| format!("rstrtinfer config-file-path={} {{infer}}", config(name));
+    let cases: Vec<(&str, String)> = vec![
+        (
+            "SSD (COCO SSDLite, vtest)",
+            format!("{} ! {}", decoded("vtest.avi"), infer("coco_ssd.txt")),
+        ),
+        (
+            "TF Object Detection API, symbolic outputs, guessed (pedestrian SSDLite, vtest)",
+            format!(
+                "{} ! {}",
+                decoded("vtest.avi"),
+                infer("pedestrian_ssdlite.txt")
+            ),
+        ),
+        (
+            "YOLOv8, guessed (fall detection, vtest)",
+            format!("{} ! {}", decoded("vtest.avi"), infer("fall_detection.txt")),
+        ),
+        (
+            "top-K rows, guessed (CenterNet, basketball1.png)",
+            format!(
+                "{} ! {}",
+                decoded("basketball1.png"),
+                infer("centernet_coco.txt")
+            ),
+        ),
+        (
+            "CenterFace with landmarks (carphone)",
+            format!(
+                "{} ! {}",
+                decoded("carphone_pristine.mp4"),
+                infer("centerface.txt")
+            ),
+        ),
+        (
+            "classifier as secondary inference (MobileNetV2 on COCO objects, messi5.jpg)",
+            format!(
+                "{} ! {} ! {}",
+                decoded("messi5.jpg"),
+                infer("coco_ssd.txt"),
+                infer("imagenet_secondary.txt")
+            ),
+        ),
+        (
+            "classifier with an f16 input",
+            fixture_case(
+                "f16_channel_mean.onnx",
+                "network-type=classifier classifier-softmax=never net-scale-factor=0.00392156863",
+            ),
+        ),
+        (
+            "YOLOv8 rows",
+            fixture_case(
+                "yolov8_constant.onnx",
+                "output-parser=yolov8 pre-cluster-threshold=0.5",
+            ),
+        ),
+        (
+            "YOLOv5 anchors",
+            fixture_case(
+                "yolov5_one_class.onnx",
+                "output-parser=yolov5 pre-cluster-threshold=0.5",
+            ),
+        ),
+        (
+            "YOLOv7 [K,7] rows",
+            fixture_case("yolov7_rows.onnx", "pre-cluster-threshold=0.5"),
+        ),
+        (
+            "YOLOX grid",
+            fixture_case("yolox_raw.onnx", "pre-cluster-threshold=0.5"),
+        ),
+        (
+            "end-to-end rows, symbolic",
+            fixture_case("end_to_end_symbolic.onnx", "pre-cluster-threshold=0.5"),
+        ),
+        (
+            "TF OD API, symbolic",
+            fixture_case("tf_od_api_symbolic.onnx", "pre-cluster-threshold=0.5"),
+        ),
+        (
+            "DETR boxes, scores, int64 labels",
+            fixture_case("boxes_scores_labels.onnx", "pre-cluster-threshold=0.5"),
+        ),
+        (
+            "YOLOv8-seg masks",
+            fixture_case(
+                "yolov8_seg_constant.onnx",
+                "pre-cluster-threshold=0.5 segmentation-threshold=0.5",
+            ),
+        ),
+        (
+            "semantic segmentation",
+            fixture_case(
+                "segmentation_constant.onnx",
+                "network-type=segmentation gie-unique-id=4 segmentation-threshold=0.5",
+            ),
+        ),
+    ];
+    for (case, template) in &cases {
+        let ort = run_case(template, "backend=onnxruntime", FRAMES);
+        let ov = run_case(template, "backend=openvino network-mode=fp32", FRAMES);
+        assert_eq!(engine_field(&ov, "backend"), "openvino", "{case}");
+        assert_eq!(engine_field(&ov, "providers"), "CPU (f32)", "{case}");
+        let compared = assert_same_objects(case, &ort.frames, &ov.frames, 1.0, 0.01);
+        // Every case has something to compare.
+        assert!(compared > 0, "{case}: nothing found");
+        println!(
+            "{case}: {compared} objects as ONNX Runtime's, {} frames",
+            ov.frames.len()
+        );
+    }
+}
+
+#[test]
+fn openvino_says_what_ran() {
     let ov = vtest("backend=openvino").unwrap();
     assert_eq!(engine_field(&ov, "backend"), "openvino");
     assert_eq!(engine_field(&ov, "providers"), "CPU (f32)");
     assert!(engine_field(&ov, "runtime-version").starts_with("2026."));
-    let (count, worst) = assert_found(&ort.frames, &ov.frames, 0.98, 0.005, true);
-    // Several people walk through every frame.
-    assert!(count >= 3 * FRAMES, "{count} objects in {FRAMES} frames");
-    println!("OpenVINO FP32 = ONNX Runtime: {count} objects, confidence within {worst:.5}");
+    // A backend that was named has no choice to explain.
+    let message = ov
+        .element_messages
+        .iter()
+        .find(|s| s.name() == "rstrtinfer-engine")
+        .unwrap();
+    assert!(!message.has_field("backend-choice"), "{message:?}");
 }
 
 #[test]
@@ -104,51 +306,258 @@ fn batches_in_flight_give_the_same_results_in_order() {
     }
     // The same arithmetic; only the requests' threads differ (equal to the last bit here, 1e-5
     // allows another CPU's kernels to sum in another order).
-    let (count, _) = assert_found(&one.frames, &four.frames, 0.999, 1e-5, true);
+    let count = assert_same_objects("in flight", &one.frames, &four.frames, 1e-3, 1e-5);
     assert!(count >= 3 * FRAMES, "{count} objects");
 }
 
-#[test]
-fn openvino_reduced_precision_is_named_and_close_to_fp32() {
-    let fp32 = vtest("backend=openvino").unwrap();
-    let reduced = vtest("backend=openvino network-mode=fp16").unwrap();
-    let providers = engine_field(&reduced, "providers");
-    // BF16 where the CPU has it, else FP16, else FP32 (with a warning).
+/// The FP32 objects `reduced` finds again (same label, IoU >= 0.9, confidence within 0.05) and
+/// those it does not, and the largest confidence difference of those found.
+fn found_again<'a>(fp32: &'a [Frame], reduced: &[Frame]) -> (usize, Vec<&'a Object>, f32) {
+    assert_eq!(fp32.len(), reduced.len());
+    let (mut found, mut lost, mut worst) = (0, Vec::new(), 0.0f32);
+    for (a, b) in fp32.iter().zip(reduced) {
+        for o in &a.objects {
+            match best_match(o, &b.objects) {
+                Some((p, iou)) if iou >= 0.9 && (o.confidence - p.confidence).abs() <= 0.05 => {
+                    found += 1;
+                    worst = worst.max((o.confidence - p.confidence).abs());
+                }
+                _ => lost.push(o),
+            }
+        }
+    }
+    (found, lost, worst)
+}
+
+/// The reduced precision `network-mode=fp16` ran (`CPU (bf16)` or `CPU (f16)`), after checking
+/// that a CPU without either says why.
+fn reduced_providers(out: &RunOutput) -> String {
+    let providers = engine_field(out, "providers");
     assert!(
         ["CPU (bf16)", "CPU (f16)", "CPU (f32)"].contains(&providers.as_str()),
         "{providers}"
     );
     if providers == "CPU (f32)" {
         assert!(
-            reduced
-                .warnings
+            out.warnings
                 .iter()
                 .any(|w| w.contains("neither BF16 nor FP16")),
             "{:?}",
-            reduced.warnings
+            out.warnings
         );
     }
-    // Objects near the threshold may appear or vanish in reduced precision: those well above it
-    // are found again.
-    let confident = |frames: &[Frame]| -> Vec<Frame> {
-        frames
-            .iter()
-            .map(|f| {
-                let mut f = f.clone();
-                f.objects.retain(|o| o.confidence >= 0.6);
-                f
-            })
-            .collect()
+    providers
+}
+
+/// The CPU's reduced precision (BF16 here) against FP32 on real footage. BF16 keeps 8 bits of
+/// mantissa: scores move by up to about 0.05, so an object scored within that of the detection
+/// threshold may fall below it (or be clustered into a neighbour) in one precision and not the
+/// other. Every object clear of the threshold is found again (99 % at least), and of all
+/// objects at least 98 % (measured here: 550 of 557, 98.7 %; the 7 others scored at most 0.016
+/// above the threshold in FP32).
+#[test]
+fn reduced_precision_finds_the_fp32_objects_on_real_footage() {
+    let case = |media: &str, config_file: &str| {
+        format!(
+            "{} ! rstrtinfer config-file-path={} {{infer}}",
+            decoded(media),
+            config(config_file)
+        )
     };
-    // BF16 keeps 8 bits of mantissa: boxes at IoU >= 0.9, confidences within 0.04.
-    let reference = confident(&fp32.frames);
-    let (count, worst) = assert_found(&reference, &reduced.frames, 0.9, 0.04, false);
-    assert!(
-        count >= 2 * reference.len(),
-        "{count} confident objects to compare"
-    );
+    // (what, pipeline, frames, the configuration's pre-cluster-threshold)
+    let cases = [
+        (
+            "COCO SSDLite, vtest",
+            case("vtest.avi", "coco_ssd.txt"),
+            60,
+            0.4,
+        ),
+        (
+            "COCO SSDLite, carphone",
+            case("carphone_pristine.mp4", "coco_ssd.txt"),
+            60,
+            0.4,
+        ),
+        (
+            "CenterFace, carphone",
+            case("carphone_pristine.mp4", "centerface.txt"),
+            60,
+            0.5,
+        ),
+        (
+            "COCO SSDLite, basketball1.png",
+            case("basketball1.png", "coco_ssd.txt"),
+            1,
+            0.4,
+        ),
+        (
+            "CenterNet, basketball1.png",
+            case("basketball1.png", "centernet_coco.txt"),
+            1,
+            0.3,
+        ),
+    ];
+    let (mut found_all, mut all, mut clear, mut clear_found) = (0, 0, 0, 0);
+    for (what, template, frames, threshold) in &cases {
+        let fp32 = run_case(template, "backend=openvino network-mode=fp32", *frames);
+        let reduced = run_case(template, "backend=openvino network-mode=fp16", *frames);
+        let providers = reduced_providers(&reduced);
+        let (found, lost, worst) = found_again(&fp32.frames, &reduced.frames);
+        let total = found + lost.len();
+        println!(
+            "{what}, {providers}: {found} of {total} FP32 objects found again (IoU >= 0.9, \
+             confidence within {worst:.4})"
+        );
+        assert!(
+            total >= *frames,
+            "{what}: {total} objects in {frames} frames"
+        );
+        let near = |o: &Object| o.confidence < threshold + 0.05;
+        for o in &lost {
+            println!(
+                "  not found: {} at {:.3}, {:?}",
+                o.label, o.confidence, o.detector_bbox
+            );
+        }
+        let lost_clear = lost.iter().filter(|o| !near(o)).count();
+        let clear_here = fp32
+            .frames
+            .iter()
+            .flat_map(|f| &f.objects)
+            .filter(|o| !near(o))
+            .count();
+        found_all += found;
+        all += total;
+        clear += clear_here;
+        clear_found += clear_here - lost_clear;
+    }
     println!(
-        "{providers}: {count} confident FP32 objects found again, confidence within {worst:.4}"
+        "all: {found_all} of {all} found again; clear of the threshold by 0.05: {clear_found} \
+         of {clear}"
+    );
+    assert!(
+        clear_found as f64 >= 0.99 * clear as f64,
+        "{clear_found} of {clear}"
+    );
+    assert!(
+        found_all as f64 >= 0.98 * all as f64,
+        "{found_all} of {all}"
+    );
+}
+
+/// Secondary classification (MobileNetV2, ImageNet's 1000 classes, on the COCO objects of
+/// vtest) in reduced precision keeps the top class of every crop the classifier is sure of
+/// (FP32 top-1 probability >= 0.5; 99 % at least). Crops of people have no ImageNet class: their
+/// top classes are unsure (often below 0.2) and flip between near-equal classes in BF16 (measured
+/// here: 205 of 225 crops equal overall, every difference below 0.5); at least 85 % of all.
+#[test]
+fn reduced_precision_keeps_the_top_class_of_the_crops_the_classifier_is_sure_of() {
+    // The detector in FP32 on both sides, so both classify the same crops.
+    let template = format!(
+        "{} ! rstrtinfer config-file-path={} backend=openvino network-mode=fp32 \
+         ! rstrtinfer config-file-path={} {{infer}}",
+        decoded("vtest.avi"),
+        config("coco_ssd.txt"),
+        config("imagenet_secondary.txt"),
+    );
+    let frames = 40;
+    let fp32 = run_case(&template, "backend=openvino network-mode=fp32", frames);
+    let reduced = run_case(&template, "backend=openvino network-mode=fp16", frames);
+    let providers = reduced_providers(&reduced);
+    let (mut same, mut crops, mut sure_same, mut sure) = (0, 0, 0, 0);
+    for (a, b) in fp32.frames.iter().zip(&reduced.frames) {
+        assert_eq!(a.objects.len(), b.objects.len());
+        for (o, p) in a.objects.iter().zip(&b.objects) {
+            assert_eq!(o.detector_bbox, p.detector_bbox, "the same crops");
+            let Some(top) = o
+                .classifications
+                .iter()
+                .max_by(|x, y| x.prob.total_cmp(&y.prob))
+            else {
+                continue;
+            };
+            let equal = top_classes(o) == top_classes(p);
+            crops += 1;
+            same += usize::from(equal);
+            if top.prob >= 0.5 {
+                sure += 1;
+                sure_same += usize::from(equal);
+            } else if !equal {
+                println!(
+                    "  {:.3}: {:?} -> {:?}",
+                    top.prob,
+                    top_classes(o),
+                    top_classes(p)
+                );
+            }
+        }
+    }
+    println!(
+        "{providers}: {same} of {crops} crops keep their top class; {sure_same} of the {sure} \
+         with a top-1 probability >= 0.5"
+    );
+    assert!(crops >= 3 * frames, "{crops} crops in {frames} frames");
+    assert!(sure >= frames, "{sure} crops the classifier is sure of");
+    assert!(
+        sure_same as f64 >= 0.99 * sure as f64,
+        "{sure_same} of {sure}"
+    );
+    assert!(same as f64 >= 0.85 * crops as f64, "{same} of {crops}");
+}
+
+/// `backend=auto` on this machine (no NVIDIA GPU): FP32 stays on ONNX Runtime; the reduced
+/// precision runs OpenVINO exactly when the CPU computes BF16 or FP16 (what `backend=openvino`
+/// reports), and the engine message says why.
+#[test]
+fn backend_auto_takes_openvino_for_reduced_precision_on_a_cpu_with_it() {
+    let fp32 = vtest("backend=auto").unwrap();
+    assert_eq!(engine_field(&fp32, "backend"), "onnxruntime");
+    let why = engine_field(&fp32, "backend-choice");
+    assert!(why.starts_with("onnxruntime: network-mode=fp32"), "{why}");
+
+    let explicit = vtest("backend=openvino network-mode=fp16").unwrap();
+    let native = reduced_providers(&explicit) != "CPU (f32)";
+    let auto = vtest("backend=auto network-mode=fp16").unwrap();
+    let why = engine_field(&auto, "backend-choice");
+    if native {
+        assert_eq!(engine_field(&auto, "backend"), "openvino", "{why}");
+        assert_eq!(
+            engine_field(&auto, "providers"),
+            engine_field(&explicit, "providers")
+        );
+        assert!(
+            why.starts_with("openvino: network-mode=fp16 and CPU computes"),
+            "{why}"
+        );
+        let (_, lost, _) = found_again(&explicit.frames, &auto.frames);
+        assert!(lost.is_empty(), "the same engine: {lost:?}");
+    } else {
+        assert_eq!(engine_field(&auto, "backend"), "onnxruntime", "{why}");
+        assert!(why.contains("neither BF16 nor FP16"), "{why}");
+    }
+}
+
+/// Without the OpenVINO runtime, `backend=auto` runs ONNX Runtime and says why.
+#[test]
+fn backend_auto_without_openvino_runs_onnx_runtime() {
+    if is_child() {
+        let out = vtest("backend=auto network-mode=fp16").unwrap();
+        assert_eq!(engine_field(&out, "backend"), "onnxruntime");
+        let why = engine_field(&out, "backend-choice");
+        assert!(
+            why.starts_with("onnxruntime: OpenVINO not used: OpenVINO runtime not found"),
+            "{why}"
+        );
+        return;
+    }
+    let (passed, output) = run_in_child(
+        "backend_auto_without_openvino_runs_onnx_runtime",
+        &[("OPENVINO_DYLIB_PATH", "/nonexistent/libopenvino_c.so")],
+    );
+    assert!(passed, "child test failed:\n{output}");
+    assert!(
+        output.contains("1 passed"),
+        "the child ran no test:\n{output}"
     );
 }
 
@@ -194,7 +603,7 @@ fn int8_runs_a_qdq_model_as_quantised() {
             "videotestsrc pattern=red num-buffers=2 ! video/x-raw,format=RGBA,width=64,height=48 \
              ! rstrtinfer onnx-file={} network-type=classifier classifier-softmax=never \
              net-scale-factor=0.00392156863 {extra} ! appsink name=sink",
-            quoted(&repo_root().join("tests/fixtures/qdq_channel_mean.onnx"))
+            fixture("qdq_channel_mean.onnx")
         )
     };
     let int8 =

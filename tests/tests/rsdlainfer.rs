@@ -39,19 +39,44 @@ fn without_a_dla_it_runs_on_the_cpu_and_says_so_once() {
         .filter(|w| w.contains("No DLA on this machine"))
         .collect();
     assert_eq!(fallback.len(), 1, "{:?}", out.warnings);
-    assert!(
-        fallback[0].contains("libcudla.so.1") && fallback[0].contains("onnxruntime [CPU]"),
-        "{}",
-        fallback[0]
-    );
-    // The engine message says where it ran.
+    // The engine message says where it ran, and why backend=auto took that backend: with the
+    // DLA's FP16 and no NVIDIA GPU, OpenVINO at the CPU's reduced precision where it has one,
+    // else ONNX Runtime on the CPU.
     let engine = out
         .element_messages
         .iter()
         .find(|s| s.name() == "rsdlainfer-engine")
         .unwrap();
-    assert_eq!(engine.get::<String>("backend").unwrap(), "onnxruntime");
-    assert_eq!(engine.get::<String>("providers").unwrap(), "CPU");
+    let field = |name: &str| engine.get::<String>(name).unwrap();
+    let (backend, providers, choice) = (
+        field("backend"),
+        field("providers"),
+        field("backend-choice"),
+    );
+    assert!(choice.starts_with(&format!("{backend}: ")), "{choice}");
+    match backend.as_str() {
+        "openvino" => {
+            assert!(
+                ["CPU (bf16)", "CPU (f16)"].contains(&providers.as_str()),
+                "{providers}"
+            );
+            assert!(
+                choice.contains("network-mode=fp16 and CPU computes"),
+                "{choice}"
+            );
+        }
+        "onnxruntime" => {
+            assert_eq!(providers, "CPU");
+            assert!(choice.contains("OpenVINO not used"), "{choice}");
+        }
+        other => panic!("{other} ran the fallback: {choice}"),
+    }
+    assert!(
+        fallback[0].contains("libcudla.so.1")
+            && fallback[0].contains(&format!("{backend} [{}]", providers.replace(',', ", "))),
+        "{}",
+        fallback[0]
+    );
     // The results are rstrtinfer's: the squirrel, on every frame.
     assert_eq!(out.frames.len(), 4);
     for f in &out.frames {

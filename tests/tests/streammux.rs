@@ -939,6 +939,21 @@ fn run_demo(args: &[&str]) -> String {
     let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stdout}\n{stderr}");
+    // Which backend ran, and why backend=auto chose it (OpenVINO where this CPU computes BF16
+    // or FP16, else ONNX Runtime).
+    let inference = stdout
+        .lines()
+        .find(|l| l.starts_with("inference: "))
+        .unwrap_or_else(|| panic!("the demo did not say which backend ran: {stdout}"));
+    let backend = inference.split_whitespace().nth(1).unwrap();
+    assert!(
+        ["onnxruntime", "openvino"].contains(&backend),
+        "{inference}"
+    );
+    assert!(
+        stdout.contains(&format!("  backend=auto: {backend}: ")),
+        "{stdout}"
+    );
     for source in 0..4 {
         let line = stdout
             .lines()

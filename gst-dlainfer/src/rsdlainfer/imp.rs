@@ -184,14 +184,19 @@ fn open_loadable(
 }
 
 impl DlaInfer {
-    /// Warns that the model does not run on the DLA, and says where it does.
+    /// Warns that the model does not run on the DLA, and says where it does (and why there,
+    /// when `backend=auto` chose).
     fn warn_placement(&self, inference: &Inference, headline: &str, detail: &str) {
         let d = inference.description();
+        let choice = inference
+            .backend_choice()
+            .map(|c| format!("; backend=auto chose {c}"))
+            .unwrap_or_default();
         gst::element_imp_warning!(
             self,
             gst::LibraryError::Init,
             ("{headline} {} [{}]", d.backend, d.providers.join(", ")),
-            ["{detail}"]
+            ["{detail}{choice}"]
         );
     }
 

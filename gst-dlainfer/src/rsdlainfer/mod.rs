@@ -13,8 +13,9 @@
 //!   `backend=onnxruntime`, ONNX Runtime's TensorRT provider with its DLA options.
 //!
 //! On a machine without a DLA, `allow-gpu-fallback=true` (the default) runs the ONNX model on
-//! the GPU or CPU like `rstrtinfer` and says so once in a warning; `false` makes `start()` fail
-//! with a message naming what is missing.
+//! the GPU or CPU like `rstrtinfer` with `backend=auto` at the DLA's precision (so on a CPU with
+//! BF16 and OpenVINO installed, OpenVINO in BF16) and says so once in a warning, with why that
+//! backend; `false` makes `start()` fail with a message naming what is missing.
 //!
 //! At start the element posts `rsdlainfer-engine` (backend, devices: `DLA0`, or where it fell
 //! back to) and `rsdlainfer-dla-report`: the DLA coverage of the ONNX model at the shape it

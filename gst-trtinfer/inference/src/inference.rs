@@ -194,6 +194,8 @@ pub struct Inference {
     detections: Vec<Detection>,
     /// Warnings not yet taken by [`Inference::take_warnings`].
     warnings: Vec<String>,
+    /// Why `backend=auto` opened this engine.
+    backend_choice: Option<String>,
     /// Letterbox of the frame in each tensor slot, once filled.
     letterboxes: Vec<Option<Letterbox>>,
     /// The device engine's GPU state, made at the first batch on the GPU.
@@ -220,27 +222,30 @@ impl Inference {
             .filter(|_| !config.backend.is_remote())
             .map(|onnx| resolve_model(onnx))
             .transpose()?;
-        let (engine, model_path): (Box<dyn Engine>, PathBuf) = match config.backend {
+        let mut backend_choice = None;
+        let (engine, model_path): OpenedEngine = match config.backend {
             Backend::Kserve | Backend::Triton => kserve_engine(&config)?,
             Backend::OnnxRuntime => ort_engine(&config, onnx, threads, &log)?,
             Backend::OpenVino => openvino_engine(&config, onnx, threads, &log)?,
             Backend::TensorRt => tensorrt_engine(&config, onnx, &log)?,
-            Backend::Auto => match tensorrt_engine(&config, onnx.clone(), &log) {
-                Ok(engine) => engine,
-                Err(why) => {
-                    log(
-                        LogLevel::Info,
-                        &format!("backend=auto: TensorRT not used ({why}); using ONNX Runtime"),
-                    );
-                    ort_engine(&config, onnx, threads, &log)?
-                }
-            },
+            Backend::Auto => {
+                let (engine, why) = auto_engine(&config, onnx, threads, &log)?;
+                backend_choice = Some(why);
+                engine
+            }
         };
         #[cfg(feature = "fault-injection")]
         let engine = crate::engine::fault::arm(engine);
         let mut inference = Self::with_engine(config, model_path, engine)?;
         inference.log = log;
+        inference.backend_choice = backend_choice;
         Ok(inference)
+    }
+
+    /// Why `backend=auto` opened the engine it did (`None` for a backend named in the
+    /// configuration).
+    pub fn backend_choice(&self) -> Option<&str> {
+        self.backend_choice.as_deref()
     }
 
     /// Sets up around an engine that is already open.
@@ -361,6 +366,7 @@ impl Inference {
                 .collect(),
             detections: Vec::new(),
             warnings,
+            backend_choice: None,
             #[cfg(feature = "cuda")]
             runner: None,
         })
@@ -1287,7 +1293,7 @@ fn resolve_model(path: &std::path::Path) -> Result<PathBuf, SetupError> {
 /// The model on the inference server of `config.remote`; its "path" in messages is the server
 /// and model name.
 #[cfg(feature = "remote")]
-fn kserve_engine(config: &InferConfig) -> Result<(Box<dyn Engine>, PathBuf), SetupError> {
+fn kserve_engine(config: &InferConfig) -> Result<OpenedEngine, SetupError> {
     use crate::config::{ProcessMode, ServerFailure};
     use crate::engine::kserve::{Connection, FailurePolicy, KserveEngine, KserveOptions};
     use std::time::Duration;
@@ -1327,7 +1333,7 @@ fn ort_engine(
     onnx: Option<PathBuf>,
     threads: usize,
     log: &EngineLog,
-) -> Result<(Box<dyn Engine>, PathBuf), SetupError> {
+) -> Result<OpenedEngine, SetupError> {
     let Some(model) = onnx else {
         let hint = if config.model_engine_file.is_some() {
             " (model-engine-file is a TensorRT engine: it needs backend=tensorrt)"
@@ -1361,13 +1367,67 @@ fn ort_engine(
     Ok((Box::new(engine), model))
 }
 
+/// An engine just opened, and the model file it read.
+type OpenedEngine = (Box<dyn Engine>, PathBuf);
+
+/// The engine `backend=auto` opens, and why: native TensorRT where it runs, else OpenVINO or
+/// ONNX Runtime as [`choice::choose`] decides (ONNX Runtime when OpenVINO cannot open the model).
+fn auto_engine(
+    config: &InferConfig,
+    onnx: Option<PathBuf>,
+    threads: usize,
+    log: &EngineLog,
+) -> Result<(OpenedEngine, String), SetupError> {
+    use crate::engine::choice::{self, AutoBackend};
+    let trt = match tensorrt_engine(config, onnx.clone(), log) {
+        Ok(engine) => return Ok((engine, "tensorrt: native TensorRT runs here".into())),
+        Err(why) => why,
+    };
+    let chosen = choice::choose(
+        config.device,
+        config.tensorrt.network_mode,
+        &config.openvino_device,
+        choice::onnxruntime_reaches_a_gpu,
+        crate::engine::openvino::native_reduced_precision,
+    );
+    let said = |backend: &str, reason: &str| {
+        log(
+            LogLevel::Info,
+            &format!("backend=auto: {backend} ({reason}); TensorRT not used ({trt})"),
+        )
+    };
+    if let AutoBackend::OpenVino { reason } = &chosen {
+        match openvino_engine(config, onnx.clone(), threads, log) {
+            Ok(engine) => {
+                said("OpenVINO", reason);
+                return Ok((engine, format!("openvino: {reason}")));
+            }
+            Err(e) => log(
+                LogLevel::Warning,
+                &format!(
+                    "backend=auto: OpenVINO could not open the model ({e}); using ONNX Runtime"
+                ),
+            ),
+        }
+    }
+    let reason = match &chosen {
+        AutoBackend::OnnxRuntime { reason } => reason.clone(),
+        AutoBackend::OpenVino { .. } => "OpenVINO could not open the model".into(),
+    };
+    said("ONNX Runtime", &reason);
+    Ok((
+        ort_engine(config, onnx, threads, log)?,
+        format!("onnxruntime: {reason}"),
+    ))
+}
+
 /// The OpenVINO engine of `config`, on `openvino-device` at the precision of `network-mode`.
 fn openvino_engine(
     config: &InferConfig,
     onnx: Option<PathBuf>,
     threads: usize,
     log: &EngineLog,
-) -> Result<(Box<dyn Engine>, PathBuf), SetupError> {
+) -> Result<OpenedEngine, SetupError> {
     use crate::engine::openvino::{OpenVinoEngine, OpenVinoOptions, Precision};
     let Some(model) = onnx else {
         return Err(SetupError::Config(
@@ -1408,7 +1468,7 @@ fn tensorrt_engine(
     config: &InferConfig,
     onnx: Option<PathBuf>,
     log: &EngineLog,
-) -> Result<(Box<dyn Engine>, PathBuf), SetupError> {
+) -> Result<OpenedEngine, SetupError> {
     use crate::engine::tensorrt::{Severity, TrtEngine, TrtOptions};
     let options = TrtOptions {
         onnx: onnx.clone(),
@@ -1448,7 +1508,7 @@ fn tensorrt_engine(
 
 /// Without the `remote` feature there is no inference-server backend.
 #[cfg(not(feature = "remote"))]
-fn kserve_engine(_config: &InferConfig) -> Result<(Box<dyn Engine>, PathBuf), SetupError> {
+fn kserve_engine(_config: &InferConfig) -> Result<OpenedEngine, SetupError> {
     Err(SetupError::Unsupported(
         "this build has no inference-server backend (built without the `remote` feature); \
          rebuild with it to use backend=kserve or backend=triton"
@@ -1462,7 +1522,7 @@ fn tensorrt_engine(
     _config: &InferConfig,
     _onnx: Option<PathBuf>,
     _log: &EngineLog,
-) -> Result<(Box<dyn Engine>, PathBuf), SetupError> {
+) -> Result<OpenedEngine, SetupError> {
     Err(SetupError::Unsupported(
         "this build has no native TensorRT backend (built without the `tensorrt` feature); \
          rebuild with `--features tensorrt` against the TensorRT SDK, or use \
@@ -1833,15 +1893,22 @@ mod tests {
 
     #[test]
     fn auto_backend_says_why_tensorrt_was_not_used_and_runs_on_onnx_runtime() {
-        // No TensorRT here (or a build without it): auto falls back, saying why.
+        // No TensorRT here (or a build without it): auto falls back, saying why; FP32 (the
+        // default) stays on ONNX Runtime.
         let (inference, messages) = open(Backend::Auto);
         let inference = inference.unwrap();
         assert_eq!(inference.description().backend, "onnxruntime");
+        let choice = inference.backend_choice().unwrap();
+        assert!(
+            choice.starts_with("onnxruntime: network-mode=fp32"),
+            "{choice}"
+        );
         let (level, why) = messages
             .iter()
-            .find(|(_, m)| m.starts_with("backend=auto: TensorRT not used"))
-            .expect("the reason TensorRT was not used");
+            .find(|(_, m)| m.starts_with("backend=auto: ONNX Runtime (network-mode=fp32"))
+            .expect("the reason for the backend");
         assert_eq!(*level, LogLevel::Info);
+        assert!(why.contains("; TensorRT not used ("), "{why}");
         if cfg!(feature = "tensorrt") {
             assert!(why.contains("TensorRT is not available"), "{why}");
         } else {

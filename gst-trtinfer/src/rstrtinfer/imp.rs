@@ -226,6 +226,7 @@ impl TrtInfer {
             .field("network-width", net.width)
             .field("network-height", net.height)
             .field("parser", parser_words(inference))
+            .field_if_some("backend-choice", inference.backend_choice())
             .build();
         let _ = self.obj().post_message(
             gst::message::Element::builder(structure)

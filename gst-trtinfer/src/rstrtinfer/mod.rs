@@ -40,8 +40,21 @@
 //! ```
 //!
 //! On start the element posts an element message `rstrtinfer-engine` saying which backend,
-//! execution providers, model, input shape and parser it uses; a parser chosen or settled from
-//! the first outputs is announced by an `rstrtinfer-parser` message.
+//! execution providers, model, input shape and parser it uses (with `backend=auto`, also
+//! `backend-choice`: why that backend); a parser chosen or settled from the first outputs is
+//! announced by an `rstrtinfer-parser` message.
+//!
+//! `backend=auto` runs native TensorRT where it is built and installed; else OpenVINO when
+//! `network-mode` asks for a reduced precision (fp16, int8), no NVIDIA GPU is in reach of ONNX
+//! Runtime and the OpenVINO device computes BF16 or FP16 natively (measured 1.7-2.6x ONNX
+//! Runtime's FP32 rate on such CPUs); else ONNX Runtime (FP32 included: OpenVINO's FP32 is no
+//! faster).
+//!
+//! ```text
+//! # The fastest accurate backend of a CPU-only machine: OpenVINO BF16 on a CPU with BF16
+//! gst-launch-1.0 -m filesrc location=vtest.avi ! decodebin ! videoconvert \
+//!     ! rstrtinfer config-file-path=pipelines/coco_ssd.txt network-mode=fp16 ! fakesink
+//! ```
 //!
 //! ```text
 //! # A YOLOv8 model with an nvinfer parser library, unchanged

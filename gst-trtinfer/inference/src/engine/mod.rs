@@ -10,6 +10,7 @@
 //! servers ([`kserve`]), whose remote side ([`remote::RemoteEngine`]) has several batches on
 //! their way at once.
 
+pub mod choice;
 #[cfg(feature = "fault-injection")]
 pub mod fault;
 #[cfg(feature = "remote")]

@@ -74,6 +74,12 @@ pub fn environment() -> Result<ort::environment::Environment, EngineError> {
     Ok(env)
 }
 
+/// Whether the installed ONNX Runtime has its CUDA execution provider (false where it cannot
+/// be loaded).
+pub fn has_cuda_provider() -> bool {
+    environment().is_ok() && ep::CUDA::is_available().unwrap_or(false)
+}
+
 /// Version of the loaded runtime (after [`environment`] succeeded).
 pub fn runtime_version() -> String {
     let info = ort::info();

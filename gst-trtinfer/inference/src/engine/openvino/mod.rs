@@ -97,6 +97,26 @@ pub fn runtime() -> Result<&'static Api, EngineError> {
     )))
 }
 
+/// The reduced precision `device` computes natively (`bf16`, else `f16`), or why it has none
+/// (the runtime is missing, the device unknown, or its arithmetic FP32 and INT8 only).
+pub fn native_reduced_precision(device: &str) -> Result<&'static str, String> {
+    let api = runtime().map_err(|e| e.to_string())?;
+    let core = Core::new(api)?;
+    let capabilities = core
+        .device_property(device, "OPTIMIZATION_CAPABILITIES")
+        .map_err(|e| format!("OpenVINO device {device}: {e}"))?;
+    match choose_precision(Precision::Reduced, device, &capabilities, false) {
+        PrecisionChoice {
+            runs,
+            warning: None,
+            ..
+        } => Ok(runs),
+        PrecisionChoice {
+            warning: Some(why), ..
+        } => Err(why),
+    }
+}
+
 /// The precision the model runs at, from `network-mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Precision {

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! What `backend=auto` opens where native TensorRT does not run: OpenVINO on a CPU that
+//! computes a reduced precision natively, when `network-mode` asks for one; ONNX Runtime
+//! otherwise. The reason is kept, logged and posted with the engine message.
+//!
+//! The rule follows measurements (docs/BENCHMARKS.md, "CPU backends"): on a CPU with BF16
+//! OpenVINO's reduced precision ran 1.7-2.6x ONNX Runtime's FP32, while OpenVINO's FP32 ran
+//! 0.77-1.08x of it, so FP32 stays on ONNX Runtime; a machine whose ONNX Runtime reaches an
+//! NVIDIA GPU keeps ONNX Runtime on the GPU.
+
+use crate::config::{Device, NetworkMode};
+use ferrostream_core::settings::Choice;
+
+/// The local engine `backend=auto` opens after TensorRT, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AutoBackend {
+    OpenVino { reason: String },
+    OnnxRuntime { reason: String },
+}
+
+impl AutoBackend {
+    pub fn reason(&self) -> &str {
+        match self {
+            Self::OpenVino { reason } | Self::OnnxRuntime { reason } => reason,
+        }
+    }
+}
+
+/// Chooses between OpenVINO and ONNX Runtime for `device`, `mode` and `openvino_device`.
+/// `onnxruntime_gpu` says whether ONNX Runtime would reach an NVIDIA GPU, and `reduced` which
+/// reduced precision an OpenVINO device computes natively (or why none); each is asked only when
+/// the choice depends on it (both load runtimes).
+pub fn choose(
+    device: Device,
+    mode: NetworkMode,
+    openvino_device: &str,
+    onnxruntime_gpu: impl FnOnce() -> bool,
+    reduced: impl FnOnce(&str) -> Result<&'static str, String>,
+) -> AutoBackend {
+    let onnxruntime = |reason: String| AutoBackend::OnnxRuntime { reason };
+    match device {
+        Device::Cuda | Device::TensorRt => {
+            return onnxruntime(format!(
+                "device={} names an ONNX Runtime execution provider",
+                device.nick()
+            ));
+        }
+        Device::Auto | Device::Cpu => {}
+    }
+    if mode == NetworkMode::Fp32 {
+        return onnxruntime(
+            "network-mode=fp32, where OpenVINO measured no faster than ONNX Runtime \
+             (network-mode=fp16 runs OpenVINO's reduced precision where the CPU has it)"
+                .into(),
+        );
+    }
+    if device == Device::Auto && onnxruntime_gpu() {
+        return onnxruntime("ONNX Runtime runs on the NVIDIA GPU".into());
+    }
+    match reduced(openvino_device) {
+        Ok(precision) => AutoBackend::OpenVino {
+            reason: format!(
+                "network-mode={} and {openvino_device} computes {} natively, where OpenVINO \
+                 measured 1.7-2.6x ONNX Runtime's FP32 rate",
+                mode.nick(),
+                match precision {
+                    "bf16" => "BF16",
+                    "f16" => "FP16",
+                    other => other,
+                }
+            ),
+        },
+        Err(why) => onnxruntime(format!("OpenVINO not used: {why}")),
+    }
+}
+
+/// Whether ONNX Runtime would run on an NVIDIA GPU here: its CUDA provider is built in and a
+/// CUDA device answers.
+pub fn onnxruntime_reaches_a_gpu() -> bool {
+    let provider = super::onnxruntime::has_cuda_provider();
+    #[cfg(feature = "cuda")]
+    let device = || ferrostream_core::cuda::device_count().is_ok_and(|n| n > 0);
+    // Without CUDA support of our own the devices cannot be counted: the provider decides.
+    #[cfg(not(feature = "cuda"))]
+    let device = || true;
+    provider && device()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bf16(_: &str) -> Result<&'static str, String> {
+        Ok("bf16")
+    }
+
+    fn never<T>() -> T {
+        panic!("the choice did not need to ask")
+    }
+
+    #[test]
+    fn reduced_precision_on_a_cpu_that_has_it_runs_openvino() {
+        let choice = choose(Device::Auto, NetworkMode::Fp16, "CPU", || false, bf16);
+        let AutoBackend::OpenVino { reason } = choice else {
+            panic!("{choice:?}")
+        };
+        assert!(
+            reason.contains("network-mode=fp16 and CPU computes BF16"),
+            "{reason}"
+        );
+        // INT8 asks for speed too (OpenVINO runs Q/DQ models in INT8, others reduced).
+        let choice = choose(Device::Cpu, NetworkMode::Int8, "CPU", never, |_| Ok("f16"));
+        assert!(
+            matches!(&choice, AutoBackend::OpenVino { reason } if reason.contains("FP16")),
+            "{choice:?}"
+        );
+    }
+
+    #[test]
+    fn fp32_gpus_and_named_providers_stay_on_onnx_runtime() {
+        let fp32 = choose(Device::Auto, NetworkMode::Fp32, "CPU", never, |_| never());
+        assert!(fp32.reason().contains("network-mode=fp32"), "{fp32:?}");
+        let gpu = choose(Device::Auto, NetworkMode::Fp16, "CPU", || true, |_| never());
+        assert_eq!(
+            gpu,
+            AutoBackend::OnnxRuntime {
+                reason: "ONNX Runtime runs on the NVIDIA GPU".into()
+            }
+        );
+        let cuda = choose(Device::Cuda, NetworkMode::Fp16, "CPU", never, |_| never());
+        assert!(cuda.reason().contains("device=cuda"), "{cuda:?}");
+        // device=cpu: the GPU is not asked about.
+        let cpu = choose(Device::Cpu, NetworkMode::Fp16, "CPU", never, bf16);
+        assert!(matches!(cpu, AutoBackend::OpenVino { .. }), "{cpu:?}");
+    }
+
+    #[test]
+    fn no_runtime_or_no_reduced_arithmetic_keeps_onnx_runtime_and_says_why() {
+        let missing = choose(
+            Device::Auto,
+            NetworkMode::Fp16,
+            "CPU",
+            || false,
+            |_| Err("OpenVINO runtime not found".into()),
+        );
+        assert_eq!(
+            missing,
+            AutoBackend::OnnxRuntime {
+                reason: "OpenVINO not used: OpenVINO runtime not found".into()
+            }
+        );
+    }
+}
