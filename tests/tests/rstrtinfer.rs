@@ -93,6 +93,13 @@ fn coco_finds_people_in_vtest() {
         .expect("engine message");
     assert_eq!(engine.get::<&str>("backend").unwrap(), "onnxruntime");
     assert!(engine.get::<&str>("providers").unwrap().ends_with("CPU"));
+    // The version the library reports (1.x.y), whatever its build information says.
+    let version = engine.get::<&str>("runtime-version").unwrap();
+    let parts: Vec<&str> = version.split('.').collect();
+    assert!(
+        parts.len() == 3 && parts[0] == "1" && parts.iter().all(|p| p.parse::<u32>().is_ok()),
+        "{version}"
+    );
     assert_eq!(engine.get::<u32>("network-width").unwrap(), 300);
     assert_eq!(engine.get::<&str>("parser").unwrap(), "Ssd");
 }

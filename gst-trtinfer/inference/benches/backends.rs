@@ -10,13 +10,17 @@
 //! Prints frames/s per model and backend and the ratio to ONNX Runtime: one synchronous batch
 //! at a time, and for OpenVINO also with 4 batches in flight (its throughput mode, as rstrtinfer
 //! runs it in primary mode); the engine calls only, pre-processing is done once before timing.
+//!
+//! With `FERROSTREAM_BENCH_INT8` naming a Q/DQ-quantised MobileNetV2 (made by
+//! `scripts/models/quantize_int8.py`), a last row runs it on ONNX Runtime and on OpenVINO with
+//! `network-mode=int8`, against ONNX Runtime's FP32 rate of the original model.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
 
 use std::time::{Duration, Instant};
 
-use ferrostream_inference::config::{Backend, InferConfig, NetworkMode, ProcessMode};
+use ferrostream_inference::config::{Backend, InferConfig, NetworkMode, NetworkType, ProcessMode};
 use ferrostream_inference::inference::{Inference, RemoteBatch};
 use support::{preprocess_file, repo_root};
 
@@ -101,8 +105,12 @@ fn main() {
         ("CenterFace (centerface.txt)", load("centerface.txt")),
     ];
     println!("batch {BATCH}, {seconds} s per run; frames/s (ratio to ONNX Runtime)");
+    let mut classifier_fp32 = None;
     for (name, config) in &models {
         let (ort, _) = measure(config, Backend::OnnxRuntime, NetworkMode::Fp32, 1, seconds);
+        if config.network_type == NetworkType::Classifier {
+            classifier_fp32 = Some((config.clone(), ort));
+        }
         print!("{name}: ONNX Runtime {ort:.1}");
         for (mode, in_flight) in [
             (NetworkMode::Fp32, 1),
@@ -118,4 +126,29 @@ fn main() {
         }
         println!();
     }
+    let (Some(int8), Some((mut config, ort))) =
+        (std::env::var_os("FERROSTREAM_BENCH_INT8"), classifier_fp32)
+    else {
+        return;
+    };
+    config.onnx_file = Some(int8.into());
+    let (quantised, _) = measure(&config, Backend::OnnxRuntime, NetworkMode::Fp32, 1, seconds);
+    print!(
+        "MobileNetV2 Q/DQ INT8: ONNX Runtime {quantised:.1} ({:.2}x)",
+        quantised / ort
+    );
+    for in_flight in [1, 4] {
+        let (fps, ran) = measure(
+            &config,
+            Backend::OpenVino,
+            NetworkMode::Int8,
+            in_flight,
+            seconds,
+        );
+        print!(
+            " | OpenVINO {ran} x{in_flight}: {fps:.1} ({:.2}x)",
+            fps / ort
+        );
+    }
+    println!();
 }

@@ -27,6 +27,8 @@ pub const DYLIB_ENV: &str = "ORT_DYLIB_PATH";
 
 /// The loaded runtime, shared by every session of the process.
 static ENVIRONMENT: Mutex<Option<ort::environment::Environment>> = Mutex::new(None);
+/// The loaded runtime's version, as the library reports it.
+static VERSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 /// Library locations to try, in order.
 fn library_candidates() -> Vec<PathBuf> {
@@ -55,6 +57,9 @@ pub fn environment() -> Result<ort::environment::Environment, EngineError> {
         match ort::init_from(&candidate) {
             Ok(b) => {
                 builder = Some(b);
+                if let Some(version) = library_version(&candidate) {
+                    let _ = VERSION.set(version);
+                }
                 break;
             }
             Err(e) => failures.push(e.to_string()),
@@ -80,8 +85,35 @@ pub fn has_cuda_provider() -> bool {
     environment().is_ok() && ep::CUDA::is_available().unwrap_or(false)
 }
 
+/// The version the ONNX Runtime library at `path` reports (`OrtGetApiBase()->GetVersionString()`,
+/// e.g. `1.31.1`): builds such as PyPI's name no release branch in their build information.
+fn library_version(path: &std::path::Path) -> Option<String> {
+    type GetApiBase = unsafe extern "C" fn() -> *const ort::sys::OrtApiBase;
+    // SAFETY: ort has just loaded this library, so opening it again returns the same handle;
+    // `OrtGetApiBase` has the signature ort-sys declares and returns a pointer to a static
+    // table whose `GetVersionString` returns a static NUL-terminated string, copied before the
+    // handle is dropped.
+    unsafe {
+        let library = libloading::Library::new(path).ok()?;
+        let get_base = library.get::<GetApiBase>(b"OrtGetApiBase").ok()?;
+        let base = get_base();
+        if base.is_null() {
+            return None;
+        }
+        let version = ((*base).GetVersionString)();
+        (!version.is_null()).then(|| {
+            std::ffi::CStr::from_ptr(version)
+                .to_string_lossy()
+                .into_owned()
+        })
+    }
+}
+
 /// Version of the loaded runtime (after [`environment`] succeeded).
 pub fn runtime_version() -> String {
+    if let Some(version) = VERSION.get() {
+        return version.clone();
+    }
     let info = ort::info();
     // "ORT Build Info: git-branch=rel-1.31.1, git-commit-id=..., build type=Release, ..."
     info.split(',')
