@@ -273,6 +273,17 @@ pub fn run_in_child(test_name: &str, env: &[(&str, &str)]) -> (bool, String) {
     (output.status.success(), text)
 }
 
+/// Runs `test_name` in a child process with `env` set ([`run_in_child`]) and asserts that it
+/// ran and passed.
+pub fn assert_passes_in_child(test_name: &str, env: &[(&str, &str)]) {
+    let (passed, output) = run_in_child(test_name, env);
+    assert!(passed, "child test failed:\n{output}");
+    assert!(
+        output.contains("1 passed"),
+        "the child ran no test:\n{output}"
+    );
+}
+
 /// The longest a test run in a child process by [`run_in_child`] may take.
 const CHILD_WATCHDOG: Duration = Duration::from_secs(600);
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use ferrostream_core::{AttributeValue, Frame, Object};
 use ferrostream_tests::{
-    RunOutput, is_child, media, quoted, repo_root, run_in_child, run_pipeline_frames,
+    RunOutput, assert_passes_in_child, is_child, media, quoted, repo_root, run_pipeline_frames,
 };
 
 const TIMEOUT: Duration = Duration::from_secs(600);
@@ -550,14 +550,9 @@ fn backend_auto_without_openvino_runs_onnx_runtime() {
         );
         return;
     }
-    let (passed, output) = run_in_child(
+    assert_passes_in_child(
         "backend_auto_without_openvino_runs_onnx_runtime",
         &[("OPENVINO_DYLIB_PATH", "/nonexistent/libopenvino_c.so")],
-    );
-    assert!(passed, "child test failed:\n{output}");
-    assert!(
-        output.contains("1 passed"),
-        "the child ran no test:\n{output}"
     );
 }
 
@@ -571,14 +566,9 @@ fn missing_openvino_runtime_is_a_clear_error() {
         return;
     }
     // A fresh process: the runtime is loaded once per process.
-    let (passed, output) = run_in_child(
+    assert_passes_in_child(
         "missing_openvino_runtime_is_a_clear_error",
         &[("OPENVINO_DYLIB_PATH", "/nonexistent/libopenvino_c.so")],
-    );
-    assert!(passed, "child test failed:\n{output}");
-    assert!(
-        output.contains("1 passed"),
-        "the child ran no test:\n{output}"
     );
 }
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use ferrostream_core::Frame;
 use ferrostream_tests::{
-    RunOutput, iou_ltrb, is_child, media, model, quoted, repo_root, run_in_child, run_pipeline,
-    run_pipeline_frames,
+    RunOutput, assert_passes_in_child, iou_ltrb, is_child, media, model, quoted, repo_root,
+    run_pipeline, run_pipeline_frames,
 };
 
 const TIMEOUT: Duration = Duration::from_secs(600);
@@ -296,14 +296,9 @@ fn missing_onnx_runtime_is_a_clear_error() {
         return;
     }
     // A fresh process: the runtime is loaded once per process.
-    let (passed, output) = run_in_child(
+    assert_passes_in_child(
         "missing_onnx_runtime_is_a_clear_error",
         &[("ORT_DYLIB_PATH", "/nonexistent/libonnxruntime.so")],
-    );
-    assert!(passed, "child test failed:\n{output}");
-    assert!(
-        output.contains("1 passed"),
-        "the child ran no test:\n{output}"
     );
 }
 
