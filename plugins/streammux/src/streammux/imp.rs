@@ -1073,13 +1073,19 @@ impl AggregatorImpl for StreamMux {
     }
 }
 
+/// How much later than the previous batch a batch is stamped when its earliest frame is not
+/// later: the finest step containers keep (Matroska's default time scale is 1 ms, and mp4mux's
+/// video time scales are at least as fine), so that encoded frames keep distinct times.
+const TIE_STEP: gst::ClockTime = gst::ClockTime::from_mseconds(1);
+
 /// The PTS of the next batch, whose earliest frame has the running time `earliest`, after a
-/// batch stamped `last`: strictly later than `last` (see the module's documentation).
+/// batch stamped `last`: at least [`TIE_STEP`] later than `last` (see the module's
+/// documentation).
 fn next_batch_pts(
     earliest: Option<gst::ClockTime>,
     last: Option<gst::ClockTime>,
 ) -> Option<gst::ClockTime> {
-    let after_last = last.map(|l| l + gst::ClockTime::from_nseconds(1));
+    let after_last = last.map(|l| l + TIE_STEP);
     match (earliest, after_last) {
         (Some(e), Some(a)) => Some(e.max(a)),
         (e, a) => e.or(a),
@@ -1094,20 +1100,16 @@ mod tests {
     #[test]
     fn batch_timestamps_strictly_increase() {
         let ms = ClockTime::from_mseconds;
-        let ns = ClockTime::from_nseconds;
         assert_eq!(next_batch_pts(Some(ms(40)), None), Some(ms(40)));
         assert_eq!(next_batch_pts(Some(ms(40)), Some(ms(33))), Some(ms(40)));
-        // Frames of one instant over two batches, and a late frame.
-        assert_eq!(
-            next_batch_pts(Some(ms(40)), Some(ms(40))),
-            Some(ms(40) + ns(1))
-        );
-        assert_eq!(
-            next_batch_pts(Some(ms(20)), Some(ms(40))),
-            Some(ms(40) + ns(1))
-        );
+        // Frames of one instant over two batches, and a late frame: 1 ms after the last batch.
+        assert_eq!(next_batch_pts(Some(ms(40)), Some(ms(40))), Some(ms(41)));
+        assert_eq!(next_batch_pts(Some(ms(20)), Some(ms(40))), Some(ms(41)));
+        // A frame less than 1 ms after the last batch is stamped 1 ms after it.
+        let just_after = ms(40) + ClockTime::from_useconds(300);
+        assert_eq!(next_batch_pts(Some(just_after), Some(ms(40))), Some(ms(41)));
         // Frames without timestamps follow the last batch; without any, none.
-        assert_eq!(next_batch_pts(None, Some(ms(40))), Some(ms(40) + ns(1)));
+        assert_eq!(next_batch_pts(None, Some(ms(40))), Some(ms(41)));
         assert_eq!(next_batch_pts(None, None), None);
     }
 }

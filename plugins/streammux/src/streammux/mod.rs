@@ -10,9 +10,10 @@
 //! number, PTS and size. A batch's PTS is the running time of its earliest frame, raised where
 //! needed so that batch timestamps strictly increase: a batch whose earliest frame is not later
 //! than the previous batch (frames of one instant split over batches by `batch-size`, or a late
-//! source's frame sent by the timeout) is stamped 1 ns after the previous batch. Two frames with
+//! source's frame sent by the timeout) is stamped 1 ms after the previous batch. Two frames with
 //! one PTS after `rstiler` would be read as one by encoders and parsers (`h264parse` strips the
-//! second one's PTS, and `mp4mux` then stops with "Buffer has no PTS").
+//! second one's PTS, and `mp4mux` then stops with "Buffer has no PTS"); 1 ms is the finest step
+//! MP4 and Matroska files keep, so the frames also keep distinct times in the file.
 //!
 //! A batch leaves when every source has contributed a frame (or reached EOS), or when
 //! `batched-push-timeout` has passed since the first frame of the batch arrived, so a stalled
