@@ -452,7 +452,7 @@ fn reduced_precision_finds_the_fp32_objects_on_real_footage() {
 /// here: 480 of 529 crops equal over 80 frames, every difference below 0.5); at least 85 % of all.
 #[test]
 fn reduced_precision_keeps_the_top_class_of_the_crops_the_classifier_is_sure_of() {
-    // The detector in FP32 on both sides, so both classify the same crops.
+    // The detector in FP32 on both sides, so both classify the same crops (paired by box).
     let template = format!(
         "{} ! rstrtinfer config-file-path={} backend=openvino network-mode=fp32 \
          ! rstrtinfer config-file-path={} {{infer}}",
@@ -464,11 +464,16 @@ fn reduced_precision_keeps_the_top_class_of_the_crops_the_classifier_is_sure_of(
     let fp32 = run_case(&template, "backend=openvino network-mode=fp32", frames);
     let reduced = run_case(&template, "backend=openvino network-mode=fp16", frames);
     let providers = reduced_providers(&reduced);
-    let (mut same, mut crops, mut sure_same, mut sure) = (0, 0, 0, 0);
+    let (mut same, mut crops, mut sure_same, mut sure, mut unpaired) = (0, 0, 0, 0, 0);
+    assert_eq!(fp32.frames.len(), reduced.frames.len());
     for (a, b) in fp32.frames.iter().zip(&reduced.frames) {
-        assert_eq!(a.objects.len(), b.objects.len());
-        for (o, p) in a.objects.iter().zip(&b.objects) {
-            assert_eq!(o.detector_bbox, p.detector_bbox, "the same crops");
+        for o in &a.objects {
+            // The same detection on the other side (the same FP32 engine: the same box, unless
+            // another CPU's thread split moves an object across the threshold).
+            let Some((p, _)) = best_match(o, &b.objects).filter(|(_, iou)| *iou >= 0.99) else {
+                unpaired += 1;
+                continue;
+            };
             let Some(top) = o
                 .classifications
                 .iter()
@@ -495,6 +500,10 @@ fn reduced_precision_keeps_the_top_class_of_the_crops_the_classifier_is_sure_of(
     println!(
         "{providers}: {same} of {crops} crops keep their top class; {sure_same} of the {sure} \
          with a top-1 probability >= 0.5"
+    );
+    assert!(
+        unpaired <= crops / 100,
+        "{unpaired} detections without a pair"
     );
     assert!(crops >= 3 * frames, "{crops} crops in {frames} frames");
     assert!(sure >= frames, "{sure} crops the classifier is sure of");

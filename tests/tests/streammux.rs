@@ -187,20 +187,7 @@ fn tiled_batches_of_one_instant_encode_into_mp4() {
         quoted(&video)
     );
     let pipeline = launch(&description);
-    let bus = pipeline.bus().unwrap();
-    pipeline.set_state(gst::State::Playing).unwrap();
-    let msg = bus.timed_pop_filtered(
-        gst::ClockTime::from_seconds(30),
-        &[gst::MessageType::Eos, gst::MessageType::Error],
-    );
-    pipeline.set_state(gst::State::Null).unwrap();
-    assert!(
-        matches!(
-            msg.as_ref().map(|m| m.view()),
-            Some(gst::MessageView::Eos(_))
-        ),
-        "{msg:?}"
-    );
+    play_to_eos(&pipeline, Duration::from_secs(30));
     // Each instant's 3 frames leave as a batch of 2 and a batch of 1: 12 tiled frames, every one
     // encoded and muxed, at times the file keeps apart (the second batch of an instant is
     // stamped 1 ms after the first).
@@ -692,20 +679,7 @@ fn demux_gives_each_source_its_own_frames_and_objects() {
             }
             gst::PadProbeReturn::Ok
         });
-    let bus = pipeline.bus().unwrap();
-    pipeline.set_state(gst::State::Playing).unwrap();
-    let msg = bus.timed_pop_filtered(
-        gst::ClockTime::from_seconds(60),
-        &[gst::MessageType::Eos, gst::MessageType::Error],
-    );
-    pipeline.set_state(gst::State::Null).unwrap();
-    assert!(
-        matches!(
-            msg.as_ref().map(|m| m.view()),
-            Some(gst::MessageView::Eos(_))
-        ),
-        "{msg:?}"
-    );
+    play_to_eos(&pipeline, Duration::from_secs(60));
     let batches = batches.lock().unwrap();
     let received = received.lock().unwrap();
     for id in 0..3u32 {
@@ -1036,6 +1010,24 @@ fn run_demo(args: &[&str]) -> String {
     );
     std::fs::remove_dir_all(&dir).ok();
     stdout
+}
+
+/// Plays `pipeline` until EOS, failing the test on an error or after `limit`.
+fn play_to_eos(pipeline: &gst::Pipeline, limit: Duration) {
+    let bus = pipeline.bus().unwrap();
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let msg = bus.timed_pop_filtered(
+        gst::ClockTime::from_nseconds(limit.as_nanos() as u64),
+        &[gst::MessageType::Eos, gst::MessageType::Error],
+    );
+    pipeline.set_state(gst::State::Null).unwrap();
+    assert!(
+        matches!(
+            msg.as_ref().map(|m| m.view()),
+            Some(gst::MessageView::Eos(_))
+        ),
+        "{msg:?}"
+    );
 }
 
 /// The presentation times of the video frames in the MP4 file at `path`, in file order.

@@ -18,7 +18,9 @@ ferrostream_core::choice_enum! {
     /// Which inference implementation runs the model.
     #[derive(Default, PartialOrd, Ord, Hash)]
     pub enum Backend: "GstRsTrtInferBackend" {
-        /// Native TensorRT when available, else ONNX Runtime (choosing its device as `device` says).
+        /// Native TensorRT when available, else OpenVINO or ONNX Runtime as
+        /// [`crate::engine::choice::choose`] decides (ONNX Runtime choosing its device as
+        /// `device` says).
         #[default]
         Auto = 0 => ("auto", "Auto: best available backend"),
         OnnxRuntime = 1 => ("onnxruntime", "ONNX Runtime"),

@@ -1378,47 +1378,47 @@ fn auto_engine(
     threads: usize,
     log: &EngineLog,
 ) -> Result<(OpenedEngine, String), SetupError> {
-    use crate::engine::choice::{self, AutoBackend};
+    use crate::engine::choice::{self, AutoChoice};
+    use ferrostream_core::settings::Choice;
     let trt = match tensorrt_engine(config, onnx.clone(), log) {
         Ok(engine) => return Ok((engine, "tensorrt: native TensorRT runs here".into())),
         Err(why) => why,
     };
-    let chosen = choice::choose(
+    let mut chosen = choice::choose(
         config.device,
         config.tensorrt.network_mode,
         &config.openvino_device,
         choice::onnxruntime_reaches_a_gpu,
         crate::engine::openvino::native_reduced_precision,
     );
-    let said = |backend: &str, reason: &str| {
+    // Logs the choice and gives the engine message's `backend-choice`.
+    let announce = |c: &AutoChoice| {
         log(
             LogLevel::Info,
-            &format!("backend=auto: {backend} ({reason}); TensorRT not used ({trt})"),
-        )
-    };
-    if let AutoBackend::OpenVino { reason } = &chosen {
-        match openvino_engine(config, onnx.clone(), threads, log) {
-            Ok(engine) => {
-                said("OpenVINO", reason);
-                return Ok((engine, format!("openvino: {reason}")));
-            }
-            Err(e) => log(
-                LogLevel::Warning,
-                &format!(
-                    "backend=auto: OpenVINO could not open the model ({e}); using ONNX Runtime"
-                ),
+            &format!(
+                "backend=auto: {} ({}); TensorRT not used ({trt})",
+                c.backend.entry().description,
+                c.reason
             ),
+        );
+        format!("{}: {}", c.backend.nick(), c.reason)
+    };
+    if chosen.backend == Backend::OpenVino {
+        match openvino_engine(config, onnx.clone(), threads, log) {
+            Ok(engine) => return Ok((engine, announce(&chosen))),
+            Err(e) => {
+                log(
+                    LogLevel::Warning,
+                    &format!(
+                        "backend=auto: OpenVINO could not open the model ({e}); using ONNX Runtime"
+                    ),
+                );
+                chosen = AutoChoice::onnxruntime(format!("OpenVINO could not open the model: {e}"));
+            }
         }
     }
-    let reason = match &chosen {
-        AutoBackend::OnnxRuntime { reason } => reason.clone(),
-        AutoBackend::OpenVino { .. } => "OpenVINO could not open the model".into(),
-    };
-    said("ONNX Runtime", &reason);
-    Ok((
-        ort_engine(config, onnx, threads, log)?,
-        format!("onnxruntime: {reason}"),
-    ))
+    let engine = ort_engine(config, onnx, threads, log)?;
+    Ok((engine, announce(&chosen)))
 }
 
 /// The OpenVINO engine of `config`, on `openvino-device` at the precision of `network-mode`.

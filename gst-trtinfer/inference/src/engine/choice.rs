@@ -8,20 +8,21 @@
 //! 0.77-1.08x of it, so FP32 stays on ONNX Runtime; a machine whose ONNX Runtime reaches an
 //! NVIDIA GPU keeps ONNX Runtime on the GPU.
 
-use crate::config::{Device, NetworkMode};
+use crate::config::{Backend, Device, NetworkMode};
 use ferrostream_core::settings::Choice;
 
-/// The local engine `backend=auto` opens after TensorRT, and why.
+/// The local engine `backend=auto` opens after TensorRT (`OpenVino` or `OnnxRuntime`), and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AutoBackend {
-    OpenVino { reason: String },
-    OnnxRuntime { reason: String },
+pub struct AutoChoice {
+    pub backend: Backend,
+    pub reason: String,
 }
 
-impl AutoBackend {
-    pub fn reason(&self) -> &str {
-        match self {
-            Self::OpenVino { reason } | Self::OnnxRuntime { reason } => reason,
+impl AutoChoice {
+    pub fn onnxruntime(reason: String) -> Self {
+        Self {
+            backend: Backend::OnnxRuntime,
+            reason,
         }
     }
 }
@@ -36,8 +37,8 @@ pub fn choose(
     openvino_device: &str,
     onnxruntime_gpu: impl FnOnce() -> bool,
     reduced: impl FnOnce(&str) -> Result<&'static str, String>,
-) -> AutoBackend {
-    let onnxruntime = |reason: String| AutoBackend::OnnxRuntime { reason };
+) -> AutoChoice {
+    let onnxruntime = AutoChoice::onnxruntime;
     match device {
         Device::Cuda | Device::TensorRt => {
             return onnxruntime(format!(
@@ -58,7 +59,8 @@ pub fn choose(
         return onnxruntime("ONNX Runtime runs on the NVIDIA GPU".into());
     }
     match reduced(openvino_device) {
-        Ok(precision) => AutoBackend::OpenVino {
+        Ok(precision) => AutoChoice {
+            backend: Backend::OpenVino,
             reason: format!(
                 "network-mode={} and {openvino_device} computes {} natively, where OpenVINO \
                  measured 1.7-2.6x ONNX Runtime's FP32 rate",
@@ -101,37 +103,35 @@ mod tests {
     #[test]
     fn reduced_precision_on_a_cpu_that_has_it_runs_openvino() {
         let choice = choose(Device::Auto, NetworkMode::Fp16, "CPU", || false, bf16);
-        let AutoBackend::OpenVino { reason } = choice else {
-            panic!("{choice:?}")
-        };
+        assert_eq!(choice.backend, Backend::OpenVino, "{choice:?}");
         assert!(
-            reason.contains("network-mode=fp16 and CPU computes BF16"),
-            "{reason}"
+            choice
+                .reason
+                .contains("network-mode=fp16 and CPU computes BF16"),
+            "{choice:?}"
         );
         // INT8 asks for speed too (OpenVINO runs Q/DQ models in INT8, others reduced).
         let choice = choose(Device::Cpu, NetworkMode::Int8, "CPU", never, |_| Ok("f16"));
-        assert!(
-            matches!(&choice, AutoBackend::OpenVino { reason } if reason.contains("FP16")),
-            "{choice:?}"
-        );
+        assert_eq!(choice.backend, Backend::OpenVino, "{choice:?}");
+        assert!(choice.reason.contains("FP16"), "{choice:?}");
     }
 
     #[test]
     fn fp32_gpus_and_named_providers_stay_on_onnx_runtime() {
         let fp32 = choose(Device::Auto, NetworkMode::Fp32, "CPU", never, |_| never());
-        assert!(fp32.reason().contains("network-mode=fp32"), "{fp32:?}");
+        assert_eq!(fp32.backend, Backend::OnnxRuntime, "{fp32:?}");
+        assert!(fp32.reason.contains("network-mode=fp32"), "{fp32:?}");
         let gpu = choose(Device::Auto, NetworkMode::Fp16, "CPU", || true, |_| never());
         assert_eq!(
             gpu,
-            AutoBackend::OnnxRuntime {
-                reason: "ONNX Runtime runs on the NVIDIA GPU".into()
-            }
+            AutoChoice::onnxruntime("ONNX Runtime runs on the NVIDIA GPU".into())
         );
         let cuda = choose(Device::Cuda, NetworkMode::Fp16, "CPU", never, |_| never());
-        assert!(cuda.reason().contains("device=cuda"), "{cuda:?}");
+        assert_eq!(cuda.backend, Backend::OnnxRuntime, "{cuda:?}");
+        assert!(cuda.reason.contains("device=cuda"), "{cuda:?}");
         // device=cpu: the GPU is not asked about.
         let cpu = choose(Device::Cpu, NetworkMode::Fp16, "CPU", never, bf16);
-        assert!(matches!(cpu, AutoBackend::OpenVino { .. }), "{cpu:?}");
+        assert_eq!(cpu.backend, Backend::OpenVino, "{cpu:?}");
     }
 
     #[test]
@@ -145,9 +145,7 @@ mod tests {
         );
         assert_eq!(
             missing,
-            AutoBackend::OnnxRuntime {
-                reason: "OpenVINO not used: OpenVINO runtime not found".into()
-            }
+            AutoChoice::onnxruntime("OpenVINO not used: OpenVINO runtime not found".into())
         );
     }
 }

@@ -50,16 +50,14 @@ impl TrtInfer {
                 }
                 Err(RemoteError::Unavailable(reason)) => unanswered = Some(reason),
                 Err(e) => {
-                    let url = self.server_url();
-                    if url.is_empty() {
-                        // A local engine with requests in flight.
-                        gst::element_imp_error!(self, gst::StreamError::Failed, ("{e}"));
-                    } else {
-                        gst::element_imp_error!(
+                    match self.server_url() {
+                        Some(url) => gst::element_imp_error!(
                             self,
                             gst::ResourceError::Read,
                             ("Inference server {url}: {e}")
-                        );
+                        ),
+                        // A local engine with requests in flight.
+                        None => gst::element_imp_error!(self, gst::StreamError::Failed, ("{e}")),
                     }
                     return Err(gst::FlowError::Error);
                 }
@@ -77,12 +75,9 @@ impl TrtInfer {
         Ok(Some(results))
     }
 
-    pub(super) fn server_url(&self) -> String {
-        self.server
-            .lock()
-            .unwrap()
-            .as_ref()
-            .map_or_else(String::new, |w| w.url.clone())
+    /// The inference server's address; `None` for a local engine with requests in flight.
+    pub(super) fn server_url(&self) -> Option<String> {
+        self.server.lock().unwrap().as_ref().map(|w| w.url.clone())
     }
 
     /// Waits for a call's answer, reporting an outage while it lasts; `Flushing` when the
