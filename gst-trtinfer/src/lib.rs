@@ -6,7 +6,8 @@
 #[cfg(feature = "cuda")]
 pub use ferrostream_inference::gpu;
 pub use ferrostream_inference::{
-    cluster, config, custom, engine, inference, labels, layout, masks, parse, preprocess, settings,
+    cache, cluster, config, custom, engine, inference, labels, layout, masks, onnx, parse,
+    preprocess, settings,
 };
 
 pub mod rstrtinfer;

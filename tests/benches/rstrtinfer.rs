@@ -136,15 +136,10 @@ fn tensors(samples: &[gst::Sample]) -> (Vec<Vec<u8>>, Vec<usize>, Duration) {
 }
 
 fn bare_engine() -> OrtEngine {
-    OrtEngine::open(&OrtOptions {
-        model: model("coco_ssdlite_mobilenet_v2.onnx"),
-        device: gst_trtinfer::config::Device::Cpu,
-        gpu_id: 0,
-        threads: 0,
-        dla: None,
-        stream_priority: 0,
-        cuda_graph: None,
-    })
+    OrtEngine::open(&OrtOptions::new(
+        model("coco_ssdlite_mobilenet_v2.onnx"),
+        gst_trtinfer::config::Device::Cpu,
+    ))
     .unwrap()
 }
 

@@ -222,15 +222,10 @@ fn cuda_engine() -> bool {
     use gst_trtinfer::engine::onnxruntime::{OrtEngine, OrtOptions};
     static CUDA: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *CUDA.get_or_init(|| {
-        OrtEngine::open(&OrtOptions {
-            model: ferrostream_tests::model("coco_ssdlite_mobilenet_v2.onnx"),
-            device: Device::Cuda,
-            gpu_id: 0,
-            threads: 0,
-            dla: None,
-            stream_priority: 0,
-            cuda_graph: None,
-        })
+        OrtEngine::open(&OrtOptions::new(
+            ferrostream_tests::model("coco_ssdlite_mobilenet_v2.onnx"),
+            Device::Cuda,
+        ))
         .is_ok()
     })
 }

@@ -106,6 +106,7 @@ const NVINFER_KEYS: &[&str] = &[
     "classifier-threshold",
     "cluster-mode",
     "cuda-graph",
+    "cuda-tuning",
     "custom-lib-deepstream-version",
     "detected-max-h",
     "detected-max-w",

@@ -159,6 +159,18 @@ ferrostream_core::choice_enum! {
 }
 
 ferrostream_core::choice_enum! {
+    /// `cuda-graph`: whether ONNX Runtime's CUDA provider runs the model as a captured CUDA
+    /// graph (every batch then runs at `batch-size`).
+    #[derive(Default, PartialOrd, Ord, Hash)]
+    pub enum CudaGraphMode: "GstRsTrtInferCudaGraph" {
+        #[default]
+        Off = 0 => ("off", "Off: plain runs"),
+        On = 1 => ("on", "On: capture, or warn and run without when the model cannot be captured"),
+        Auto = 2 => ("auto", "Auto: capture when the model allows it and (with cuda-tuning) it is faster; else plain runs, said in the log"),
+    }
+}
+
+ferrostream_core::choice_enum! {
     /// nvinfer `process-mode`: whole frames, or the objects an upstream detector found.
     #[derive(Default, PartialOrd, Ord, Hash)]
     pub enum ProcessMode: "GstRsTrtInferProcessMode" {
@@ -387,7 +399,10 @@ pub struct InferConfig {
     pub stream_priority: i32,
     /// Capture ONNX Runtime's CUDA provider run in a CUDA graph and replay it (the `cuda-graph`
     /// property; every batch then runs at `batch-size`).
-    pub cuda_graph: bool,
+    pub cuda_graph: CudaGraphMode,
+    /// Choose ONNX Runtime's CUDA provider settings by timing the model at start (the
+    /// `cuda-tuning` property; cached per model, precision, batch, GPU and runtime).
+    pub cuda_tuning: bool,
     /// The inference server of `backend=kserve`.
     pub remote: RemoteSettings,
 }
@@ -489,7 +504,8 @@ impl Default for InferConfig {
             output_tensor_meta: false,
             tensorrt: TensorRtSettings::default(),
             stream_priority: 0,
-            cuda_graph: false,
+            cuda_graph: CudaGraphMode::Off,
+            cuda_tuning: true,
             remote: RemoteSettings::default(),
         }
     }

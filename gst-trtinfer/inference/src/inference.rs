@@ -223,13 +223,17 @@ impl Inference {
             .map(|onnx| resolve_model(onnx))
             .transpose()?;
         let mut backend_choice = None;
+        // Settings the engine does not honour as asked, for the application (not only the log).
+        let mut setup_warnings = Vec::new();
         let (engine, model_path): OpenedEngine = match config.backend {
             Backend::Kserve | Backend::Triton => kserve_engine(&config)?,
-            Backend::OnnxRuntime => ort_engine(&config, onnx, threads, &log)?,
-            Backend::OpenVino => openvino_engine(&config, onnx, threads, &log)?,
+            Backend::OnnxRuntime => ort_engine(&config, onnx, threads, &log, &mut setup_warnings)?,
+            Backend::OpenVino => {
+                openvino_engine(&config, onnx, threads, &log, &mut setup_warnings)?
+            }
             Backend::TensorRt => tensorrt_engine(&config, onnx, &log)?,
             Backend::Auto => {
-                let (engine, why) = auto_engine(&config, onnx, threads, &log)?;
+                let (engine, why) = auto_engine(&config, onnx, threads, &log, &mut setup_warnings)?;
                 backend_choice = Some(why);
                 engine
             }
@@ -237,6 +241,7 @@ impl Inference {
         #[cfg(feature = "fault-injection")]
         let engine = crate::engine::fault::arm(engine);
         let mut inference = Self::with_engine(config, model_path, engine)?;
+        inference.warnings.extend(setup_warnings);
         inference.log = log;
         inference.backend_choice = backend_choice;
         Ok(inference)
@@ -1333,6 +1338,7 @@ fn ort_engine(
     onnx: Option<PathBuf>,
     threads: usize,
     log: &EngineLog,
+    warnings: &mut Vec<String>,
 ) -> Result<OpenedEngine, SetupError> {
     let Some(model) = onnx else {
         let hint = if config.model_engine_file.is_some() {
@@ -1347,22 +1353,23 @@ fn ort_engine(
         device: config.device,
         gpu_id: config.gpu_id,
         stream_priority: config.stream_priority,
-        cuda_graph: config
-            .cuda_graph
-            .then_some(crate::engine::onnxruntime::CudaGraph {
-                batch: config.batch_size.max(1) as usize,
-            }),
+        precision: config.tensorrt.network_mode,
+        cuda_graph: config.cuda_graph,
+        cuda_tuning: config.cuda_tuning,
+        batch: config.batch_size.max(1) as usize,
         threads,
         dla: config.tensorrt.enable_dla.then_some(DlaOptions {
             core: config.tensorrt.use_dla_core,
             int8: config.tensorrt.network_mode == NetworkMode::Int8,
         }),
     })?;
-    if let Some(why) = crate::engine::onnxruntime::cuda_graph_refusal(&engine) {
-        log(
-            LogLevel::Warning,
-            &format!("cuda-graph: the model cannot run as a CUDA graph, running without ({why})"),
-        );
+    for note in engine.notes() {
+        if note.warning {
+            log(LogLevel::Warning, &note.text);
+            warnings.push(note.text.clone());
+        } else {
+            log(LogLevel::Info, &note.text);
+        }
     }
     Ok((Box::new(engine), model))
 }
@@ -1377,6 +1384,7 @@ fn auto_engine(
     onnx: Option<PathBuf>,
     threads: usize,
     log: &EngineLog,
+    warnings: &mut Vec<String>,
 ) -> Result<(OpenedEngine, String), SetupError> {
     use crate::engine::choice::{self, AutoChoice};
     use ferrostream_core::settings::Choice;
@@ -1404,7 +1412,7 @@ fn auto_engine(
         format!("{}: {}", c.backend.nick(), c.reason)
     };
     if chosen.backend == Backend::OpenVino {
-        match openvino_engine(config, onnx.clone(), threads, log) {
+        match openvino_engine(config, onnx.clone(), threads, log, warnings) {
             Ok(engine) => return Ok((engine, announce(&chosen))),
             Err(e) => {
                 log(
@@ -1417,7 +1425,7 @@ fn auto_engine(
             }
         }
     }
-    let engine = ort_engine(config, onnx, threads, log)?;
+    let engine = ort_engine(config, onnx, threads, log, warnings)?;
     Ok((engine, announce(&chosen)))
 }
 
@@ -1427,6 +1435,7 @@ fn openvino_engine(
     onnx: Option<PathBuf>,
     threads: usize,
     log: &EngineLog,
+    warnings: &mut Vec<String>,
 ) -> Result<OpenedEngine, SetupError> {
     use crate::engine::openvino::{OpenVinoEngine, OpenVinoOptions, Precision};
     let Some(model) = onnx else {
@@ -1448,6 +1457,7 @@ fn openvino_engine(
     })?;
     if let Some(warning) = warning {
         log(LogLevel::Warning, &warning);
+        warnings.push(warning);
     }
     log(
         LogLevel::Info,

@@ -9,6 +9,8 @@
 //! - [`engine`]: ONNX Runtime, native TensorRT (feature `tensorrt`), KServe v2 / Triton servers
 //!   (feature `remote`).
 //! - [`parse`], [`cluster`], [`masks`]: outputs to objects, one module per family of layouts.
+//! - [`onnx`]: ONNX models read and rewritten (FP16 conversion); [`cache`]: files derived
+//!   from models and kept between runs.
 //! - [`inference::Inference`]: all of it for one model, batch by batch.
 //!
 //! `examples/detect.rs` runs a model on an image file and prints the objects:
@@ -17,6 +19,7 @@
 //! cargo run -p ferrostream-inference --example detect -- pipelines/coco_ssd.txt image.jpg
 //! ```
 
+pub mod cache;
 pub mod cluster;
 pub mod config;
 pub mod custom;
@@ -27,6 +30,7 @@ pub mod inference;
 pub mod labels;
 pub mod layout;
 pub mod masks;
+pub mod onnx;
 pub mod parse;
 pub mod preprocess;
 pub mod settings;

@@ -18,10 +18,10 @@ use ferrostream_core::settings::{
 };
 
 use crate::config::{
-    Backend, BoxCoords, BoxFormat, ClassAttrs, ClassAttrsTable, ClusterMode, ColorFormat, Device,
-    InferConfig, InputOrder, LoadedConfig, MAX_BATCH_SIZE, MAX_CLASSES, MAX_MESSAGE_MIB,
-    NetworkMode, NetworkType, ParserKind, ProcessMode, ServerFailure, Softmax, infer_dims,
-    server_headers,
+    Backend, BoxCoords, BoxFormat, ClassAttrs, ClassAttrsTable, ClusterMode, ColorFormat,
+    CudaGraphMode, Device, InferConfig, InputOrder, LoadedConfig, MAX_BATCH_SIZE, MAX_CLASSES,
+    MAX_MESSAGE_MIB, NetworkMode, NetworkType, ParserKind, ProcessMode, ServerFailure, Softmax,
+    infer_dims, server_headers,
 };
 use crate::layout::{Columns, CustomKind};
 
@@ -271,13 +271,28 @@ fn model(t: &mut Table<InferConfig>) {
         .blurb("Number of classes (0: from the model's outputs or the label file)"),
     )
     .add(
-        setting("cuda-graph", field!(cuda_graph), Bool)
-            .nick("CUDA graph")
-            .blurb(
-                "ONNX Runtime's CUDA provider: capture the model's run in a CUDA graph and \
+        setting(
+            "cuda-graph",
+            field!(cuda_graph),
+            Enum::<CudaGraphMode>::new(),
+        )
+        .nick("CUDA graph")
+        .blurb(
+            "ONNX Runtime's CUDA provider: capture the model's run in a CUDA graph and \
                  replay it for every batch (fewer launches; every batch then runs at \
-                 batch-size). Models with nodes outside the CUDA provider run without it, \
-                 with a warning",
+                 batch-size). on: models with nodes outside the CUDA provider run without it, \
+                 with a warning; auto: captured when the model allows it and, with \
+                 cuda-tuning, when it measures faster (the choice is logged)",
+        ),
+    )
+    .add(
+        setting("cuda-tuning", field!(cuda_tuning), Bool)
+            .nick("CUDA provider tuning")
+            .blurb(
+                "ONNX Runtime's CUDA provider: choose its settings (NHWC layout, cuDNN \
+                 algorithm search, CUDA graph under cuda-graph=auto) by timing the model at \
+                 batch-size at start; the choice is logged and cached per model, precision, \
+                 batch, GPU and runtime version beside the engine cache",
             ),
     )
     .add(
@@ -560,7 +575,13 @@ fn tensorrt(t: &mut Table<InferConfig>) {
             Enum::<NetworkMode>::new(),
         )
         .nick("Network mode")
-        .blurb("TensorRT: precision of engines built from ONNX"),
+        .blurb(
+            "Arithmetic precision. TensorRT: engines built at it. ONNX Runtime CUDA: fp16 \
+             converts the model to FP16 (cached); int8 runs models with Q/DQ nodes, else FP16 \
+             with a warning. ONNX Runtime CPU: int8 runs Q/DQ models on INT8 kernels; fp16 and \
+             int8 of float models run FP32 with a warning. OpenVINO: the device's BF16/FP16 or \
+             INT8",
+        ),
     )
     .add(
         setting(
@@ -903,8 +924,9 @@ mod tests {
         let own = ["config-file-path", "threads", "stream-priority"];
         let names: Vec<&str> = SETTINGS.property_names().collect();
         // 68: the properties of the element at e486d9b but config-file-path (the table's file
-        // property), threads, stream-priority and the read-only counters; and openvino-device.
-        assert_eq!(names.len(), 68, "{names:?}");
+        // property), threads, stream-priority and the read-only counters; and openvino-device
+        // and cuda-tuning.
+        assert_eq!(names.len(), 69, "{names:?}");
         for name in own {
             assert!(!names.contains(&name), "{name}");
         }
@@ -1043,9 +1065,24 @@ mod tests {
     fn benchmark_detector_configurations_load_without_warnings() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../pipelines");
         for (file, parser, graph, clustering) in [
-            ("yolov8s.txt", ParserKind::YoloV8, true, ClusterMode::Nms),
-            ("yolov8m.txt", ParserKind::YoloV8, true, ClusterMode::Nms),
-            ("rtdetr_l.txt", ParserKind::Detr, false, ClusterMode::None),
+            (
+                "yolov8s.txt",
+                ParserKind::YoloV8,
+                CudaGraphMode::Auto,
+                ClusterMode::Nms,
+            ),
+            (
+                "yolov8m.txt",
+                ParserKind::YoloV8,
+                CudaGraphMode::Auto,
+                ClusterMode::Nms,
+            ),
+            (
+                "rtdetr_l.txt",
+                ParserKind::Detr,
+                CudaGraphMode::Auto,
+                ClusterMode::None,
+            ),
         ] {
             let loaded = InferConfig::from_file(&dir.join(file)).unwrap();
             assert!(loaded.warnings.is_empty(), "{file}: {:?}", loaded.warnings);
@@ -1069,14 +1106,20 @@ mod tests {
 
     #[test]
     fn cuda_graph_key() {
-        assert!(
-            load("[property]\ncuda-graph=1\n")
-                .unwrap()
-                .config
-                .cuda_graph
+        let graph = |text: &str| load(text).map(|l| l.config.cuda_graph);
+        assert_eq!(
+            graph("[property]\ncuda-graph=1\n").unwrap(),
+            CudaGraphMode::On
         );
-        assert!(!load("[property]\n").unwrap().config.cuda_graph);
-        assert!(load("[property]\ncuda-graph=maybe\n").is_err());
+        assert_eq!(
+            graph("[property]\ncuda-graph=auto\n").unwrap(),
+            CudaGraphMode::Auto
+        );
+        assert_eq!(graph("[property]\n").unwrap(), CudaGraphMode::Off);
+        assert!(graph("[property]\ncuda-graph=maybe\n").is_err());
+        let tuning = |text: &str| load(text).map(|l| l.config.cuda_tuning);
+        assert!(tuning("[property]\n").unwrap());
+        assert!(!tuning("[property]\ncuda-tuning=0\n").unwrap());
     }
 
     #[test]

@@ -1,7 +1,15 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// Ferrostream's TensorRT 10.x shim: see fs_trt.h. Compiled against the TensorRT SDK's headers
-// (TENSORRT_ROOT), or for a compile check against Ferrostream's declarations in api/, in which
-// case FS_TRT_COMPILE_CHECK is defined and fs_trt_library_open refuses to load TensorRT.
+// Ferrostream's TensorRT 10.x and 11.x shim: see fs_trt.h. Compiled against the TensorRT SDK's
+// headers (TENSORRT_ROOT), or for a compile check against Ferrostream's declarations in api/, in
+// which case FS_TRT_COMPILE_CHECK is defined and fs_trt_library_open refuses to load TensorRT.
+//
+// The two major versions differ in how an engine gets its precision. TensorRT 10 builds a
+// network in the precisions the builder flags allow (kFP16, kINT8), INT8 scales coming from a
+// calibrator (here a calibration cache, nvinfer's int8-calib-file) or from the model's Q/DQ
+// nodes. TensorRT 11 removed those flags and the calibrator API: every network is strongly typed,
+// built in the types its model declares, so FP16 needs an FP16 model and INT8 a model with Q/DQ
+// nodes (explicit quantisation). The shim checks that the model can give what network-mode asks
+// for rather than let TensorRT 11 build an FP32 engine.
 
 #include "fs_trt.h"
 
@@ -22,7 +30,28 @@
 #define FS_TRT_COMPILE_CHECK 0
 #endif
 
+#if NV_TENSORRT_MAJOR != 10 && NV_TENSORRT_MAJOR != 11
+#error "the TensorRT shim supports the TensorRT 10.x and 11.x headers only"
+#endif
+
 namespace {
+
+// FsTrtBuildConfig::builder_flags are numbered as TensorRT 10's BuilderFlag (fs_trt.h; the Rust
+// side's options.rs). Bits 0 and 1 ask for FP16 and INT8.
+constexpr uint64_t kFlagFp16 = 1ULL << 0;
+constexpr uint64_t kFlagInt8 = 1ULL << 1;
+#if NV_TENSORRT_MAJOR < 11
+static_assert(static_cast<int32_t>(nvinfer1::BuilderFlag::kFP16) == 0 &&
+                  static_cast<int32_t>(nvinfer1::BuilderFlag::kINT8) == 1,
+              "builder_flags follow TensorRT 10's BuilderFlag numbering");
+#else
+// TensorRT 11 kept 10's numbers for kDEBUG (2) to kSPARSE_WEIGHTS (7), kGPU_FALLBACK among them,
+// and renumbered the flags after those it removed: only bits 2 to 7 mean the same flag in both.
+constexpr uint64_t kFlagsAlikeIn11 = 0xFCULL;
+static_assert(static_cast<int32_t>(nvinfer1::BuilderFlag::kDEBUG) == 2 &&
+                  static_cast<int32_t>(nvinfer1::BuilderFlag::kSPARSE_WEIGHTS) == 7,
+              "BuilderFlag 2 to 7 keep TensorRT 10's numbers");
+#endif
 
 using CreateRuntimeFn = void* (*)(void* logger, int32_t version);
 using CreateBuilderFn = void* (*)(void* logger, int32_t version);
@@ -74,7 +103,93 @@ FsTrtDims from_trt(const nvinfer1::Dims& d) {
     return out;
 }
 
+// Whether the model is explicitly quantised: it has QuantizeLinear/DequantizeLinear nodes, whose
+// scales replace a calibration.
+bool has_qdq(const nvinfer1::INetworkDefinition& network) {
+    for (int32_t i = 0; i < network.getNbLayers(); ++i) {
+        const nvinfer1::LayerType type = network.getLayer(i)->getType();
+        if (type == nvinfer1::LayerType::kQUANTIZE || type == nvinfer1::LayerType::kDEQUANTIZE) {
+            return true;
+        }
+    }
+    return false;
+}
+
+#if NV_TENSORRT_MAJOR >= 11
+// Whether any tensor of the network (inputs, layer outputs) has the type FP16.
+bool has_fp16(const nvinfer1::INetworkDefinition& network) {
+    for (int32_t i = 0; i < network.getNbInputs(); ++i) {
+        if (network.getInput(i)->getType() == nvinfer1::DataType::kHALF) {
+            return true;
+        }
+    }
+    for (int32_t i = 0; i < network.getNbLayers(); ++i) {
+        const nvinfer1::ILayer* layer = network.getLayer(i);
+        for (int32_t k = 0; k < layer->getNbOutputs(); ++k) {
+            if (layer->getOutput(k)->getType() == nvinfer1::DataType::kHALF) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+// TensorRT 11: checks that the model itself has the precision network-mode asks for, and sets
+// the other flags. Returns why the build cannot go on, or "".
+std::string set_flags(nvinfer1::IBuilderConfig& cfg, const nvinfer1::INetworkDefinition& network,
+                      const FsTrtBuildConfig& config, Logger& logger) {
+    if ((config.builder_flags & kFlagInt8) != 0) {
+        if (!has_qdq(network)) {
+            return "network-mode=int8: TensorRT 11 removed implicit INT8 quantisation "
+                   "(calibration, int8-calib-file) and this model has no "
+                   "QuantizeLinear/DequantizeLinear nodes; give a model quantised with "
+                   "symmetric INT8 Q/DQ nodes (explicit quantisation), or use network-mode=fp16 "
+                   "with an FP16 model, or network-mode=fp32";
+        }
+        if (config.int8_calibration_cache != nullptr) {
+            logger.log(nvinfer1::ILogger::Severity::kWARNING,
+                       "int8-calib-file is not used: TensorRT 11 takes the INT8 scales from the "
+                       "model's Q/DQ nodes");
+        }
+    } else if ((config.builder_flags & kFlagFp16) != 0 && !has_fp16(network)) {
+        return "network-mode=fp16: TensorRT 11 removed the FP16 builder flag and builds a model "
+               "in the types it declares, and this model has no FP16 tensors (the engine would "
+               "be FP32); give a model converted to FP16, or use network-mode=fp32";
+    }
+    const uint64_t flags = config.builder_flags & ~(kFlagFp16 | kFlagInt8);
+    for (int32_t flag = 0; flag < 64; ++flag) {
+        if (((flags >> flag) & 1U) == 0) {
+            continue;
+        }
+        if (((kFlagsAlikeIn11 >> flag) & 1U) == 0) {
+            return "builder flag " + std::to_string(flag) +
+                   " (TensorRT 10 numbering) has no known TensorRT 11 equivalent";
+        }
+        cfg.setFlag(static_cast<nvinfer1::BuilderFlag>(flag));
+    }
+    return "";
+}
+#else
+// TensorRT 10: sets the flags as they are, and never fails (the signature is 11's).
+std::string set_flags(nvinfer1::IBuilderConfig& cfg, const nvinfer1::INetworkDefinition& network,
+                      const FsTrtBuildConfig& config, Logger& logger) {
+    for (int32_t flag = 0; flag < 64; ++flag) {
+        if ((config.builder_flags >> flag) & 1U) {
+            cfg.setFlag(static_cast<nvinfer1::BuilderFlag>(flag));
+        }
+    }
+    if ((config.builder_flags & kFlagInt8) != 0 && config.int8_calibration_cache == nullptr &&
+        !has_qdq(network)) {
+        logger.log(nvinfer1::ILogger::Severity::kWARNING,
+                   "network-mode=int8 without int8-calib-file, and the model has no Q/DQ "
+                   "nodes: TensorRT has no INT8 scales for it, so its layers fall back to FP16 "
+                   "or FP32");
+    }
+    return "";
+}
+
 // Calibration from a cache file only (nvinfer's int8-calib-file): no calibration data is fed.
+// TensorRT 11 has no calibrators.
 class CacheCalibrator final : public nvinfer1::IInt8EntropyCalibrator2 {
 public:
     explicit CacheCalibrator(std::vector<char> cache) : cache_(std::move(cache)) {}
@@ -91,6 +206,7 @@ public:
 private:
     std::vector<char> cache_;
 };
+#endif  // NV_TENSORRT_MAJOR
 
 }  // namespace
 
@@ -326,10 +442,10 @@ FsTrtBlob* fs_trt_build_onnx(FsTrtLibrary* lib, const FsTrtBuildConfig* config,
         set_error(err, err_len, message);
         return nullptr;
     }
-    for (int32_t flag = 0; flag < 64; ++flag) {
-        if ((config->builder_flags >> flag) & 1U) {
-            cfg->setFlag(static_cast<nvinfer1::BuilderFlag>(flag));
-        }
+    const std::string problem = set_flags(*cfg, *network, *config, logger);
+    if (!problem.empty()) {
+        set_error(err, err_len, problem);
+        return nullptr;
     }
     if (config->workspace_bytes > 0) {
         cfg->setMemoryPoolLimit(nvinfer1::MemoryPoolType::kWORKSPACE, config->workspace_bytes);
@@ -374,6 +490,7 @@ FsTrtBlob* fs_trt_build_onnx(FsTrtLibrary* lib, const FsTrtBuildConfig* config,
     if (dynamic) {
         cfg->addOptimizationProfile(profile);
     }
+#if NV_TENSORRT_MAJOR < 11
     std::unique_ptr<CacheCalibrator> calibrator;
     if (config->int8_calibration_cache != nullptr) {
         std::ifstream file(config->int8_calibration_cache, std::ios::binary);
@@ -388,6 +505,7 @@ FsTrtBlob* fs_trt_build_onnx(FsTrtLibrary* lib, const FsTrtBuildConfig* config,
         calibrator = std::make_unique<CacheCalibrator>(std::move(cache));
         cfg->setInt8Calibrator(calibrator.get());
     }
+#endif
     auto blob = std::make_unique<FsTrtBlob>();
     blob->memory.reset(builder->buildSerializedNetwork(*network, *cfg));
     if (!blob->memory || blob->memory->size() == 0) {

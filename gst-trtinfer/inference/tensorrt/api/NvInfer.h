@@ -4,16 +4,16 @@
 // compile and type-check the shim without the TensorRT SDK, which cannot be installed there.
 // They do not reproduce TensorRT's binary interface (its interfaces forward to internal
 // implementation classes), so a shim built against them refuses to load TensorRT at run time
-// (FS_TRT_COMPILE_CHECK). Real builds use the SDK's own NvInfer.h (TENSORRT_ROOT).
+// (FS_TRT_COMPILE_CHECK). Real builds use the SDK's own NvInfer.h (TENSORRT_ROOT). The version
+// they stand for is in NvInferVersion.h.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "NvInferVersion.h"
+
 #define FS_TRT_COMPILE_CHECK 1
-#define NV_TENSORRT_MAJOR 10
-#define NV_TENSORRT_MINOR 3
-#define NV_TENSORRT_PATCH 0
 #define NV_TENSORRT_VERSION ((NV_TENSORRT_MAJOR * 10000) + (NV_TENSORRT_MINOR * 100) + NV_TENSORRT_PATCH)
 
 typedef struct CUstream_st* cudaStream_t;
@@ -51,6 +51,8 @@ enum class CalibrationAlgoType : int32_t {
     kLEGACY_CALIBRATION = 0, kENTROPY_CALIBRATION = 1, kENTROPY_CALIBRATION_2 = 2,
     kMINMAX_CALIBRATION = 3
 };
+// Only the layer types the shim looks for.
+enum class LayerType : int32_t { kQUANTIZE = 32, kDEQUANTIZE = 33 };
 using NetworkDefinitionCreationFlags = uint32_t;
 
 class ILogger {
@@ -107,11 +109,18 @@ public:
     virtual Dims getDimensions() const noexcept = 0;
 };
 
+class ILayer {
+public:
+    virtual LayerType getType() const noexcept = 0;
+};
+
 class INetworkDefinition {
 public:
     virtual ~INetworkDefinition() noexcept = default;
     virtual int32_t getNbInputs() const noexcept = 0;
     virtual ITensor* getInput(int32_t index) const noexcept = 0;
+    virtual int32_t getNbLayers() const noexcept = 0;
+    virtual ILayer* getLayer(int32_t index) const noexcept = 0;
 };
 
 class IOptimizationProfile {

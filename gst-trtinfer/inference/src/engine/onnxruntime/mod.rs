@@ -8,6 +8,12 @@
 
 #[cfg(feature = "cuda")]
 mod device;
+pub mod precision;
+#[cfg(feature = "cuda")]
+pub mod tuning;
+
+mod cuda_settings;
+pub use cuda_settings::CudaSettings;
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -20,7 +26,7 @@ use ort::value::{DynValue, TensorElementType, TensorRef, ValueType};
 use super::{
     ElementType, Engine, EngineDescription, EngineError, InputData, OutputTensor, TensorInfo,
 };
-use crate::config::Device;
+use crate::config::{CudaGraphMode, Device, NetworkMode};
 
 /// Environment variable naming the ONNX Runtime library to load.
 pub const DYLIB_ENV: &str = "ORT_DYLIB_PATH";
@@ -136,17 +142,33 @@ pub struct OrtOptions {
     /// Priority of the CUDA stream the CUDA provider runs on (CUDA convention: 0 default, lower
     /// is more urgent).
     pub stream_priority: i32,
-    /// Run the CUDA provider's work as a captured CUDA graph, replayed for each batch of
-    /// `batch`: the model must run entirely on the CUDA provider, at one input shape. Opening
-    /// falls back to plain runs, saying why, when the model cannot.
-    pub cuda_graph: Option<CudaGraph>,
+    /// The arithmetic `network-mode` asks for; how each provider honours it: [`precision`].
+    pub precision: NetworkMode,
+    /// Whether the CUDA provider's run is captured as a CUDA graph, replayed for each batch of
+    /// `batch`: the model must run entirely on the CUDA provider, at one input shape.
+    pub cuda_graph: CudaGraphMode,
+    /// Choose the CUDA provider's settings by timing the model at `batch` ([`tuning`]).
+    pub cuda_tuning: bool,
+    /// The batch size runs have (captured graphs and tuning use exactly this one).
+    pub batch: usize,
 }
 
-/// CUDA graph capture for the CUDA provider (see [`OrtOptions::cuda_graph`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CudaGraph {
-    /// The one batch size every run has.
-    pub batch: usize,
+impl OrtOptions {
+    /// `model` on `device` in FP32 at batch 1, everything else default.
+    pub fn new(model: impl Into<PathBuf>, device: Device) -> Self {
+        Self {
+            model: model.into(),
+            device,
+            gpu_id: 0,
+            threads: 0,
+            dla: None,
+            stream_priority: 0,
+            precision: NetworkMode::Fp32,
+            cuda_graph: CudaGraphMode::Off,
+            cuda_tuning: false,
+            batch: 1,
+        }
+    }
 }
 
 /// The TensorRT execution provider's DLA settings.
@@ -156,9 +178,28 @@ pub struct DlaOptions {
     pub int8: bool,
 }
 
-/// Why the CUDA graph requested in [`OrtOptions::cuda_graph`] is not used, when it is not.
-pub fn cuda_graph_refusal(engine: &OrtEngine) -> Option<&str> {
-    engine.graph_refused.as_deref()
+/// Something opening the engine decided that its user should hear of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    /// A warning (the request was not honoured as asked), else information.
+    pub warning: bool,
+    pub text: String,
+}
+
+impl Note {
+    pub fn info(text: impl Into<String>) -> Self {
+        Self {
+            warning: false,
+            text: text.into(),
+        }
+    }
+
+    pub fn warning(text: impl Into<String>) -> Self {
+        Self {
+            warning: true,
+            text: text.into(),
+        }
+    }
 }
 
 pub struct OrtEngine {
@@ -168,7 +209,7 @@ pub struct OrtEngine {
     /// Dropped by hand (see `Drop`): not at all when its CUDA context was lost.
     session: std::mem::ManuallyDrop<Session>,
     description: EngineDescription,
-    graph_refused: Option<String>,
+    notes: Vec<Note>,
 }
 
 impl Drop for OrtEngine {
@@ -189,24 +230,49 @@ impl Drop for OrtEngine {
     }
 }
 
+/// The execution provider that runs a model's nodes first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FirstProvider {
+    TensorRt,
+    Cuda,
+    Cpu,
+}
+
 impl OrtEngine {
     pub fn open(options: &OrtOptions) -> Result<Self, EngineError> {
-        match Self::open_once(options) {
-            Err(e) if options.cuda_graph.is_some() => {
-                // Models with nodes outside the CUDA provider (control flow, shape arithmetic
-                // on the CPU) cannot be captured: run them without the graph.
-                let mut plain = Self::open_once(&OrtOptions {
-                    cuda_graph: None,
-                    ..options.clone()
-                })?;
-                plain.graph_refused = Some(e.to_string());
-                Ok(plain)
-            }
-            other => other,
-        }
+        environment()?;
+        let bytes = ferrostream_core::files::read(
+            &options.model,
+            ferrostream_core::files::MAX_MODEL_FILE_BYTES,
+        )
+        .map_err(|e| EngineError::Model {
+            path: options.model.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        let first = first_provider(options)?;
+        let model = precision::model_at_precision(options, first, bytes);
+        let mut engine = match first {
+            #[cfg(feature = "cuda")]
+            FirstProvider::Cuda => tuning::open_tuned(options, &model)?,
+            _ => Self::open_with(options, &model, &CudaSettings::default())?,
+        };
+        let mut notes = model.notes.clone();
+        notes.append(&mut engine.notes);
+        engine.notes = notes;
+        Ok(engine)
     }
 
-    fn open_once(options: &OrtOptions) -> Result<Self, EngineError> {
+    /// What opening decided that the user should hear of (precision, CUDA settings).
+    pub fn notes(&self) -> &[Note] {
+        &self.notes
+    }
+
+    /// Opens `model` with the CUDA provider (where it runs first) set as `settings` say.
+    pub(crate) fn open_with(
+        options: &OrtOptions,
+        model: &precision::ModelAtPrecision,
+        settings: &CudaSettings,
+    ) -> Result<Self, EngineError> {
         let env = environment()?;
         let model_error = |reason: String| EngineError::Model {
             path: options.model.display().to_string(),
@@ -223,14 +289,10 @@ impl OrtEngine {
                 .with_intra_threads(options.threads)
                 .map_err(|e| model_error(e.to_string()))?;
         }
-        let (providers, cuda_stream) = register_providers(&mut builder, options)?;
-        let bytes = ferrostream_core::files::read(
-            &options.model,
-            ferrostream_core::files::MAX_MODEL_FILE_BYTES,
-        )
-        .map_err(|e| model_error(e.to_string()))?;
+        let (providers, cuda_stream) =
+            register_providers(&mut builder, options, settings, model.label)?;
         let session = builder
-            .commit_from_memory(&bytes)
+            .commit_from_memory(&model.bytes)
             .map_err(|e| model_error(e.to_string()))?;
 
         let [input] = session.inputs() else {
@@ -246,11 +308,11 @@ impl OrtEngine {
             )));
         };
         let mut input = tensor_info(input.name(), input.dtype()).map_err(model_error)?;
-        let graph = options.cuda_graph.filter(|_| cuda_stream.is_some());
-        if let Some(graph) = graph {
+        let graph = settings.graph && cuda_stream.is_some();
+        if graph {
             // Every run has the captured shape: the batch is fixed.
             if let Some(b) = input.dims.first_mut() {
-                *b = Some(graph.batch);
+                *b = Some(options.batch.max(1));
             }
         }
         let outputs = session
@@ -269,17 +331,25 @@ impl OrtEngine {
                     &input.name,
                     input.element_type,
                     outputs.iter().map(|o| o.name.clone()).collect(),
-                    graph.is_some(),
+                    graph,
                 )
             })
             .transpose()?;
         #[cfg(not(feature = "cuda"))]
         let _ = cuda_stream;
         let mut providers = providers;
-        if graph.is_some()
-            && let Some(p) = providers.iter_mut().find(|p| *p == "CUDA")
+        // The first provider names the arithmetic it runs, and a captured graph.
+        let mut traits: Vec<&str> = Vec::new();
+        if model.label != "fp32" {
+            traits.push(model.label);
+        }
+        if graph {
+            traits.push("graph");
+        }
+        if let Some(first) = providers.first_mut()
+            && !traits.is_empty()
         {
-            *p = "CUDA (graph)".to_string();
+            *first = format!("{first} ({})", traits.join(", "));
         }
         let description = EngineDescription {
             backend: "onnxruntime",
@@ -293,9 +363,33 @@ impl OrtEngine {
             cuda,
             session: std::mem::ManuallyDrop::new(session),
             description,
-            graph_refused: None,
+            notes: Vec::new(),
         })
     }
+}
+
+/// Which provider will run the model's nodes first, as [`register_providers`] will register
+/// them.
+fn first_provider(options: &OrtOptions) -> Result<FirstProvider, EngineError> {
+    let available = |name: &str, present: ort::Result<bool>| -> Result<bool, EngineError> {
+        present.map_err(|e| {
+            EngineError::ProviderUnavailable(format!("querying the {name} provider: {e}"))
+        })
+    };
+    Ok(match options.device {
+        Device::Cpu => FirstProvider::Cpu,
+        Device::Cuda => FirstProvider::Cuda,
+        Device::TensorRt => FirstProvider::TensorRt,
+        Device::Auto => {
+            if available("TensorRT", ep::TensorRT::is_available())? {
+                FirstProvider::TensorRt
+            } else if available("CUDA", ep::CUDA::is_available())? {
+                FirstProvider::Cuda
+            } else {
+                FirstProvider::Cpu
+            }
+        }
+    })
 }
 
 /// The primary context of the GPU the CUDA provider runs on, and the stream it runs on.
@@ -307,10 +401,14 @@ type CudaStream = (
 #[cfg(not(feature = "cuda"))]
 type CudaStream = ();
 
-/// The CUDA provider of `options`, on a stream of its own when this build has the CUDA layer:
-/// the engine's device side then queues pre-processing, the run and output decoding on it.
-fn cuda_provider(options: &OrtOptions) -> Result<(ep::CUDA, Option<CudaStream>), EngineError> {
-    let cuda = ep::CUDA::default().with_device_id(options.gpu_id as i32);
+/// The CUDA provider of `options` set as `settings` say, on a stream of its own when this build
+/// has the CUDA layer: the engine's device side then queues pre-processing, the run and output
+/// decoding on it.
+fn cuda_provider(
+    options: &OrtOptions,
+    settings: &CudaSettings,
+) -> Result<(ep::CUDA, Option<CudaStream>), EngineError> {
+    let cuda = settings.apply(ep::CUDA::default().with_device_id(options.gpu_id as i32));
     #[cfg(feature = "cuda")]
     {
         use ferrostream_core::cuda::{Context, Stream};
@@ -326,8 +424,7 @@ fn cuda_provider(options: &OrtOptions) -> Result<(ep::CUDA, Option<CudaStream>),
         );
         // SAFETY: the stream is kept by the engine's device side, which is dropped after the
         // session (field order of `OrtEngine`), so it outlives every use by the provider.
-        let cuda = unsafe { cuda.with_compute_stream(stream.raw().cast()) }
-            .with_cuda_graph(options.cuda_graph.is_some());
+        let cuda = unsafe { cuda.with_compute_stream(stream.raw().cast()) };
         Ok((cuda, Some((context, stream))))
     }
     #[cfg(not(feature = "cuda"))]
@@ -340,6 +437,8 @@ fn cuda_provider(options: &OrtOptions) -> Result<(ep::CUDA, Option<CudaStream>),
 fn register_providers(
     builder: &mut ort::session::builder::SessionBuilder,
     options: &OrtOptions,
+    settings: &CudaSettings,
+    precision: &str,
 ) -> Result<(Vec<String>, Option<CudaStream>), EngineError> {
     let (device, gpu_id) = (options.device, options.gpu_id);
     let available = |name: &str, present: ort::Result<bool>| -> Result<bool, EngineError> {
@@ -349,7 +448,12 @@ fn register_providers(
     };
     let has_cuda = available("CUDA", ep::CUDA::is_available())?;
     let has_trt = available("TensorRT", ep::TensorRT::is_available())?;
-    let mut trt = ep::TensorRT::default().with_device_id(gpu_id as i32);
+    // TensorRT builds its engines at the precision asked for (FP16 kernels where they are
+    // faster; INT8 for models with Q/DQ nodes).
+    let mut trt = ep::TensorRT::default()
+        .with_device_id(gpu_id as i32)
+        .with_fp16(precision != "fp32")
+        .with_int8(precision == "int8");
     if let Some(dla) = options.dla {
         trt = trt
             .with_dla(true)
@@ -381,7 +485,7 @@ fn register_providers(
             if !has_cuda {
                 return Err(missing("CUDA"));
             }
-            let (cuda, stream) = cuda_provider(options)?;
+            let (cuda, stream) = cuda_provider(options, settings)?;
             cuda.register(builder).map_err(|e| failed("CUDA", e))?;
             providers.push("CUDA".to_string());
             cuda_stream = stream;
@@ -406,7 +510,7 @@ fn register_providers(
                 // CUDA first (no TensorRT): the engine gets its device side; CUDA behind
                 // TensorRT takes the nodes TensorRT cannot, with ONNX Runtime's own stream.
                 let (cuda, stream) = if providers.is_empty() {
-                    cuda_provider(options)?
+                    cuda_provider(options, settings)?
                 } else {
                     (ep::CUDA::default().with_device_id(gpu_id as i32), None)
                 };

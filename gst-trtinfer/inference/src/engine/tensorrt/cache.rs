@@ -8,10 +8,9 @@
 
 use std::fmt::Write as _;
 use std::fs;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
+pub use crate::cache::{sha256_hex, write_atomically};
 
 /// Everything an engine's validity depends on. Its text form is stored beside the engine.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,16 +28,6 @@ pub struct CacheKey {
     pub gpu_fallback: bool,
     pub int8_calibration_sha256: Option<String>,
     pub workspace_bytes: u64,
-}
-
-/// The SHA-256 of `bytes`, in hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .fold(String::with_capacity(64), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
 }
 
 /// Field names of the key's text form, in order.
@@ -147,18 +136,9 @@ impl EngineCache {
         Self { dir: dir.into() }
     }
 
-    /// The default directory: `FERROSTREAM_ENGINE_CACHE`, else `$XDG_CACHE_HOME/ferrostream/
-    /// engines`, else `~/.cache/ferrostream/engines`.
+    /// The default directory ([`crate::cache::default_dir`]).
     pub fn default_dir() -> PathBuf {
-        if let Some(dir) = std::env::var_os("FERROSTREAM_ENGINE_CACHE").filter(|d| !d.is_empty()) {
-            return dir.into();
-        }
-        let base = std::env::var_os("XDG_CACHE_HOME")
-            .filter(|d| !d.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
-            .unwrap_or_else(std::env::temp_dir);
-        base.join("ferrostream/engines")
+        crate::cache::default_dir()
     }
 
     pub fn dir(&self) -> &Path {
@@ -236,30 +216,6 @@ impl EngineCache {
     }
 }
 
-/// Writes `bytes` to a temporary file beside `path`, syncs it and renames it to `path`.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut file = fs::File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::rename(&tmp, path)?;
-        // The rename itself is durable once the directory is synced.
-        if let Some(dir) = path.parent() {
-            fs::File::open(dir)?.sync_all()?;
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,14 +241,6 @@ mod tests {
             std::env::temp_dir().join(format!("fs-engine-cache-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         dir
-    }
-
-    #[test]
-    fn sha256_is_the_standard_digest() {
-        assert_eq!(
-            sha256_hex(b"abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
     }
 
     #[test]

@@ -236,7 +236,37 @@ fn engine_blob(
             reason: "engine file not found, and no onnx-file to build it from".into(),
         });
     };
-    let model = read(onnx)?;
+    let original = read(onnx)?;
+    let model_sha256 = sha256_hex(&original);
+    let cache = EngineCache::new(
+        options
+            .settings
+            .engine_cache_dir
+            .clone()
+            .unwrap_or_else(EngineCache::default_dir),
+    );
+    // TensorRT 11 builds a network in the types its model declares (its FP16 builder flag is
+    // gone): FP16 there is the model converted to FP16 (crate::onnx::fp16), the converter's
+    // version part of the engine's key.
+    let mut precision = build.precision_name().to_string();
+    let model = if super::header_version().0 / 10000 >= 11
+        && build.precision == crate::config::NetworkMode::Fp16
+    {
+        let converted = crate::onnx::fp16_model(onnx, &original, cache.dir()).map_err(|e| {
+            EngineError::Model {
+                path: onnx.display().to_string(),
+                reason: format!("network-mode=fp16 on TensorRT 11 converts the model to FP16: {e}"),
+            }
+        })?;
+        progress(&format!(
+            "network-mode=fp16 on TensorRT 11: the model converted to FP16 ({})",
+            converted.summary
+        ));
+        precision = format!("fp16-{}", crate::onnx::fp16::CONVERTER_VERSION);
+        converted.bytes
+    } else {
+        original
+    };
     let (cc_major, cc_minor) = cuda.compute_capability().map_err(cuda_error)?;
     let calibration = build
         .int8_calibration_cache
@@ -245,11 +275,11 @@ fn engine_blob(
         .transpose()?;
     let (min_batch, _, max_batch) = build.batch_profile();
     let key = CacheKey {
-        model_sha256: sha256_hex(&model),
+        model_sha256,
         tensorrt: library.version().to_string(),
         gpu: cuda.device_name().map_err(cuda_error)?,
         compute_capability: format!("{cc_major}.{cc_minor}"),
-        precision: build.precision_name().into(),
+        precision,
         min_batch: min_batch as u32,
         max_batch: max_batch as u32,
         dla_core: build.dla_core,
@@ -257,13 +287,6 @@ fn engine_blob(
         int8_calibration_sha256: calibration,
         workspace_bytes: build.workspace_bytes,
     };
-    let cache = EngineCache::new(
-        options
-            .settings
-            .engine_cache_dir
-            .clone()
-            .unwrap_or_else(EngineCache::default_dir),
-    );
     let stem = onnx
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! Native TensorRT 10.x backend (cargo feature `tensorrt`).
+//! Native TensorRT 10.x and 11.x backend (cargo feature `tensorrt`).
 //!
 //! Layers, lowest first:
 //! - `tensorrt/fs_trt.cpp`: the C++ shim, a C interface over TensorRT's C++ API; it loads
@@ -24,8 +24,10 @@ pub use engine::{Origin, TrtEngine, TrtOptions};
 pub use options::BuildOptions;
 
 /// Library file names tried, in order, in each directory (and by the dynamic loader's search).
-const NVINFER: &str = "libnvinfer.so.10";
-const ONNX_PARSER: &str = "libnvonnxparser.so.10";
+/// The libraries of the major version the shim was compiled against (build.rs reads it from the
+/// headers: TensorRT 10 or 11).
+const NVINFER: &str = concat!("libnvinfer.so.", env!("FERROSTREAM_TENSORRT_MAJOR"));
+const ONNX_PARSER: &str = concat!("libnvonnxparser.so.", env!("FERROSTREAM_TENSORRT_MAJOR"));
 /// Where JetPack and NVIDIA's x86 packages install TensorRT's libraries.
 const STANDARD_LIB_DIRS: &[&str] = &[
     "/usr/lib/aarch64-linux-gnu",
@@ -564,7 +566,10 @@ mod tests {
     }
 
     #[test]
-    fn header_version_is_tensorrt_10() {
-        assert_eq!(header_version().0 / 10000, 10);
+    fn header_version_is_the_one_build_rs_found() {
+        let major: i32 = env!("FERROSTREAM_TENSORRT_MAJOR").parse().unwrap();
+        assert!(major == 10 || major == 11, "{major}");
+        assert_eq!(header_version().0 / 10000, major);
+        assert!(NVINFER.ends_with(&format!(".so.{major}")), "{NVINFER}");
     }
 }

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! How ONNX Runtime honours `network-mode`, provider by provider:
+//!
+//! | `network-mode` | CUDA provider | TensorRT provider | CPU provider |
+//! |---|---|---|---|
+//! | fp32 | FP32 (TF32 matrix products) | FP32 | FP32 |
+//! | fp16 | the model converted to FP16 ([`crate::onnx::fp16`], cached) | TensorRT's FP16 | FP32, with a warning: the provider has no FP16 arithmetic worth running |
+//! | int8, model with Q/DQ nodes | the model as given | TensorRT's INT8 | INT8 kernels (VNNI/AMX where the CPU has them) |
+//! | int8, float model | FP16 as above, with a warning | FP16, with a warning | FP32, with a warning |
+//!
+//! A float model is never quantised at run time: a calibration table (`int8-calib-file`) is
+//! TensorRT's and is read by the native TensorRT backend only; ONNX Runtime needs a model with
+//! Q/DQ nodes (`scripts/models/quantize_int8.py` makes one from real frames).
+
+use super::{FirstProvider, Note, OrtOptions};
+use crate::config::NetworkMode;
+use crate::onnx::proto;
+
+/// The model bytes a session opens, at the precision they compute in.
+#[derive(Debug, Clone)]
+pub struct ModelAtPrecision {
+    pub bytes: Vec<u8>,
+    /// `fp32`, `fp16` or `int8`.
+    pub label: &'static str,
+    pub notes: Vec<Note>,
+}
+
+/// Whether the ONNX model `bytes` has quantised nodes (Q/DQ pairs or integer operators).
+pub fn is_quantised(bytes: &[u8]) -> bool {
+    let Ok(model) = proto::decode_model(bytes) else {
+        return false;
+    };
+    model.graph.iter().flat_map(|g| &g.node).any(|n| {
+        matches!(
+            n.op_type(),
+            "QuantizeLinear"
+                | "DequantizeLinear"
+                | "QLinearConv"
+                | "QLinearMatMul"
+                | "ConvInteger"
+                | "MatMulInteger"
+        )
+    })
+}
+
+/// `bytes` (the model of `options`) as the provider `first` runs it at `options.precision`.
+pub fn model_at_precision(
+    options: &OrtOptions,
+    first: FirstProvider,
+    bytes: Vec<u8>,
+) -> ModelAtPrecision {
+    let plain = |bytes, label, notes| ModelAtPrecision {
+        bytes,
+        label,
+        notes,
+    };
+    match options.precision {
+        NetworkMode::Fp32 => plain(bytes, "fp32", Vec::new()),
+        NetworkMode::Fp16 => fp16(options, first, bytes, Vec::new()),
+        NetworkMode::Int8 if is_quantised(&bytes) => {
+            let note = match first {
+                FirstProvider::Cpu => {
+                    "network-mode=int8: the model's Q/DQ nodes run on INT8 kernels"
+                }
+                FirstProvider::Cuda => {
+                    "network-mode=int8: the CUDA provider runs the model's Q/DQ nodes as given \
+                     (dequantised arithmetic; see docs/BENCHMARKS.md for FP16 against it)"
+                }
+                FirstProvider::TensorRt => {
+                    "network-mode=int8: TensorRT builds INT8 engines from the model's Q/DQ nodes"
+                }
+            };
+            plain(bytes, "int8", vec![Note::info(note)])
+        }
+        NetworkMode::Int8 => {
+            let why = "network-mode=int8: ONNX Runtime runs INT8 only from a model with Q/DQ \
+                       nodes (scripts/models/quantize_int8.py makes one from real frames; \
+                       int8-calib-file is read by backend=tensorrt only)";
+            match first {
+                FirstProvider::Cpu => plain(
+                    bytes,
+                    "fp32",
+                    vec![Note::warning(format!(
+                        "{why}; running FP32, the fastest precision of the CPU provider \
+                         (backend=auto or backend=openvino runs BF16/FP16 where the CPU computes it)"
+                    ))],
+                ),
+                _ => fp16(
+                    options,
+                    first,
+                    bytes,
+                    vec![Note::warning(format!(
+                        "{why}; running FP16, the fastest precision here"
+                    ))],
+                ),
+            }
+        }
+    }
+}
+
+/// FP16 on `first`: TensorRT's own, the converted model on CUDA, FP32 on the CPU.
+fn fp16(
+    options: &OrtOptions,
+    first: FirstProvider,
+    bytes: Vec<u8>,
+    mut notes: Vec<Note>,
+) -> ModelAtPrecision {
+    match first {
+        FirstProvider::TensorRt => ModelAtPrecision {
+            bytes,
+            label: "fp16",
+            notes,
+        },
+        FirstProvider::Cpu => {
+            notes.push(Note::warning(
+                "network-mode=fp16: ONNX Runtime's CPU provider has no FP16 arithmetic worth \
+                 running (it computes FP16 models in FP32 between casts, slower than FP32); \
+                 running FP32 (backend=auto or backend=openvino runs BF16/FP16 where the CPU \
+                 computes it)",
+            ));
+            ModelAtPrecision {
+                bytes,
+                label: "fp32",
+                notes,
+            }
+        }
+        FirstProvider::Cuda => {
+            match crate::onnx::fp16_model(&options.model, &bytes, &crate::cache::default_dir()) {
+                Ok(converted) => {
+                    notes.push(Note::info(format!(
+                        "network-mode=fp16: model converted to FP16: {}{}",
+                        converted.summary,
+                        converted
+                            .path
+                            .map(|p| format!(", {}", p.display()))
+                            .unwrap_or_default()
+                    )));
+                    ModelAtPrecision {
+                        bytes: converted.bytes,
+                        label: "fp16",
+                        notes,
+                    }
+                }
+                Err(e) => {
+                    notes.push(Note::warning(format!(
+                        "network-mode=fp16: the model cannot be converted to FP16 ({e}); \
+                         running FP32"
+                    )));
+                    ModelAtPrecision {
+                        bytes,
+                        label: "fp32",
+                        notes,
+                    }
+                }
+            }
+        }
+    }
+}
