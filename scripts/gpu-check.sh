@@ -29,8 +29,11 @@
 #                                        (--bench), and prints a summary; exits non-zero when
 #                                        anything failed. FERROSTREAM_REQUIRE_GPU=1 is set, so
 #                                        tests fail instead of skipping without a GPU.
-#   scripts/gpu-check.sh bench           on the GPU machine, with .gpu/ beside it and the pieces
-#                                        and .gpu-bench/ stashed: the throughput benchmark. Steps:
+#   scripts/gpu-check.sh bench [ARGS...] on the GPU machine, with .gpu/ beside it and the pieces
+#                                        and .gpu-bench/ stashed: the throughput benchmark (ARGS go
+#                                        to scripts/gpu_bench.py, e.g. --models yolov8s,yolov8m
+#                                        --streams 8,32,64 --precisions fp32,fp16; its --help lists
+#                                        them). Steps:
 #                                        1. as run: stash, unpack, ONNX Runtime's GPU build (bench
 #                                           fails without it);
 #                                        2. installs .gpu-bench/wheels (ultralytics and its missing
@@ -39,20 +42,28 @@
 #                                           into the stash (once per machine);
 #                                        3. scripts/gpu_bench.py: a baseline (16 streams decoded
 #                                           and batched by rsstreammux, no inference: the NVDEC
-#                                           and demux ceiling), then per model and stream count N
-#                                           the element pipeline
+#                                           and demux ceiling), then per model, stream count N and
+#                                           precision P (BENCH_PRECISIONS: fp32 and fp16) the
+#                                           element pipeline
 #                                             filesrc ! qtdemux ! h264parse ! nvh264dec ! queue
 #                                             ! mux.sink_i (N times)  rsstreammux batch-size=N
-#                                             ! rstrtinfer device=cuda batch-size=N ! rstracker
-#                                             ! rsosd ! fakesink sync=false
+#                                             ! rstrtinfer device=cuda batch-size=N network-mode=P
+#                                             ! rstracker ! rsosd ! fakesink sync=false
 #                                           (frames/s from PLAYING to EOS, SM and NVDEC busy from
 #                                           nvidia-smi dmon, bytes and latency from rstrtinfer's
-#                                           summary line), the bare ONNX Runtime CUDA session
-#                                           (scripts/bench/bare_session.py: the element's ceiling)
-#                                           and, for a few N, the do-it-yourself Python peer
-#                                           (scripts/bench/diy_peer.py);
-#                                        4. a markdown table, printed last and written to
-#                                           bench.md, with bench.json and bench-logs.tar.gz.
+#                                           summary line), the bare ONNX Runtime CUDA session of
+#                                           each P (scripts/bench/bare_session.py: the element's
+#                                           ceiling; at fp16 on the FP16 model the element
+#                                           converted; with the CUDA provider settings the element
+#                                           chose and recorded for that model, P and N) and, for
+#                                           a few N, the do-it-yourself Python peer
+#                                           (scripts/bench/diy_peer.py, fp32). The element runs
+#                                           keep their engine cache (FERROSTREAM_ENGINE_CACHE) in
+#                                           engine-cache/ of the logs folder, removed at the end;
+#                                           its text records go into bench-logs.tar.gz;
+#                                        4. markdown tables (per model, N and P; FP16 against
+#                                           FP32), printed last and written to bench.md, with
+#                                           bench.json and bench-logs.tar.gz.
 #                                        Every run has a time limit and the whole bench stops
 #                                        starting runs when BENCH_TOTAL_S is near.
 #   scripts/gpu-check.sh local [ARGS...] the same as run, on the build machine, to check the bundle
@@ -73,12 +84,19 @@
 #   3. command "scripts/gpu-check.sh stash"   carry [".gpu-ort-3"]
 #   4. command "scripts/gpu-check.sh stash"   carry [".gpu-ort-4"]
 #   5. command "scripts/gpu-check.sh run"     carry [".gpu"]
-#   6. command "scripts/gpu-check.sh bench"   carry [".gpu"]   timeout_s 600
+#   6. command "scripts/gpu-check.sh bench --models yolov8s,yolov8m --streams 8,32,64 --diy-streams 0 --baseline 0"
+#                                             carry [".gpu"]   timeout_s 600
+#   7. command "scripts/gpu-check.sh bench --models rtdetr_l --streams 8,32,64 --diy-streams 0"
+#                                             carry [".gpu"]   timeout_s 600
 # Each stash call prints what is still missing. run and bench stash what they carry first, so a
 # piece or .gpu-bench may also ride along with .gpu when there is room. Without the pieces, run
 # alone (carry [".gpu"]) still works, on the CPU build of ONNX Runtime. Settings go before the
-# command, e.g. "BENCH_MODELS=coco_ssd,yolov8s scripts/gpu-check.sh bench": a bench that needs
-# more than one call's 10 minutes can be split by models (each call writes its own bench.md).
+# command or after it as gpu_bench.py's options, e.g. "BENCH_MODELS=coco_ssd,yolov8s
+# scripts/gpu-check.sh bench" or "scripts/gpu-check.sh bench --models coco_ssd,yolov8s". The
+# bench calls are BENCH_CALLS (below): FP32 and FP16 of YOLOv8s/m and RT-DETR-L at N = 8, 32
+# and 64 are 18 element runs (each also tunes the CUDA provider at start) and 6 bare sessions,
+# more than one call's 10 minutes, so they are split by models; each call writes its own
+# bench.md.
 #
 # What .gpu/ holds:
 #   gst.tar.xz    Debian 12's GStreamer 1.22 runtime (the packages in GST_DEBS, unpacked with
@@ -141,6 +159,16 @@
 #                                        coco_ssd,yolov8s,yolov8m,rtdetr_l); a model whose ONNX file
 #                                        is missing and cannot be exported is skipped with a note
 #   BENCH_STREAMS=1,8,...                bench: stream counts N (default 1,8,16,32,64)
+#   BENCH_PRECISIONS=fp32,fp16           bench: rstrtinfer network-mode values each model runs at,
+#                                        each with a bare session of that precision (default
+#                                        fp32,fp16; fp16's bare session runs the FP16 model the
+#                                        element wrote into its engine cache)
+#   BENCH_ENGINE_CACHE=DIR               bench: FERROSTREAM_ENGINE_CACHE of the element runs, kept
+#                                        (default engine-cache/ of the logs folder: emptied
+#                                        first, removed at the end)
+#   BENCH_GRAPH=8,32, BENCH_GRAPH_MODELS bench: stream counts and models also run with
+#                                        cuda-graph=auto (default 8,32 and yolov8s,yolov8m; none
+#                                        for a model whose configuration sets cuda-graph itself)
 #   BENCH_DIY=8,32 / BENCH_DIY_MODELS    bench: stream counts and models of the do-it-yourself peer
 #                                        (default 8,32 and coco_ssd,yolov8s; BENCH_DIY=0: none)
 #   BENCH_BASELINE=16                    bench: streams of the decode + rsstreammux baseline (0: none)
@@ -168,6 +196,7 @@ GPU_TESTS=(
     tests:gpu_preprocess
     plugins/osd:gpu_osd
     tests:gpu_pipeline
+    tests:fp16
 )
 GPU_BENCHES=(
     tests:gpu_preprocess
@@ -175,10 +204,10 @@ GPU_BENCHES=(
 # Footage from $FERROSTREAM_MEDIA_DIR (lands in .gpu/media) and models from
 # $FERROSTREAM_MODEL_DIR (land in .gpu-models, then the stash's test-models/); run points the
 # two variables there.
-GPU_MEDIA=(carphone_pristine.mp4 messi5.jpg)
+GPU_MEDIA=(carphone_pristine.mp4 messi5.jpg basketball1.png)
 GPU_MODELS=(
     coco_ssdlite_mobilenet_v2.onnx object_detection_classes_coco.txt mobilenet_v2_imagenet.onnx
-    classification_classes_ILSVRC2012.txt
+    classification_classes_ILSVRC2012.txt centerface.onnx
 )
 
 # GStreamer plugins kept in the private prefix (file libgst<NAME>.so); the rest are removed.
@@ -233,6 +262,12 @@ BENCH_WHEELS=(
 )
 BENCH_CLIP=bench-1080p30.mp4
 BENCH_CLIP_MAX_MB=10
+# The bench calls bundle prints: scripts/gpu_bench.py's options for each "scripts/gpu-check.sh
+# bench" call, one call's 10 minutes each (BENCH_TOTAL_S stops starting runs before).
+BENCH_CALLS=(
+    "--models yolov8s,yolov8m --streams 8,32,64 --diy-streams 0 --baseline 0"
+    "--models rtdetr_l --streams 8,32,64 --diy-streams 0"
+)
 # ---------------------------------------------------------------------------------------------
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -725,8 +760,8 @@ bundle_models() {
 print_calls() {
     local tree="$1"
     shift
-    python3 - "$tree" "$((CALL_MIB * 1048576))" "$@" <<'PY'
-import sys
+    BENCH_CALL_ARGS="$(printf '%s\n' "${BENCH_CALLS[@]}")" python3 - "$tree" "$((CALL_MIB * 1048576))" "$@" <<'PY'
+import os, sys
 tree, limit = int(sys.argv[1]), int(sys.argv[2])
 items = [(a.rsplit("=", 1)[0], int(a.rsplit("=", 1)[1])) for a in sys.argv[3:]]
 room = limit - tree - 512 * 1024  # a margin for what else travels
@@ -758,9 +793,11 @@ for folders, size in calls:
 if final:
     k += 1
     print(f'  {k}. command "scripts/gpu-check.sh run"     carry {fmt(last[0])}   ({mib(last[1] + tree)})')
-    k += 1
-    print(f'  {k}. command "scripts/gpu-check.sh bench"   carry [".gpu"]   timeout_s 600   '
-          f'({mib(final[0][1] + tree)})')
+    for args in [a for a in os.environ["BENCH_CALL_ARGS"].splitlines() if a.strip()] or [""]:
+        k += 1
+        command = " ".join(["scripts/gpu-check.sh bench", args.strip()]).strip()
+        print(f'  {k}. command "{command}"   carry [".gpu"]   timeout_s 600   '
+              f'({mib(final[0][1] + tree)})')
 print("Each stash call prints which pieces are still missing; when the machine went back in between "
       "(its stash is then empty), start again at call 1.")
 PY
@@ -1405,7 +1442,7 @@ run_bench() {
     echo "== bench (clip $(basename "$clip"), $frames frames a stream; no run starts after ${BENCH_TOTAL_S:-540} s)"
     set +e
     python3 "$repo/scripts/gpu_bench.py" --clip "$clip" --clip-frames "$frames" --out "$logs" \
-        --model-dir "$models" --device "$device" --deadline "$((t0 + ${BENCH_TOTAL_S:-540}))" 2>&1 |
+        --model-dir "$models" --device "$device" --deadline "$((t0 + ${BENCH_TOTAL_S:-540}))" "$@" 2>&1 |
         tee "$logs/bench.log"
     local rc=${PIPESTATUS[0]}
     set -e
@@ -1431,8 +1468,8 @@ case "$mode" in
     bundle) bundle "$@" ;;
     stash) run_stash ;;
     run | local) run_checks "$@" ;;
-    bench) run_bench ;;
+    bench) run_bench "$@" ;;
     env) mode=run; print_env ;;
     -h | --help | help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
-    *) die "usage: scripts/gpu-check.sh bundle | stash | run [TEST-ARGS...] | bench | local [TEST-ARGS...] | env (see --help)" ;;
+    *) die "usage: scripts/gpu-check.sh bundle | stash | run [TEST-ARGS...] | bench [BENCH-ARGS...] | local [TEST-ARGS...] | env (see --help)" ;;
 esac

@@ -3,23 +3,33 @@
 """The GPU benchmark driver; scripts/gpu-check.sh bench runs it on the GPU machine, in the
 bundle's environment (GStreamer, the plugin, ONNX Runtime's GPU build on PYTHONPATH).
 
-For each model (a configuration pipelines/NAME.txt) and stream count N it measures:
+For each model (a configuration pipelines/NAME.txt), stream count N and precision P (fp32, fp16)
+it measures:
   element   N x "filesrc location=CLIP ! qtdemux ! h264parse ! DECODER ! queue ! mux.sink_i" into
             "rsstreammux name=mux batch-size=N batched-push-timeout=40000 ! rstrtinfer
-            config-file-path=CFG device=DEVICE batch-size=N ! rstracker ! rsosd ! fakesink
-            sync=false": frames/s = N x frames in the clip / gst-launch's "Execution ended after"
-            (PLAYING to EOS); SM and NVDEC busy: nvidia-smi dmon -s u -d 1 averaged over that
-            time; bytes to host / to device per batch and the latency from rstrtinfer's
-            "summary:" line (GST_DEBUG=rstrtinfer:4)
+            config-file-path=CFG device=DEVICE batch-size=N network-mode=P ! rstracker ! rsosd
+            ! fakesink sync=false": frames/s = N x frames in the clip / gst-launch's "Execution
+            ended after" (PLAYING to EOS); SM and NVDEC busy: nvidia-smi dmon -s u -d 1 averaged
+            over that time; bytes to host / to device per batch and the latency from
+            rstrtinfer's "summary:" line (GST_DEBUG=rstrtinfer:4)
   bare      scripts/bench/bare_session.py: the same model in a bare ONNX Runtime session, input
-            on the device, I/O binding (the element's ceiling)
+            on the device, I/O binding (the element's ceiling); for fp16 the FP16 model the
+            element converted (float16 input); both with the CUDA provider settings the element
+            chose for that model, precision and N, where it recorded them
   DIY       scripts/bench/diy_peer.py: Python with gst-launch-1.0 subprocesses (for --diy-streams
-            and --diy-models only)
+            and --diy-models only, fp32)
 and once a baseline: --baseline streams decoded and batched by rsstreammux, no inference.
 Models whose ONNX file is missing are exported with --export-script when it exists, else skipped.
 No run starts after --deadline; the table so far is rewritten after every run.
 
-Output (in --out): bench.md (the table, also printed last), bench.json, bench-logs.tar.gz.
+The element runs keep their files in --engine-cache (FERROSTREAM_ENGINE_CACHE): the FP16
+conversion STEM-fp16-HEX.onnx (STEM: the model file's stem, characters other than letters,
+digits and '_' as '-') and, per precision and batch size, the CUDA provider settings it chose at
+start, STEM-P-bN-HEX.cuda.txt ("key=value" lines: prefer_nhwc, cudnn_conv_algo_search,
+enable_cuda_graph, use_tf32; '#' lines are comments). The default cache, OUT/engine-cache, is
+emptied first and removed at the end; its text records go into bench-logs.tar.gz.
+
+Output (in --out): bench.md (the tables, also printed last), bench.json, bench-logs.tar.gz.
 Helpers: --count-frames FILE prints the video frames of an MP4; --parse-log FILE prints what a
 gst-launch log yields (JSON).
 """
@@ -51,6 +61,13 @@ SUMMARY_RE = re.compile(
     r"latency-ms-p95=(?P<p95>[-+\w.]+) steady-fps=(?P<steady>[-+\w.]+) steady-seconds=(?P<steady_s>[-+\w.]+)")
 KV_RE = re.compile(r"(\S+?)=(\S+)")
 ERROR_RE = re.compile(r"^(ERROR:.*|.*\bERROR\b.*)$", re.M)
+# gst-launch's own report of the error that stopped the pipeline (debug lines say ERROR too).
+LAUNCH_ERROR_RE = re.compile(r"^(ERROR: .*)$", re.M)
+PRECISIONS = ("fp32", "fp16")
+# How the tables abbreviate the CUDA provider settings of a .cuda.txt record.
+SETTING_NAMES = {"prefer_nhwc": "nhwc", "cudnn_conv_algo_search": "algo", "enable_cuda_graph": "graph",
+                 "use_tf32": "tf32"}
+SETTING_VALUES = {"EXHAUSTIVE": "EXH", "HEURISTIC": "HEUR", "DEFAULT": "DEF"}
 
 
 # ---- Parsing -----------------------------------------------------------------------------------
@@ -186,6 +203,60 @@ def mp4_video_frames(path):
     raise ValueError(f"{path}: no video track with a sample table")
 
 
+# ---- The element's engine cache ----------------------------------------------------------------
+
+def cache_stem(model_path):
+    """The model file's stem as the element names its cache files: characters other than ASCII
+    letters, digits and '_' become '-'."""
+    stem = os.path.splitext(os.path.basename(model_path))[0]
+    return re.sub(r"[^A-Za-z0-9_]", "-", stem)
+
+
+def newest_match(directory, pattern):
+    """The newest file in DIRECTORY whose whole name matches the regular expression PATTERN."""
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return None
+    rx = re.compile(pattern)
+    paths = [os.path.join(directory, n) for n in names if rx.fullmatch(n)]
+    paths = [p for p in paths if os.path.isfile(p)]
+    return max(paths, key=os.path.getmtime) if paths else None
+
+
+def find_fp16_model(cache, model_path):
+    """The newest FP16 conversion of MODEL_PATH the element wrote into CACHE, or None."""
+    return newest_match(cache, re.escape(cache_stem(model_path)) + r"-fp16-[0-9a-f]{16}\.onnx")
+
+
+def find_cuda_record(cache, model_path, precision, batch):
+    """The newest record of the CUDA provider settings the element chose in CACHE for MODEL_PATH at
+    PRECISION and BATCH, or None."""
+    name = rf"{re.escape(cache_stem(model_path))}-{re.escape(precision)}-b{int(batch)}-[0-9a-f]{{16}}\.cuda\.txt"
+    return newest_match(cache, name)
+
+
+def read_cuda_record(path):
+    """A .cuda.txt record as {provider option: value}; blank lines and '#' lines are skipped."""
+    options = {}
+    with open(path, errors="replace") as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#") or "=" not in line:
+                continue
+            k, v = line.split("=", 1)
+            if k.strip():
+                options[k.strip()] = v.strip()
+    return options
+
+
+def settings_text(options):
+    """CUDA provider settings for a table cell: 'nhwc=1 algo=HEUR graph=0 tf32=1'."""
+    if not options:
+        return "ORT defaults"
+    return " ".join(f"{SETTING_NAMES.get(k, k)}={SETTING_VALUES.get(v, v)}" for k, v in options.items())
+
+
 # ---- Configurations and models -----------------------------------------------------------------
 
 def read_config(path):
@@ -211,6 +282,7 @@ class Model:
         self.onnx_name = self.onnx = None
         self.infer_dims = self.order = self.parser = None
         self.threshold, self.iou, self.scale = 0.25, 0.5, None
+        self.cuda_graph = None
         self.problem = None
         if not os.path.isfile(self.config):
             self.problem = f"no configuration {shown(self.config)}"
@@ -230,6 +302,7 @@ class Model:
         parser = (prop.get("output-parser") or "").lower()
         self.parser = {"ssd": "ssd", "tf-od-api": "ssd", "yolov8": "yolov8", "detr": "detr",
                        "rtdetr": "detr"}.get(parser)
+        self.cuda_graph = prop.get("cuda-graph")
         try:
             self.threshold = float(attrs.get("pre-cluster-threshold", self.threshold))
             self.iou = float(attrs.get("nms-iou-threshold", self.iou))
@@ -258,6 +331,10 @@ class Model:
 
     def dims_arg(self):
         return ",".join(map(str, self.infer_dims)) if self.infer_dims else None
+
+    def graph_configured(self):
+        """Whether the configuration itself asks for a CUDA graph (cuda-graph=on or auto)."""
+        return (self.cuda_graph or "off").strip().lower() not in ("off", "0", "false", "no")
 
 
 # ---- Running -----------------------------------------------------------------------------------
@@ -363,6 +440,8 @@ class Bench:
         dirs = [self.args.model_dir] + [d for d in env.get("FERROSTREAM_MODEL_DIR", "").split(":") if d]
         env["FERROSTREAM_MODEL_DIR"] = ":".join(dict.fromkeys(dirs))
         env["GST_DEBUG_NO_COLOR"] = "1"
+        # Where the element writes its FP16 conversions and CUDA settings, so the bare session finds them.
+        env["FERROSTREAM_ENGINE_CACHE"] = self.args.engine_cache
         return env
 
     def pipeline(self, n, cfg=None, extra=()):
@@ -388,7 +467,7 @@ class Bench:
 
     def digest_gst(self, r, n, what):
         text = "".join(s for _, s in r["lines"])
-        out = {"log": r["log"], "rc": r["rc"], "timed_out": r["timed_out"]}
+        out = {"log": r["log"], "rc": r["rc"], "timed_out": r["timed_out"], "wall_s": r["t_exit"] - r["t_launch"]}
         secs = parse_exec_seconds(text)
         t_end = next((t for t, s in reversed(r["lines"]) if EXEC_RE.search(s)), None)
         if secs and t_end is None:
@@ -424,7 +503,8 @@ class Bench:
             if summary["frames"] != frames:
                 self.note(f"{what}: rstrtinfer counted {summary['frames']} frames, not {frames}")
         if r["timed_out"] or r["rc"] != 0 or secs is None:
-            err = next((m.group(1).strip() for m in ERROR_RE.finditer(text)), None)
+            found = LAUNCH_ERROR_RE.search(text) or ERROR_RE.search(text)
+            err = found.group(1).strip() if found else None
             out["error"] = ("stopped at the time limit" if r["timed_out"] else f"exit status {r['rc']}") + \
                 (f": {err[:200]}" if err else "")
             self.note(f"{what}: {out['error']} (log {r['log']})")
@@ -458,30 +538,91 @@ class Bench:
         for m in missing:
             m.resolve(self.model_dirs)
 
-    def run_bare(self, m, streams):
-        want = 60 + 15 * len(streams)
-        timeout = self.limit(want, f"{m.name} bare session")
+    def run_element(self, m, res, n, precision, graph=False):
+        """One element run of model M at N streams and PRECISION (network-mode), with
+        cuda-graph=auto when GRAPH; stored as runs[N][PRECISION]["element"] or ["graph"]."""
+        what = f"{m.name} N={n} {precision}" + (" cuda-graph" if graph else "")
+        tag = f"{m.name}-{n}" + ("" if precision == "fp32" else f"-{precision}") + ("-graph" if graph else "")
+        extra = [f"network-mode={precision}"] + (["cuda-graph=auto"] if graph else [])
+        r = self.run_gst(tag, n, m.config, what, extra)
+        if r is None:
+            return
+        entry = res["runs"].setdefault(str(n), {}).setdefault(precision, {})
+        if graph:
+            entry["graph"] = r
+            self.say(f"{what}: {fmt(r.get('fps'))} fps, SM {fmt(r.get('sm'), 0)} % ({fmt(r.get('wall_s'), 0)} s)")
+        else:
+            record = find_cuda_record(self.args.engine_cache, m.onnx, precision, n)
+            r["cuda_record"] = {"file": os.path.basename(record), "options": read_cuda_record(record)} if record else None
+            entry["element"] = r
+            if precision == "fp16" and not res.get("fp16_onnx"):
+                converted = find_fp16_model(self.args.engine_cache, m.onnx)
+                res["fp16_onnx"] = os.path.basename(converted) if converted else None
+            self.say(f"{what}: {fmt(r.get('fps'))} fps, SM {fmt(r.get('sm'), 0)} %, NVDEC {fmt(r.get('dec'), 0)} %, "
+                     f"p50 {fmt(r.get('p50'), 2)} ms; CUDA settings: "
+                     f"{settings_text(r['cuda_record']['options']) if record else 'none recorded'} "
+                     f"({fmt(r.get('wall_s'), 0)} s)")
+        self.write()
+
+    def run_bare(self, m, res, precision):
+        """The bare sessions of PRECISION for every N: the model itself (fp32) or the FP16 model
+        the element converted (fp16), each N with the CUDA settings the element recorded for it.
+        Returns {N: row}."""
+        a = self.args
+        model = m.onnx
+        if precision == "fp16":
+            model = find_fp16_model(a.engine_cache, m.onnx)
+            if model is None:
+                self.note(f"{m.name} fp16: no bare session: the element wrote no {cache_stem(m.onnx)}-fp16-*.onnx "
+                          f"into {a.engine_cache} (where it cannot convert, it says why in its log and runs FP32)")
+                return {}
+            res["fp16_onnx"] = os.path.basename(model)
+        # The element may choose other settings for each N: one bare session per set of them.
+        groups = {}
+        for n in a.streams:
+            element = res["runs"].get(str(n), {}).get(precision, {}).get("element") or {}
+            options = (element.get("cuda_record") or {}).get("options") or {}
+            groups.setdefault(tuple(options.items()), []).append(n)
+        if () in groups:
+            self.note(f"{m.name} {precision}: the element recorded no CUDA settings for "
+                      f"N={','.join(map(str, groups[()]))}: the bare session ran there with ONNX Runtime's defaults")
+        tag = f"{m.name}-bare" if precision == "fp32" else f"{m.name}-{precision}-bare"
+        rows = {}
+        for i, (options, streams) in enumerate(groups.items()):
+            rows.update(self.run_bare_session(m, model, streams, dict(options), f"{tag}-{i + 1}" if i else tag,
+                                              f"{m.name} {precision} bare session"))
+        return rows
+
+    def run_bare_session(self, m, model, streams, options, tag, what):
+        """One bare_session.py run of MODEL at the batch sizes STREAMS with CUDA provider OPTIONS."""
+        graph = options.get("enable_cuda_graph", "0").strip().lower() in ("1", "true")
+        want = 60 + (25 if graph else 15) * len(streams)  # a CUDA graph takes a session per batch size
+        timeout = self.limit(want, what)
         if timeout is None:
             return {}
-        cmd = [sys.executable, os.path.join(BENCH_DIR, "bare_session.py"), m.onnx, "--batch",
+        cmd = [sys.executable, os.path.join(BENCH_DIR, "bare_session.py"), model, "--batch",
                ",".join(map(str, streams)), "--device", self.args.device, "--name", m.name,
                "--seconds", str(self.args.bare_seconds)]
         if m.dims_arg():
             cmd += ["--infer-dims", m.dims_arg()]
         if m.order:
             cmd += ["--order", m.order]
-        r = self.run_process(f"{m.name}-bare", cmd, timeout)
+        if options:
+            cmd += ["--provider-options", ",".join(f"{k}={v}" for k, v in options.items())]
+        r = self.run_process(tag, cmd, timeout)
         text = "".join(s for _, s in r["lines"])
         rows = {row.get("batch"): row for row in parse_kv_line(text, "BARE ")}
         if r["timed_out"] or r["rc"] != 0:
             tail = "".join(s for _, s in r["lines"][-3:]).strip().replace("\n", " | ")
-            self.note(f"{m.name} bare session: {'time limit' if r['timed_out'] else 'exit ' + str(r['rc'])}: {tail[-300:]}")
+            self.note(f"{what}: {'time limit' if r['timed_out'] else 'exit ' + str(r['rc'])}: {tail[-300:]}")
         for n, row in rows.items():
             if "error" in row:
-                self.note(f"{m.name} bare session, batch {n}: {row['error']}")
+                self.note(f"{what}, batch {n}: {row['error']}")
         if r["timed_out"] or r["rc"] != 0:
             for n in streams:
                 rows.setdefault(n, {"error": "the bare session failed"})
+        for row in rows.values():
+            row["provider_options"] = options
         return rows
 
     def run_diy(self, m, n):
@@ -530,7 +671,9 @@ class Bench:
                 self.note(f"{m.name}: skipped: {m.problem}")
         runnable = [m for m in self.models if m.onnx]
         self.say(f"models: {', '.join(m.name for m in runnable) or 'none'}; streams {a.streams}; "
-                 f"DIY {a.diy_streams} for {', '.join(m.name for m in runnable if m.name in a.diy_models) or 'none'}")
+                 f"precisions {', '.join(a.precisions)}; "
+                 f"DIY {a.diy_streams} for {', '.join(m.name for m in runnable if m.name in a.diy_models) or 'none'}; "
+                 f"engine cache {a.engine_cache}")
 
         if a.baseline:
             what = f"baseline ({a.baseline} streams, decode + rsstreammux)"
@@ -544,38 +687,36 @@ class Bench:
         for m in runnable:
             res = self.results["models"].setdefault(m.name, {"onnx": os.path.basename(m.onnx),
                                                              "infer_dims": m.infer_dims, "runs": {}})
+            # Both precisions of each N together: a bench cut short by the deadline still pairs them.
             for n in a.streams:
-                what = f"{m.name} N={n}"
-                r = self.run_gst(f"{m.name}-{n}", n, m.config, what)
-                if r is None:
-                    continue
-                res["runs"].setdefault(str(n), {})["element"] = r
-                self.say(f"{what}: {fmt(r.get('fps'))} fps, SM {fmt(r.get('sm'), 0)} %, NVDEC {fmt(r.get('dec'), 0)} %, "
-                         f"p50 {fmt(r.get('p50'), 2)} ms")
-                self.write()
-            # The same runs with ONNX Runtime's CUDA graph (cuda-graph=true), where asked.
+                for p in a.precisions:
+                    self.run_element(m, res, n, p)
+            # The same runs with ONNX Runtime's CUDA graph (cuda-graph=auto), where asked and the
+            # configuration does not already ask for it.
             if m.name in a.graph_models:
-                for n in a.graph_streams:
-                    what = f"{m.name} N={n} cuda-graph"
-                    r = self.run_gst(f"{m.name}-{n}-graph", n, m.config, what, ("cuda-graph=true",))
-                    if r is None:
-                        continue
-                    res["runs"].setdefault(str(n), {})["graph"] = r
-                    self.say(f"{what}: {fmt(r.get('fps'))} fps, SM {fmt(r.get('sm'), 0)} %")
-                    self.write()
-            rows = self.run_bare(m, a.streams)
-            for n in a.streams:
-                if n in rows:
-                    res["runs"].setdefault(str(n), {})["bare"] = rows[n]
-            if rows:
-                self.say(f"{m.name} bare: " + ", ".join(f"N={n} {fmt(rows[n].get('fps'))}" for n in a.streams if n in rows))
-            self.write()
-            if m.name in a.diy_models:
+                if m.graph_configured():
+                    self.note(f"{m.name}: no separate cuda-graph runs: its configuration sets "
+                              f"cuda-graph={m.cuda_graph}, which its element rows run with")
+                else:
+                    for n in a.graph_streams:
+                        for p in a.precisions:
+                            self.run_element(m, res, n, p, graph=True)
+            for p in a.precisions:
+                rows = self.run_bare(m, res, p)
+                for n in a.streams:
+                    if n in rows:
+                        res["runs"].setdefault(str(n), {}).setdefault(p, {})["bare"] = rows[n]
+                if rows:
+                    self.say(f"{m.name} {p} bare: " + ", ".join(f"N={n} {fmt(rows[n].get('fps'))}"
+                                                                for n in a.streams if n in rows))
+                self.write()
+            # The DIY peer runs the model as it is: next to the FP32 rows.
+            if m.name in a.diy_models and "fp32" in a.precisions:
                 for n in a.diy_streams:
                     row = self.run_diy(m, n)
                     if row is None:
                         continue
-                    res["runs"].setdefault(str(n), {})["diy"] = row
+                    res["runs"].setdefault(str(n), {}).setdefault("fp32", {})["diy"] = row
                     self.say(f"{m.name} DIY N={n}: {fmt(row.get('fps'))} fps")
                     self.write()
         self.write(final=True)
@@ -593,12 +734,23 @@ class Bench:
         out.append("")
         out.append("Element: N x `filesrc ! qtdemux ! h264parse ! " + a.decoder + " ! queue ! mux.sink_i`, "
                    "`rsstreammux batch-size=N batched-push-timeout=40000 ! rstrtinfer device=" + a.device +
-                   " batch-size=N ! rstracker ! rsosd ! fakesink sync=false`; fps = rstrtinfer's steady rate "
+                   " batch-size=N network-mode=P ! rstracker ! rsosd ! fakesink sync=false` (other settings, "
+                   "cuda-graph among them, from the model's configuration); fps = rstrtinfer's steady rate "
                    "(`steady-fps` of its summary: frames pushed after the first 8 batches over the time "
                    "they took; the bare session and the DIY peer also warm up before timing); SM and "
                    "NVDEC: `nvidia-smi dmon` over the run; bytes and latency: "
                    "rstrtinfer's summary. Bare: ONNX Runtime session, input on the device, I/O binding. "
-                   "DIY: Python, a process per 8 streams, gst-launch subprocesses, numpy pre/post-processing.")
+                   "DIY: Python, a process per 8 streams, gst-launch subprocesses, numpy pre/post-processing "
+                   "(FP32 only).")
+        out.append("")
+        out.append(f"Precision P: {', '.join(a.precisions)}. At fp16 the element converts the model to FP16 "
+                   "at start (inputs and float outputs FLOAT16) into its engine cache; the bare FP16 session "
+                   "runs that conversion with float16 input. CUDA settings: what the element chose at start "
+                   "(cuda-tuning) and recorded for that model, precision and N (`STEM-P-bN-*.cuda.txt`): "
+                   "nhwc = prefer_nhwc, algo = cudnn_conv_algo_search (EXH: exhaustive, HEUR: heuristic), "
+                   "graph = enable_cuda_graph, tf32 = use_tf32; the bare session of that row ran with the same. "
+                   "ORT defaults: the element recorded none, and the bare session ran with ONNX Runtime's "
+                   "defaults.")
         out.append("")
         b = self.results["baseline"]
         if b:
@@ -607,40 +759,73 @@ class Bench:
                        f"NVDEC {fmt(b.get('dec'), 0)} %, SM {fmt(b.get('sm'), 0)} %"
                        + (f"; {b['error']}" if b.get("error") else "") + ".")
             out.append("")
+        if "fp32" in a.precisions and "fp16" in a.precisions:
+            out.extend(self.fp16_table())
         for name, res in self.results["models"].items():
             dims = "x".join(map(str, res["infer_dims"])) if res.get("infer_dims") else "?"
             out.append(f"## {name} ({res['onnx']}, {dims})")
             out.append("")
-            out.append("| N | element fps | streams@30 | SM % | NVDEC % | to host / batch | to device / batch "
-                       "| latency p50 / p95 ms | bare fps | element / bare | DIY fps | element / DIY "
-                       "| cuda-graph fps |")
-            out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+            if res.get("fp16_onnx"):
+                out.append(f"FP16 model: the element's conversion `{res['fp16_onnx']}`.")
+                out.append("")
+            out.append("| N | precision | element fps | streams@30 | SM % | NVDEC % | to host / batch "
+                       "| to device / batch | latency p50 / p95 ms | bare fps | element / bare | DIY fps "
+                       "| element / DIY | cuda-graph fps | CUDA settings |")
+            out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
             for n in sorted(res["runs"], key=int):
-                r = res["runs"][n]
-                e, bare, diy = r.get("element") or {}, r.get("bare") or {}, r.get("diy") or {}
-                efps = e.get("fps") if not e.get("error") else None
-                bfps = bare.get("fps") if not bare.get("error") else None
-                dfps = diy.get("fps") if not diy.get("error") else None
-                out.append("| " + " | ".join([
-                    n,
-                    f"**{fmt(efps)}**" if efps else ("failed" if e else "–"),
-                    fmt(e.get("streams30") if efps else None),
-                    fmt(e.get("sm"), 0), fmt(e.get("dec"), 0),
-                    fmt_bytes(e.get("to_host_per_batch")), fmt_bytes(e.get("to_device_per_batch")),
-                    f"{fmt(e.get('p50'), 2)} / {fmt(e.get('p95'), 2)}",
-                    fmt(bfps) if bfps else ("failed" if bare else "–"),
-                    ratio(efps, bfps),
-                    fmt(dfps) if dfps else ("failed" if diy else "–"),
-                    ratio(efps, dfps),
-                    (fmt(r["graph"].get("fps")) if r["graph"].get("fps") and not r["graph"].get("error")
-                     else "failed") if r.get("graph") else "–",
-                ]) + " |")
+                for p in a.precisions:
+                    r = res["runs"][n].get(p)
+                    if r is None:
+                        continue
+                    e, bare, diy = r.get("element") or {}, r.get("bare") or {}, r.get("diy") or {}
+                    efps, bfps, dfps = ok_fps(e), ok_fps(bare), ok_fps(diy)
+                    if "provider_options" in bare:
+                        settings = settings_text(bare["provider_options"])
+                    elif e.get("cuda_record"):
+                        settings = settings_text(e["cuda_record"]["options"])
+                    else:
+                        settings = "–"
+                    out.append("| " + " | ".join([
+                        n, p,
+                        f"**{fmt(efps)}**" if efps else ("failed" if e else "–"),
+                        fmt(e.get("streams30") if efps else None),
+                        fmt(e.get("sm"), 0), fmt(e.get("dec"), 0),
+                        fmt_bytes(e.get("to_host_per_batch")), fmt_bytes(e.get("to_device_per_batch")),
+                        f"{fmt(e.get('p50'), 2)} / {fmt(e.get('p95'), 2)}",
+                        fmt(bfps) if bfps else ("failed" if bare else "–"),
+                        ratio(efps, bfps),
+                        fmt(dfps) if dfps else ("failed" if diy else "–"),
+                        ratio(efps, dfps),
+                        (fmt(ok_fps(r["graph"])) if ok_fps(r["graph"]) else "failed") if r.get("graph") else "–",
+                        settings,
+                    ]) + " |")
             out.append("")
         if self.notes:
             out.append("Notes:")
             out.extend(f"- {n}" for n in self.notes)
             out.append("")
         return "\n".join(out)
+
+    def fp16_table(self):
+        """The summary of FP16 against FP32: element and bare rates for each model and N."""
+        out = ["## FP16 vs FP32", "",
+               "| model | N | element fps FP32 | element fps FP16 | FP16 / FP32 | bare FP16 / FP32 "
+               "| streams of 1080p30 at FP16 |",
+               "|---|---|---|---|---|---|---|"]
+        for name, res in self.results["models"].items():
+            for n in sorted(res["runs"], key=int):
+                r32, r16 = res["runs"][n].get("fp32") or {}, res["runs"][n].get("fp16") or {}
+                if not (r32.get("element") or r16.get("element")):
+                    continue
+                e32, e16 = ok_fps(r32.get("element")), ok_fps(r16.get("element"))
+                b32, b16 = ok_fps(r32.get("bare")), ok_fps(r16.get("bare"))
+                out.append("| " + " | ".join([
+                    name, n, fmt(e32) if e32 else ("failed" if r32.get("element") else "–"),
+                    f"**{fmt(e16)}**" if e16 else ("failed" if r16.get("element") else "–"),
+                    ratio(e16, e32), ratio(b16, b32), fmt(e16 / 30.0 if e16 else None),
+                ]) + " |")
+        out.append("")
+        return out
 
     def write(self, final=False):
         a = self.args
@@ -649,8 +834,10 @@ class Bench:
             f.write(self.markdown() + "\n")
         with open(os.path.join(a.out, "bench.json"), "w") as f:
             json.dump({"gpu": self.gpu, "clip": os.path.basename(a.clip), "clip_frames": a.clip_frames,
-                       "decoder": a.decoder, "device": a.device, "notes": self.notes, **self.results},
+                       "decoder": a.decoder, "device": a.device, "precisions": a.precisions,
+                       "engine_cache": a.engine_cache, "notes": self.notes, **self.results},
                       f, indent=1, default=str)
+        self.keep_records()
         # The raw logs as one archive: only a few files come back from the GPU machine.
         tmp = os.path.join(a.out, "bench-logs.tar.gz.partial")
         with tarfile.open(tmp, "w:gz") as t:
@@ -658,6 +845,27 @@ class Bench:
         os.replace(tmp, os.path.join(a.out, "bench-logs.tar.gz"))
         if final:
             shutil.rmtree(self.raw, ignore_errors=True)
+
+    def keep_records(self):
+        """Copies the element's text records (FP16 conversions, CUDA settings) from the engine cache
+        into the raw logs, so they outlive the cache."""
+        cache = self.args.engine_cache
+        try:
+            names = os.listdir(cache)
+        except FileNotFoundError:
+            return
+        dest = os.path.join(self.raw, "engine-cache")
+        for name in names:
+            path = os.path.join(cache, name)
+            if name.endswith(".txt") and not name.startswith(".") and os.path.isfile(path):
+                os.makedirs(dest, exist_ok=True)
+                shutil.copy2(path, dest)
+
+    def remove_engine_cache(self):
+        """Removes the engine cache when it is the bench's own (OUT/engine-cache): its FP16 models
+        are large, and only a few files come back from the GPU machine."""
+        if self.args.own_engine_cache:
+            shutil.rmtree(self.args.engine_cache, ignore_errors=True)
 
 
 def shown(path):
@@ -686,6 +894,11 @@ def ratio(a, b):
     return f"{a / b:.2f}" if a and b else "–"
 
 
+def ok_fps(run):
+    """The frames/s of a run (element, bare, DIY) that did not fail, else None."""
+    return run.get("fps") if run and not run.get("error") else None
+
+
 def int_list(text):
     text = (text or "").strip()
     if text in ("", "0", "none"):
@@ -711,8 +924,12 @@ def main(argv=None):
     ap.add_argument("--streams", default=env("BENCH_STREAMS", "1,8,16,32,64"), help="stream counts N (BENCH_STREAMS)")
     ap.add_argument("--diy-streams", default=env("BENCH_DIY", "8,32"), help="DIY stream counts (BENCH_DIY; 0: none)")
     ap.add_argument("--diy-models", default=env("BENCH_DIY_MODELS", "coco_ssd,yolov8s"), help="BENCH_DIY_MODELS")
+    ap.add_argument("--precisions", default=env("BENCH_PRECISIONS", "fp32,fp16"),
+                    help="rstrtinfer network-mode values each model runs at, and the bare session with them: "
+                         f"{', '.join(PRECISIONS)} (BENCH_PRECISIONS; default fp32,fp16)")
     ap.add_argument("--graph-models", default=env("BENCH_GRAPH_MODELS", "yolov8s,yolov8m"),
-                    help="models also run with cuda-graph=true (BENCH_GRAPH_MODELS)")
+                    help="models also run with cuda-graph=auto, unless their configuration sets cuda-graph "
+                         "(BENCH_GRAPH_MODELS)")
     ap.add_argument("--graph-streams", default=env("BENCH_GRAPH", "8,32"),
                     help="stream counts of the cuda-graph runs (BENCH_GRAPH; 0: none)")
     ap.add_argument("--baseline", type=int, default=int(env("BENCH_BASELINE", "16")),
@@ -727,6 +944,10 @@ def main(argv=None):
     ap.add_argument("--deadline", type=float, help="epoch seconds after which no run starts")
     ap.add_argument("--budget", type=float, default=float(env("BENCH_TOTAL_S", "540")),
                     help="seconds from now after which no run starts, without --deadline (BENCH_TOTAL_S)")
+    ap.add_argument("--engine-cache", default=env("BENCH_ENGINE_CACHE"),
+                    help="FERROSTREAM_ENGINE_CACHE of the element runs, where the bare sessions find the FP16 "
+                         "models and CUDA settings the element wrote (BENCH_ENGINE_CACHE; default OUT/engine-cache, "
+                         "emptied first and removed at the end)")
     ap.add_argument("--model-dir", default=env("BENCH_MODEL_DIR") or os.path.join(tempfile.gettempdir(), "ferrostream-bench-models"),
                     help="where exported models go and are looked for first")
     ap.add_argument("--export-script", default=os.path.join(REPO, "scripts", "models", "export_ultralytics.py"))
@@ -758,6 +979,15 @@ def main(argv=None):
     a.diy_models = name_list(a.diy_models) if a.diy_streams else []
     a.graph_streams = int_list(a.graph_streams)
     a.graph_models = name_list(a.graph_models) if a.graph_streams else []
+    a.precisions = list(dict.fromkeys(name_list(a.precisions.lower())))
+    unknown = [p for p in a.precisions if p not in PRECISIONS]
+    if unknown or not a.precisions:
+        ap.error(f"--precisions: {', '.join(unknown) or 'none given'}: choose from {', '.join(PRECISIONS)}")
+    a.own_engine_cache = not a.engine_cache
+    a.engine_cache = os.path.abspath(a.engine_cache or os.path.join(a.out, "engine-cache"))
+    if a.own_engine_cache:
+        shutil.rmtree(a.engine_cache, ignore_errors=True)
+    os.makedirs(a.engine_cache, exist_ok=True)
     if a.diy_decode is None:
         a.diy_decode = f"{a.decoder} ! cudadownload" if a.decoder.split()[0] == "nvh264dec" else a.decoder
     if a.deadline is None:
@@ -767,7 +997,11 @@ def main(argv=None):
             os.unlink(os.path.join(a.out, f))
         except FileNotFoundError:
             pass
-    return Bench(a).run()
+    bench = Bench(a)
+    try:
+        return bench.run()
+    finally:
+        bench.remove_engine_cache()
 
 
 if __name__ == "__main__":
