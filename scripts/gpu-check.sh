@@ -196,7 +196,7 @@ GPU_TESTS=(
     tests:gpu_preprocess
     plugins/osd:gpu_osd
     tests:gpu_pipeline
-    tests:fp16
+    tests:onnxruntime_precision
 )
 GPU_BENCHES=(
     tests:gpu_preprocess

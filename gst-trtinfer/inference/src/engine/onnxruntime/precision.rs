@@ -5,7 +5,7 @@
 //! |---|---|---|---|
 //! | fp32 | FP32 (TF32 matrix products) | FP32 | FP32 |
 //! | fp16 | the model converted to FP16 ([`crate::onnx::fp16`], cached) | TensorRT's FP16 | FP32, with a warning: the provider computes FP16 models mostly in FP32 between casts (0.66-1.13x of FP32 measured) |
-//! | int8, model with Q/DQ nodes | the model as given | TensorRT's INT8 | INT8 kernels (VNNI/AMX where the CPU has them) |
+//! | int8, model with Q/DQ nodes | the model as given, with a warning: 0.28x FP16 measured | TensorRT's INT8 | INT8 kernels (VNNI/AMX where the CPU has them): 1.86x FP32 measured |
 //! | int8, float model | FP16 as above, with a warning | FP16, with a warning | FP32, with a warning |
 //!
 //! A float model is never quantised at run time: a calibration table (`int8-calib-file`) is
@@ -59,18 +59,21 @@ pub fn model_at_precision(
         NetworkMode::Fp16 => fp16(options, first, bytes, Vec::new()),
         NetworkMode::Int8 if is_quantised(&bytes) => {
             let note = match first {
-                FirstProvider::Cpu => {
-                    "network-mode=int8: the model's Q/DQ nodes run on INT8 kernels"
-                }
-                FirstProvider::Cuda => {
-                    "network-mode=int8: the CUDA provider runs the model's Q/DQ nodes as given \
-                     (dequantised arithmetic; see docs/BENCHMARKS.md for FP16 against it)"
-                }
-                FirstProvider::TensorRt => {
-                    "network-mode=int8: TensorRT builds INT8 engines from the model's Q/DQ nodes"
-                }
+                FirstProvider::Cpu => Note::info(
+                    "network-mode=int8: the model's Q/DQ nodes run on INT8 kernels (MobileNetV2: \
+                     1.86x FP32 measured)",
+                ),
+                FirstProvider::Cuda => Note::warning(
+                    "network-mode=int8: ONNX Runtime's CUDA provider runs Q/DQ models through \
+                     dequantised arithmetic, 0.28x FP16 measured on an H100 (YOLOv8m, \
+                     docs/BENCHMARKS.md); running the model as given: for speed give the float \
+                     model with network-mode=fp16",
+                ),
+                FirstProvider::TensorRt => Note::info(
+                    "network-mode=int8: TensorRT builds INT8 engines from the model's Q/DQ nodes",
+                ),
             };
-            plain(bytes, "int8", vec![Note::info(note)])
+            plain(bytes, "int8", vec![note])
         }
         NetworkMode::Int8 => {
             let why = "network-mode=int8: ONNX Runtime runs INT8 only from a model with Q/DQ \

@@ -132,6 +132,12 @@ fn measure(
         }
     }
     let (mut engine, settings) = best;
+    if settings.graph {
+        // The graph was captured over the timing input's address: a fresh session captures the
+        // element's own at its first run.
+        drop(engine);
+        engine = open_with_graph_fallback(options, model, settings)?;
+    }
     let summary = format!(
         "cuda-tuning: {settings} at batch {}, {:.2} ms per batch (measured: {})",
         shape[0],

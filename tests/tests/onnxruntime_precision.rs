@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! FP16 on ONNX Runtime (`network-mode=fp16`): the model converted by Ferrostream's converter
-//! finds the FP32 objects on real footage with trained models (COCO SSDLite, a trained YOLOv8,
-//! CenterFace, a TF Object Detection API SSDLite, CenterNet) and keeps a classifier's top class.
+//! ONNX Runtime at the precision `network-mode` asks for. FP16: the model converted by
+//! Ferrostream's converter finds the FP32 objects on real footage with trained models (COCO
+//! SSDLite, a trained YOLOv8, CenterFace, a TF Object Detection API SSDLite, CenterNet) and keeps
+//! a classifier's top class. INT8: models with Q/DQ nodes run quantised; float models run the
+//! provider's fastest precision with a warning.
 //!
 //! Where ONNX Runtime reaches a CUDA GPU, both sides run on it (`device=cuda`, FP16 arithmetic on
 //! the GPU). Without one, the converted model (the file the element caches) is run as given on
@@ -321,5 +323,82 @@ fn fp16_on_the_cpu_provider_runs_fp32_with_a_warning() {
         "{:?}",
         out.warnings
     );
+    assert_eq!(out.frames.len(), 2);
+}
+
+fn fixture(name: &str) -> String {
+    quoted(&repo_root().join("tests/fixtures").join(name))
+}
+
+fn engine_providers(out: &RunOutput) -> String {
+    out.element_messages
+        .iter()
+        .find(|s| s.name() == "rstrtinfer-engine")
+        .and_then(|s| s.get::<String>("providers").ok())
+        .expect("an engine message with the providers")
+}
+
+/// `network-mode=int8` with a model with Q/DQ nodes runs it quantised (the CPU provider's INT8
+/// kernels; on a GPU the CUDA provider, with a warning that FP16 is faster there) and gives
+/// the FP32 engine's classes; with a float model it runs the fastest precision of the provider
+/// (FP32 on the CPU, FP16 on a GPU) and warns, naming it.
+#[test]
+fn int8_runs_q_dq_models_and_warns_for_float_models() {
+    let device = if on_gpu() { "cuda" } else { "cpu" };
+    let qdq = |extra: &str| {
+        format!(
+            "videotestsrc pattern=red num-buffers=2 ! video/x-raw,format=RGBA,width=64,height=48 \
+             ! rstrtinfer onnx-file={} network-type=classifier classifier-softmax=never \
+             net-scale-factor=0.00392156863 backend=onnxruntime device={device} {extra} \
+             ! appsink name=sink",
+            fixture("qdq_channel_mean.onnx")
+        )
+    };
+    let int8 = run_pipeline_frames(&qdq("network-mode=int8"), 2, TIMEOUT).unwrap();
+    let fp32 = run_pipeline_frames(&qdq("network-mode=fp32"), 2, TIMEOUT).unwrap();
+    let providers = engine_providers(&int8);
+    if on_gpu() {
+        assert!(providers.starts_with("CUDA (int8"), "{providers}");
+        assert!(
+            int8.warnings.iter().any(|w| w.contains("0.28x FP16")),
+            "{:?}",
+            int8.warnings
+        );
+    } else {
+        assert_eq!(providers, "CPU (int8)");
+        assert!(int8.warnings.is_empty(), "{:?}", int8.warnings);
+    }
+    for (a, b) in int8.frames.iter().zip(&fp32.frames) {
+        let ([x], [y]) = (&a.objects[..], &b.objects[..]) else {
+            panic!("one classification a frame: {a:?} {b:?}")
+        };
+        // Red (1.0) moved to the second channel by the model.
+        assert_eq!((x.class_id, y.class_id), (1, 1), "{x:?} {y:?}");
+        assert!(
+            (x.confidence - y.confidence).abs() <= 1.0 / 255.0,
+            "{x:?} {y:?}"
+        );
+    }
+
+    let float = format!(
+        "{} ! rstrtinfer config-file-path={} backend=onnxruntime device={device} network-mode=int8 \
+         ! appsink name=sink",
+        decoded("carphone_pristine.mp4"),
+        config("coco_ssd.txt")
+    );
+    let out = run_pipeline_frames(&float, 2, TIMEOUT).unwrap();
+    let (providers, ran) = (
+        engine_providers(&out),
+        if on_gpu() { "FP16" } else { "FP32" },
+    );
+    assert!(
+        out.warnings
+            .iter()
+            .any(|w| w.contains("Q/DQ") && w.contains(&format!("running {ran}"))),
+        "{:?}",
+        out.warnings
+    );
+    let expected = if on_gpu() { "CUDA (fp16" } else { "CPU" };
+    assert!(providers.starts_with(expected), "{providers}");
     assert_eq!(out.frames.len(), 2);
 }
