@@ -4,7 +4,7 @@
 //! | `network-mode` | CUDA provider | TensorRT provider | CPU provider |
 //! |---|---|---|---|
 //! | fp32 | FP32 (TF32 matrix products) | FP32 | FP32 |
-//! | fp16 | the model converted to FP16 ([`crate::onnx::fp16`], cached) | TensorRT's FP16 | FP32, with a warning: the provider computes FP16 models mostly in FP32 between casts (0.66-1.13x of FP32 measured) |
+//! | fp16 | the model converted to FP16 ([`crate::onnx::fp16`], cached) | TensorRT's FP16 | FP32, with a warning: the provider computes FP16 models mostly in FP32 between casts (0.65-1.04x of FP32 measured) |
 //! | int8, model with Q/DQ nodes | the model as given, with a warning: 0.28x FP16 measured | TensorRT's INT8 | INT8 kernels (VNNI/AMX where the CPU has them): 1.86x FP32 measured |
 //! | int8, float model | FP16 as above, with a warning | FP16, with a warning | FP32, with a warning |
 //!
@@ -117,7 +117,7 @@ fn fp16(
         FirstProvider::Cpu => {
             notes.push(Note::warning(
                 "network-mode=fp16: ONNX Runtime's CPU provider runs FP16 models mostly in FP32 \
-                 between casts (0.66x to 1.13x of FP32 measured, docs/BENCHMARKS.md); running \
+                 between casts (0.65x to 1.04x of FP32 measured, docs/BENCHMARKS.md); running \
                  FP32 (backend=auto or backend=openvino runs BF16/FP16 where the CPU computes \
                  it: 1.65x to 2.65x)",
             ));
