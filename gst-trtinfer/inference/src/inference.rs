@@ -1357,6 +1357,11 @@ fn ort_engine(
         cuda_graph: config.cuda_graph,
         cuda_tuning: config.cuda_tuning,
         batch: config.batch_size.max(1) as usize,
+        cache_dir: config
+            .tensorrt
+            .engine_cache_dir
+            .clone()
+            .unwrap_or_else(crate::cache::default_dir),
         threads,
         dla: config.tensorrt.enable_dla.then_some(DlaOptions {
             core: config.tensorrt.use_dla_core,
@@ -1365,13 +1370,19 @@ fn ort_engine(
     })?;
     for note in engine.notes() {
         if note.warning {
-            log(LogLevel::Warning, &note.text);
-            warnings.push(note.text.clone());
+            warn(log, warnings, note.text.clone());
         } else {
             log(LogLevel::Info, &note.text);
         }
     }
     Ok((Box::new(engine), model))
+}
+
+/// A setting the engine does not honour as asked: logged, and kept for the application (the
+/// element posts these as warning messages).
+fn warn(log: &EngineLog, warnings: &mut Vec<String>, text: String) {
+    log(LogLevel::Warning, &text);
+    warnings.push(text);
 }
 
 /// An engine just opened, and the model file it read.
@@ -1415,9 +1426,10 @@ fn auto_engine(
         match openvino_engine(config, onnx.clone(), threads, log, warnings) {
             Ok(engine) => return Ok((engine, announce(&chosen))),
             Err(e) => {
-                log(
-                    LogLevel::Warning,
-                    &format!(
+                warn(
+                    log,
+                    warnings,
+                    format!(
                         "backend=auto: OpenVINO could not open the model ({e}); using ONNX Runtime"
                     ),
                 );
@@ -1456,8 +1468,7 @@ fn openvino_engine(
         threads,
     })?;
     if let Some(warning) = warning {
-        log(LogLevel::Warning, &warning);
-        warnings.push(warning);
+        warn(log, warnings, warning);
     }
     log(
         LogLevel::Info,

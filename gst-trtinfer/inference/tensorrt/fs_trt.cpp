@@ -152,9 +152,10 @@ std::string set_flags(nvinfer1::IBuilderConfig& cfg, const nvinfer1::INetworkDef
                        "model's Q/DQ nodes");
         }
     } else if ((config.builder_flags & kFlagFp16) != 0 && !has_fp16(network)) {
-        return "network-mode=fp16: TensorRT 11 removed the FP16 builder flag and builds a model "
-               "in the types it declares, and this model has no FP16 tensors (the engine would "
-               "be FP32); give a model converted to FP16, or use network-mode=fp32";
+        return "network-mode=fp16: TensorRT 11 builds a model in the types it declares (it "
+               "has no FP16 builder flag), and this model has no FP16 tensors even after "
+               "Ferrostream's FP16 conversion (its report in the log says what stayed FP32); "
+               "use network-mode=fp32";
     }
     const uint64_t flags = config.builder_flags & ~(kFlagFp16 | kFlagInt8);
     for (int32_t flag = 0; flag < 64; ++flag) {

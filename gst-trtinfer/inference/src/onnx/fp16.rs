@@ -37,8 +37,10 @@ use super::proto::{
     data_type,
 };
 
-/// Version of the conversion rules; part of the converted model's cache key.
-pub const CONVERTER_VERSION: &str = "fp16-1";
+/// Version of the conversion rules: change it with any change to how operators are classed
+/// ([`KEPT`] and `class`), so converted models and the TensorRT engines built from them are
+/// made again ([`rules_digest`] keys both caches).
+pub const CONVERTER_VERSION: &str = "fp16-2";
 
 /// Operators that stay FP32, and why.
 pub const KEPT: &[(&str, &str)] = &[
@@ -73,6 +75,11 @@ pub const KEPT: &[(&str, &str)] = &[
     ),
     ("Reciprocal", "overflows FP16 for inputs below 1.5e-5"),
     ("Sin", "positional encodings: FP16 arguments are not exact"),
+    (
+        "GridSample",
+        "ONNX Runtime's CUDA kernel computes FP32 only (an FP16 one would run on the CPU)",
+    ),
+    ("Celu", "the specification allows FP32 only"),
     ("Cos", "positional encodings: FP16 arguments are not exact"),
     ("Loop", "control flow: the subgraph keeps its types"),
     ("If", "control flow: the subgraphs keep their types"),
@@ -158,11 +165,11 @@ fn class(node: &NodeProto) -> Class {
             Class::Light(ALL)
         }
         "Relu" | "LeakyRelu" | "Sigmoid" | "HardSigmoid" | "HardSwish" | "Tanh" | "Elu"
-        | "Selu" | "Celu" | "Softsign" | "Mish" | "Gelu" | "Erf" | "Neg" | "Abs" | "Sqrt"
-        | "Floor" | "Ceil" | "Round" | "Sign" | "Reshape" | "Transpose" | "Squeeze"
-        | "Unsqueeze" | "Flatten" | "Identity" | "Slice" | "Gather" | "GatherElements"
-        | "GatherND" | "Split" | "Expand" | "Tile" | "DepthToSpace" | "SpaceToDepth" | "ArgMax"
-        | "ArgMin" | "ReduceMax" | "ReduceMin" => Class::Light(data(&[0])),
+        | "Selu" | "Softsign" | "Mish" | "Gelu" | "Erf" | "Neg" | "Abs" | "Sqrt" | "Floor"
+        | "Ceil" | "Round" | "Sign" | "Reshape" | "Transpose" | "Squeeze" | "Unsqueeze"
+        | "Flatten" | "Identity" | "Slice" | "Gather" | "GatherElements" | "GatherND" | "Split"
+        | "Expand" | "Tile" | "DepthToSpace" | "SpaceToDepth" | "ArgMax" | "ArgMin"
+        | "ReduceMax" | "ReduceMin" => Class::Light(data(&[0])),
         "Pad" => Class::Light(data(&[0, 2])),
         "Where" => Class::Light(data(&[1, 2])),
         "Dropout" => Class::Light(first_out(Inputs::Only(&[0]))),
@@ -267,6 +274,7 @@ enum Precision {
 
 /// Converts `model` to FP16 in place (see the module's documentation).
 pub fn convert(model: &mut ModelProto) -> Result<Report, String> {
+    check_versions(model)?;
     let graph = model
         .graph
         .as_mut()
@@ -334,8 +342,8 @@ impl Converter {
             .map(|vi| vi.name().to_owned())
             .filter(|n| !constants.contains_key(n))
             .collect();
+        collect_names(graph, &mut names);
         for node in &graph.node {
-            names.extend(node.output.iter().cloned());
             if node.op_type() == "Constant"
                 && node.is_onnx_operator()
                 && let [output] = node.output.as_slice()
@@ -631,6 +639,21 @@ fn to_f16(v: f32) -> half::f16 {
     }
 }
 
+/// Every tensor name of `graph` and its subgraphs (fresh names must differ from all of them).
+fn collect_names(graph: &GraphProto, names: &mut HashSet<String>) {
+    names.extend(graph.input.iter().map(|v| v.name().to_owned()));
+    names.extend(graph.initializer.iter().map(|t| t.name().to_owned()));
+    for node in &graph.node {
+        names.extend(node.input.iter().cloned());
+        names.extend(node.output.iter().cloned());
+        for attribute in &node.attribute {
+            for sub in attribute.g.iter().chain(&attribute.graphs) {
+                collect_names(sub, names);
+            }
+        }
+    }
+}
+
 /// Names a node's subgraphs read from the enclosing graph.
 fn outer_references(node: &NodeProto) -> Vec<String> {
     let mut found = Vec::new();
@@ -660,6 +683,12 @@ fn collect_outer(graph: &GraphProto, defined: &mut HashSet<String>, found: &mut 
             }
         }
         defined.extend(node.output.iter().cloned());
+    }
+    // A subgraph output may name an outer tensor directly.
+    for output in &graph.output {
+        if !defined.contains(output.name()) {
+            found.push(output.name().to_owned());
+        }
     }
 }
 
@@ -691,16 +720,46 @@ fn rename_in_graph(graph: &mut GraphProto, from: &str, to: &str) {
             rename_in_attribute(attribute, from, to);
         }
     }
+    for output in &mut graph.output {
+        if output.name() == from {
+            output.name = Some(to.to_owned());
+        }
+    }
 }
 
-/// A digest of the rules (for cache keys): the version and the kept operators.
-pub fn rules_text() -> String {
+/// The conversion rules as cache keys see them: the version and the kept operators, hashed
+/// (16 hex digits).
+pub fn rules_digest() -> String {
     let mut text = format!("{CONVERTER_VERSION}\n");
     for (op, _) in KEPT {
         text.push_str(op);
         text.push('\n');
     }
-    text
+    crate::cache::sha256_hex(text.as_bytes())[..16].to_string()
+}
+
+/// The IR versions (4 to 10) and default-domain opsets (6 on) the conversion knows: IR 3 and
+/// older list initializers among the graph's inputs, opsets before 6 name `Cast`'s type by
+/// string, and later IR versions may carry fields this codec does not keep.
+fn check_versions(model: &ModelProto) -> Result<(), String> {
+    let ir = model.ir_version.unwrap_or(0);
+    if !(4..=10).contains(&ir) {
+        return Err(format!(
+            "ONNX IR version {ir}: the FP16 conversion handles IR versions 4 to 10"
+        ));
+    }
+    let opset = model
+        .opset_import
+        .iter()
+        .find(|o| matches!(o.domain(), "" | "ai.onnx"))
+        .and_then(|o| o.version);
+    match opset {
+        Some(v) if v >= 6 => Ok(()),
+        other => Err(format!(
+            "default-domain opset {}: the FP16 conversion needs opset 6 or newer",
+            other.map_or("missing".to_string(), |v| v.to_string())
+        )),
+    }
 }
 
 /// Fails unless every node reads only graph inputs, initializers and outputs of earlier nodes
@@ -754,7 +813,22 @@ fn remove_unused_constants(graph: &mut GraphProto) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::onnx::proto::{TensorType, TypeProto, decode_model, encode_model};
+    use crate::onnx::proto::{
+        OperatorSetIdProto, TensorType, TypeProto, decode_model, encode_model,
+    };
+
+    /// A model of `graph`, IR version 8, opset 17.
+    fn model_of(graph: GraphProto) -> ModelProto {
+        ModelProto {
+            ir_version: Some(8),
+            opset_import: vec![OperatorSetIdProto {
+                domain: Some(String::new()),
+                version: Some(17),
+            }],
+            graph: Some(graph),
+            ..Default::default()
+        }
+    }
 
     fn tensor_value(name: &str, elem: i32) -> ValueInfoProto {
         ValueInfoProto {
@@ -819,38 +893,34 @@ mod tests {
             g: Some(branch),
             ..Default::default()
         });
-        ModelProto {
-            ir_version: Some(8),
-            graph: Some(GraphProto {
-                node: vec![
-                    node("Conv", &["x", "W"], &["c"]),
-                    node("Relu", &["c"], &["r"]),
-                    node("Shape", &["r"], &["s"]),
-                    node("Exp", &["r"], &["e"]),
-                    node("Add", &["e", "r"], &["a"]),
-                    node("Resize", &["r", "", "scales"], &["z"]),
-                    cast,
-                    if_node,
-                ],
-                initializer: vec![
-                    floats("W", &[1.0, 70000.0, -1e-9]),
-                    floats("scales", &[1.0, 1.0, 2.0, 2.0]),
-                ],
-                input: vec![
-                    tensor_value("x", data_type::FLOAT),
-                    tensor_value("flag", data_type::BOOL),
-                ],
-                output: vec![
-                    tensor_value("a", data_type::FLOAT),
-                    tensor_value("cz", data_type::FLOAT),
-                    tensor_value("s", data_type::INT64),
-                    tensor_value("chosen", data_type::FLOAT),
-                ],
-                value_info: vec![tensor_value("r", data_type::FLOAT)],
-                ..Default::default()
-            }),
+        model_of(GraphProto {
+            node: vec![
+                node("Conv", &["x", "W"], &["c"]),
+                node("Relu", &["c"], &["r"]),
+                node("Shape", &["r"], &["s"]),
+                node("Exp", &["r"], &["e"]),
+                node("Add", &["e", "r"], &["a"]),
+                node("Resize", &["r", "", "scales"], &["z"]),
+                cast,
+                if_node,
+            ],
+            initializer: vec![
+                floats("W", &[1.0, 70000.0, -1e-9]),
+                floats("scales", &[1.0, 1.0, 2.0, 2.0]),
+            ],
+            input: vec![
+                tensor_value("x", data_type::FLOAT),
+                tensor_value("flag", data_type::BOOL),
+            ],
+            output: vec![
+                tensor_value("a", data_type::FLOAT),
+                tensor_value("cz", data_type::FLOAT),
+                tensor_value("s", data_type::INT64),
+                tensor_value("chosen", data_type::FLOAT),
+            ],
+            value_info: vec![tensor_value("r", data_type::FLOAT)],
             ..Default::default()
-        }
+        })
     }
 
     fn find<'a>(graph: &'a GraphProto, op: &str) -> &'a NodeProto {
@@ -914,27 +984,24 @@ mod tests {
 
     #[test]
     fn integer_tensors_are_never_touched() {
-        let mut model = ModelProto {
-            graph: Some(GraphProto {
-                node: vec![
-                    node("Shape", &["x"], &["s"]),
-                    node("Concat", &["s", "k"], &["shape"]),
-                    node("Mul", &["shape", "k"], &["m"]),
-                    node("Reshape", &["x", "m"], &["y"]),
-                ],
-                initializer: vec![TensorProto {
-                    name: Some("k".into()),
-                    data_type: Some(data_type::INT64),
-                    dims: vec![1],
-                    int64_data: vec![2],
-                    ..Default::default()
-                }],
-                input: vec![tensor_value("x", data_type::FLOAT)],
-                output: vec![tensor_value("y", data_type::FLOAT)],
+        let mut model = model_of(GraphProto {
+            node: vec![
+                node("Shape", &["x"], &["s"]),
+                node("Concat", &["s", "k"], &["shape"]),
+                node("Mul", &["shape", "k"], &["m"]),
+                node("Reshape", &["x", "m"], &["y"]),
+            ],
+            initializer: vec![TensorProto {
+                name: Some("k".into()),
+                data_type: Some(data_type::INT64),
+                dims: vec![1],
+                int64_data: vec![2],
                 ..Default::default()
-            }),
+            }],
+            input: vec![tensor_value("x", data_type::FLOAT)],
+            output: vec![tensor_value("y", data_type::FLOAT)],
             ..Default::default()
-        };
+        });
         let before = model.graph.as_ref().unwrap().node[..3].to_vec();
         convert(&mut model).unwrap();
         let g = model.graph.as_ref().unwrap();
@@ -950,16 +1017,13 @@ mod tests {
         // the Conv stays as it is.
         let mut custom = node("Decode", &["x"], &["d"]);
         custom.domain = Some("com.example".into());
-        let mut custom_model = ModelProto {
-            graph: Some(GraphProto {
-                node: vec![custom, node("Conv", &["d", "W"], &["c"])],
-                initializer: vec![floats("W", &[1.0])],
-                input: vec![tensor_value("x", data_type::FLOAT)],
-                output: vec![tensor_value("c", data_type::FLOAT)],
-                ..Default::default()
-            }),
+        let mut custom_model = model_of(GraphProto {
+            node: vec![custom, node("Conv", &["d", "W"], &["c"])],
+            initializer: vec![floats("W", &[1.0])],
+            input: vec![tensor_value("x", data_type::FLOAT)],
+            output: vec![tensor_value("c", data_type::FLOAT)],
             ..Default::default()
-        };
+        });
         convert(&mut custom_model).unwrap();
         let g = custom_model.graph.as_ref().unwrap();
         assert_eq!(find(g, "Conv").input, ["d", "W"]);
@@ -992,5 +1056,53 @@ mod tests {
         let bytes = encode_model(&m);
         assert_eq!(decode_model(&bytes).unwrap(), m);
         assert!(decode_model(b"\xff\xff\xff").is_err());
+    }
+
+    #[test]
+    fn unknown_versions_are_refused_with_the_reason() {
+        let mut old_ir = model();
+        old_ir.ir_version = Some(3);
+        assert!(convert(&mut old_ir).unwrap_err().contains("IR version 3"));
+        let mut old_opset = model();
+        old_opset.opset_import[0].version = Some(5);
+        assert!(convert(&mut old_opset).unwrap_err().contains("opset 5"));
+        let mut no_opset = model();
+        no_opset.opset_import.clear();
+        assert!(convert(&mut no_opset).unwrap_err().contains("missing"));
+    }
+
+    #[test]
+    fn subgraph_outputs_naming_an_outer_tensor_read_its_fp32_cast() {
+        let mut m = model();
+        let g = m.graph.as_mut().unwrap();
+        let if_node = g.node.iter_mut().find(|n| n.op_type() == "If").unwrap();
+        // The then-branch passes r itself out, with no node.
+        let then = if_node.attribute[0].g.as_mut().unwrap();
+        then.node.clear();
+        then.output = vec![tensor_value("r", data_type::FLOAT)];
+        convert(&mut m).unwrap();
+        let g = m.graph.as_ref().unwrap();
+        let then = find(g, "If").attribute[0].g.as_ref().unwrap();
+        assert_eq!(then.output[0].name(), "r_fp32");
+        assert_eq!(then.output[0].elem_type(), Some(data_type::FLOAT));
+    }
+
+    #[test]
+    fn fresh_names_differ_from_names_inside_subgraphs() {
+        let mut m = model();
+        let g = m.graph.as_mut().unwrap();
+        let if_node = g.node.iter_mut().find(|n| n.op_type() == "If").unwrap();
+        // The else-branch defines a tensor named as the cast of r would be.
+        let other = if_node.attribute[1].g.as_mut().unwrap();
+        other.node = vec![
+            node("Identity", &["r"], &["r_fp32"]),
+            node("Identity", &["r_fp32"], &["branch_out"]),
+        ];
+        convert(&mut m).unwrap();
+        let g = m.graph.as_ref().unwrap();
+        assert_eq!(find(g, "Exp").input, ["r_fp32_2"]);
+        let other = find(g, "If").attribute[1].g.as_ref().unwrap();
+        assert_eq!(other.node[0].input, ["r_fp32_2"]);
+        assert_eq!(other.node[1].input, ["r_fp32"]);
     }
 }

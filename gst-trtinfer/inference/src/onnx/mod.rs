@@ -21,7 +21,7 @@ pub struct Fp16Model {
 /// before, else converted and stored there under a key of the model's content and the
 /// conversion rules (a cache that cannot be written only costs the conversion next time).
 pub fn fp16_model(model: &Path, bytes: &[u8], cache_dir: &Path) -> Result<Fp16Model, String> {
-    let key = crate::cache::sha256_hex_of(&[bytes, fp16::rules_text().as_bytes()]);
+    let key = crate::cache::sha256_hex_of(&[bytes, fp16::rules_digest().as_bytes()]);
     let path = cache_dir.join(format!(
         "{}-fp16-{}.onnx",
         crate::cache::file_stem(model),
@@ -42,8 +42,9 @@ pub fn fp16_model(model: &Path, bytes: &[u8], cache_dir: &Path) -> Result<Fp16Mo
         .and_then(|()| crate::cache::write_atomically(&path, &converted))
         .and_then(|()| {
             let text = format!(
-                "{report}\nmodel-sha256+rules: {key}\nconverter: {}\n",
-                fp16::CONVERTER_VERSION
+                "{report}\nmodel-sha256+rules: {key}\nconverter: {} (rules {})\n",
+                fp16::CONVERTER_VERSION,
+                fp16::rules_digest()
             );
             crate::cache::write_atomically(&record, text.as_bytes())
         });

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! ONNX's protobuf messages (`onnx.proto`, IR version 10), as far as Ferrostream reads or rewrites
-//! them. Every field of the format is declared so a model decodes and encodes again without
-//! losing anything: the messages Ferrostream never looks into (functions, training information,
+//! them. Every field of IR version 10 is declared, so such a model decodes and encodes again
+//! without losing anything (fields of later versions would be dropped: the FP16 conversion
+//! refuses them); the messages Ferrostream never looks into (functions, training information,
 //! sparse tensors, metadata, the non-tensor types) are kept as their encoded bytes, which is
 //! what a length-delimited field is on the wire.
 
@@ -296,7 +297,7 @@ impl TensorProto {
 /// Decodes a model file's bytes.
 pub fn decode_model(bytes: &[u8]) -> Result<ModelProto, String> {
     <ModelProto as prost::Message>::decode(bytes)
-        .map_err(|e| format!("not an ONNX model (protobuf: {e})"))
+        .map_err(|e| format!("the ONNX model cannot be parsed (protobuf: {e})"))
 }
 
 /// Encodes a model.

@@ -151,6 +151,8 @@ pub struct OrtOptions {
     pub cuda_tuning: bool,
     /// The batch size runs have (captured graphs and tuning use exactly this one).
     pub batch: usize,
+    /// Where FP16 conversions and tuning records are kept (`engine-cache-dir`).
+    pub cache_dir: PathBuf,
 }
 
 impl OrtOptions {
@@ -167,6 +169,7 @@ impl OrtOptions {
             cuda_graph: CudaGraphMode::Off,
             cuda_tuning: false,
             batch: 1,
+            cache_dir: crate::cache::default_dir(),
         }
     }
 }
@@ -210,6 +213,8 @@ pub struct OrtEngine {
     session: std::mem::ManuallyDrop<Session>,
     description: EngineDescription,
     notes: Vec<Note>,
+    /// Whether the run is a captured CUDA graph.
+    graph: bool,
 }
 
 impl Drop for OrtEngine {
@@ -289,8 +294,7 @@ impl OrtEngine {
                 .with_intra_threads(options.threads)
                 .map_err(|e| model_error(e.to_string()))?;
         }
-        let (providers, cuda_stream) =
-            register_providers(&mut builder, options, settings, model.label)?;
+        let (providers, cuda_stream) = register_providers(&mut builder, options, settings, model)?;
         let session = builder
             .commit_from_memory(&model.bytes)
             .map_err(|e| model_error(e.to_string()))?;
@@ -364,32 +368,76 @@ impl OrtEngine {
             session: std::mem::ManuallyDrop::new(session),
             description,
             notes: Vec::new(),
+            graph,
         })
     }
 }
 
-/// Which provider will run the model's nodes first, as [`register_providers`] will register
-/// them.
+/// Which provider runs the model's nodes first: the one `device` names (an error when the
+/// installed runtime lacks it), or under `device=auto` the first of TensorRT, CUDA and the CPU
+/// whose provider registers here (a TensorRT provider built in without TensorRT installed does
+/// not). [`register_providers`] registers exactly this one first.
 fn first_provider(options: &OrtOptions) -> Result<FirstProvider, EngineError> {
     let available = |name: &str, present: ort::Result<bool>| -> Result<bool, EngineError> {
         present.map_err(|e| {
             EngineError::ProviderUnavailable(format!("querying the {name} provider: {e}"))
         })
     };
-    Ok(match options.device {
-        Device::Cpu => FirstProvider::Cpu,
-        Device::Cuda => FirstProvider::Cuda,
-        Device::TensorRt => FirstProvider::TensorRt,
+    let missing = |name: &str| {
+        EngineError::ProviderUnavailable(format!(
+            "the installed ONNX Runtime {} has no {name} execution provider (it was built without \
+             it); install a GPU build of ONNX Runtime or use device=cpu",
+            runtime_version()
+        ))
+    };
+    match options.device {
+        Device::Cpu => Ok(FirstProvider::Cpu),
+        Device::Cuda if available("CUDA", ep::CUDA::is_available())? => Ok(FirstProvider::Cuda),
+        Device::Cuda => Err(missing("CUDA")),
+        Device::TensorRt if available("TensorRT", ep::TensorRT::is_available())? => {
+            Ok(FirstProvider::TensorRt)
+        }
+        Device::TensorRt => Err(missing("TensorRT")),
         Device::Auto => {
-            if available("TensorRT", ep::TensorRT::is_available())? {
-                FirstProvider::TensorRt
-            } else if available("CUDA", ep::CUDA::is_available())? {
-                FirstProvider::Cuda
+            let env = environment()?;
+            let registers =
+                |register: &dyn Fn(&mut ort::session::builder::SessionBuilder) -> bool| {
+                    Session::builder(&env).is_ok_and(|mut builder| register(&mut builder))
+                };
+            let gpu = options.gpu_id as i32;
+            if available("TensorRT", ep::TensorRT::is_available())?
+                && registers(&|b| tensorrt_provider(options, "fp32").0.register(b).is_ok())
+            {
+                Ok(FirstProvider::TensorRt)
+            } else if available("CUDA", ep::CUDA::is_available())?
+                && registers(&|b| ep::CUDA::default().with_device_id(gpu).register(b).is_ok())
+            {
+                Ok(FirstProvider::Cuda)
             } else {
-                FirstProvider::Cpu
+                Ok(FirstProvider::Cpu)
             }
         }
-    })
+    }
+}
+
+/// The TensorRT provider of `options` at `precision`, and its name.
+fn tensorrt_provider(options: &OrtOptions, precision: &str) -> (ep::TensorRT, String) {
+    // TensorRT builds its engines at the precision asked for (FP16 kernels where they are
+    // faster; INT8 for models with Q/DQ nodes).
+    let trt = ep::TensorRT::default()
+        .with_device_id(options.gpu_id as i32)
+        .with_fp16(precision != "fp32")
+        .with_int8(precision == "int8");
+    match options.dla {
+        Some(dla) => (
+            trt.with_dla(true)
+                .with_dla_core(dla.core)
+                .with_fp16(true)
+                .with_int8(dla.int8),
+            format!("TensorRT (DLA{})", dla.core),
+        ),
+        None => (trt, "TensorRT".to_string()),
+    }
 }
 
 /// The primary context of the GPU the CUDA provider runs on, and the stream it runs on.
@@ -431,47 +479,16 @@ fn cuda_provider(
     Ok((cuda, None))
 }
 
-/// Registers the execution providers `device` asks for and returns their names in priority
-/// order, and the CUDA provider's context and stream when it comes first (then the engine has a
-/// device side).
+/// Registers `first` (see [`first_provider`]) and the providers behind it, and returns their
+/// names in priority order, and the CUDA provider's context and stream when it comes first (then
+/// the engine has a device side).
 fn register_providers(
     builder: &mut ort::session::builder::SessionBuilder,
     options: &OrtOptions,
     settings: &CudaSettings,
-    precision: &str,
+    model: &precision::ModelAtPrecision,
 ) -> Result<(Vec<String>, Option<CudaStream>), EngineError> {
-    let (device, gpu_id) = (options.device, options.gpu_id);
-    let available = |name: &str, present: ort::Result<bool>| -> Result<bool, EngineError> {
-        present.map_err(|e| {
-            EngineError::ProviderUnavailable(format!("querying the {name} provider: {e}"))
-        })
-    };
-    let has_cuda = available("CUDA", ep::CUDA::is_available())?;
-    let has_trt = available("TensorRT", ep::TensorRT::is_available())?;
-    // TensorRT builds its engines at the precision asked for (FP16 kernels where they are
-    // faster; INT8 for models with Q/DQ nodes).
-    let mut trt = ep::TensorRT::default()
-        .with_device_id(gpu_id as i32)
-        .with_fp16(precision != "fp32")
-        .with_int8(precision == "int8");
-    if let Some(dla) = options.dla {
-        trt = trt
-            .with_dla(true)
-            .with_dla_core(dla.core)
-            .with_fp16(true)
-            .with_int8(dla.int8);
-    }
-    let trt_name = match options.dla {
-        Some(dla) => format!("TensorRT (DLA{})", dla.core),
-        None => "TensorRT".to_string(),
-    };
-    let missing = |name: &str| {
-        EngineError::ProviderUnavailable(format!(
-            "the installed ONNX Runtime {} has no {name} execution provider (it was built without \
-             it); install a GPU build of ONNX Runtime or use device=cpu",
-            runtime_version()
-        ))
-    };
+    let gpu_id = options.gpu_id;
     let failed = |name: &str, e: ort::Error| {
         EngineError::ProviderUnavailable(format!(
             "the {name} execution provider could not be enabled on GPU {gpu_id}: {e}"
@@ -479,45 +496,23 @@ fn register_providers(
     };
     let mut providers = Vec::new();
     let mut cuda_stream = None;
-    match device {
-        Device::Cpu => {}
-        Device::Cuda => {
-            if !has_cuda {
-                return Err(missing("CUDA"));
-            }
+    match model.provider {
+        FirstProvider::Cpu => {}
+        FirstProvider::Cuda => {
             let (cuda, stream) = cuda_provider(options, settings)?;
             cuda.register(builder).map_err(|e| failed("CUDA", e))?;
             providers.push("CUDA".to_string());
             cuda_stream = stream;
         }
-        Device::TensorRt => {
-            if !has_trt {
-                return Err(missing("TensorRT"));
-            }
+        FirstProvider::TensorRt => {
+            let (trt, name) = tensorrt_provider(options, model.label);
             trt.register(builder).map_err(|e| failed("TensorRT", e))?;
-            providers.push(trt_name);
-            // Nodes TensorRT cannot take run on CUDA rather than the CPU.
+            providers.push(name);
+            // Nodes TensorRT cannot take run on CUDA (with ONNX Runtime's own stream) rather
+            // than the CPU.
             let cuda = ep::CUDA::default().with_device_id(gpu_id as i32);
-            if has_cuda && cuda.register(builder).is_ok() {
+            if ep::CUDA::is_available().unwrap_or(false) && cuda.register(builder).is_ok() {
                 providers.push("CUDA".to_string());
-            }
-        }
-        Device::Auto => {
-            if has_trt && trt.register(builder).is_ok() {
-                providers.push(trt_name);
-            }
-            if has_cuda {
-                // CUDA first (no TensorRT): the engine gets its device side; CUDA behind
-                // TensorRT takes the nodes TensorRT cannot, with ONNX Runtime's own stream.
-                let (cuda, stream) = if providers.is_empty() {
-                    cuda_provider(options, settings)?
-                } else {
-                    (ep::CUDA::default().with_device_id(gpu_id as i32), None)
-                };
-                if cuda.register(builder).is_ok() {
-                    providers.push("CUDA".to_string());
-                    cuda_stream = stream;
-                }
             }
         }
     }

@@ -20,6 +20,8 @@ use crate::onnx::proto;
 #[derive(Debug, Clone)]
 pub struct ModelAtPrecision {
     pub bytes: Vec<u8>,
+    /// The provider that runs it first.
+    pub provider: FirstProvider,
     /// `fp32`, `fp16` or `int8`.
     pub label: &'static str,
     pub notes: Vec<Note>,
@@ -51,6 +53,7 @@ pub fn model_at_precision(
 ) -> ModelAtPrecision {
     let plain = |bytes, label, notes| ModelAtPrecision {
         bytes,
+        provider: first,
         label,
         notes,
     };
@@ -111,6 +114,7 @@ fn fp16(
     match first {
         FirstProvider::TensorRt => ModelAtPrecision {
             bytes,
+            provider: first,
             label: "fp16",
             notes,
         },
@@ -123,12 +127,13 @@ fn fp16(
             ));
             ModelAtPrecision {
                 bytes,
+                provider: first,
                 label: "fp32",
                 notes,
             }
         }
         FirstProvider::Cuda => {
-            match crate::onnx::fp16_model(&options.model, &bytes, &crate::cache::default_dir()) {
+            match crate::onnx::fp16_model(&options.model, &bytes, &options.cache_dir) {
                 Ok(converted) => {
                     notes.push(Note::info(format!(
                         "network-mode=fp16: model converted to FP16: {}{}",
@@ -140,6 +145,7 @@ fn fp16(
                     )));
                     ModelAtPrecision {
                         bytes: converted.bytes,
+                        provider: first,
                         label: "fp16",
                         notes,
                     }
@@ -151,6 +157,7 @@ fn fp16(
                     )));
                     ModelAtPrecision {
                         bytes,
+                        provider: first,
                         label: "fp32",
                         notes,
                     }

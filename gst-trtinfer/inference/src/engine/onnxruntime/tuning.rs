@@ -40,6 +40,11 @@ pub fn open_tuned(
         return open_with_graph_fallback(options, model, CudaSettings { graph, ..base });
     }
     let mut engine = open_with_graph_fallback(options, model, base)?;
+    // Under cuda-graph=on, a model that cannot be captured is timed (and kept) without.
+    let base = CudaSettings {
+        graph: engine.graph,
+        ..base
+    };
     let Some(shape) = static_shape(&engine, options.batch) else {
         engine.notes.push(Note::info(format!(
             "cuda-tuning: the input `{}` has dimensions fixed only at run time; ONNX Runtime's \
@@ -95,6 +100,10 @@ fn measure(
     let mut best_time = batch_time(&mut engine, shape)?;
     let mut best = (engine, base);
     let mut lines = vec![format!("defaults {:.2} ms", best_time.as_secs_f64() * 1e3)];
+    // A candidate that failed for a reason other than a graph the model cannot be captured in
+    // (memory short while two sessions are open, say) may succeed later: the choice is then
+    // used but not recorded.
+    let mut complete = true;
     let mut candidates: Vec<(&str, Change)> = vec![
         ("prefer_nhwc=1", |s| s.prefer_nhwc = true),
         ("cudnn_conv_algo_search=HEURISTIC", |s| {
@@ -111,6 +120,7 @@ fn measure(
             Ok(engine) => engine,
             Err(e) => {
                 lines.push(format!("{name}: cannot open ({e})"));
+                complete &= settings.graph && e.to_string().contains("graph capture");
                 continue;
             }
         };
@@ -118,6 +128,7 @@ fn measure(
             Ok(time) => time,
             Err(e) => {
                 lines.push(format!("{name}: cannot run ({e})"));
+                complete = false;
                 continue;
             }
         };
@@ -144,7 +155,7 @@ fn measure(
         best_time.as_secs_f64() * 1e3,
         lines.join(", ")
     );
-    if let Some(path) = record {
+    if let Some(path) = record.filter(|_| complete) {
         let text = format!("# {summary}\n{}", settings.to_record());
         let stored = path
             .parent()
@@ -224,7 +235,7 @@ fn record_path(
         options.cuda_graph.nick().as_bytes(),
         TUNING_VERSION.as_bytes(),
     ]);
-    Some(crate::cache::default_dir().join(format!(
+    Some(options.cache_dir.join(format!(
         "{}-{}-b{}-{}.cuda.txt",
         crate::cache::file_stem(&options.model),
         model.label,

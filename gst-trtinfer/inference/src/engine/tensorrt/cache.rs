@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-pub use crate::cache::{sha256_hex, write_atomically};
+use crate::cache::{sha256_hex, write_atomically};
 
 /// Everything an engine's validity depends on. Its text form is stored beside the engine.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,11 +134,6 @@ pub struct EngineCache {
 impl EngineCache {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self { dir: dir.into() }
-    }
-
-    /// The default directory ([`crate::cache::default_dir`]).
-    pub fn default_dir() -> PathBuf {
-        crate::cache::default_dir()
     }
 
     pub fn dir(&self) -> &Path {

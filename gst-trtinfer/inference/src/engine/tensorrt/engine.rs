@@ -9,11 +9,12 @@ use std::time::Instant;
 
 use ferrostream_core::cuda::{self, DeviceBuffer, Stream};
 
-use super::cache::{CacheKey, EngineCache, Lookup, sha256_hex, write_atomically};
+use super::cache::{CacheKey, EngineCache, Lookup};
 use super::{
     BuildOptions, CudaEngine, ExecutionContext, IoMode, IoTensor, Library, LogFn, Runtime,
     build_from_onnx,
 };
+use crate::cache::{sha256_hex, write_atomically};
 use crate::config::TensorRtSettings;
 use crate::engine::{
     DeviceEngine, DeviceTensor, Engine, EngineDescription, EngineError, InputData, OutputTensor,
@@ -243,11 +244,11 @@ fn engine_blob(
             .settings
             .engine_cache_dir
             .clone()
-            .unwrap_or_else(EngineCache::default_dir),
+            .unwrap_or_else(crate::cache::default_dir),
     );
     // TensorRT 11 builds a network in the types its model declares (its FP16 builder flag is
-    // gone): FP16 there is the model converted to FP16 (crate::onnx::fp16), the converter's
-    // version part of the engine's key.
+    // gone): FP16 there is the model converted to FP16 (crate::onnx::fp16), the conversion
+    // rules part of the engine's key.
     let mut precision = build.precision_name().to_string();
     let model = if super::header_version().0 / 10000 >= 11
         && build.precision == crate::config::NetworkMode::Fp16
@@ -262,7 +263,10 @@ fn engine_blob(
             "network-mode=fp16 on TensorRT 11: the model converted to FP16 ({})",
             converted.summary
         ));
-        precision = format!("fp16-{}", crate::onnx::fp16::CONVERTER_VERSION);
+        precision = format!(
+            "fp16 (converted, rules {})",
+            crate::onnx::fp16::rules_digest()
+        );
         converted.bytes
     } else {
         original
