@@ -646,9 +646,12 @@ fn secondary_crops_cut_on_the_gpu_equal_the_cpu() {
                     .unwrap();
                 (r.label.clone(), r.prob)
             };
+            // Two sessions of the classifier: cuDNN picks its algorithms per session by timing
+            // (and cuda-tuning may choose channels-last), so the probabilities agree closely,
+            // not bit for bit; the crops themselves are compared exactly above.
             let ((lc, pc), (lg, pg)) = (class(c), class(g));
             assert_eq!(lc, lg);
-            assert!((pc - pg).abs() < 1e-5, "{pc} {pg}");
+            assert!((pc - pg).abs() < 1e-3, "{pc} {pg}");
         }
         let objects = cpu.objects.len() as u64;
         assert_eq!(
