@@ -272,6 +272,11 @@ impl OrtEngine {
         &self.notes
     }
 
+    /// Whether runs replay a captured CUDA graph (`cuda-graph`).
+    pub fn graph(&self) -> bool {
+        self.graph
+    }
+
     /// Opens `model` with the CUDA provider (where it runs first) set as `settings` say.
     pub(crate) fn open_with(
         options: &OrtOptions,

@@ -42,7 +42,7 @@ pub fn open_tuned(
     let mut engine = open_with_graph_fallback(options, model, base)?;
     // Under cuda-graph=on, a model that cannot be captured is timed (and kept) without.
     let base = CudaSettings {
-        graph: engine.graph,
+        graph: engine.graph(),
         ..base
     };
     let Some(shape) = static_shape(&engine, options.batch) else {
