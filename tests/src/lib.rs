@@ -436,3 +436,100 @@ pub fn decode_frames(
     assert_eq!(frames.len(), count, "decoding {}", path.display());
     frames
 }
+
+/// The object of `candidates` with `o`'s label that overlaps it most, and the IoU.
+pub fn best_match<'a>(
+    o: &ferrostream_core::Object,
+    candidates: &'a [ferrostream_core::Object],
+) -> Option<(&'a ferrostream_core::Object, f32)> {
+    candidates
+        .iter()
+        .filter(|p| p.label == o.label)
+        .map(|p| (p, o.detector_bbox.iou(&p.detector_bbox)))
+        .max_by(|x, y| x.1.total_cmp(&y.1))
+}
+
+/// A reduced precision's detections against a reference run's (FP32), case by case: a reference
+/// object is found again when the other run has one of its label at IoU >= 0.9 with the
+/// confidence within `tolerance`. An object scored less than `tolerance` above its detection
+/// threshold may fall below it in the other precision, so those clear of it are counted apart.
+#[derive(Debug, Default)]
+pub struct FoundAgain {
+    tolerance: f32,
+    pub found: usize,
+    pub all: usize,
+    pub clear: usize,
+    pub clear_found: usize,
+}
+
+impl FoundAgain {
+    pub fn new(tolerance: f32) -> Self {
+        Self {
+            tolerance,
+            ..Self::default()
+        }
+    }
+
+    /// Compares one case (`what`, detection `threshold`), prints it and its lost objects, adds
+    /// it to the totals and returns its count of reference objects.
+    pub fn add(
+        &mut self,
+        what: &str,
+        reference: &[Frame],
+        other: &[Frame],
+        threshold: f32,
+    ) -> usize {
+        assert_eq!(reference.len(), other.len(), "{what}: frame counts");
+        let near = |o: &ferrostream_core::Object| o.confidence < threshold + self.tolerance;
+        let (mut found, mut total, mut clear, mut clear_found, mut worst) = (0, 0, 0, 0, 0.0f32);
+        for (a, b) in reference.iter().zip(other) {
+            for o in &a.objects {
+                total += 1;
+                clear += usize::from(!near(o));
+                match best_match(o, &b.objects) {
+                    Some((p, iou))
+                        if iou >= 0.9 && (o.confidence - p.confidence).abs() <= self.tolerance =>
+                    {
+                        found += 1;
+                        clear_found += usize::from(!near(o));
+                        worst = worst.max((o.confidence - p.confidence).abs());
+                    }
+                    _ => println!(
+                        "  not found: {} at {:.3}, {:?}",
+                        o.label, o.confidence, o.detector_bbox
+                    ),
+                }
+            }
+        }
+        println!(
+            "{what}: {found} of {total} reference objects found again (IoU >= 0.9, confidence \
+             within {worst:.4})"
+        );
+        self.found += found;
+        self.all += total;
+        self.clear += clear;
+        self.clear_found += clear_found;
+        total
+    }
+
+    /// Prints the totals and asserts that at least `clear_share` of the objects clear of the
+    /// threshold and `all_share` of all were found again.
+    pub fn assert_shares(&self, clear_share: f64, all_share: f64) {
+        let Self {
+            found,
+            all,
+            clear,
+            clear_found,
+            tolerance,
+        } = *self;
+        println!(
+            "all: {found} of {all} found again; of those scored {tolerance} or more above the \
+             threshold: {clear_found} of {clear}"
+        );
+        assert!(
+            clear_found as f64 >= clear_share * clear as f64,
+            "{clear_found} of {clear}"
+        );
+        assert!(found as f64 >= all_share * all as f64, "{found} of {all}");
+    }
+}

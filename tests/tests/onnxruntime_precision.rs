@@ -14,8 +14,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ferrostream_core::{Frame, Object};
-use ferrostream_tests::{RunOutput, media, model, quoted, repo_root, run_pipeline_frames};
+use ferrostream_core::Object;
+use ferrostream_tests::{
+    FoundAgain, RunOutput, best_match, media, model, quoted, repo_root, run_pipeline_frames,
+};
 
 const TIMEOUT: Duration = Duration::from_secs(600);
 /// How far FP16 may move a confidence.
@@ -78,36 +80,6 @@ fn precision(model_file: &str, mode: &str) -> String {
 fn run_case(template: &str, infer: &str, frames: usize) -> RunOutput {
     let desc = format!("{} ! appsink name=sink", template.replace("{infer}", infer));
     run_pipeline_frames(&desc, frames, TIMEOUT).unwrap_or_else(|e| panic!("{desc}: {e}"))
-}
-
-/// The object of `candidates` with `o`'s label that overlaps it most, and the IoU.
-fn best_match<'a>(o: &Object, candidates: &'a [Object]) -> Option<(&'a Object, f32)> {
-    candidates
-        .iter()
-        .filter(|p| p.label == o.label)
-        .map(|p| (p, o.detector_bbox.iou(&p.detector_bbox)))
-        .max_by(|x, y| x.1.total_cmp(&y.1))
-}
-
-/// The FP32 objects FP16 finds again (same label, IoU >= 0.9, confidence within 0.02), those
-/// it does not, and the largest confidence difference of those found.
-fn found_again<'a>(fp32: &'a [Frame], fp16: &[Frame]) -> (usize, Vec<&'a Object>, f32) {
-    assert_eq!(fp32.len(), fp16.len());
-    let (mut found, mut lost, mut worst) = (0, Vec::new(), 0.0f32);
-    for (a, b) in fp32.iter().zip(fp16) {
-        for o in &a.objects {
-            match best_match(o, &b.objects) {
-                Some((p, iou))
-                    if iou >= 0.9 && (o.confidence - p.confidence).abs() <= CONFIDENCE =>
-                {
-                    found += 1;
-                    worst = worst.max((o.confidence - p.confidence).abs());
-                }
-                _ => lost.push(o),
-            }
-        }
-    }
-    (found, lost, worst)
 }
 
 /// The FP32 boxes of the trained detectors are found again in FP16 at IoU >= 0.9 with the
@@ -188,60 +160,22 @@ fn fp16_finds_the_fp32_objects_on_real_footage() {
             ),
         ]);
     }
-    let (mut found_all, mut all, mut clear, mut clear_found) = (0, 0, 0, 0);
+    let mut tally = FoundAgain::new(CONFIDENCE);
     for (what, template, model_file, threshold, frames) in &cases {
         let fp32 = run_case(template, &precision(model_file, "fp32"), *frames);
         let fp16 = run_case(template, &precision(model_file, "fp16"), *frames);
-        let providers = fp16
-            .element_messages
-            .iter()
-            .find(|s| s.name() == "rstrtinfer-engine")
-            .and_then(|s| s.get::<String>("providers").ok())
-            .unwrap_or_default();
+        let providers = engine_providers(&fp16);
         if on_gpu() {
             assert!(providers.starts_with("CUDA (fp16"), "{what}: {providers}");
         }
-        let (found, lost, worst) = found_again(&fp32.frames, &fp16.frames);
-        let total = found + lost.len();
-        println!(
-            "{what} ({providers}): {found} of {total} FP32 objects found again (IoU >= 0.9, \
-             confidence within {worst:.4})"
-        );
-        for o in &lost {
-            println!(
-                "  not found: {} at {:.3}, {:?}",
-                o.label, o.confidence, o.detector_bbox
-            );
-        }
+        let what = format!("{what} ({providers})");
+        let total = tally.add(&what, &fp32.frames, &fp16.frames, *threshold);
         assert!(
             total >= *frames,
             "{what}: {total} objects in {frames} frames"
         );
-        // An object within the confidence tolerance of the threshold may fall below it.
-        let near = |o: &Object| o.confidence < threshold + CONFIDENCE;
-        let clear_here = fp32
-            .frames
-            .iter()
-            .flat_map(|f| &f.objects)
-            .filter(|o| !near(o))
-            .count();
-        found_all += found;
-        all += total;
-        clear += clear_here;
-        clear_found += clear_here - lost.iter().filter(|o| !near(o)).count();
     }
-    println!(
-        "all: {found_all} of {all} FP32 objects found again; of those scored {CONFIDENCE} or \
-         more above the threshold: {clear_found} of {clear}"
-    );
-    assert!(
-        clear_found as f64 >= 0.99 * clear as f64,
-        "{clear_found} of {clear}"
-    );
-    assert!(
-        found_all as f64 >= 0.98 * all as f64,
-        "{found_all} of {all}"
-    );
+    tally.assert_shares(0.99, 0.98);
 }
 
 /// Secondary classification (MobileNetV2, ImageNet) in FP16 keeps the FP32 top class of the

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use ferrostream_core::{AttributeValue, Frame, Object};
 use ferrostream_tests::{
-    RunOutput, assert_passes_in_child, is_child, media, quoted, repo_root, run_pipeline_frames,
+    FoundAgain, RunOutput, assert_passes_in_child, best_match, is_child, media, quoted, repo_root,
+    run_pipeline_frames,
 };
 
 const TIMEOUT: Duration = Duration::from_secs(600);
@@ -46,15 +47,6 @@ fn engine_field(out: &RunOutput, field: &str) -> String {
         .find(|s| s.name() == "rstrtinfer-engine")
         .and_then(|s| s.get::<String>(field).ok())
         .unwrap_or_else(|| panic!("no {field} in the engine message"))
-}
-
-/// The object of `candidates` with `o`'s label that overlaps it most, and the IoU.
-fn best_match<'a>(o: &Object, candidates: &'a [Object]) -> Option<(&'a Object, f32)> {
-    candidates
-        .iter()
-        .filter(|p| p.label == o.label)
-        .map(|p| (p, o.detector_bbox.iou(&p.detector_bbox)))
-        .max_by(|x, y| x.1.total_cmp(&y.1))
 }
 
 /// The top class of each classifier that labelled `o`.
@@ -310,25 +302,6 @@ fn batches_in_flight_give_the_same_results_in_order() {
     assert!(count >= 3 * FRAMES, "{count} objects");
 }
 
-/// The FP32 objects `reduced` finds again (same label, IoU >= 0.9, confidence within 0.05) and
-/// those it does not, and the largest confidence difference of those found.
-fn found_again<'a>(fp32: &'a [Frame], reduced: &[Frame]) -> (usize, Vec<&'a Object>, f32) {
-    assert_eq!(fp32.len(), reduced.len());
-    let (mut found, mut lost, mut worst) = (0, Vec::new(), 0.0f32);
-    for (a, b) in fp32.iter().zip(reduced) {
-        for o in &a.objects {
-            match best_match(o, &b.objects) {
-                Some((p, iou)) if iou >= 0.9 && (o.confidence - p.confidence).abs() <= 0.05 => {
-                    found += 1;
-                    worst = worst.max((o.confidence - p.confidence).abs());
-                }
-                _ => lost.push(o),
-            }
-        }
-    }
-    (found, lost, worst)
-}
-
 /// The reduced precision `network-mode=fp16` ran (`CPU (bf16)` or `CPU (f16)`), after checking
 /// that a CPU without either says why.
 fn reduced_providers(out: &RunOutput) -> String {
@@ -397,52 +370,19 @@ fn reduced_precision_finds_the_fp32_objects_on_real_footage() {
             0.3,
         ),
     ];
-    let (mut found_all, mut all, mut clear, mut clear_found) = (0, 0, 0, 0);
+    let mut tally = FoundAgain::new(0.05);
     for (what, template, frames, threshold) in &cases {
         let fp32 = run_case(template, "backend=openvino network-mode=fp32", *frames);
         let reduced = run_case(template, "backend=openvino network-mode=fp16", *frames);
         let providers = reduced_providers(&reduced);
-        let (found, lost, worst) = found_again(&fp32.frames, &reduced.frames);
-        let total = found + lost.len();
-        println!(
-            "{what}, {providers}: {found} of {total} FP32 objects found again (IoU >= 0.9, \
-             confidence within {worst:.4})"
-        );
+        let what = format!("{what}, {providers}");
+        let total = tally.add(&what, &fp32.frames, &reduced.frames, *threshold);
         assert!(
             total >= *frames,
             "{what}: {total} objects in {frames} frames"
         );
-        let near = |o: &Object| o.confidence < threshold + 0.05;
-        for o in &lost {
-            println!(
-                "  not found: {} at {:.3}, {:?}",
-                o.label, o.confidence, o.detector_bbox
-            );
-        }
-        let lost_clear = lost.iter().filter(|o| !near(o)).count();
-        let clear_here = fp32
-            .frames
-            .iter()
-            .flat_map(|f| &f.objects)
-            .filter(|o| !near(o))
-            .count();
-        found_all += found;
-        all += total;
-        clear += clear_here;
-        clear_found += clear_here - lost_clear;
     }
-    println!(
-        "all: {found_all} of {all} found again; clear of the threshold by 0.05: {clear_found} \
-         of {clear}"
-    );
-    assert!(
-        clear_found as f64 >= 0.99 * clear as f64,
-        "{clear_found} of {clear}"
-    );
-    assert!(
-        found_all as f64 >= 0.98 * all as f64,
-        "{found_all} of {all}"
-    );
+    tally.assert_shares(0.99, 0.98);
 }
 
 /// Secondary classification (MobileNetV2, ImageNet's 1000 classes, on the COCO objects of
@@ -538,8 +478,9 @@ fn backend_auto_takes_openvino_for_reduced_precision_on_a_cpu_with_it() {
             why.starts_with("openvino: network-mode=fp16 and CPU computes"),
             "{why}"
         );
-        let (_, lost, _) = found_again(&explicit.frames, &auto.frames);
-        assert!(lost.is_empty(), "the same engine: {lost:?}");
+        let mut same = FoundAgain::new(0.05);
+        same.add("auto against openvino", &explicit.frames, &auto.frames, 0.0);
+        assert_eq!(same.found, same.all, "the same engine");
     } else {
         assert_eq!(engine_field(&auto, "backend"), "onnxruntime", "{why}");
         assert!(why.contains("neither BF16 nor FP16"), "{why}");
