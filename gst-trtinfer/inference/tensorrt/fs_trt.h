@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* Ferrostream's C interface to TensorRT 10.x (the shim, fs_trt.cpp). TensorRT is C++ with only
+/* Ferrostream's C interface to TensorRT 10.x and 11.x (the shim, fs_trt.cpp). TensorRT is C++ with only
  * its factories exported as C symbols; the shim turns the part rstrtinfer uses into plain C
  * functions over opaque handles. It loads libnvinfer and libnvonnxparser itself (dlopen), so
  * nothing links against TensorRT and a build with the shim still starts without it.

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use crate::config::{NetworkMode, TensorRtSettings};
 
-/// nvinfer1::BuilderFlag values (REFERENCE: TensorRT 10.x).
+/// nvinfer1::BuilderFlag values (REFERENCE: TensorRT 10.x; on 11.x the shim reads FP16 and INT8
+/// as precision requests, those flags being gone there).
 pub const FLAG_FP16: u32 = 0;
 pub const FLAG_INT8: u32 = 1;
 pub const FLAG_GPU_FALLBACK: u32 = 3;
