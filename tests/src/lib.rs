@@ -470,15 +470,16 @@ impl FoundAgain {
         }
     }
 
-    /// Compares one case (`what`, detection `threshold`), prints it and its lost objects, adds
-    /// it to the totals and returns its count of reference objects.
+    /// Compares one case (`what`, detection `threshold`), prints it and its lost objects, and
+    /// adds it to the totals; the reference must hold at least `min_objects` objects.
     pub fn add(
         &mut self,
         what: &str,
         reference: &[Frame],
         other: &[Frame],
         threshold: f32,
-    ) -> usize {
+        min_objects: usize,
+    ) {
         assert_eq!(reference.len(), other.len(), "{what}: frame counts");
         let near = |o: &ferrostream_core::Object| o.confidence < threshold + self.tolerance;
         let (mut found, mut total, mut clear, mut clear_found, mut worst) = (0, 0, 0, 0, 0.0f32);
@@ -505,11 +506,14 @@ impl FoundAgain {
             "{what}: {found} of {total} reference objects found again (IoU >= 0.9, confidence \
              within {worst:.4})"
         );
+        assert!(
+            total >= min_objects,
+            "{what}: {total} reference objects, fewer than {min_objects}"
+        );
         self.found += found;
         self.all += total;
         self.clear += clear;
         self.clear_found += clear_found;
-        total
     }
 
     /// Prints the totals and asserts that at least `clear_share` of the objects clear of the

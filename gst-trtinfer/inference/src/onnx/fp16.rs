@@ -282,20 +282,37 @@ pub fn convert(model: &mut ModelProto) -> Result<Report, String> {
     Converter::new(graph)?.run(graph)
 }
 
-/// A constant tensor: an initializer or a `Constant` node's `value`.
-struct Constant {
-    tensor: TensorProto,
+/// Where an FP32 constant is: an initializer (its index), or a `Constant` node's `value`.
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    Initializer(usize),
+    Node,
 }
 
+/// The conversion of one graph: what is known before the walk over its nodes, and what the
+/// walk builds.
 struct Converter {
     /// Known element types by tensor name (before conversion).
     types: HashMap<String, i32>,
     /// FP32 constants by tensor name.
-    constants: HashMap<String, Constant>,
+    constants: HashMap<String, Source>,
     /// Every name in use, for fresh names.
     names: HashSet<String>,
     /// Graph inputs (which are not initializers).
     inputs: HashSet<String>,
+    /// The graph's initializers, taken for the walk (read in place, never copied whole).
+    initializers: Vec<TensorProto>,
+    /// The converted nodes so far, and where each `Constant` node's output landed among them.
+    nodes: Vec<NodeProto>,
+    constant_nodes: HashMap<String, usize>,
+    /// Precision of every FP32 tensor produced so far (graph inputs: FP16).
+    precision: HashMap<String, Precision>,
+    /// Casts made so far: (tensor, target) -> name.
+    casts: HashMap<(String, Precision), String>,
+    /// FP16 copies of constants: name -> name of the FP16 initializer.
+    f16_constants: HashMap<String, String>,
+    new_initializers: Vec<TensorProto>,
+    report: Report,
 }
 
 impl Converter {
@@ -315,7 +332,7 @@ impl Converter {
             }
         }
         let mut constants = HashMap::new();
-        for init in &graph.initializer {
+        for (index, init) in graph.initializer.iter().enumerate() {
             if init.is_external() {
                 return Err(format!(
                     "initializer `{}` keeps its data in an external file; give the model as one \
@@ -328,12 +345,7 @@ impl Converter {
                 types.insert(init.name().to_owned(), t);
             }
             if init.data_type == Some(data_type::FLOAT) {
-                constants.insert(
-                    init.name().to_owned(),
-                    Constant {
-                        tensor: init.clone(),
-                    },
-                );
+                constants.insert(init.name().to_owned(), Source::Initializer(index));
             }
         }
         let inputs = graph
@@ -351,7 +363,7 @@ impl Converter {
                 && t.data_type == Some(data_type::FLOAT)
                 && !t.is_external()
             {
-                constants.insert(output.clone(), Constant { tensor: t.clone() });
+                constants.insert(output.clone(), Source::Node);
             }
         }
         Ok(Self {
@@ -359,6 +371,14 @@ impl Converter {
             constants,
             names,
             inputs,
+            initializers: Vec::new(),
+            nodes: Vec::with_capacity(graph.node.len()),
+            constant_nodes: HashMap::new(),
+            precision: HashMap::new(),
+            casts: HashMap::new(),
+            f16_constants: HashMap::new(),
+            new_initializers: Vec::new(),
+            report: Report::default(),
         })
     }
 
@@ -378,23 +398,13 @@ impl Converter {
     }
 
     fn run(mut self, graph: &mut GraphProto) -> Result<Report, String> {
-        let mut report = Report::default();
         let mut kept: HashMap<String, usize> = HashMap::new();
-        // Precision of every FP32 tensor produced so far (graph inputs: FP16).
-        let mut precision: HashMap<String, Precision> = HashMap::new();
-        let input_names: Vec<String> = self.inputs.iter().cloned().collect();
-        for name in input_names {
-            if self.is_f32(&name) {
-                precision.insert(name, Precision::F16);
+        for name in &self.inputs {
+            if self.types.get(name) == Some(&data_type::FLOAT) {
+                self.precision.insert(name.clone(), Precision::F16);
             }
         }
-        // Casts made so far: (tensor, target) -> name.
-        let mut casts: HashMap<(String, Precision), String> = HashMap::new();
-        // FP16 copies of constants: name -> name of the FP16 initializer.
-        let mut f16_constants: HashMap<String, String> = HashMap::new();
-        let mut new_initializers: Vec<TensorProto> = Vec::new();
-        let mut nodes = Vec::with_capacity(graph.node.len());
-
+        self.initializers = std::mem::take(&mut graph.initializer);
         let old_nodes = std::mem::take(&mut graph.node);
         for mut node in old_nodes {
             // Types of the outputs, from the inputs' known types.
@@ -420,7 +430,7 @@ impl Converter {
                         .filter(|n| !self.constants.contains_key(*n))
                         .peekable();
                     let any = produced.peek().is_some();
-                    if any && produced.all(|n| precision.get(n) == Some(&Precision::F16)) {
+                    if any && produced.all(|n| self.precision.get(n) == Some(&Precision::F16)) {
                         Precision::F16
                     } else {
                         Precision::F32
@@ -448,17 +458,7 @@ impl Converter {
                     Precision::F32
                 };
                 let reads_any = matches!(class, Class::Shape | Class::Cast);
-                let replacement = self.at_precision(
-                    &name,
-                    wants,
-                    reads_any,
-                    &precision,
-                    &mut casts,
-                    &mut f16_constants,
-                    &mut new_initializers,
-                    &mut nodes,
-                    &mut report,
-                )?;
+                let replacement = self.at_precision(&name, wants, reads_any)?;
                 if let Some(replacement) = replacement {
                     node.input[i] = replacement;
                 }
@@ -466,10 +466,10 @@ impl Converter {
             // Subgraphs reading outer FP16 tensors by name read an FP32 cast instead.
             let outer: Vec<String> = outer_references(&node)
                 .into_iter()
-                .filter(|n| precision.get(n) == Some(&Precision::F16))
+                .filter(|n| self.precision.get(n) == Some(&Precision::F16))
                 .collect();
             for name in outer {
-                let cast = self.cast(&name, Precision::F32, &mut casts, &mut nodes, &mut report);
+                let cast = self.cast(&name, Precision::F32);
                 for attribute in &mut node.attribute {
                     rename_in_attribute(attribute, &name, &cast);
                 }
@@ -482,10 +482,9 @@ impl Converter {
             };
             let cast_to_f16 = class == Class::Cast
                 && node.attribute("to").and_then(|a| a.i) == Some(data_type::FLOAT as i64)
-                && node
-                    .input
-                    .first()
-                    .is_some_and(|n| self.is_f32(n) && precision.get(n) == Some(&Precision::F16));
+                && node.input.first().is_some_and(|n| {
+                    self.is_f32(n) && self.precision.get(n) == Some(&Precision::F16)
+                });
             if cast_to_f16 {
                 for a in &mut node.attribute {
                     if a.name.as_deref() == Some("to") {
@@ -510,22 +509,29 @@ impl Converter {
                 } else {
                     Precision::F32
                 };
-                precision.insert(output.clone(), p);
+                self.precision.insert(output.clone(), p);
             }
             if target == Precision::F16 || cast_to_f16 {
-                report.converted += 1;
+                self.report.converted += 1;
             }
-            nodes.push(node);
+            if let Some(output) = node.output.first()
+                && matches!(self.constants.get(output), Some(Source::Node))
+            {
+                self.constant_nodes.insert(output.clone(), self.nodes.len());
+            }
+            self.nodes.push(node);
         }
 
-        graph.node = nodes;
-        graph.initializer.extend(new_initializers);
+        graph.node = std::mem::take(&mut self.nodes);
+        graph.initializer = std::mem::take(&mut self.initializers);
+        graph.initializer.append(&mut self.new_initializers);
         // FP32 constants no reader needs any more go (ONNX Runtime warns of every unused
         // initializer, and the file would carry both copies).
         remove_unused_constants(graph);
 
         // Declared types follow the precision.
-        let f16: HashSet<&String> = precision
+        let f16: HashSet<&String> = self
+            .precision
             .iter()
             .filter(|(_, p)| **p == Precision::F16)
             .map(|(n, _)| n)
@@ -541,8 +547,8 @@ impl Converter {
 
         let mut kept: Vec<(String, usize)> = kept.into_iter().collect();
         kept.sort();
-        report.kept = kept;
-        Ok(report)
+        self.report.kept = kept;
+        Ok(self.report)
     }
 
     /// The known type of input `k` of `node`.
@@ -556,54 +562,52 @@ impl Converter {
 
     /// The name under which FP32 tensor `name` is available at `wants`, when it is not `name`
     /// itself (a cast, or an FP16 copy of a constant).
-    #[allow(clippy::too_many_arguments)]
     fn at_precision(
         &mut self,
         name: &str,
         wants: Precision,
         reads_any: bool,
-        precision: &HashMap<String, Precision>,
-        casts: &mut HashMap<(String, Precision), String>,
-        f16_constants: &mut HashMap<String, String>,
-        new_initializers: &mut Vec<TensorProto>,
-        nodes: &mut Vec<NodeProto>,
-        report: &mut Report,
     ) -> Result<Option<String>, String> {
-        if let Some(constant) = self.constants.get(name) {
+        if let Some(&source) = self.constants.get(name) {
             if wants == Precision::F32 || reads_any {
                 return Ok(None);
             }
-            if let Some(copy) = f16_constants.get(name) {
+            if let Some(copy) = self.f16_constants.get(name) {
                 return Ok(Some(copy.clone()));
             }
-            let values = constant.tensor.f32_values()?;
-            let mut tensor = constant.tensor.clone();
+            let original = match source {
+                Source::Initializer(index) => &self.initializers[index],
+                Source::Node => self
+                    .constant_nodes
+                    .get(name)
+                    .and_then(|&i| self.nodes[i].attribute("value"))
+                    .and_then(|a| a.t.as_ref())
+                    .ok_or_else(|| format!("constant `{name}` is read before its node"))?,
+            };
+            let values: Vec<half::f16> = original.f32_values()?.into_iter().map(to_f16).collect();
+            let mut tensor = TensorProto {
+                dims: original.dims.clone(),
+                doc_string: original.doc_string.clone(),
+                ..Default::default()
+            };
+            tensor.set_f16_values(&values);
             let copy = self.fresh_name(&format!("{name}_fp16"));
             tensor.name = Some(copy.clone());
-            let converted: Vec<half::f16> = values.iter().map(|&v| to_f16(v)).collect();
-            tensor.set_f16_values(&converted);
-            new_initializers.push(tensor);
-            f16_constants.insert(name.to_owned(), copy.clone());
-            report.constants += 1;
+            self.new_initializers.push(tensor);
+            self.f16_constants.insert(name.to_owned(), copy.clone());
+            self.report.constants += 1;
             return Ok(Some(copy));
         }
-        let has = precision.get(name).copied().unwrap_or(Precision::F32);
+        let has = self.precision.get(name).copied().unwrap_or(Precision::F32);
         if has == wants || reads_any {
             return Ok(None);
         }
-        Ok(Some(self.cast(name, wants, casts, nodes, report)))
+        Ok(Some(self.cast(name, wants)))
     }
 
     /// The name of `name` cast to `to`, adding the `Cast` node the first time.
-    fn cast(
-        &mut self,
-        name: &str,
-        to: Precision,
-        casts: &mut HashMap<(String, Precision), String>,
-        nodes: &mut Vec<NodeProto>,
-        report: &mut Report,
-    ) -> String {
-        if let Some(existing) = casts.get(&(name.to_owned(), to)) {
+    fn cast(&mut self, name: &str, to: Precision) -> String {
+        if let Some(existing) = self.casts.get(&(name.to_owned(), to)) {
             return existing.clone();
         }
         let (suffix, elem) = match to {
@@ -611,10 +615,11 @@ impl Converter {
             Precision::F32 => ("fp32", data_type::FLOAT),
         };
         let output = self.fresh_name(&format!("{name}_{suffix}"));
-        nodes.push(NodeProto {
+        let cast_name = self.fresh_name(&format!("{output}_cast"));
+        self.nodes.push(NodeProto {
             input: vec![name.to_owned()],
             output: vec![output.clone()],
-            name: Some(self.fresh_name(&format!("{output}_cast"))),
+            name: Some(cast_name),
             op_type: Some("Cast".into()),
             attribute: vec![AttributeProto {
                 name: Some("to".into()),
@@ -624,8 +629,8 @@ impl Converter {
             }],
             ..Default::default()
         });
-        casts.insert((name.to_owned(), to), output.clone());
-        report.casts += 1;
+        self.casts.insert((name.to_owned(), to), output.clone());
+        self.report.casts += 1;
         output
     }
 }

@@ -7,6 +7,28 @@ pub mod proto;
 
 use std::path::{Path, PathBuf};
 
+/// Whether the ONNX model read from `reader` has Q/DQ nodes: an operator type is stored as its
+/// name, so a quantised model holds the bytes `DequantizeLinear`. Read in blocks of 1 MiB (a
+/// model can be hundreds of MB), so a file need not be in memory.
+pub fn has_qdq_nodes(mut reader: impl std::io::Read) -> std::io::Result<bool> {
+    const NEEDLE: &[u8] = b"DequantizeLinear";
+    // Each block starts with the previous block's last bytes, so a name across two is found.
+    let mut block = vec![0u8; 1 << 20];
+    let mut kept = 0;
+    loop {
+        let n = reader.read(&mut block[kept..])?;
+        if n == 0 {
+            return Ok(false);
+        }
+        let end = kept + n;
+        if block[..end].windows(NEEDLE.len()).any(|w| w == NEEDLE) {
+            return Ok(true);
+        }
+        kept = (NEEDLE.len() - 1).min(end);
+        block.copy_within(end - kept..end, 0);
+    }
+}
+
 /// A model converted to FP16, and where it came from.
 #[derive(Debug, Clone)]
 pub struct Fp16Model {
@@ -28,7 +50,11 @@ pub fn fp16_model(model: &Path, bytes: &[u8], cache_dir: &Path) -> Result<Fp16Mo
         &key[..16]
     ));
     let record = path.with_extension("txt");
-    if let (Ok(bytes), Ok(summary)) = (std::fs::read(&path), std::fs::read_to_string(&record)) {
+    use ferrostream_core::files;
+    if let (Ok(bytes), Ok(summary)) = (
+        files::read(&path, files::MAX_MODEL_FILE_BYTES),
+        files::read_text(&record),
+    ) {
         return Ok(Fp16Model {
             bytes,
             path: Some(path),
@@ -63,4 +89,19 @@ pub fn fp16_model(model: &Path, bytes: &[u8], cache_dir: &Path) -> Result<Fp16Mo
         path,
         summary,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qdq_nodes_are_found_across_block_boundaries() {
+        // The name straddles the end of the first 1 MiB block.
+        let mut bytes = vec![0u8; (1 << 20) - 5];
+        bytes.extend_from_slice(b"DequantizeLinear");
+        bytes.extend_from_slice(&[0; 100]);
+        assert!(has_qdq_nodes(&bytes[..]).unwrap());
+        assert!(!has_qdq_nodes(&vec![7u8; 3 << 20][..]).unwrap());
+    }
 }

@@ -14,7 +14,6 @@
 
 use super::{FirstProvider, Note, OrtOptions};
 use crate::config::NetworkMode;
-use crate::onnx::proto;
 
 /// The model bytes a session opens, at the precision they compute in.
 #[derive(Debug, Clone)]
@@ -25,24 +24,6 @@ pub struct ModelAtPrecision {
     /// `fp32`, `fp16` or `int8`.
     pub label: &'static str,
     pub notes: Vec<Note>,
-}
-
-/// Whether the ONNX model `bytes` has quantised nodes (Q/DQ pairs or integer operators).
-pub fn is_quantised(bytes: &[u8]) -> bool {
-    let Ok(model) = proto::decode_model(bytes) else {
-        return false;
-    };
-    model.graph.iter().flat_map(|g| &g.node).any(|n| {
-        matches!(
-            n.op_type(),
-            "QuantizeLinear"
-                | "DequantizeLinear"
-                | "QLinearConv"
-                | "QLinearMatMul"
-                | "ConvInteger"
-                | "MatMulInteger"
-        )
-    })
 }
 
 /// `bytes` (the model of `options`) as the provider `first` runs it at `options.precision`.
@@ -60,7 +41,7 @@ pub fn model_at_precision(
     match options.precision {
         NetworkMode::Fp32 => plain(bytes, "fp32", Vec::new()),
         NetworkMode::Fp16 => fp16(options, first, bytes, Vec::new()),
-        NetworkMode::Int8 if is_quantised(&bytes) => {
+        NetworkMode::Int8 if crate::onnx::has_qdq_nodes(&bytes[..]).unwrap_or(false) => {
             let note = match first {
                 FirstProvider::Cpu => Note::info(
                     "network-mode=int8: the model's Q/DQ nodes run on INT8 kernels (MobileNetV2: \

@@ -45,28 +45,30 @@ pub fn open_tuned(
         graph: engine.graph(),
         ..base
     };
-    let Some(shape) = static_shape(&engine, options.batch) else {
-        engine.notes.push(Note::info(format!(
-            "cuda-tuning: the input `{}` has dimensions fixed only at run time; ONNX Runtime's \
-             default CUDA settings",
-            engine.description.input.name
-        )));
-        if options.cuda_graph == CudaGraphMode::Auto {
-            return open_with_graph_fallback(
-                options,
-                model,
-                CudaSettings {
+    let shape = match static_shape(&engine, options.batch) {
+        Ok(shape) => shape,
+        Err(why) => {
+            let note =
+                format!("cuda-tuning: not measured ({why}); ONNX Runtime's default CUDA settings");
+            // Under cuda-graph=auto, captured where the model allows it, unmeasured.
+            let mut engine = if options.cuda_graph == CudaGraphMode::Auto {
+                drop(engine);
+                let graph = CudaSettings {
                     graph: true,
                     ..base
-                },
-            );
+                };
+                open_with_graph_fallback(options, model, graph)?
+            } else {
+                engine
+            };
+            engine.notes.push(Note::info(note));
+            return Ok(engine);
         }
-        return Ok(engine);
     };
     let record = record_path(options, model, &engine);
     if let Some(settings) = record
         .as_ref()
-        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|p| ferrostream_core::files::read_text(p).ok())
         .and_then(|text| CudaSettings::from_record(&text))
     {
         if settings == base {
@@ -97,7 +99,23 @@ fn measure(
     shape: &[usize],
     record: Option<PathBuf>,
 ) -> Result<OrtEngine, EngineError> {
-    let mut best_time = batch_time(&mut engine, shape)?;
+    let mut best_time = match batch_time(&mut engine, shape) {
+        Ok(time) => time,
+        Err(e) => {
+            // The defaults, as they would have been without tuning (a graph captured over the
+            // timing input is captured afresh).
+            let mut engine = if base.graph {
+                drop(engine);
+                open_with_graph_fallback(options, model, base)?
+            } else {
+                engine
+            };
+            engine.notes.push(Note::info(format!(
+                "cuda-tuning: not measured ({e}); ONNX Runtime's default CUDA settings"
+            )));
+            return Ok(engine);
+        }
+    };
     let mut best = (engine, base);
     let mut lines = vec![format!("defaults {:.2} ms", best_time.as_secs_f64() * 1e3)];
     // A candidate that failed for a reason other than a graph the model cannot be captured in
@@ -207,14 +225,40 @@ fn open_with_graph_fallback(
     }
 }
 
-/// The input's shape at `batch` when every other dimension is fixed by the model.
-fn static_shape(engine: &OrtEngine, batch: usize) -> Option<Vec<usize>> {
-    let dims = &engine.description.input.dims;
-    let mut shape = Vec::with_capacity(dims.len());
-    for (i, d) in dims.iter().enumerate() {
-        shape.push(if i == 0 { batch.max(1) } else { (*d)? });
+/// The most input bytes a timing allocates (on the host and on the device).
+const MAX_TIMING_INPUT_BYTES: usize = 1 << 30;
+
+/// The input's shape at `batch`, when every other dimension is fixed by the model and the
+/// tensor is at most [`MAX_TIMING_INPUT_BYTES`]; else why not.
+fn static_shape(engine: &OrtEngine, batch: usize) -> Result<Vec<usize>, String> {
+    let input = &engine.description.input;
+    let mut shape = Vec::with_capacity(input.dims.len());
+    for (i, d) in input.dims.iter().enumerate() {
+        match (i, d) {
+            (0, _) => shape.push(batch.max(1)),
+            (_, Some(d)) => shape.push(*d),
+            (_, None) => {
+                return Err(format!(
+                    "the input `{}` has dimensions fixed only at run time",
+                    input.name
+                ));
+            }
+        }
     }
-    (!shape.is_empty()).then_some(shape)
+    let bytes = shape
+        .iter()
+        .try_fold(input.element_type.size().unwrap_or(1), |n, &d| {
+            n.checked_mul(d)
+        })
+        .filter(|&n| n <= MAX_TIMING_INPUT_BYTES);
+    match bytes {
+        Some(_) if !shape.is_empty() => Ok(shape),
+        Some(_) => Err(format!("the input `{}` has no dimensions", input.name)),
+        None => Err(format!(
+            "the input {shape:?} is over {} MiB at batch {batch}",
+            MAX_TIMING_INPUT_BYTES >> 20
+        )),
+    }
 }
 
 /// Where the choice for this model, precision, batch, GPU and runtime is recorded (`None`

@@ -220,31 +220,6 @@ pub fn choose_precision(
     }
 }
 
-/// Whether the ONNX file at `path` has Q/DQ nodes: an operator type is stored as its name in
-/// the file, so a quantised model holds the bytes `DequantizeLinear`.
-/// The file is read in blocks (a model can be hundreds of MB).
-fn has_qdq_nodes(path: &Path) -> Result<bool, String> {
-    use std::io::Read;
-    const NEEDLE: &[u8] = b"DequantizeLinear";
-    let err = |e: std::io::Error| format!("{}: {e}", path.display());
-    let mut file = std::fs::File::open(path).map_err(err)?;
-    // Each block starts with the previous block's last bytes, so a name across two is found.
-    let mut block = vec![0u8; 1 << 20];
-    let mut kept = 0;
-    loop {
-        let n = file.read(&mut block[kept..]).map_err(err)?;
-        if n == 0 {
-            return Ok(false);
-        }
-        let end = kept + n;
-        if block[..end].windows(NEEDLE.len()).any(|w| w == NEEDLE) {
-            return Ok(true);
-        }
-        kept = (NEEDLE.len() - 1).min(end);
-        block.copy_within(end - kept..end, 0);
-    }
-}
-
 fn element_type(code: u32) -> ElementType {
     match code {
         element::F32 => ElementType::F32,
@@ -352,7 +327,9 @@ impl OpenVinoEngine {
                 EngineError::ProviderUnavailable(format!("OpenVINO device {}: {e}", options.device))
             })?;
         let quantised = options.precision == Precision::Int8
-            && has_qdq_nodes(&options.model).map_err(model_err)?;
+            && std::fs::File::open(&options.model)
+                .and_then(crate::onnx::has_qdq_nodes)
+                .map_err(|e| model_err(format!("{}: {e}", options.model.display())))?;
         let choice = choose_precision(options.precision, &options.device, &capabilities, quantised);
         let mut properties = Vec::new();
         if let Some(hint) = choice.hint {
@@ -494,22 +471,6 @@ mod tests {
             w.contains("network-mode=1") && w.contains("QuantizeLinear"),
             "{w}"
         );
-    }
-
-    #[test]
-    fn qdq_nodes_are_found_across_block_boundaries() {
-        let dir = std::env::temp_dir().join(format!("ferrostream-qdq-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("model.onnx");
-        // The name straddles the end of the first 1 MiB block.
-        let mut bytes = vec![0u8; (1 << 20) - 5];
-        bytes.extend_from_slice(b"DequantizeLinear");
-        bytes.extend_from_slice(&[0; 100]);
-        std::fs::write(&file, &bytes).unwrap();
-        assert!(has_qdq_nodes(&file).unwrap());
-        std::fs::write(&file, vec![7u8; 3 << 20]).unwrap();
-        assert!(!has_qdq_nodes(&file).unwrap());
-        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
