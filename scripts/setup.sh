@@ -21,6 +21,8 @@ packages=(
     python3-venv
     # rsmsgbroker: librdkafka (Kafka, linked at build and run time) and the brokers its tests start.
     librdkafka-dev mosquitto rabbitmq-server redis-server
+    # The metrics tests check the /metrics output with promtool.
+    prometheus
 )
 missing=()
 for p in "${packages[@]}"; do

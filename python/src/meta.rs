@@ -672,10 +672,12 @@ pub struct FrameMeta {
     objects: Mutex<Option<Vec<Py<ObjectMeta>>>>,
     /// Whether this view changed the record's extras before reading them.
     extras_changed: std::sync::atomic::AtomicBool,
+    /// Whether `extras` was read from the buffer (not assumed empty from the frame's flags).
+    extras_read: std::sync::atomic::AtomicBool,
     /// Components credited with objects this view added (they count as having run).
     added_components: Mutex<Vec<i32>>,
-    /// The frame's JSON record, read when `analytics`, `segmentation`, `display` or
-    /// `user_meta` is first asked for.
+    /// The frame's JSON record, read when `analytics`, `segmentation`, `display`, `user_meta`
+    /// or `latency` is first asked for.
     extras: Mutex<Option<Value>>,
 }
 
@@ -727,6 +729,7 @@ impl FrameMeta {
             objects: Mutex::new(None),
             added_components: Mutex::new(Vec::new()),
             extras_changed: std::sync::atomic::AtomicBool::new(false),
+            extras_read: std::sync::atomic::AtomicBool::new(false),
             extras: Mutex::new(None),
         })
     }
@@ -778,19 +781,21 @@ impl FrameMeta {
             .map_or(self.data.n_objects, |l| l.len() as u32)
     }
 
-    /// Reads the frame's record (less its objects) when this view has not yet. No lock is held
-    /// while the plugin is called.
-    fn load_extras(&self, py: Python<'_>) -> PyResult<()> {
-        if self
+    /// Reads the frame's record (less its objects) when this view has not yet. The frame's
+    /// flags say when it has none of the parts they cover, and reading is skipped then, unless
+    /// `always` (a part the flags do not cover: `latency`). No lock is held while the plugin is
+    /// called.
+    fn load_extras(&self, py: Python<'_>, always: bool) -> PyResult<()> {
+        let cached = self
             .extras
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .is_some()
-        {
+            .is_some();
+        if cached && (!always || self.extras_read.load(Ordering::Acquire)) {
             return Ok(());
         }
         let mut value = json!({});
-        if self.data.has_extras || self.extras_changed.load(Ordering::Acquire) {
+        if always || self.data.has_extras || self.extras_changed.load(Ordering::Acquire) {
             let lib = lib(py)?;
             let batch = self.view.batch(lib)?;
             // SAFETY: a current handle.
@@ -801,16 +806,32 @@ impl FrameMeta {
                 record.remove("objects");
                 value = Value::Object(record);
             }
+            self.extras_read.store(true, Ordering::Release);
         }
-        self.extras
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get_or_insert(value);
+        let mut extras = self.extras.lock().unwrap_or_else(|e| e.into_inner());
+        if always {
+            // What was assumed empty, and this view's changes mirrored into it, are in the
+            // buffer's record too.
+            *extras = Some(value);
+        } else {
+            extras.get_or_insert(value);
+        }
         Ok(())
     }
 
     fn extra<'py>(&self, py: Python<'py>, key: &str, empty: Value) -> PyResult<Bound<'py, PyAny>> {
-        self.load_extras(py)?;
+        self.extra_of(py, key, empty, false)
+    }
+
+    /// `extra`, reading the record with `always` (see [`Self::load_extras`]).
+    fn extra_of<'py>(
+        &self,
+        py: Python<'py>,
+        key: &str,
+        empty: Value,
+        always: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.load_extras(py, always)?;
         let value = self
             .extras
             .lock()
@@ -964,6 +985,15 @@ impl FrameMeta {
     #[getter]
     fn user_meta<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.extra(py, "user_meta", json!({}))
+    }
+
+    /// The frame's latency record when `rsstreammux latency-tracking=true` (a dict as in the
+    /// JSON export: `origin_ns`, `components` with `component`, `entry_ns`, `exit_ns` each, and
+    /// `end_to_end_ns`), or None. Read-only.
+    #[getter]
+    fn latency<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        // The frame's flags do not say whether it has one: the record is read in any case.
+        self.extra_of(py, "latency", Value::Null, true)
     }
 
     /// Removes `obj` from the frame: downstream elements do not see, draw or export it.

@@ -2,6 +2,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
+use ferrostream_core::latency::{LatencyRecorder, now_ns};
 use ferrostream_core::settings::Props;
 use ferrostream_core::{AttributeValue, BatchMeta, Frame, Object};
 use gst::glib;
@@ -39,6 +40,7 @@ struct State {
     trackers: HashMap<u32, Tracker>,
     ids: IdAllocator,
     targets: HashMap<u64, TargetInfo>,
+    latency: LatencyRecorder,
 }
 
 #[derive(Default)]
@@ -185,6 +187,7 @@ impl BaseTransformImpl for RsTracker {
             trackers: HashMap::new(),
             ids: IdAllocator::default(),
             targets: HashMap::new(),
+            latency: LatencyRecorder::new(self.obj().name()),
         });
         Ok(())
     }
@@ -226,6 +229,7 @@ impl BaseTransformImpl for RsTracker {
     }
 
     fn transform_ip(&self, buf: &mut gst::BufferRef) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let entry = now_ns();
         let mut guard = self.state.lock().unwrap();
         let Some(state) = guard.as_mut() else {
             return Err(gst::FlowError::Flushing);
@@ -237,6 +241,7 @@ impl BaseTransformImpl for RsTracker {
         for frame in &mut meta.batch_mut().frames {
             Self::track_frame(state, frame);
         }
+        state.latency.record(meta.batch_mut(), entry);
         Ok(gst::FlowSuccess::Ok)
     }
 }

@@ -80,6 +80,8 @@ pub struct InFlight {
     /// When it entered the element, and how long its queuing took on the host.
     pub arrived: Instant,
     pub queue_time: Duration,
+    /// When it reached the element on the latency records' clock (before waiting for room).
+    pub entry_ns: u64,
 }
 
 #[derive(Default)]
@@ -183,6 +185,12 @@ impl Flight {
         }
         drop(s);
         self.changed.notify_all();
+    }
+
+    /// Buffers in flight: queued, or held by the output thread.
+    pub fn in_flight(&self) -> usize {
+        let s = self.shared.lock().unwrap();
+        s.queue.len() + usize::from(s.busy)
     }
 
     /// Waits until every buffer in flight has left (before a serialized event goes downstream,
@@ -373,6 +381,7 @@ mod tests {
             single_size: None,
             arrived: Instant::now(),
             queue_time: Duration::ZERO,
+            entry_ns: 0,
         }
     }
 

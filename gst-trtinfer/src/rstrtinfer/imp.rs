@@ -4,6 +4,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use ferrostream_core::batch::{self, FrameSource, MemoryKind, frame_pixels};
+use ferrostream_core::latency::now_ns;
 use ferrostream_core::settings::Props;
 use ferrostream_core::{BatchMeta, Frame};
 use gst::glib;
@@ -17,6 +18,7 @@ use super::crops::GpuFrames;
 use super::crops::{self, Crop, FrameError, Work};
 use super::flight::{Flight, InFlight, LatencyTracker, Limits, Queued, Throughput};
 use super::frames::SUPPORTED_FORMATS;
+use super::metrics::InferMetrics;
 use crate::config::{InferConfig, ProcessMode, ServerFailure};
 use crate::engine::remote::{Health, Poll, RemoteError, RemoteResult};
 use crate::engine::{EngineLog, LogLevel};
@@ -87,11 +89,20 @@ struct Stats {
     /// Frames passed on without results because the inference server did not answer
     /// (`on-server-failure=drop`).
     server_dropped: u64,
+    /// Primary mode: frames passed on without inference (`interval`, or no answer from the
+    /// server).
+    skipped: u64,
+    /// The Prometheus series, from start to stop; updated with the counts above.
+    metrics: Option<Arc<InferMetrics>>,
 }
 
 impl Stats {
-    fn record(&mut self, frames: u64, work: Option<&Work>) {
+    /// Counts a buffer of `frames` frames and its work (`None`: not inferred); `primary`: the
+    /// element infers whole frames.
+    fn record(&mut self, frames: u64, work: Option<&Work>, primary: bool) {
         self.frames += frames;
+        let skipped = if primary && work.is_none() { frames } else { 0 };
+        self.skipped += skipped;
         if let Some(w) = work {
             self.batches += 1;
             self.inferred += w.items;
@@ -101,6 +112,14 @@ impl Stats {
             self.postprocess += w.times[2];
             self.gpu_frames += w.gpu_items;
             self.tensor_copies += w.tensor_copies;
+        }
+        if let Some(m) = &self.metrics {
+            m.frames.add(frames);
+            m.frames_skipped.add(skipped);
+            if let Some(w) = work {
+                m.batches.inc();
+                m.engine_seconds.observe(w.times[1].as_secs_f64());
+            }
         }
     }
 }
@@ -347,8 +366,9 @@ impl ObjectImpl for TrtInfer {
                     .nick("Statistics")
                     .blurb(
                         "Frames seen; frames (primary) or objects (secondary) inferred; \
-                            secondary mode: objects worked on and cached results reused; time \
-                            spent per stage (ns)",
+                            buffers inferred (batches) and, in primary mode, frames passed on \
+                            without inference (skipped); secondary mode: objects worked on and \
+                            cached results reused; time spent per stage (ns)",
                     )
                     .read_only()
                     .build(),
@@ -394,6 +414,8 @@ impl ObjectImpl for TrtInfer {
                     .field("pixel-copies", st.pixel_copies)
                     .field("tensor-copies", st.tensor_copies)
                     .field("server-dropped", st.server_dropped)
+                    .field("batches", st.batches)
+                    .field("skipped", st.skipped)
                     .build()
                     .to_value()
             }
@@ -527,7 +549,10 @@ impl BaseTransformImpl for TrtInfer {
             last_busy_warning: None,
             dropped: 0,
         });
-        *self.stats.lock().unwrap() = Stats::default();
+        *self.stats.lock().unwrap() = Stats {
+            metrics: Some(Arc::new(InferMetrics::new(&self.obj().name()))),
+            ..Stats::default()
+        };
         *self.latency.lock().unwrap() = LatencyTracker::default();
         *self.throughput.lock().unwrap() = Throughput::default();
         self.flight.stop(false);
@@ -560,7 +585,12 @@ impl BaseTransformImpl for TrtInfer {
         }
         self.state.lock().unwrap().take();
         let server = self.server.lock().unwrap().take();
-        let st = self.stats.lock().unwrap().clone();
+        let st = {
+            let mut st = self.stats.lock().unwrap();
+            // The element's series leave the metrics with it.
+            st.metrics = None;
+            st.clone()
+        };
         self.log_summary(&st);
         if let Some(server) = server
             && st.server_dropped > 0
@@ -740,10 +770,12 @@ impl BaseTransformImpl for TrtInfer {
     }
 
     fn transform_ip(&self, buf: &mut gst::BufferRef) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let entry = now_ns();
         let mut guard = self.state.lock().unwrap();
         let Some(state) = guard.as_mut() else {
             return Err(gst::FlowError::Flushing);
         };
+        let primary = state.secondary.is_none();
         let Some(source) = state.source.as_ref() else {
             drop(guard);
             gst::element_imp_error!(
@@ -784,10 +816,18 @@ impl BaseTransformImpl for TrtInfer {
         if work.is_some() {
             self.throughput.lock().unwrap().record(frames as u64);
         }
-        let mut stats = self.stats.lock().unwrap();
-        stats.record(frames as u64, work.as_ref());
-        stats.objects += counts.objects;
-        stats.cached += counts.cached;
+        let metrics = {
+            let mut stats = self.stats.lock().unwrap();
+            stats.record(frames as u64, work.as_ref(), primary);
+            stats.objects += counts.objects;
+            stats.cached += counts.cached;
+            stats.metrics.clone()
+        };
+        if let Some(m) = metrics
+            && let Some(mut meta) = buf.meta_mut::<BatchMeta>()
+        {
+            m.latency.record(meta.batch_mut(), entry);
+        }
         Ok(gst::FlowSuccess::Ok)
     }
 }

@@ -99,6 +99,17 @@
 //!     filesrc location=cam0.mp4 ! qtdemux ! h264parse ! nvh264dec ! mux.sink_0 \
 //!     filesrc location=cam1.mp4 ! qtdemux ! h264parse ! nvh264dec ! mux.sink_1
 //! ```
+//!
+//! Metrics (process-wide registry, `ferrostream_core::metrics::global()`, labelled
+//! `element="<name>"`, from start to stop; the `stats` property holds the same counts):
+//! `ferrostream_inference_batches_total` (buffers run through the engine, `batches`),
+//! `ferrostream_inference_frames_total` (frames seen, `frames`),
+//! `ferrostream_inference_frames_skipped_total` (primary mode: frames passed on without
+//! inference because of `interval` or a server that did not answer, `skipped`),
+//! `ferrostream_inference_engine_seconds` (histogram of engine time per inferred buffer) and
+//! `ferrostream_inference_queue_depth` (buffers in flight on the GPU or server path). With
+//! `rsstreammux latency-tracking=true` each frame's latency record gets the element's entry
+//! (when the buffer arrived, before any wait for room in flight) and exit (when it is pushed).
 
 use gst::glib;
 use gst::glib::subclass::prelude::*;
@@ -113,6 +124,7 @@ mod crops;
 mod flight;
 pub mod frames;
 mod imp;
+mod metrics;
 
 pub use crate::config::{
     Backend, BoxCoords, BoxFormat, ClusterMode, ColorFormat, Device, InputOrder, NetworkMode,

@@ -183,6 +183,16 @@ impl Analyzer {
         &self.config
     }
 
+    /// Replaces the regions of interest of stream `source_id` (its other rules stay); its
+    /// frames use them from the next one on.
+    pub fn set_stream_rois(&mut self, source_id: u32, rois: Vec<crate::config::RoiRule>) {
+        self.config.streams.entry(source_id).or_default().rois = rois;
+        if let Some(state) = self.sources.get_mut(&source_id) {
+            let (width, height) = state.size;
+            state.resize(&self.config, source_id, width, height);
+        }
+    }
+
     /// Forgets one source's tracks (its stream ended or restarted); its totals stay.
     pub fn reset_tracks(&mut self, source_id: u32) {
         if let Some(s) = self.sources.get_mut(&source_id) {

@@ -261,6 +261,45 @@ impl FrameAnalytics {
     }
 }
 
+/// When one element had a frame: the process's monotonic clock (`gst_util_get_timestamp`), in
+/// nanoseconds.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ComponentLatency {
+    /// The element's name.
+    pub component: String,
+    /// When the frame (its batch) reached the element.
+    pub entry_ns: u64,
+    /// When the element passed it on.
+    pub exit_ns: u64,
+}
+
+/// A frame's walk through the pipeline, recorded when `rsstreammux` has `latency-tracking` on
+/// (see [`crate::latency`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct FrameLatency {
+    /// When the frame reached the muxer (same clock as the components' times).
+    pub origin_ns: u64,
+    /// The elements that had the frame, in the order they had it.
+    pub components: Vec<ComponentLatency>,
+}
+
+impl FrameLatency {
+    /// A frame that reached the muxer at `origin_ns`.
+    pub fn new(origin_ns: u64) -> Self {
+        Self {
+            origin_ns,
+            components: Vec::new(),
+        }
+    }
+
+    /// From the frame's arrival at the muxer to the last component's exit (0 before any).
+    pub fn end_to_end_ns(&self) -> u64 {
+        self.components
+            .last()
+            .map_or(0, |c| c.exit_ns.saturating_sub(self.origin_ns))
+    }
+}
+
 /// An object found in a frame.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Object {
@@ -368,6 +407,8 @@ pub struct Frame {
     /// Values an application attached under keys of its own (any JSON value); exported with
     /// the frame.
     pub user_meta: BTreeMap<String, serde_json::Value>,
+    /// When each element had the frame; `None` unless `rsstreammux` tracks latency.
+    pub latency: Option<FrameLatency>,
 }
 
 #[cfg(feature = "gst")]

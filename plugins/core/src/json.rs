@@ -25,8 +25,13 @@
 //! Applications (the Python package, Rust probes) add `user_meta` to frames and objects (an
 //! object of their own keys, any JSON values) and `display` to frames (text, rectangles and
 //! lines for `rsosd`, each `{"kind":"text"|"rect"|"line", ...}`, see [`crate::display`]).
-//! `segmentation`, `mask`, `analytics`, `display` and `user_meta` are left out when absent or
-//! empty.
+//! With `rsstreammux latency-tracking=true`, frames carry `latency`: when the frame reached the
+//! muxer and when each element had it, on the process's monotonic clock in nanoseconds, plus
+//! the time from the muxer to the last element's exit:
+//! `{"origin_ns":..,"components":[{"component":"mux","entry_ns":..,"exit_ns":..},..],
+//! "end_to_end_ns":..}` (see [`crate::latency`]).
+//! `segmentation`, `mask`, `analytics`, `display`, `user_meta` and `latency` are left out when
+//! absent or empty.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -35,7 +40,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::analytics::{
-    AttributeValue, BBox, Classification, Frame, FrameAnalytics, Object, ObjectAnalytics,
+    AttributeValue, BBox, Classification, ComponentLatency, Frame, FrameAnalytics, FrameLatency,
+    Object, ObjectAnalytics,
 };
 use crate::display::DisplayElement;
 use crate::mask::{ClassMap, InstanceMask};
@@ -66,6 +72,37 @@ pub struct FrameRecord {
     pub display: Vec<DisplayElement>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub user_meta: BTreeMap<String, serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencyRecord>,
+}
+
+/// A frame's [`FrameLatency`], with the end-to-end time spelled out for readers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LatencyRecord {
+    pub origin_ns: u64,
+    pub components: Vec<ComponentLatency>,
+    /// The last component's exit less the origin; derived, so ignored when read.
+    #[serde(default)]
+    pub end_to_end_ns: u64,
+}
+
+impl From<&FrameLatency> for LatencyRecord {
+    fn from(l: &FrameLatency) -> Self {
+        Self {
+            origin_ns: l.origin_ns,
+            components: l.components.clone(),
+            end_to_end_ns: l.end_to_end_ns(),
+        }
+    }
+}
+
+impl From<LatencyRecord> for FrameLatency {
+    fn from(r: LatencyRecord) -> Self {
+        Self {
+            origin_ns: r.origin_ns,
+            components: r.components,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -160,6 +197,7 @@ impl From<&Frame> for FrameRecord {
             analytics: f.analytics.clone(),
             display: f.display.clone(),
             user_meta: f.user_meta.clone(),
+            latency: f.latency.as_ref().map(LatencyRecord::from),
         }
     }
 }
@@ -196,6 +234,7 @@ impl From<FrameRecord> for Frame {
                 .filter(|e| e.validate().is_ok())
                 .collect(),
             user_meta: r.user_meta,
+            latency: r.latency.map(FrameLatency::from),
         }
     }
 }
@@ -270,6 +309,21 @@ mod tests {
         frame.objects[0]
             .user_meta
             .insert("checked".into(), serde_json::json!([1, 2, 3]));
+        frame.latency = Some(FrameLatency {
+            origin_ns: 1_000,
+            components: vec![
+                ComponentLatency {
+                    component: "mux".into(),
+                    entry_ns: 1_000,
+                    exit_ns: 1_500,
+                },
+                ComponentLatency {
+                    component: "infer".into(),
+                    entry_ns: 1_600,
+                    exit_ns: 4_000,
+                },
+            ],
+        });
         frame
     }
 
@@ -310,6 +364,25 @@ mod tests {
         assert_eq!(v["objects"][0]["user_meta"]["checked"][2], 3);
         assert_eq!(v["display"][0]["kind"], "line");
         assert!(v["objects"][1].get("user_meta").is_none());
+        let latency = &v["latency"];
+        assert_eq!(latency["origin_ns"], 1_000);
+        assert_eq!(latency["components"][0]["component"], "mux");
+        assert_eq!(latency["components"][0]["entry_ns"], 1_000);
+        assert_eq!(latency["components"][0]["exit_ns"], 1_500);
+        assert_eq!(latency["components"][1]["component"], "infer");
+        assert_eq!(latency["end_to_end_ns"], 3_000);
+    }
+
+    #[test]
+    fn latency_is_left_out_when_not_tracked() {
+        let mut frame = frame();
+        frame.latency = None;
+        let mut out = Vec::new();
+        write_frame_line(&mut out, &frame).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert!(v.get("latency").is_none());
+        let line = String::from_utf8(out).unwrap();
+        assert_eq!(parse_frame_line(line.trim_end()).unwrap().latency, None);
     }
 
     #[test]
@@ -322,5 +395,6 @@ mod tests {
             BBox::new(1.0, 2.0, 3.0, 4.0)
         );
         assert_eq!(frame.objects[0].tracker_bbox, None);
+        assert_eq!(frame.latency, None);
     }
 }

@@ -21,12 +21,16 @@ pub mod element;
 pub mod files;
 #[cfg(feature = "gst")]
 pub mod framemap;
+pub mod http;
 pub mod ini;
 #[cfg(feature = "gst")]
 pub mod json;
+#[cfg(feature = "gst")]
+pub mod latency;
 pub mod mask;
 #[cfg(feature = "gst")]
 pub mod meta;
+pub mod metrics;
 #[cfg(feature = "gst")]
 pub mod nvmm;
 pub mod paths;
@@ -35,8 +39,8 @@ pub mod settings;
 pub mod surface;
 
 pub use analytics::{
-    AttributeValue, BBox, Classification, Crossing, Crowding, FrameAnalytics, LineCounts,
-    LineCrossing, Object, ObjectAnalytics, Shape, ShapeKind,
+    AttributeValue, BBox, Classification, ComponentLatency, Crossing, Crowding, FrameAnalytics,
+    FrameLatency, LineCounts, LineCrossing, Object, ObjectAnalytics, Shape, ShapeKind,
 };
 #[cfg(feature = "gst")]
 pub use analytics::{Batch, Frame};

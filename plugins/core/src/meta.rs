@@ -34,8 +34,8 @@ use crate::surface::Surface;
 /// Name of the meta API GType. Carries a layout version because the meta holds Rust data: two
 /// builds with different `Batch` layouts in one process must not read each other's metas.
 /// Bump it whenever a type in `analytics` changes shape.
-const API_NAME: &std::ffi::CStr = c"FerrostreamBatchMetaV4API";
-const IMPL_NAME: &std::ffi::CStr = c"FerrostreamBatchMetaV4";
+const API_NAME: &std::ffi::CStr = c"FerrostreamBatchMetaV5API";
+const IMPL_NAME: &std::ffi::CStr = c"FerrostreamBatchMetaV5";
 
 /// The analytics metadata of a buffer: one [`Batch`] of frames.
 #[repr(transparent)]

@@ -11,6 +11,7 @@ use gst_base::subclass::prelude::*;
 
 use ferrostream_core::analytics::Frame;
 use ferrostream_core::json::write_frame_line;
+use ferrostream_core::latency::{LatencyRecorder, now_ns};
 use ferrostream_core::meta::BatchMeta;
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
@@ -77,6 +78,7 @@ struct State {
     /// Frame size from the caps, for buffers that carry no metadata.
     size: (u32, u32),
     frames_without_meta: u64,
+    latency: LatencyRecorder,
 }
 
 #[derive(Default)]
@@ -241,6 +243,7 @@ impl BaseTransformImpl for MetaExport {
             failed: false,
             size: (0, 0),
             frames_without_meta: 0,
+            latency: LatencyRecorder::new(self.obj().name()),
         });
         Ok(())
     }
@@ -258,6 +261,20 @@ impl BaseTransformImpl for MetaExport {
             state.size = size;
         }
         Ok(())
+    }
+
+    fn submit_input_buffer(
+        &self,
+        is_discont: bool,
+        mut inbuf: gst::Buffer,
+    ) -> Result<gst::FlowSuccess, gst::FlowError> {
+        // Recorded before the lines are written, so they carry it. Here, where the buffer is
+        // ours to make writable: the element otherwise passes it through untouched.
+        let entry = now_ns();
+        if let Some(state) = self.state.lock().unwrap().as_ref() {
+            state.latency.record_buffer(&mut inbuf, entry);
+        }
+        self.parent_submit_input_buffer(is_discont, inbuf)
     }
 
     fn transform_ip_passthrough(

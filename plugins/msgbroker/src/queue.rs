@@ -11,11 +11,82 @@
 //! the dropped count exact (a dropped message was never sent, so it cannot have reached a
 //! consumer) and leaves consumers a single gap per outage instead of a stream with holes cut out
 //! of its beginning.
+//!
+//! The queue's counts are Prometheus series ([`QueueMetrics`]); the element's properties read
+//! them, so the two never disagree.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use ferrostream_core::metrics::{self, Counter, Gauge, Registry};
+
 use crate::payload::Message;
+
+/// The queue's counts as series of a metrics registry, labelled `element="<name>"`.
+#[derive(Debug, Clone)]
+pub struct QueueMetrics {
+    produced: Counter,
+    sent: Counter,
+    acknowledged: Counter,
+    dropped: Counter,
+    resent: Counter,
+    /// Messages not yet acknowledged.
+    queued: Gauge,
+}
+
+impl QueueMetrics {
+    /// The series of element `element` in the process-wide registry (the one `/metrics` shows).
+    pub fn registered(element: &str) -> Self {
+        Self::in_registry(metrics::global(), element)
+    }
+
+    /// Series of a registry of their own, which nothing renders (a queue outside an element).
+    pub fn detached() -> Self {
+        Self::in_registry(&Registry::new(), "")
+    }
+
+    fn in_registry(registry: &Registry, element: &str) -> Self {
+        let labels = [("element", element)];
+        let counter = |name: &str, help: &str| registry.counter(name, help, &labels);
+        Self {
+            produced: counter(
+                "ferrostream_msgbroker_messages_produced_total",
+                "Messages made from frames and events",
+            ),
+            sent: counter(
+                "ferrostream_msgbroker_messages_sent_total",
+                "Publish attempts, resends included",
+            ),
+            acknowledged: counter(
+                "ferrostream_msgbroker_messages_acknowledged_total",
+                "Messages the broker acknowledged",
+            ),
+            dropped: counter(
+                "ferrostream_msgbroker_messages_dropped_total",
+                "Messages dropped because the queue was full",
+            ),
+            resent: counter(
+                "ferrostream_msgbroker_messages_resent_total",
+                "Messages sent again after a connection was lost before their acknowledgement",
+            ),
+            queued: registry.gauge(
+                "ferrostream_msgbroker_messages_queued",
+                "Messages waiting for the broker's acknowledgement",
+                &labels,
+            ),
+        }
+    }
+
+    fn counters(&self) -> Counters {
+        Counters {
+            produced: self.produced.get(),
+            sent: self.sent.get(),
+            acknowledged: self.acknowledged.get(),
+            dropped: self.dropped.get(),
+            resent: self.resent.get(),
+        }
+    }
+}
 
 /// Counters of the queue's life, as the element's properties show them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -59,19 +130,20 @@ pub struct DeliveryQueue {
     /// Sent, not yet acknowledged, in sending order.
     in_flight: VecDeque<Entry>,
     next_seq: u64,
-    counters: Counters,
+    metrics: QueueMetrics,
     /// Messages dropped since messages were last accepted (an outage or a slow broker).
     episode_drops: u64,
 }
 
 impl DeliveryQueue {
-    pub fn new(capacity: usize) -> Self {
+    /// A queue whose counts are `metrics` (which start from zero).
+    pub fn new(capacity: usize, metrics: QueueMetrics) -> Self {
         Self {
             capacity: capacity.max(1),
             waiting: VecDeque::new(),
             in_flight: VecDeque::new(),
             next_seq: 0,
-            counters: Counters::default(),
+            metrics,
             episode_drops: 0,
         }
     }
@@ -94,14 +166,14 @@ impl DeliveryQueue {
     }
 
     pub fn counters(&self) -> Counters {
-        self.counters
+        self.metrics.counters()
     }
 
     /// Offers a new message and says whether it was queued.
     pub fn push(&mut self, message: Arc<Message>) -> Push {
-        self.counters.produced += 1;
+        self.metrics.produced.inc();
         if self.len() >= self.capacity {
-            self.counters.dropped += 1;
+            self.metrics.dropped.inc();
             self.episode_drops += 1;
             return Push::Dropped {
                 first_of_episode: self.episode_drops == 1,
@@ -113,6 +185,7 @@ impl DeliveryQueue {
             sent_before: false,
         });
         self.next_seq += 1;
+        self.metrics.queued.set(self.len() as f64);
         match self.end_episode() {
             Some(n) => Push::QueuedAfterDrops(n),
             None => Push::Queued,
@@ -128,9 +201,9 @@ impl DeliveryQueue {
     /// Takes the next message to send (it stays queued, in flight, until acknowledged).
     pub fn next_to_send(&mut self) -> Option<(u64, Arc<Message>)> {
         let entry = self.waiting.pop_front()?;
-        self.counters.sent += 1;
+        self.metrics.sent.inc();
         if entry.sent_before {
-            self.counters.resent += 1;
+            self.metrics.resent.inc();
         }
         let out = (entry.seq, entry.message.clone());
         self.in_flight.push_back(Entry {
@@ -147,7 +220,8 @@ impl DeliveryQueue {
             return false;
         };
         self.in_flight.remove(pos);
-        self.counters.acknowledged += 1;
+        self.metrics.acknowledged.inc();
+        self.metrics.queued.set(self.len() as f64);
         true
     }
 
@@ -184,7 +258,7 @@ mod tests {
 
     #[test]
     fn messages_leave_only_when_acknowledged() {
-        let mut q = DeliveryQueue::new(10);
+        let mut q = DeliveryQueue::new(10, QueueMetrics::detached());
         for n in 0..3 {
             assert_eq!(q.push(message(n)), Push::Queued);
         }
@@ -204,7 +278,7 @@ mod tests {
 
     #[test]
     fn lost_connection_resends_in_order() {
-        let mut q = DeliveryQueue::new(10);
+        let mut q = DeliveryQueue::new(10, QueueMetrics::detached());
         for n in 0..4 {
             q.push(message(n));
         }
@@ -220,7 +294,7 @@ mod tests {
 
     #[test]
     fn full_queue_drops_the_newest_and_counts_episodes() {
-        let mut q = DeliveryQueue::new(2);
+        let mut q = DeliveryQueue::new(2, QueueMetrics::detached());
         q.push(message(0));
         q.push(message(1));
         assert_eq!(
@@ -246,7 +320,7 @@ mod tests {
 
     #[test]
     fn in_flight_messages_count_against_the_bound() {
-        let mut q = DeliveryQueue::new(1);
+        let mut q = DeliveryQueue::new(1, QueueMetrics::detached());
         q.push(message(0));
         q.next_to_send().unwrap();
         assert!(matches!(q.push(message(1)), Push::Dropped { .. }));

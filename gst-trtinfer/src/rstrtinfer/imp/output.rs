@@ -81,6 +81,7 @@ impl TrtInfer {
         &self,
         inbuf: gst::Buffer,
     ) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let entry_ns = now_ns();
         // Only a server's requests may be skipped (on-server-failure=drop); a local engine's
         // hold the stream back.
         let remote = self.answers_later.load(Ordering::SeqCst);
@@ -145,7 +146,9 @@ impl TrtInfer {
             single_size,
             arrived,
             queue_time: arrived.elapsed(),
+            entry_ns,
         });
+        self.count_in_flight();
         self.ensure_output_thread();
         Ok(gst::FlowSuccess::Ok)
     }
@@ -201,6 +204,7 @@ impl TrtInfer {
                             imp.finish_and_push(item)
                         };
                         flight.done(result);
+                        imp.count_in_flight();
                     }
                 })
                 .expect("spawning the output thread"),
@@ -222,6 +226,7 @@ impl TrtInfer {
             single_size,
             arrived,
             queue_time,
+            entry_ns,
         } = item;
         let t0 = Instant::now();
         let mut work = Work::default();
@@ -247,10 +252,17 @@ impl TrtInfer {
             component,
             results,
         );
-        self.stats
-            .lock()
-            .unwrap()
-            .record(frames as u64, inferred.then_some(&work));
+        let metrics = {
+            let mut stats = self.stats.lock().unwrap();
+            // Only primary mode is pipelined.
+            stats.record(frames as u64, inferred.then_some(&work), true);
+            stats.metrics.clone()
+        };
+        if let Some(m) = metrics
+            && let Some(mut meta) = buffer.make_mut().meta_mut::<BatchMeta>()
+        {
+            m.latency.record(meta.batch_mut(), entry_ns);
+        }
         if inferred {
             self.throughput.lock().unwrap().record(frames as u64);
         }
@@ -261,6 +273,14 @@ impl TrtInfer {
                 .post_message(gst::message::Latency::builder().src(&*self.obj()).build());
         }
         self.obj().src_pad().push(buffer)
+    }
+
+    /// Updates the queue-depth gauge from the buffers in flight.
+    pub(super) fn count_in_flight(&self) {
+        let depth = self.flight.in_flight();
+        if let Some(m) = &self.stats.lock().unwrap().metrics {
+            m.queue_depth.set(depth as f64);
+        }
     }
 
     /// Waits for a buffer's GPU work and parses it.

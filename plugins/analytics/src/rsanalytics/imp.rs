@@ -3,6 +3,7 @@ use std::collections::BTreeSet;
 use std::sync::{LazyLock, Mutex};
 
 use ferrostream_core::BatchMeta;
+use ferrostream_core::latency::{LatencyRecorder, now_ns};
 use ferrostream_core::settings::Props;
 use gst::glib;
 use gst::prelude::*;
@@ -46,6 +47,7 @@ struct State {
     /// Frames with objects for line or direction rules, none of them tracked, so far.
     untracked_frames: u32,
     warned_untracked: bool,
+    latency: LatencyRecorder,
 }
 
 #[derive(Default)]
@@ -109,6 +111,36 @@ impl RsAnalytics {
             .post_message(gst::message::Element::builder(s).src(&*self.obj()).build());
     }
 
+    /// Replaces stream `stream`'s regions of interest with `text`'s polygons; `false` (with a
+    /// warning) when they do not parse or the element is not started.
+    fn set_stream_rois(&self, stream: u32, text: &str) -> bool {
+        let rules = config::PropertyRules {
+            roi: text.to_string(),
+            ..Default::default()
+        }
+        .rules();
+        let rois = match rules {
+            Ok(rules) => rules.rois,
+            Err(m) => {
+                gst::element_imp_warning!(self, gst::LibraryError::Settings, ("{m}"));
+                return false;
+            }
+        };
+        match self.state.lock().unwrap().as_mut() {
+            Some(state) => {
+                gst::info!(
+                    CAT,
+                    imp = self,
+                    "stream {stream}: {} regions of interest",
+                    rois.len()
+                );
+                state.analyzer.set_stream_rois(stream, rois);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Warns about configured streams that no frame came from.
     fn check_streams_seen(&self) {
         let unseen: Vec<u32> = {
@@ -152,6 +184,32 @@ impl ObjectImpl for RsAnalytics {
         static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> =
             LazyLock::new(|| SETTINGS.param_specs(&config::Settings::default()));
         PROPERTIES.as_ref()
+    }
+
+    fn signals() -> &'static [glib::subclass::Signal] {
+        static SIGNALS: LazyLock<Vec<glib::subclass::Signal>> = LazyLock::new(|| {
+            // set-stream-rois(stream id, "label=x1;y1;x2;y2;...|...") -> whether they were
+            // taken: replaces that stream's regions of interest while playing (coordinates as
+            // the configuration's), as DeepStream's REST roi/update.
+            vec![
+                glib::subclass::Signal::builder("set-stream-rois")
+                    .param_types([u32::static_type(), String::static_type()])
+                    .return_type::<bool>()
+                    .action()
+                    .class_handler(|args| {
+                        let element = args[0].get::<super::RsAnalytics>().expect("the element");
+                        let stream = args[1].get::<u32>().expect("a stream id");
+                        let text = args[2]
+                            .get::<Option<String>>()
+                            .ok()
+                            .flatten()
+                            .unwrap_or_default();
+                        Some(element.imp().set_stream_rois(stream, &text).to_value())
+                    })
+                    .build(),
+            ]
+        });
+        SIGNALS.as_ref()
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
@@ -206,6 +264,7 @@ impl BaseTransformImpl for RsAnalytics {
             seen_tracked: false,
             untracked_frames: 0,
             warned_untracked: false,
+            latency: LatencyRecorder::new(self.obj().name()),
         });
         Ok(())
     }
@@ -240,6 +299,7 @@ impl BaseTransformImpl for RsAnalytics {
     }
 
     fn transform_ip(&self, buf: &mut gst::BufferRef) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let entry = now_ns();
         let mut events = Vec::new();
         let (post, warn_untracked) = {
             let mut guard = self.state.lock().unwrap();
@@ -257,6 +317,7 @@ impl BaseTransformImpl for RsAnalytics {
                     state.untracked_frames = state.untracked_frames.saturating_add(1);
                 }
             }
+            state.latency.record(meta.batch_mut(), entry);
             // Once (a batch may take the count past the limit in one go).
             let warn = !state.seen_tracked
                 && !state.warned_untracked

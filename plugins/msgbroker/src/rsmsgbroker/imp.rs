@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use ferrostream_core::batch::events as stream_events;
 use ferrostream_core::field;
+use ferrostream_core::latency::{LatencyRecorder, now_ns};
 use ferrostream_core::settings::{
     Bool, Enum, FilePath, List, Optional, Props, Table, Text, UInt, UInt64, setting,
 };
@@ -18,7 +19,7 @@ use super::{Payload, Protocol, Schema};
 use crate::endpoint::Endpoint;
 use crate::events::{Event, EventTracker, LeftReason};
 use crate::payload::{Message, MessageIds, MessageKind, PayloadBuilder};
-use crate::queue::{Counters, Push};
+use crate::queue::{Counters, Push, QueueMetrics};
 use crate::tls::TlsMaterial;
 use crate::topic::TopicTemplate;
 use crate::transport::{self, Backoff, Link, Notice, TransportConfig};
@@ -284,6 +285,7 @@ struct State {
     frames_without_meta: u64,
     /// Undelivered messages were already reported (at EOS).
     undelivered_reported: bool,
+    latency: LatencyRecorder,
 }
 
 /// A bus message to post once no lock is held.
@@ -699,8 +701,10 @@ impl BaseTransformImpl for MsgBroker {
             .enable_all()
             .build()
             .map_err(|e| start_error(format!("cannot start the sending thread: {e}")))?;
+        let name = self.obj().name();
         let link = Link::new(
             settings.queue_size as usize,
+            QueueMetrics::registered(&name),
             broker.clone(),
             self.notice_poster(),
         );
@@ -753,6 +757,7 @@ impl BaseTransformImpl for MsgBroker {
             size: (0, 0),
             frames_without_meta: 0,
             undelivered_reported: false,
+            latency: LatencyRecorder::new(name),
         });
         Ok(())
     }
@@ -829,6 +834,20 @@ impl BaseTransformImpl for MsgBroker {
             self.flush();
         }
         self.parent_sink_event(event)
+    }
+
+    fn submit_input_buffer(
+        &self,
+        is_discont: bool,
+        mut inbuf: gst::Buffer,
+    ) -> Result<gst::FlowSuccess, gst::FlowError> {
+        // Recorded before the payloads are made, so frame messages carry it. Here, where the
+        // buffer is ours to make writable: the element otherwise passes it through untouched.
+        let entry = now_ns();
+        if let Some(state) = self.state.lock().unwrap().as_ref() {
+            state.latency.record_buffer(&mut inbuf, entry);
+        }
+        self.parent_submit_input_buffer(is_discont, inbuf)
     }
 
     fn transform_ip_passthrough(

@@ -25,6 +25,14 @@
 //! speak of the same messages a consumer receives; and a pass-through element sits anywhere in a
 //! pipeline without a `tee`. Sending happens on the element's own thread, so a slow or absent
 //! broker never blocks the stream: the queue fills and then drops (and says so) instead.
+//!
+//! The queue's counters are Prometheus series of the process-wide registry
+//! (`ferrostream_core::metrics::global()`), labelled `element="<name>"`, from start to stop; the
+//! `messages-*` properties read them: `ferrostream_msgbroker_messages_produced_total`,
+//! `_sent_total`, `_acknowledged_total`, `_dropped_total`, `_resent_total`, and the gauge
+//! `ferrostream_msgbroker_messages_queued`. With `rsstreammux latency-tracking=true` the element
+//! records its latency in each frame before making the frame's messages, so frame payloads carry
+//! it.
 
 use gst::glib;
 use gst::prelude::*;

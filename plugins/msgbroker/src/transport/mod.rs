@@ -20,7 +20,7 @@ use tokio::sync::{Notify, watch};
 
 use crate::endpoint::{Endpoint, Protocol};
 use crate::payload::Message;
-use crate::queue::DeliveryQueue;
+use crate::queue::{DeliveryQueue, QueueMetrics};
 use crate::tls::TlsMaterial;
 
 /// Messages one session keeps unacknowledged at most.
@@ -96,11 +96,12 @@ pub struct Link {
 impl Link {
     pub fn new(
         queue_size: usize,
+        metrics: QueueMetrics,
         broker: String,
         notices: Box<dyn Fn(Notice) + Send + Sync>,
     ) -> Arc<Self> {
         Arc::new(Self {
-            queue: Mutex::new(DeliveryQueue::new(queue_size)),
+            queue: Mutex::new(DeliveryQueue::new(queue_size, metrics)),
             wake: Notify::new(),
             connected: AtomicBool::new(false),
             ever_connected: AtomicBool::new(false),

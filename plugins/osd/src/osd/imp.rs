@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex};
 
 use ferrostream_core::batch::{FrameSource, MemoryKind, Surface, batch_caps};
+use ferrostream_core::latency::{LatencyRecorder, now_ns};
 use ferrostream_core::settings::Props;
 use ferrostream_core::{BatchMeta, Frame};
 use gst::glib;
@@ -118,6 +119,7 @@ struct State {
     memory: MemoryKind,
     #[cfg(feature = "cuda")]
     gpu: Gpu,
+    latency: LatencyRecorder,
 }
 
 #[derive(Default)]
@@ -559,6 +561,7 @@ impl BaseTransformImpl for RsOsd {
                 priority: self.settings.lock().unwrap().stream_priority,
                 ..Gpu::default()
             },
+            latency: LatencyRecorder::new(self.obj().name()),
         });
         Ok(())
     }
@@ -614,12 +617,16 @@ impl BaseTransformImpl for RsOsd {
     }
 
     fn transform_ip(&self, buf: &mut gst::BufferRef) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let entry = now_ns();
         let mut guard = self.state.lock().unwrap();
         let Some(state) = guard.as_mut() else {
             return Err(gst::FlowError::Flushing);
         };
         self.restyle(state);
         let result = self.draw(state, buf);
+        if let Some(mut meta) = buf.meta_mut::<BatchMeta>() {
+            state.latency.record(meta.batch_mut(), entry);
+        }
         drop(guard);
         match result {
             Ok(()) => Ok(gst::FlowSuccess::Ok),

@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
+use std::path::PathBuf;
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{LazyLock, Mutex, OnceLock};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
+
+use ferrostream_core::metrics::{self, Counter, Gauge};
+
+use crate::record::{Container, RecordEvent, RecordSettings, Recorder};
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(
@@ -33,6 +38,7 @@ struct Settings {
     backoff_max_ms: u32,
     file_loop: bool,
     latency_ms: u32,
+    record: RecordSettings,
 }
 
 impl Default for Settings {
@@ -44,6 +50,7 @@ impl Default for Settings {
             backoff_max_ms: 5000,
             file_loop: false,
             latency_ms: 200,
+            record: RecordSettings::default(),
         }
     }
 }
@@ -114,6 +121,10 @@ struct Flow {
     downstream_ended: bool,
     /// The end of stream went downstream.
     eos_sent: bool,
+    /// The stream ended for good (a file's end without `file-loop`).
+    ended: bool,
+    /// Frames given since the start, over every source.
+    frames: u64,
 }
 
 impl Default for Flow {
@@ -130,6 +141,8 @@ impl Default for Flow {
             started: false,
             downstream_ended: false,
             eos_sent: false,
+            ended: false,
+            frames: 0,
         }
     }
 }
@@ -149,6 +162,130 @@ pub struct RsUriSrcBin {
     dropped: Mutex<Vec<(Instant, gst::Element)>>,
     flow: Mutex<Flow>,
     worker: Mutex<Option<Worker>>,
+    /// The ring of encoded video for smart record (`record-cache` > 0).
+    recorder: Mutex<Option<Arc<Recorder>>>,
+    /// Labels the source's metrics carry besides `element` (set by `rsmultiurisrcbin`).
+    metric_labels: Mutex<Vec<(String, String)>>,
+    metrics: Mutex<Option<SourceMetrics>>,
+}
+
+/// How a source is doing, for metrics and readiness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceState {
+    /// Waiting for its first frame.
+    Starting,
+    Playing,
+    Reconnecting,
+    /// Gave up after `reconnect-attempts`, or could not start.
+    Failed,
+    /// Its stream is over (a file's end, downstream ended it).
+    Ended,
+}
+
+impl SourceState {
+    pub const ALL: [SourceState; 5] = [
+        SourceState::Starting,
+        SourceState::Playing,
+        SourceState::Reconnecting,
+        SourceState::Failed,
+        SourceState::Ended,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SourceState::Starting => "starting",
+            SourceState::Playing => "playing",
+            SourceState::Reconnecting => "reconnecting",
+            SourceState::Failed => "failed",
+            SourceState::Ended => "ended",
+        }
+    }
+}
+
+/// What a source reports about itself.
+#[derive(Debug, Clone, Copy)]
+pub struct SourceStatus {
+    pub state: SourceState,
+    /// Frames given since the start.
+    pub frames: u64,
+    pub reconnections: u64,
+    /// Frames per second over the last second or so.
+    pub fps: f64,
+}
+
+/// The source's Prometheus series (see the crate's metrics in the README).
+struct SourceMetrics {
+    frames: Counter,
+    dropped: Counter,
+    reconnections: Counter,
+    states: Vec<(SourceState, Gauge)>,
+    fps: Gauge,
+    recordings: Counter,
+    record_failures: Counter,
+    /// Frames and when, at the last fps measurement.
+    last_sample: (u64, Instant),
+}
+
+impl SourceMetrics {
+    fn new(labels: &[(&str, &str)]) -> Self {
+        let r = metrics::global();
+        let states = SourceState::ALL
+            .iter()
+            .map(|&state| {
+                let mut l = labels.to_vec();
+                l.push(("state", state.name()));
+                (
+                    state,
+                    r.gauge(
+                        "ferrostream_source_state",
+                        "1 for the state the source is in (starting, playing, reconnecting, \
+                         failed, ended), else 0.",
+                        &l,
+                    ),
+                )
+            })
+            .collect();
+        Self {
+            frames: r.counter(
+                "ferrostream_source_frames_total",
+                "Decoded frames the source gave.",
+                labels,
+            ),
+            dropped: r.counter(
+                "ferrostream_source_frames_dropped_total",
+                "Frames the source's own elements dropped, as their QoS messages report.",
+                labels,
+            ),
+            reconnections: r.counter(
+                "ferrostream_source_reconnections_total",
+                "Attempts to bring the source back after it failed, ended or went silent.",
+                labels,
+            ),
+            states,
+            fps: r.gauge(
+                "ferrostream_source_fps",
+                "Frames per second the source gave over the last second.",
+                labels,
+            ),
+            recordings: r.counter(
+                "ferrostream_source_recordings_total",
+                "Smart record files completed.",
+                labels,
+            ),
+            record_failures: r.counter(
+                "ferrostream_source_recording_failures_total",
+                "Smart record files given up (a write failed).",
+                labels,
+            ),
+            last_sample: (0, Instant::now()),
+        }
+    }
+
+    fn set_state(&self, state: SourceState) {
+        for (s, gauge) in &self.states {
+            gauge.set(if *s == state { 1.0 } else { 0.0 });
+        }
+    }
 }
 
 impl RsUriSrcBin {
@@ -190,6 +327,17 @@ impl RsUriSrcBin {
             }
             None
         });
+        if let Some(recorder) = self.recorder.lock().unwrap().clone()
+            && let Some(bin) = source.downcast_ref::<gst::Bin>()
+        {
+            bin.connect_deep_element_added(move |_, _, element| {
+                if is_video_decoder(element)
+                    && let Some(pad) = element.static_pad("sink")
+                {
+                    tap(&pad, recorder.clone());
+                }
+            });
+        }
         let sink = self.output().static_pad("sink").expect("identity's sink");
         source.connect_pad_added(move |_, pad| {
             if sink.is_linked() {
@@ -231,6 +379,9 @@ impl RsUriSrcBin {
             flow.replacing = false;
             flow.started = false;
         }
+        if let Some(recorder) = self.recorder.lock().unwrap().as_ref() {
+            recorder.reset();
+        }
         *self.source.lock().unwrap() = Some(source.clone());
         source
             .sync_state_with_parent()
@@ -269,6 +420,7 @@ impl RsUriSrcBin {
                     {
                         flow.last_end = Some(end + buffer.duration().unwrap_or_default());
                     }
+                    flow.frames += 1;
                     if flow.replacing {
                         None
                     } else {
@@ -278,6 +430,9 @@ impl RsUriSrcBin {
                         flow.outage_since.take()
                     }
                 };
+                if let Some(m) = self.metrics.lock().unwrap().as_ref() {
+                    m.frames.inc();
+                }
                 if let Some(since) = returned {
                     let uri = self
                         .settings
@@ -333,6 +488,11 @@ impl RsUriSrcBin {
                         }
                         return gst::PadProbeReturn::Handled;
                     }
+                    self.flow.lock().unwrap().ended = true;
+                    // The stream is over: so is its recording.
+                    if let Some(recorder) = self.recorder.lock().unwrap().as_ref() {
+                        recorder.stop();
+                    }
                 }
                 _ => {}
             },
@@ -366,6 +526,10 @@ impl RsUriSrcBin {
             let command = match commands.recv_timeout(TICK) {
                 Ok(c) => c,
                 Err(RecvTimeoutError::Timeout) => {
+                    self.sample_metrics();
+                    if let Some(recorder) = self.recorder.lock().unwrap().as_ref() {
+                        recorder.close_if_idle();
+                    }
                     if self.downstream_ended() {
                         self.finish();
                         continue;
@@ -431,6 +595,9 @@ impl RsUriSrcBin {
             let mut flow = self.flow.lock().unwrap();
             !std::mem::replace(&mut flow.eos_sent, true)
         };
+        if send && let Some(recorder) = self.recorder.lock().unwrap().as_ref() {
+            recorder.stop();
+        }
         if send && let Some(pad) = self.output().static_pad("src") {
             gst::debug!(CAT, imp = self, "downstream ended the stream: sending EOS");
             pad.push_event(gst::event::Eos::new());
@@ -467,6 +634,9 @@ impl RsUriSrcBin {
                 return true;
             }
             flow.attempt += 1;
+            if let Some(m) = self.metrics.lock().unwrap().as_ref() {
+                m.reconnections.inc();
+            }
             // Until the new source is in place, the old one's last frames do not end the
             // outage (nor reset the attempts).
             flow.replacing = true;
@@ -516,6 +686,160 @@ impl RsUriSrcBin {
         true
     }
 
+    /// How the source is doing.
+    pub(super) fn status(&self) -> SourceStatus {
+        let flow = self.flow.lock().unwrap();
+        let state = if flow.gave_up {
+            SourceState::Failed
+        } else if flow.ended || flow.eos_sent || flow.downstream_ended {
+            SourceState::Ended
+        } else if flow.outage_since.is_some() {
+            SourceState::Reconnecting
+        } else if flow.started {
+            SourceState::Playing
+        } else {
+            SourceState::Starting
+        };
+        let frames = flow.frames;
+        drop(flow);
+        let metrics = self.metrics.lock().unwrap();
+        SourceStatus {
+            state,
+            frames,
+            reconnections: metrics.as_ref().map_or(0, |m| m.reconnections.get()),
+            fps: metrics.as_ref().map_or(0.0, |m| m.fps.get()),
+        }
+    }
+
+    pub(super) fn set_metric_labels(&self, labels: Vec<(String, String)>) {
+        *self.metric_labels.lock().unwrap() = labels;
+    }
+
+    /// Updates the state and frames-per-second series, once a second.
+    fn sample_metrics(&self) {
+        let status = self.status();
+        let mut metrics = self.metrics.lock().unwrap();
+        let Some(m) = metrics.as_mut() else { return };
+        m.set_state(status.state);
+        let (frames, at) = m.last_sample;
+        let elapsed = at.elapsed();
+        if elapsed >= Duration::from_secs(1) {
+            m.fps
+                .set(status.frames.saturating_sub(frames) as f64 / elapsed.as_secs_f64());
+            m.last_sample = (status.frames, Instant::now());
+        }
+    }
+
+    fn make_metrics(&self) {
+        let name = self.obj().name().to_string();
+        let extra = self.metric_labels.lock().unwrap().clone();
+        let mut labels: Vec<(&str, &str)> = vec![("element", name.as_str())];
+        labels.extend(extra.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let m = SourceMetrics::new(&labels);
+        m.set_state(SourceState::Starting);
+        *self.metrics.lock().unwrap() = Some(m);
+    }
+
+    /// Starts a recording around `trigger` (see [`Recorder::start`]).
+    pub(super) fn start_record(
+        &self,
+        trigger: Option<gst::ClockTime>,
+        duration: Option<gst::ClockTime>,
+    ) -> Result<PathBuf, String> {
+        let recorder = self.recorder.lock().unwrap().clone();
+        match recorder {
+            Some(r) => r.start(trigger, duration),
+            None => Err("smart record is off (set record-cache)".into()),
+        }
+    }
+
+    pub(super) fn stop_record(&self) -> bool {
+        let recorder = self.recorder.lock().unwrap().clone();
+        recorder.is_some_and(|r| r.stop())
+    }
+
+    /// A recorder for this start when `record-cache` asks for one; its events become element
+    /// messages.
+    fn make_recorder(&self, settings: &RecordSettings) {
+        let recorder = (!settings.cache.is_zero()).then(|| {
+            let this = self.obj().downgrade();
+            Arc::new(Recorder::new(settings.clone(), move |event| {
+                if let Some(bin) = this.upgrade() {
+                    bin.imp().on_record_event(event);
+                }
+            }))
+        });
+        let old = std::mem::replace(&mut *self.recorder.lock().unwrap(), recorder);
+        if let Some(old) = old {
+            old.shutdown();
+        }
+    }
+
+    fn on_record_event(&self, event: RecordEvent) {
+        let uri = self
+            .settings
+            .lock()
+            .unwrap()
+            .uri
+            .clone()
+            .unwrap_or_default();
+        let ns = |t: gst::ClockTime| t.nseconds();
+        let s = match event {
+            RecordEvent::Started {
+                file,
+                trigger,
+                start,
+            } => {
+                gst::info!(CAT, imp = self, "recording {}", file.display());
+                gst::Structure::builder("rsurisrcbin-record-started")
+                    .field("uri", uri)
+                    .field("file", file.to_string_lossy().as_ref())
+                    .field("trigger-pts", ns(trigger))
+                    .field("start-pts", ns(start))
+                    .build()
+            }
+            RecordEvent::Done {
+                file,
+                start,
+                end,
+                frames,
+            } => {
+                if let Some(m) = self.metrics.lock().unwrap().as_ref() {
+                    m.recordings.inc();
+                }
+                gst::info!(
+                    CAT,
+                    imp = self,
+                    "recorded {} ({frames} frames)",
+                    file.display()
+                );
+                gst::Structure::builder("rsurisrcbin-record-done")
+                    .field("uri", uri)
+                    .field("file", file.to_string_lossy().as_ref())
+                    .field("start-pts", ns(start))
+                    .field("end-pts", ns(end))
+                    .field("frames", frames)
+                    .build()
+            }
+            RecordEvent::Failed { file, reason } => {
+                if let Some(m) = self.metrics.lock().unwrap().as_ref() {
+                    m.record_failures.inc();
+                }
+                gst::element_imp_warning!(
+                    self,
+                    gst::ResourceError::Write,
+                    ("recording {} failed: {reason}", file.display())
+                );
+                gst::Structure::builder("rsurisrcbin-record-failed")
+                    .field("uri", uri)
+                    .field("file", file.to_string_lossy().as_ref())
+                    .field("reason", reason)
+                    .build()
+            }
+        };
+        self.post(s);
+    }
+
     /// Our child element that `object` is or is inside of.
     fn child_holding(&self, object: &gst::Object) -> Option<gst::Element> {
         let bin = self.obj();
@@ -551,6 +875,9 @@ impl RsUriSrcBin {
             let _ = w.thread.join();
         }
         self.bury(None);
+        if let Some(recorder) = self.recorder.lock().unwrap().take() {
+            recorder.shutdown();
+        }
     }
 }
 
@@ -566,6 +893,40 @@ fn stop_all(element: &gst::Element) {
             }
         }
     }
+}
+
+/// Whether `element` decodes video (or images): the recorder taps its input.
+fn is_video_decoder(element: &gst::Element) -> bool {
+    element.factory().is_some_and(|f| {
+        let klass = f.klass();
+        klass.contains("Decoder") && (klass.contains("Video") || klass.contains("Image"))
+    })
+}
+
+/// Feeds what reaches a decoder's sink pad into the recorder (references, no copies).
+fn tap(pad: &gst::Pad, recorder: Arc<Recorder>) {
+    pad.add_probe(
+        gst::PadProbeType::BUFFER
+            | gst::PadProbeType::BUFFER_LIST
+            | gst::PadProbeType::EVENT_DOWNSTREAM,
+        move |_, info| {
+            match &info.data {
+                Some(gst::PadProbeData::Buffer(buffer)) => recorder.push(buffer),
+                Some(gst::PadProbeData::BufferList(list)) => {
+                    for buffer in list.iter_owned() {
+                        recorder.push(&buffer);
+                    }
+                }
+                Some(gst::PadProbeData::Event(event)) => {
+                    if let gst::EventView::Caps(c) = event.view() {
+                        recorder.set_caps(&c.caps_owned());
+                    }
+                }
+                _ => {}
+            }
+            gst::PadProbeReturn::Ok
+        },
+    );
 }
 
 #[glib::object_subclass]
@@ -624,9 +985,86 @@ impl ObjectImpl for RsUriSrcBin {
                     .default_value(d.latency_ms)
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecUInt::builder("record-cache")
+                    .nick("Record cache")
+                    .blurb(
+                        "Smart record: seconds of encoded video kept before a trigger (0: no \
+                         recording)",
+                    )
+                    .maximum(3600)
+                    .default_value(d.record.cache.seconds() as u32)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("record-duration")
+                    .nick("Record duration")
+                    .blurb("Smart record: seconds recorded after a trigger that gives none")
+                    .minimum(1)
+                    .maximum(86400)
+                    .default_value(d.record.default_duration.seconds() as u32)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("record-dir")
+                    .nick("Record directory")
+                    .blurb("Smart record: directory of the files (made when missing)")
+                    .default_value(Some(".".to_string()).as_deref())
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("record-prefix")
+                    .nick("Record prefix")
+                    .blurb("Smart record: files are <prefix>_<unix ms>_<n>.<mp4|mkv>")
+                    .default_value(Some(d.record.prefix.clone()).as_deref())
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecEnum::builder_with_default("record-container", d.record.container)
+                    .nick("Record container")
+                    .blurb("Smart record: file format")
+                    .mutable_ready()
+                    .build(),
             ]
         });
         PROPERTIES.as_ref()
+    }
+
+    fn signals() -> &'static [glib::subclass::Signal] {
+        static SIGNALS: LazyLock<Vec<glib::subclass::Signal>> = LazyLock::new(|| {
+            vec![
+                // start-record(duration in s, 0: record-duration) -> the file, or NULL (with a
+                // warning) when nothing can be recorded.
+                glib::subclass::Signal::builder("start-record")
+                    .param_types([u32::static_type()])
+                    .return_type::<Option<String>>()
+                    .action()
+                    .class_handler(|args| {
+                        let bin = args[0].get::<super::RsUriSrcBin>().expect("the element");
+                        let seconds = args[1].get::<u32>().expect("a duration");
+                        let duration =
+                            (seconds > 0).then(|| gst::ClockTime::from_seconds(u64::from(seconds)));
+                        let file = match bin.imp().start_record(None, duration) {
+                            Ok(file) => Some(file.to_string_lossy().into_owned()),
+                            Err(m) => {
+                                gst::element_warning!(
+                                    bin,
+                                    gst::ResourceError::Write,
+                                    ("cannot record: {m}")
+                                );
+                                None
+                            }
+                        };
+                        Some(file.to_value())
+                    })
+                    .build(),
+                // stop-record() -> whether a recording was open.
+                glib::subclass::Signal::builder("stop-record")
+                    .return_type::<bool>()
+                    .action()
+                    .class_handler(|args| {
+                        let bin = args[0].get::<super::RsUriSrcBin>().expect("the element");
+                        Some(bin.imp().stop_record().to_value())
+                    })
+                    .build(),
+            ]
+        });
+        SIGNALS.as_ref()
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
@@ -650,6 +1088,34 @@ impl ObjectImpl for RsUriSrcBin {
             }
             "file-loop" => s.file_loop = value.get().expect("type checked upstream"),
             "latency" => s.latency_ms = value.get().expect("type checked upstream"),
+            "record-cache" => {
+                s.record.cache = gst::ClockTime::from_seconds(u64::from(
+                    value.get::<u32>().expect("type checked upstream"),
+                ))
+            }
+            "record-duration" => {
+                s.record.default_duration = gst::ClockTime::from_seconds(u64::from(
+                    value.get::<u32>().expect("type checked upstream"),
+                ))
+            }
+            "record-dir" => {
+                s.record.dir = PathBuf::from(
+                    value
+                        .get::<Option<String>>()
+                        .expect("type checked upstream")
+                        .filter(|d| !d.is_empty())
+                        .unwrap_or_else(|| ".".into()),
+                )
+            }
+            "record-prefix" => {
+                s.record.prefix = value
+                    .get::<Option<String>>()
+                    .expect("type checked upstream")
+                    .unwrap_or_default()
+            }
+            "record-container" => {
+                s.record.container = value.get::<Container>().expect("type checked upstream")
+            }
             other => unreachable!("unknown property {other}"),
         }
     }
@@ -663,6 +1129,11 @@ impl ObjectImpl for RsUriSrcBin {
             "reconnect-backoff-max" => s.backoff_max_ms.to_value(),
             "file-loop" => s.file_loop.to_value(),
             "latency" => s.latency_ms.to_value(),
+            "record-cache" => (s.record.cache.seconds() as u32).to_value(),
+            "record-duration" => (s.record.default_duration.seconds() as u32).to_value(),
+            "record-dir" => s.record.dir.to_string_lossy().to_value(),
+            "record-prefix" => s.record.prefix.to_value(),
+            "record-container" => s.record.container.to_value(),
             other => unreachable!("unknown property {other}"),
         }
     }
@@ -758,6 +1229,16 @@ impl ElementImpl for RsUriSrcBin {
             if let Some(pad) = self.output().static_pad("src") {
                 pad.set_offset(0);
             }
+            self.make_metrics();
+            if let Some(prefix) = settings.record.prefix.chars().find(|c| c == &'/') {
+                gst::element_imp_error!(
+                    self,
+                    gst::ResourceError::Settings,
+                    ("record-prefix may not contain `{prefix}`")
+                );
+                return Err(gst::StateChangeError);
+            }
+            self.make_recorder(&settings.record);
             if let Err(m) = self.replace_source(&settings) {
                 gst::element_imp_error!(self, gst::CoreError::Failed, ("{m}"));
                 return Err(gst::StateChangeError);
@@ -771,6 +1252,7 @@ impl ElementImpl for RsUriSrcBin {
         if transition == gst::StateChange::ReadyToNull {
             self.drop_source();
             self.bury(None);
+            self.metrics.lock().unwrap().take();
         }
         result
     }
@@ -778,6 +1260,12 @@ impl ElementImpl for RsUriSrcBin {
 
 impl BinImpl for RsUriSrcBin {
     fn handle_message(&self, message: gst::Message) {
+        if let gst::MessageView::Qos(q) = message.view()
+            && q.stats().1.value() > 0
+            && let Some(m) = self.metrics.lock().unwrap().as_ref()
+        {
+            m.dropped.inc();
+        }
         if let gst::MessageView::Error(e) = message.view() {
             let settings = self.settings.lock().unwrap().clone();
             let source = message.src().and_then(|s| self.child_holding(s));

@@ -25,6 +25,26 @@
 //! `GST_PLUGIN_FEATURE_RANK=nvh264dec:MAX` makes NVDEC the choice where a software decoder is
 //! installed too.
 //!
+//! **Smart record** (`record-cache` > 0): the bin keeps a ring of the encoded video that
+//! reaches its decoder (parsed, not decoded again; see [`crate::record`]) and writes it to a
+//! file around a trigger: the `start-record` action signal (duration in seconds, 0:
+//! `record-duration`; returns the file name), or `rsmultiurisrcbin`'s REST API and `record-on`
+//! events. A file (`record-dir`/`<record-prefix>_<unix ms>_<n>.mp4`, or `.mkv` with
+//! `record-container=mkv`) holds from the last keyframe at or before the trigger minus
+//! `record-cache` to `duration` after the trigger; a trigger during a recording extends it.
+//! Messages: `rsurisrcbin-record-started` (`uri`, `file`, `trigger-pts`, `start-pts`),
+//! `rsurisrcbin-record-done` (`uri`, `file`, `start-pts`, `end-pts`, `frames`; times are the
+//! stream's timestamps, as frames' PTS in the batch metadata) and `rsurisrcbin-record-failed`
+//! (`uri`, `file`, `reason`, with a warning): a failed write (a full disk) ends the recording
+//! and removes the partial file, never the stream.
+//!
+//! **Metrics** (Prometheus, served by `rsmultiurisrcbin` or `rsmetrics`), labelled with the
+//! element's name: `ferrostream_source_frames_total`, `ferrostream_source_frames_dropped_total`
+//! (QoS drops of its elements), `ferrostream_source_reconnections_total`,
+//! `ferrostream_source_state{state=starting|playing|reconnecting|failed|ended}`,
+//! `ferrostream_source_fps`, `ferrostream_source_recordings_total`,
+//! `ferrostream_source_recording_failures_total`.
+//!
 //! ```text
 //! gst-launch-1.0 rsstreammux name=mux batch-size=2 batched-push-timeout=100000 \
 //!     ! rstrtinfer config-file-path=pipelines/coco_ssd.txt ! rstracker ! fakesink \
@@ -34,13 +54,43 @@
 
 use gst::glib;
 use gst::prelude::*;
+use gst::subclass::prelude::*;
 
 mod imp;
+
+pub use imp::{SourceState, SourceStatus};
 
 glib::wrapper! {
     pub struct RsUriSrcBin(ObjectSubclass<imp::RsUriSrcBin>)
         @extends gst::Bin, gst::Element, gst::Object,
         @implements gst::ChildProxy;
+}
+
+impl RsUriSrcBin {
+    /// How the source is doing.
+    pub fn status(&self) -> SourceStatus {
+        self.imp().status()
+    }
+
+    /// Labels the source's metrics carry besides `element`; takes effect at the next start.
+    pub fn set_metric_labels(&self, labels: Vec<(String, String)>) {
+        self.imp().set_metric_labels(labels)
+    }
+
+    /// Starts (or extends) a recording around the stream time `trigger` (the newest frame when
+    /// `None`) for `duration` (`record-duration` when `None`); returns the file.
+    pub fn start_record(
+        &self,
+        trigger: Option<gst::ClockTime>,
+        duration: Option<gst::ClockTime>,
+    ) -> Result<std::path::PathBuf, String> {
+        self.imp().start_record(trigger, duration)
+    }
+
+    /// Ends the open recording; `false` when none was open.
+    pub fn stop_record(&self) -> bool {
+        self.imp().stop_record()
+    }
 }
 
 pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {

@@ -3,6 +3,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use ferrostream_core::batch::{self, SourceStream, events};
+use ferrostream_core::latency::{LatencyRecorder, now_ns};
 use ferrostream_core::{Batch, BatchMeta};
 use gst::glib;
 use gst::prelude::*;
@@ -72,6 +73,8 @@ struct State {
     outputs: BTreeMap<u32, Output>,
     /// Frames of sources without a requested pad.
     dropped: u64,
+    /// From READY to PAUSED until back to READY.
+    latency: Option<Arc<LatencyRecorder>>,
 }
 
 pub struct StreamDemux {
@@ -82,6 +85,7 @@ pub struct StreamDemux {
 
 impl StreamDemux {
     fn chain(&self, mut buffer: gst::Buffer) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let entry = now_ns();
         let (batch, surfaces) = {
             let buffer = buffer.make_mut();
             let Some(mut meta) = buffer.meta_mut::<BatchMeta>() else {
@@ -115,12 +119,13 @@ impl StreamDemux {
                 );
                 return Err(gst::FlowError::Error);
             };
-            let pad = {
+            let (pad, latency) = {
                 let mut state = self.state.lock().unwrap();
+                let latency = frame.latency.as_ref().and_then(|_| state.latency.clone());
                 match state.outputs.get_mut(&frame.source_id) {
                     Some(output) => {
                         output.announce(&surface.stream, &self.sinkpad);
-                        output.pad.clone()
+                        (output.pad.clone(), latency)
                     }
                     None => {
                         state.dropped += 1;
@@ -131,7 +136,11 @@ impl StreamDemux {
             };
             let mut out = surface.buffer;
             frame.surface_index = 0;
-            BatchMeta::add(out.make_mut(), Batch::single(frame));
+            let mut single = Batch::single(frame);
+            if let Some(recorder) = latency {
+                recorder.record(&mut single, entry);
+            }
+            BatchMeta::add(out.make_mut(), single);
             let pushed = pad.push(out);
             let combined = self.flow.lock().unwrap().update_pad_flow(&pad, pushed);
             if combined.is_err() {
@@ -366,10 +375,15 @@ impl ElementImpl for StreamDemux {
         &self,
         transition: gst::StateChange,
     ) -> Result<gst::StateChangeSuccess, gst::StateChangeError> {
+        if transition == gst::StateChange::ReadyToPaused {
+            self.state.lock().unwrap().latency =
+                Some(Arc::new(LatencyRecorder::new(self.obj().name())));
+        }
         let result = self.parent_change_state(transition)?;
         if transition == gst::StateChange::PausedToReady {
             let mut state = self.state.lock().unwrap();
             state.dropped = 0;
+            state.latency = None;
             for o in state.outputs.values_mut() {
                 o.sent = None;
                 o.eos = false;

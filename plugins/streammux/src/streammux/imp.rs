@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 
 use ferrostream_core::batch::{self, MemoryKind, SourceStream, Surface, events};
-use ferrostream_core::{Batch, BatchMeta, Frame};
+use ferrostream_core::latency::{LatencyRecorder, now_ns};
+use ferrostream_core::metrics::{self, Counter, Gauge, Histogram};
+use ferrostream_core::{Batch, BatchMeta, Frame, FrameLatency};
 use gst::glib;
 use gst::glib::translate::{IntoGlib, ToGlibPtr};
 use gst::prelude::*;
@@ -80,12 +84,80 @@ struct State {
     next_source: u32,
     caps_changed: bool,
     batches: u64,
+    /// Frames received and never batched (flushed, or queued on a released pad).
+    frames_dropped: u64,
+    /// From start to stop.
+    metrics: Option<Metrics>,
+}
+
+/// Frames per batch: the buckets of `ferrostream_streammux_batch_frames`.
+const BATCH_FRAME_BUCKETS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
+
+/// The element's Prometheus series (labelled with its name) and its latency records.
+struct Metrics {
+    element: String,
+    batches: Counter,
+    batch_frames: Histogram,
+    batch_size: Gauge,
+    sources: Gauge,
+    /// Per source id.
+    dropped: BTreeMap<u32, Counter>,
+    latency: LatencyRecorder,
+}
+
+impl Metrics {
+    fn new(element: String, batch_size: u32) -> Self {
+        let registry = metrics::global();
+        let labels = [("element", element.as_str())];
+        let m = Metrics {
+            batches: registry.counter(
+                "ferrostream_streammux_batches_total",
+                "Batches pushed by the muxer",
+                &labels,
+            ),
+            batch_frames: registry.histogram(
+                "ferrostream_streammux_batch_frames",
+                "Frames per batch",
+                &labels,
+                BATCH_FRAME_BUCKETS,
+            ),
+            batch_size: registry.gauge(
+                "ferrostream_streammux_batch_size",
+                "The configured batch-size (0: one frame per source)",
+                &labels,
+            ),
+            sources: registry.gauge(
+                "ferrostream_streammux_sources",
+                "Linked sink pads of the muxer",
+                &labels,
+            ),
+            dropped: BTreeMap::new(),
+            latency: LatencyRecorder::new(element.clone()),
+            element,
+        };
+        m.batch_size.set(batch_size.into());
+        m
+    }
+
+    /// The dropped-frames counter of `source_id`, made at its first use.
+    fn dropped(&mut self, source_id: u32) -> &Counter {
+        self.dropped.entry(source_id).or_insert_with(|| {
+            let source = source_id.to_string();
+            metrics::global().counter(
+                "ferrostream_streammux_frames_dropped_total",
+                "Frames the muxer received and discarded (flushed, or queued on a released pad)",
+                &[("element", &self.element), ("source_id", &source)],
+            )
+        })
+    }
 }
 
 #[derive(Default)]
 pub struct StreamMux {
     settings: Mutex<Settings>,
     state: Mutex<State>,
+    /// `latency-tracking`: read per buffer by the sink pads, so kept outside the settings.
+    latency_tracking: AtomicBool,
 }
 
 /// A pad with its source id, for ordering.
@@ -95,6 +167,42 @@ struct SourcePad {
 }
 
 impl StreamMux {
+    /// Whether frames get latency records (`latency-tracking`).
+    pub(super) fn latency_tracking(&self) -> bool {
+        self.latency_tracking.load(Ordering::Relaxed)
+    }
+
+    /// Counts `frames` of `source_id` that were received and never batched.
+    pub(super) fn count_dropped(&self, source_id: u32, frames: u64) {
+        if frames == 0 {
+            return;
+        }
+        gst::debug!(
+            CAT,
+            imp = self,
+            "source {source_id}: {frames} queued frames dropped"
+        );
+        let mut state = self.state.lock().unwrap();
+        state.frames_dropped += frames;
+        if let Some(m) = state.metrics.as_mut() {
+            m.dropped(source_id).add(frames);
+        }
+    }
+
+    /// Updates the gauge of linked sources (a sink pad was linked or unlinked, or the element
+    /// started).
+    pub(super) fn count_sources(&self) {
+        let linked = self
+            .obj()
+            .sink_pads()
+            .iter()
+            .filter(|p| p.is_linked())
+            .count();
+        if let Some(m) = self.state.lock().unwrap().metrics.as_ref() {
+            m.sources.set(linked as f64);
+        }
+    }
+
     fn source_pads(&self) -> Vec<SourcePad> {
         let mut pads: Vec<SourcePad> = self
             .obj()
@@ -352,6 +460,10 @@ impl StreamMux {
     ) -> Result<(Frame, Surface, Option<gst::ClockTime>), gst::FlowError> {
         let mut guard = pad.imp().state.lock().unwrap();
         let state = &mut *guard;
+        state.pending = state.pending.saturating_sub(1);
+        let origin = self
+            .latency_tracking()
+            .then(|| state.take_arrival(&buffer).unwrap_or_else(now_ns));
         let (Some(stream), Some(source)) = (state.stream.clone(), state.source_info.as_ref())
         else {
             drop(guard);
@@ -367,6 +479,7 @@ impl StreamMux {
         state.frames += 1;
         frame.source_width = source.width();
         frame.source_height = source.height();
+        frame.latency = origin.map(FrameLatency::new);
         frame.pts = buffer.pts();
         frame.surface_index = index;
         let running_time = buffer
@@ -435,7 +548,11 @@ impl StreamMux {
                 continue;
             };
             if buffer.flags().contains(gst::BufferFlags::GAP) && buffer.size() == 0 {
+                // No frame: neither batched nor counted as dropped.
                 p.pad.drop_buffer();
+                let mut source = p.pad.imp().state.lock().unwrap();
+                source.pending = source.pending.saturating_sub(1);
+                source.take_arrival(&buffer);
                 continue;
             }
             ready.push((p, buffer));
@@ -616,7 +733,7 @@ impl ObjectImpl for StreamMux {
                     )
                     .minimum(-1)
                     .default_value(DEFAULT_PUSH_TIMEOUT_US)
-                    .mutable_ready()
+                    .mutable_playing()
                     .build(),
                 glib::ParamSpecUInt64::builder("max-latency")
                     .nick("Maximum latency")
@@ -639,9 +756,28 @@ impl ObjectImpl for StreamMux {
                     .build(),
                 size("width", "Width"),
                 size("height", "Height"),
+                glib::ParamSpecBoolean::builder("latency-tracking")
+                    .nick("Latency tracking")
+                    .blurb(
+                        "Give every frame a latency record: when it reached the muxer, and when \
+                         each element had it (the frame's `latency`, and the \
+                         ferrostream_component_latency_seconds and \
+                         ferrostream_frame_latency_seconds metrics)",
+                    )
+                    .default_value(false)
+                    .mutable_playing()
+                    .build(),
                 glib::ParamSpecUInt64::builder("batches")
                     .nick("Batches")
                     .blurb("Batches pushed since start")
+                    .read_only()
+                    .build(),
+                glib::ParamSpecUInt64::builder("frames-dropped")
+                    .nick("Frames dropped")
+                    .blurb(
+                        "Frames received since start and never batched (flushed, or queued on a \
+                         released pad)",
+                    )
                     .read_only()
                     .build(),
             ]
@@ -651,11 +787,37 @@ impl ObjectImpl for StreamMux {
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
         ferrostream_core::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
+        if pspec.name() == "latency-tracking" {
+            let on = value.get().expect("type checked upstream");
+            if !self.latency_tracking.swap(on, Ordering::Relaxed) || on {
+                return;
+            }
+            // Arrival times noted before would be stale when tracking starts again.
+            for p in self.source_pads() {
+                p.pad.imp().state.lock().unwrap().forget_arrivals();
+            }
+            return;
+        }
         let mut s = self.settings.lock().unwrap();
         match pspec.name() {
-            "batch-size" => s.batch_size = value.get().expect("type checked upstream"),
+            "batch-size" => {
+                s.batch_size = value.get().expect("type checked upstream");
+                if let Some(m) = self.state.lock().unwrap().metrics.as_ref() {
+                    m.batch_size.set(s.batch_size.into());
+                }
+            }
             "batched-push-timeout" => {
-                s.batched_push_timeout = value.get().expect("type checked upstream")
+                s.batched_push_timeout = value.get().expect("type checked upstream");
+                let timeout = s.push_timeout();
+                drop(s);
+                // While running, the latency the muxer adds changes with it.
+                let obj = self.obj();
+                if obj.current_state() >= gst::State::Paused
+                    && let Some(timeout) = timeout
+                {
+                    obj.set_latency(timeout, Some(timeout));
+                    let _ = obj.post_message(gst::message::Latency::builder().src(&*obj).build());
+                }
             }
             "max-latency" => {
                 s.max_latency =
@@ -677,7 +839,9 @@ impl ObjectImpl for StreamMux {
             "sync-inputs" => s.sync_inputs.to_value(),
             "width" => s.width.to_value(),
             "height" => s.height.to_value(),
+            "latency-tracking" => self.latency_tracking().to_value(),
             "batches" => self.state.lock().unwrap().batches.to_value(),
+            "frames-dropped" => self.state.lock().unwrap().frames_dropped.to_value(),
             other => unreachable!("unknown property {other}"),
         }
     }
@@ -789,6 +953,11 @@ impl ElementImpl for StreamMux {
                 pad.name(),
                 source.frames
             );
+            // Its queued frames go with the pad.
+            let dropped = std::mem::take(&mut source.pending);
+            source.forget_arrivals();
+            drop(source);
+            self.count_dropped(p.imp().source_id(), dropped);
         }
         self.parent_release_pad(pad);
     }
@@ -797,12 +966,20 @@ impl ElementImpl for StreamMux {
 impl AggregatorImpl for StreamMux {
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         let settings = *self.settings.lock().unwrap();
-        *self.state.lock().unwrap() = State::default();
+        let mut metrics = Metrics::new(self.obj().name().to_string(), settings.batch_size);
         for p in self.source_pads() {
             let mut source = p.pad.imp().state.lock().unwrap();
             source.frames = 0;
             source.ended = false;
+            source.pending = 0;
+            source.forget_arrivals();
+            metrics.dropped(p.id);
         }
+        *self.state.lock().unwrap() = State {
+            metrics: Some(metrics),
+            ..State::default()
+        };
+        self.count_sources();
         let obj = self.obj();
         let timeout = settings.push_timeout();
         // A batch may wait `batched-push-timeout` for a slow source: that is latency.
@@ -825,6 +1002,8 @@ impl AggregatorImpl for StreamMux {
         for p in self.source_pads() {
             p.pad.imp().state.lock().unwrap().scaler = None;
         }
+        // The element's series leave the metrics with it.
+        self.state.lock().unwrap().metrics = None;
         Ok(())
     }
 
@@ -1065,7 +1244,14 @@ impl AggregatorImpl for StreamMux {
                 state.pushed_any = true;
                 state.batches += 1;
                 out.set_pts(pts);
-                BatchMeta::add_with_surfaces(out, Batch { frames }, surfaces);
+                let mut batch = Batch { frames };
+                if let Some(m) = &state.metrics {
+                    m.batches.inc();
+                    m.batch_frames.observe(batch.frames.len() as f64);
+                    // Each frame entered when it arrived; the batch leaves now.
+                    m.latency.record_from_origin(&mut batch);
+                }
+                BatchMeta::add_with_surfaces(out, batch, surfaces);
             }
             self.finish_buffer(out)?;
         }

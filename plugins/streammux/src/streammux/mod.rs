@@ -26,6 +26,26 @@
 //! [`ferrostream_core::batch::events`]) tells downstream elements (`rstracker`,
 //! `rsstreamdemux`) that it ended. EOS goes downstream when every source is done.
 //!
+//! `latency-tracking=true` (default off; it may change while playing) measures latency per
+//! frame, as DeepStream's latency measurement does: every frame gets a `latency` record whose
+//! origin is the moment it reached its sink pad, and every Ferrostream element that has the frame
+//! (the muxer itself, `rstrtinfer`, `rsdlainfer`, `rstracker`, `rsanalytics`, `rsosd`,
+//! `rstiler`, `rsstreamdemux`, `rsmetaexport`, `rsmsgbroker`) appends its name with its entry and
+//! exit times, on the process's monotonic clock in nanoseconds (see
+//! [`ferrostream_core::latency`]). The records travel in the JSON export and in the Python
+//! package's `FrameMeta.latency`, and feed the Prometheus histograms
+//! `ferrostream_component_latency_seconds{component}` (time in each element) and
+//! `ferrostream_frame_latency_seconds{component}` (time from the muxer to the element's exit).
+//! Off, it costs one check per batch.
+//!
+//! Metrics (process-wide registry, [`ferrostream_core::metrics::global`], labelled
+//! `element="<name>"`, from start to stop): `ferrostream_streammux_batches_total` (the `batches`
+//! property), `ferrostream_streammux_batch_frames` (histogram of frames per batch),
+//! `ferrostream_streammux_batch_size` (the configured `batch-size`),
+//! `ferrostream_streammux_sources` (linked sink pads) and, per `source_id`,
+//! `ferrostream_streammux_frames_dropped_total` (frames received and never batched: flushed, or
+//! queued on a released pad; their sum is the `frames-dropped` property).
+//!
 //! ```text
 //! gst-launch-1.0 rsstreammux name=mux batch-size=2 batched-push-timeout=40000 \
 //!     ! rstrtinfer config-file-path=pipelines/coco_ssd.txt ! rstiler rows=1 columns=2 \

@@ -3,6 +3,7 @@ use std::collections::BTreeMap;
 use std::sync::{LazyLock, Mutex};
 
 use ferrostream_core::batch::{self, FrameSource, frame_pixels};
+use ferrostream_core::latency::{LatencyRecorder, now_ns};
 use ferrostream_core::{AttributeValue, Batch, BatchMeta, Frame, FrameAnalytics, Object};
 use gst::glib;
 use gst::prelude::*;
@@ -198,6 +199,8 @@ impl Canvas {
 pub struct Tiler {
     settings: Mutex<Grid>,
     state: Mutex<Option<State>>,
+    /// From start to stop (the state is made anew at each caps).
+    latency: Mutex<Option<LatencyRecorder>>,
 }
 
 impl Default for Grid {
@@ -323,7 +326,9 @@ impl BaseTransformImpl for Tiler {
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         let grid = *self.settings.lock().unwrap();
         grid.check()
-            .map_err(|m| gst::error_msg!(gst::LibraryError::Settings, ("{m}")))
+            .map_err(|m| gst::error_msg!(gst::LibraryError::Settings, ("{m}")))?;
+        *self.latency.lock().unwrap() = Some(LatencyRecorder::new(self.obj().name()));
+        Ok(())
     }
 
     fn transform_caps(
@@ -409,6 +414,7 @@ impl BaseTransformImpl for Tiler {
 
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
         self.state.lock().unwrap().take();
+        self.latency.lock().unwrap().take();
         Ok(())
     }
 
@@ -417,6 +423,7 @@ impl BaseTransformImpl for Tiler {
         inbuf: &gst::Buffer,
         outbuf: &mut gst::BufferRef,
     ) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let entry = now_ns();
         let mut guard = self.state.lock().unwrap();
         let Some(state) = guard.as_mut() else {
             return Err(gst::FlowError::NotNegotiated);
@@ -453,6 +460,12 @@ impl BaseTransformImpl for Tiler {
         let mut frame = Frame::new(0, state.frames, grid.width, grid.height);
         state.frames += 1;
         frame.pts = inbuf.pts();
+        // The mosaic is as late as its oldest tracked frame.
+        frame.latency = frames
+            .iter()
+            .filter_map(|f| f.latency.as_ref())
+            .min_by_key(|l| l.origin_ns)
+            .cloned();
         frame.objects = state
             .canvas
             .tiles
@@ -480,7 +493,11 @@ impl BaseTransformImpl for Tiler {
         for m in warnings {
             gst::element_imp_warning!(self, gst::StreamError::Failed, ("{m}"));
         }
-        BatchMeta::add(outbuf, Batch::single(frame));
+        let mut batch = Batch::single(frame);
+        if let Some(recorder) = self.latency.lock().unwrap().as_ref() {
+            recorder.record(&mut batch, entry);
+        }
+        BatchMeta::add(outbuf, batch);
         Ok(gst::FlowSuccess::Ok)
     }
 }

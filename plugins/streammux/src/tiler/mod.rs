@@ -8,7 +8,9 @@
 //! metadata whose objects are those of every tile, with boxes mapped into output pixels (and a
 //! `source-id` attribute), so that `rsosd` after the tiler draws them in the right place.
 //! `rsanalytics` results are carried over the same way: shapes mapped into their tile, and
-//! every region and line label given its camera, ` (cam N)`.
+//! every region and line label given its camera, ` (cam N)`. With `rsstreammux
+//! latency-tracking=true` the output frame carries the latency record of the batch's oldest
+//! frame (the earliest to reach the muxer), with the tiler appended.
 //!
 //! ```text
 //! gst-launch-1.0 rsstreammux name=mux ! rstrtinfer config-file-path=pipelines/coco_ssd.txt \
