@@ -3,6 +3,7 @@
 //! requests as they are, every error status, metrics checked by promtool and against the
 //! elements' own counters, and smart record (files that decode, start at a keyframe before the
 //! trigger minus the cache, and last the asked duration; one file per line-crossing window).
+//! Metrics carry element names and the tests share one process: each names its elements apart.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -536,7 +537,7 @@ fn bearer_token() {
 fn metrics_pass_promtool_and_agree_with_the_elements() {
     let port = free_port();
     let run = Running::start(&format!(
-        "rsmultiurisrcbin name=src rest-port={port} batch-size=2 batched-push-timeout=100000 \
+        "rsmultiurisrcbin name=metrics_src rest-port={port} batch-size=2 batched-push-timeout=100000 \
              uri-list={uri},{uri} sensor-id-list=a,b \
          ! rstrtinfer name=metrics_pgie config-file-path={} onnx-file={} labelfile-path={} \
          ! identity name=sink eos-after=40 ! fakesink sync=false",
@@ -582,16 +583,16 @@ fn metrics_pass_promtool_and_agree_with_the_elements() {
             .find_map(|l| l.strip_prefix(series).and_then(|v| v.trim().parse().ok()))
             .unwrap_or_else(|| panic!("no {series} in\n{text}"))
     };
-    let src: gst::Element = element(&run.pipeline, "src");
+    let src: gst::Element = element(&run.pipeline, "metrics_src");
     let mux = src
         .downcast_ref::<gst::Bin>()
         .unwrap()
-        .by_name("src-mux")
+        .by_name("metrics_src-mux")
         .unwrap();
     let batches = mux.property::<u64>("batches");
     assert!(batches >= 20, "{batches} batches");
     assert_eq!(
-        value(r#"ferrostream_streammux_batches_total{element="src-mux"}"#),
+        value(r#"ferrostream_streammux_batches_total{element="metrics_src-mux"}"#),
         batches as f64
     );
     let pgie: gst::Element = element(&run.pipeline, "metrics_pgie");
@@ -608,7 +609,7 @@ fn metrics_pass_promtool_and_agree_with_the_elements() {
             .as_f64()
             .unwrap();
         let series = format!(
-            r#"ferrostream_source_frames_total{{camera_id="{camera}",element="src-source-{i}",source_id="{i}"}}"#
+            r#"ferrostream_source_frames_total{{camera_id="{camera}",element="metrics_src-source-{i}",source_id="{i}"}}"#
         );
         assert_eq!(value(&series), from_rest, "{series}");
         assert!(from_rest >= 20.0, "{camera}: {from_rest} frames");
