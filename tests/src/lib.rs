@@ -537,3 +537,83 @@ impl FoundAgain {
         assert!(found as f64 >= all_share * all as f64, "{found} of {all}");
     }
 }
+
+/// A free TCP port on the loopback address (for a server a test starts).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// An RTSP server process (`scripts/rtsp_server.py`, GStreamer's RTSP server library) on
+/// 127.0.0.1, killed when dropped.
+pub struct RtspServer {
+    child: std::process::Child,
+}
+
+impl RtspServer {
+    /// The Python with the GObject bindings: Debian's (python3-gi); another on PATH may lack them.
+    pub fn python() -> &'static str {
+        if Path::new("/usr/bin/python3").exists() {
+            "/usr/bin/python3"
+        } else {
+            "python3"
+        }
+    }
+
+    /// Serves a live test pattern at `rtsp://127.0.0.1:<port>/test`.
+    pub fn start(port: u16) -> Self {
+        Self::serve(
+            port,
+            &[(
+                "test",
+                "videotestsrc is-live=true pattern=ball \
+                 ! video/x-raw,width=320,height=240,framerate=15/1",
+            )],
+        )
+    }
+
+    /// Serves each `(name, pipeline)` at `rtsp://127.0.0.1:<port>/<name>`; waits (10 s at most)
+    /// until the server listens.
+    pub fn serve(port: u16, mounts: &[(&str, &str)]) -> Self {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(Self::python())
+            .arg(repo_root().join("scripts/rtsp_server.py"))
+            .arg(port.to_string())
+            .args(
+                mounts
+                    .iter()
+                    .map(|(name, pipeline)| format!("{name}={pipeline}")),
+            )
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("starting the RTSP server (python3 with gir1.2-gst-rtsp-server-1.0)");
+        let stdout = child.stdout.take().expect("piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the RTSP server did not start within 10 s");
+        assert!(line.starts_with("ready"), "RTSP server: {line}");
+        Self { child }
+    }
+
+    /// Kills the server at once, as a crashed camera.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for RtspServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

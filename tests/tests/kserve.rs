@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use ferrostream_core::{BatchMeta, Frame};
-use ferrostream_tests::{element, init, media, model, quoted, repo_root, run_pipeline_frames};
+use ferrostream_tests::{
+    element, free_port, init, media, model, quoted, repo_root, run_pipeline_frames,
+};
 use gst::prelude::*;
 
 /// The model's name on the test servers.
@@ -22,14 +24,6 @@ const MODEL: &str = "coco";
 const FRAMES: usize = 36;
 const WIDTH: u32 = 384;
 const HEIGHT: u32 = 288;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// The Python of the virtual environment scripts/install-kserve.sh makes.
 fn python() -> PathBuf {

@@ -47,11 +47,7 @@ fn description(prefix: &str, tracking: bool, out: &std::path::Path) -> String {
 }
 
 fn check_walk(latency: &FrameLatency, prefix: &str, what: &str) {
-    let names: Vec<&str> = latency
-        .components
-        .iter()
-        .map(|c| c.component.as_str())
-        .collect();
+    let names: Vec<&str> = latency.components.iter().map(|c| &*c.component).collect();
     let expected: Vec<String> = ["mux", "infer", "tracker", "analytics", "export"]
         .iter()
         .map(|n| format!("{prefix}{n}"))

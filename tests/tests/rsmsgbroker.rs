@@ -11,7 +11,7 @@
 //! assertion fails.
 
 use std::collections::{BTreeMap, HashSet};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -23,17 +23,11 @@ use ferrostream_core::batch::events as stream_events;
 use ferrostream_core::{
     BBox, Batch, BatchMeta, Crossing, Frame, LineCrossing, Object, ObjectAnalytics,
 };
+use ferrostream_tests::free_port;
 use gst::prelude::*;
 
 // ---------------------------------------------------------------------------------------------
 // Processes, ports, directories
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
-}
 
 fn port_open(port: u16) -> bool {
     TcpStream::connect_timeout(

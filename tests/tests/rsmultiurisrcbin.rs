@@ -11,17 +11,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ferrostream_core::BatchMeta;
-use ferrostream_tests::{element, init, media, model, output_within, quoted, repo_root};
+use ferrostream_tests::{
+    element, free_port, init, media, model, output_within, pull_samples, quoted, repo_root,
+};
 use gst::prelude::*;
 use serde_json::Value;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn file_uri(path: &Path) -> String {
     format!("file://{}", path.canonicalize().unwrap().display())
@@ -375,7 +369,7 @@ fn every_error_status() {
             json["status"].as_str().unwrap_or_default(),
             format!(
                 "HTTP/1.1 {status} {}",
-                ferrostream_sources::multiurisrcbin::rest::status_text(status)
+                ferrostream_core::http::reason_phrase(status)
             )
         );
     };
@@ -635,56 +629,38 @@ fn recording(s: &gst::StructureRef) -> Recording {
     }
 }
 
-/// Decodes `file` with GStreamer; returns the frames' PTS (in the file's time).
-fn decode(file: &Path) -> Vec<u64> {
+/// The buffers at the end of `tail` after `file` (PTS in ns, whether a keyframe). A demuxer may
+/// leave delta frames without a PTS.
+fn buffers(file: &Path, tail: &str) -> Vec<(Option<u64>, bool)> {
     let desc = format!(
-        "filesrc location={} ! decodebin ! videoconvert ! appsink name=sink sync=false",
+        "filesrc location={} ! {tail} ! appsink name=sink",
         quoted(file)
     );
-    let pipeline = gst::parse::launch(&desc)
-        .unwrap()
-        .downcast::<gst::Pipeline>()
-        .unwrap();
-    let sink: gst_app::AppSink = element(&pipeline, "sink");
-    pipeline.set_state(gst::State::Playing).unwrap();
-    let mut pts = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while let Some(sample) = sink.try_pull_sample(gst::ClockTime::from_seconds(10)) {
-        pts.push(sample.buffer().unwrap().pts().unwrap().nseconds());
-        assert!(
-            Instant::now() < deadline,
-            "decoding {} takes too long",
-            file.display()
-        );
-    }
-    let bus = pipeline.bus().unwrap();
-    let error = bus.pop_filtered(&[gst::MessageType::Error]);
-    pipeline.set_state(gst::State::Null).unwrap();
-    assert!(error.is_none(), "{}: {error:?}", file.display());
-    pts
+    pull_samples(&desc, usize::MAX)
+        .iter()
+        .map(|sample| {
+            let b = sample.buffer().unwrap();
+            let key = !b.flags().contains(gst::BufferFlags::DELTA_UNIT);
+            (b.pts().map(gst::ClockTime::nseconds), key)
+        })
+        .collect()
+}
+
+/// Decodes `file` with GStreamer; returns the frames' PTS (in the file's time).
+fn decode(file: &Path) -> Vec<u64> {
+    buffers(file, "decodebin ! videoconvert")
+        .into_iter()
+        .map(|(pts, _)| pts.expect("decoded frames have a PTS"))
+        .collect()
 }
 
 /// Keyframe times (PTS, ns) of the video of `file`, as its parser marks them.
 fn keyframes(file: &Path) -> Vec<u64> {
-    let desc = format!(
-        "filesrc location={} ! parsebin ! appsink name=sink sync=false",
-        quoted(file)
-    );
-    let pipeline = gst::parse::launch(&desc)
-        .unwrap()
-        .downcast::<gst::Pipeline>()
-        .unwrap();
-    let sink: gst_app::AppSink = element(&pipeline, "sink");
-    pipeline.set_state(gst::State::Playing).unwrap();
-    let mut keys = Vec::new();
-    while let Some(sample) = sink.try_pull_sample(gst::ClockTime::from_seconds(10)) {
-        let b = sample.buffer().unwrap();
-        if !b.flags().contains(gst::BufferFlags::DELTA_UNIT) {
-            keys.push(b.pts().unwrap().nseconds());
-        }
-    }
-    pipeline.set_state(gst::State::Null).unwrap();
-    keys
+    buffers(file, "parsebin")
+        .into_iter()
+        .filter(|&(_, key)| key)
+        .map(|(pts, _)| pts.expect("keyframes have a PTS"))
+        .collect()
 }
 
 fn temp_dir(name: &str) -> PathBuf {

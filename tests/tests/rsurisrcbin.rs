@@ -4,14 +4,12 @@
 //! camera of the batch never stalls, the tracker hears that the source restarted, and memory
 //! stays flat over many reconnections. Also: files that loop, and bad URIs.
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ferrostream_core::BatchMeta;
-use ferrostream_tests::{element, init, media, repo_root, rss_kib};
+use ferrostream_tests::{RtspServer, element, free_port, init, media, rss_kib};
 use gst::prelude::*;
 
 /// The RTSP tests one at a time: the memory test measures the whole process, and the other's
@@ -19,71 +17,6 @@ use gst::prelude::*;
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     static SERIAL: Mutex<()> = Mutex::new(());
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// An RTSP server process serving a live test pattern on 127.0.0.1:`port`.
-struct RtspServer {
-    child: Child,
-}
-
-impl RtspServer {
-    fn python() -> &'static str {
-        // Debian's Python has the GObject bindings (python3-gi); another on PATH may not.
-        if Path::new("/usr/bin/python3").exists() {
-            "/usr/bin/python3"
-        } else {
-            "python3"
-        }
-    }
-
-    /// Starts the server and waits (10 s at most) until it listens.
-    fn start(port: u16) -> Self {
-        let script = repo_root().join("scripts/rtsp_server.py");
-        let mut child = Command::new(Self::python())
-            .arg(&script)
-            .arg(port.to_string())
-            .arg(
-                "test=videotestsrc is-live=true pattern=ball \
-                 ! video/x-raw,width=320,height=240,framerate=15/1",
-            )
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("starting the RTSP server (python3 with gir1.2-gst-rtsp-server-1.0)");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx
-            .recv_timeout(Duration::from_secs(10))
-            .expect("the RTSP server did not start within 10 s");
-        assert!(line.starts_with("ready"), "RTSP server: {line}");
-        Self { child }
-    }
-
-    /// Kills the server at once, as a crashed camera.
-    fn kill(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for RtspServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// What a running pipeline has delivered so far.

@@ -265,8 +265,8 @@ impl FrameAnalytics {
 /// nanoseconds.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ComponentLatency {
-    /// The element's name.
-    pub component: String,
+    /// The element's name (shared by every record of that element).
+    pub component: Arc<str>,
     /// When the frame (its batch) reached the element.
     pub entry_ns: u64,
     /// When the element passed it on.

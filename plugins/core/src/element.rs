@@ -97,3 +97,13 @@ pub fn warn_if_set_late(element: &gst::Element, pspec: &gst::glib::ParamSpec) {
         )
     );
 }
+
+/// The outermost bin `element` is in (itself when it has no parent): the pipeline.
+pub fn top_level(element: &gst::Element) -> gst::Element {
+    use gst::prelude::*;
+    let mut top = element.clone();
+    while let Some(parent) = top.parent().and_then(|p| p.downcast::<gst::Element>().ok()) {
+        top = parent;
+    }
+    top
+}

@@ -132,7 +132,7 @@ impl Response {
         } else {
             500
         };
-        let mut head = format!("HTTP/1.1 {status} {}\r\n", reason(status));
+        let mut head = format!("HTTP/1.1 {status} {}\r\n", reason_phrase(status));
         if status != 204 {
             let content_type = if is_header_value(&self.content_type) {
                 &self.content_type
@@ -163,7 +163,8 @@ impl Response {
     }
 }
 
-fn reason(status: u16) -> &'static str {
+/// The standard reason phrase of an HTTP status (empty for codes it does not know).
+pub fn reason_phrase(status: u16) -> &'static str {
     match status {
         100 => "Continue",
         200 => "OK",

@@ -25,8 +25,7 @@
 //! # }
 //! ```
 
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use crate::analytics::{Batch, ComponentLatency};
 use crate::meta::BatchMeta;
@@ -55,7 +54,7 @@ struct Histograms {
 /// Records one element's entry and exit in tracked frames, and observes them in the latency
 /// histograms, whose handles it keeps (the series live as long as the recorder).
 pub struct LatencyRecorder {
-    component: String,
+    component: Arc<str>,
     histograms: OnceLock<Histograms>,
 }
 
@@ -70,9 +69,9 @@ impl std::fmt::Debug for LatencyRecorder {
 impl LatencyRecorder {
     /// A recorder for the element named `component`. Cheap: the histograms are made when the
     /// first tracked frame is recorded.
-    pub fn new(component: impl Into<String>) -> Self {
+    pub fn new(component: impl AsRef<str>) -> Self {
         Self {
-            component: component.into(),
+            component: Arc::from(component.as_ref()),
             histograms: OnceLock::new(),
         }
     }
@@ -115,7 +114,7 @@ impl LatencyRecorder {
             let exit_ns = *exit.get_or_insert_with(now_ns);
             let entry_ns = entry(latency.origin_ns).min(exit_ns);
             latency.components.push(ComponentLatency {
-                component: self.component.clone(),
+                component: Arc::clone(&self.component),
                 entry_ns,
                 exit_ns,
             });
@@ -129,7 +128,7 @@ impl LatencyRecorder {
     fn histograms(&self) -> &Histograms {
         self.histograms.get_or_init(|| {
             let registry = metrics::global();
-            let labels = [("component", self.component.as_str())];
+            let labels = [("component", &*self.component)];
             Histograms {
                 component: registry.histogram(
                     COMPONENT_LATENCY,
@@ -147,24 +146,6 @@ impl LatencyRecorder {
             }
         })
     }
-}
-
-/// Appends `component` to every tracked frame of `batch` (entry `entry_ns`, exit now), for
-/// probes and applications that have no [`LatencyRecorder`] of their own. The recorder of each
-/// name is kept for the life of the process (and its series with it); elements keep their own.
-pub fn record(batch: &mut Batch, component: &str, entry_ns: u64) {
-    static RECORDERS: LazyLock<Mutex<HashMap<String, Arc<LatencyRecorder>>>> =
-        LazyLock::new(Default::default);
-    if !is_tracked(batch) {
-        return;
-    }
-    let recorder = RECORDERS
-        .lock()
-        .unwrap()
-        .entry(component.to_string())
-        .or_insert_with(|| Arc::new(LatencyRecorder::new(component)))
-        .clone();
-    recorder.record(batch, entry_ns);
 }
 
 fn seconds(ns: u64) -> f64 {
@@ -197,11 +178,7 @@ mod tests {
         infer.record(&mut batch, entry);
         for frame in &batch.frames {
             let latency = frame.latency.as_ref().unwrap();
-            let names: Vec<&str> = latency
-                .components
-                .iter()
-                .map(|c| c.component.as_str())
-                .collect();
+            let names: Vec<&str> = latency.components.iter().map(|c| &*c.component).collect();
             assert_eq!(names, ["latency-test-mux", "latency-test-infer"]);
             assert_eq!(latency.components[0].entry_ns, latency.origin_ns);
             assert_eq!(latency.components[1].entry_ns, entry);
@@ -234,7 +211,6 @@ mod tests {
         let mut untracked = batch(false);
         let recorder = LatencyRecorder::new("latency-test-untracked");
         recorder.record(&mut untracked, now_ns());
-        record(&mut untracked, "latency-test-untracked-fn", now_ns());
         assert!(untracked.frames.iter().all(|f| f.latency.is_none()));
         let text = metrics::global().render();
         assert!(!text.contains("latency-test-untracked"), "{text}");

@@ -118,7 +118,6 @@ struct Entry {
     /// Arrival order (decode order): what an open recording has written is counted in it.
     seq: u64,
     time: gst::ClockTime,
-    key: bool,
     buffer: gst::Buffer,
 }
 
@@ -159,12 +158,26 @@ struct Ring {
     session: Option<Session>,
     sessions: u64,
     next_seq: u64,
+    /// The `seq` of every keyframe in `entries`, oldest first (the first entry is one).
+    keys: VecDeque<u64>,
+}
+
+impl Ring {
+    /// Where the entry `seq` is, or would be (entries hold consecutive `seq`s).
+    fn index(&self, seq: u64) -> usize {
+        self.entries
+            .front()
+            .map_or(0, |f| seq.saturating_sub(f.seq) as usize)
+    }
 }
 
 /// One source's ring and its recording.
 pub struct Recorder {
     settings: RecordSettings,
     ring: Mutex<Ring>,
+    /// One start at a time: a start opens its file without holding `ring`, which the
+    /// streaming thread takes for every buffer.
+    starting: Mutex<()>,
     notify: Notify,
     /// Writer threads, to wait for at [`Recorder::shutdown`].
     finishing: Mutex<Vec<mpsc::Receiver<()>>>,
@@ -178,6 +191,7 @@ impl Recorder {
         Self {
             settings,
             ring: Mutex::default(),
+            starting: Mutex::default(),
             notify: Arc::new(notify),
             finishing: Mutex::default(),
         }
@@ -220,10 +234,12 @@ impl Recorder {
         ring.newest = Some(ring.newest.map_or(time, |n| n.max(time)));
         let seq = ring.next_seq;
         ring.next_seq += 1;
+        if key {
+            ring.keys.push_back(seq);
+        }
         ring.entries.push_back(Entry {
             seq,
             time,
-            key,
             buffer: buffer.clone(),
         });
         self.write_pending(&mut ring);
@@ -238,57 +254,73 @@ impl Recorder {
         trigger: Option<gst::ClockTime>,
         duration: Option<gst::ClockTime>,
     ) -> Result<PathBuf, String> {
+        let _one_at_a_time = self.starting.lock().unwrap();
         let duration = duration
             .filter(|d| !d.is_zero())
             .unwrap_or(self.settings.default_duration);
-        let mut ring = self.ring.lock().unwrap();
-        let (Some(newest), Some(caps)) = (ring.newest, ring.caps.clone()) else {
-            return Err("no video from this source yet".into());
-        };
-        let oldest = ring.entries.front().map_or(newest, |e| e.time);
-        let at = trigger
-            .filter(|t| (oldest..=newest + HOLD).contains(t))
-            .unwrap_or(newest);
-        let end = at + duration;
-        if let Some(session) = ring.session.as_mut() {
-            if at <= session.end {
-                session.end = session.end.max(end);
-                let file = session.writer.file.clone();
-                self.write_pending(&mut ring);
-                return Ok(file);
+        let (caps, at, end, first, n) = {
+            let mut ring = self.ring.lock().unwrap();
+            let (Some(newest), Some(caps)) = (ring.newest, ring.caps.clone()) else {
+                return Err("no video from this source yet".into());
+            };
+            let oldest = ring.entries.front().map_or(newest, |e| e.time);
+            let at = trigger
+                .filter(|t| (oldest..=newest + HOLD).contains(t))
+                .unwrap_or(newest);
+            let end = at + duration;
+            if let Some(session) = ring.session.as_mut() {
+                if at <= session.end {
+                    session.end = session.end.max(end);
+                    let file = session.writer.file.clone();
+                    self.write_pending(&mut ring);
+                    return Ok(file);
+                }
+                // Past the open recording's end (it waits out `HOLD`): that one is complete,
+                // this trigger starts the next.
+                let done = ring.session.take().expect("checked above");
+                close(&done.writer);
             }
-            // Past the open recording's end (it waits out `HOLD`): that one is complete, this
-            // trigger starts the next.
-            let done = ring.session.take().expect("checked above");
-            close(&done.writer);
+            // The last keyframe at or before the trigger less the cache, else the oldest.
+            let from = at.saturating_sub(self.settings.cache);
+            let first = ring
+                .keys
+                .iter()
+                .rev()
+                .map(|&k| &ring.entries[ring.index(k)])
+                .find(|e| e.time <= from)
+                .or_else(|| ring.entries.front())
+                .ok_or("no keyframe in the cache yet")?;
+            let start = first.time;
+            let base = first.buffer.dts().unwrap_or(start).min(start);
+            let first = (first.seq, start, base);
+            ring.sessions += 1;
+            (caps, at, end, first, ring.sessions)
+        };
+        let (first_seq, start, base) = first;
+        // Made without the ring: the streaming thread goes on meanwhile.
+        let writer = self.open(&caps, start, base, n)?;
+        let file = writer.file.clone();
+        {
+            let mut ring = self.ring.lock().unwrap();
+            if ring.caps.as_ref() != Some(&caps) {
+                close(&writer);
+                return Err("the stream changed while the recording started".into());
+            }
+            // The start keyframe may have left the ring meanwhile: then its oldest (one too).
+            let from = ring.index(first_seq);
+            ring.session = Some(Session {
+                writer,
+                end,
+                written: None,
+            });
+            write_from(&mut ring, from);
         }
-        let from = at.saturating_sub(self.settings.cache);
-        let first = ring
-            .entries
-            .iter()
-            .rposition(|e| e.key && e.time <= from)
-            .or_else(|| ring.entries.iter().position(|e| e.key))
-            .ok_or("no keyframe in the cache yet")?;
-        let start_entry = &ring.entries[first];
-        let start = start_entry.time;
-        let base = start_entry.buffer.dts().unwrap_or(start).min(start);
-        ring.sessions += 1;
-        let writer = self.open(&caps, start, base, ring.sessions)?;
-        ring.session = Some(Session {
-            writer: writer.clone(),
-            end,
-            written: None,
-        });
-        // Everything from the start keyframe on is written now (the ring's older entries were
-        // before it).
-        let skip = first;
-        write_from(&mut ring, skip);
         (self.notify)(RecordEvent::Started {
-            file: writer.file.clone(),
+            file: file.clone(),
             trigger: at,
             start,
         });
-        Ok(writer.file.clone())
+        Ok(file)
     }
 
     /// Ends the open recording at what was written so far; `false` when none was open.
@@ -331,12 +363,7 @@ impl Recorder {
         let Some(session) = ring.session.as_ref() else {
             return;
         };
-        let written = session.written;
-        let from = ring
-            .entries
-            .iter()
-            .position(|e| written.is_none_or(|w| e.seq > w))
-            .unwrap_or(ring.entries.len());
+        let from = session.written.map_or(0, |w| ring.index(w + 1));
         write_from(ring, from);
         let (Some(newest), Some(session)) = (ring.newest, ring.session.as_ref()) else {
             return;
@@ -417,38 +444,39 @@ fn clear(ring: &mut Ring) {
         close(&session.writer);
     }
     ring.entries.clear();
+    ring.keys.clear();
     ring.bytes = 0;
     ring.newest = None;
 }
 
-/// Drops whole GOPs from the front while the next keyframe is at least `cache` old (and while
-/// the ring is over [`MAX_RING_BYTES`]), never what an open recording has not written yet.
+/// Drops whole GOPs from the front while the next keyframe is at least `cache` old, never
+/// what an open recording has not written yet; and whatever it takes to stay within
+/// [`MAX_RING_BYTES`] (everything, when one GOP alone is larger: the ring then starts again at
+/// the next keyframe).
 fn trim(ring: &mut Ring, cache: gst::ClockTime) {
     let Some(newest) = ring.newest else { return };
     let written = ring.session.as_ref().map(|s| s.written);
     loop {
-        let Some(next_key) = ring
-            .entries
-            .iter()
-            .skip(1)
-            .position(|e| e.key)
-            .map(|i| i + 1)
-        else {
+        let too_big = ring.bytes > MAX_RING_BYTES;
+        let Some(&next_key) = ring.keys.get(1) else {
+            if too_big {
+                ring.entries.clear();
+                ring.keys.clear();
+                ring.bytes = 0;
+            }
             return;
         };
-        let next_time = ring.entries[next_key].time;
-        let old_enough = next_time + cache <= newest;
-        let too_big = ring.bytes > MAX_RING_BYTES;
+        let next = ring.index(next_key);
+        let old_enough = ring.entries[next].time + cache <= newest;
         // An open recording has not written all that would go.
-        let last_dropped = ring.entries[next_key - 1].seq;
-        let still_needed = written.is_some_and(|w| w.is_none_or(|w| last_dropped > w));
-        let may_drop = too_big || (old_enough && !still_needed);
-        if !may_drop {
+        let still_needed = written.is_some_and(|w| w.is_none_or(|w| next_key - 1 > w));
+        if !(too_big || (old_enough && !still_needed)) {
             return;
         }
-        for entry in ring.entries.drain(..next_key) {
+        for entry in ring.entries.drain(..next) {
             ring.bytes -= entry.buffer.size();
         }
+        ring.keys.pop_front();
     }
 }
 
@@ -707,7 +735,7 @@ mod tests {
         }
         let ring = r.ring.lock().unwrap();
         let first = ring.entries.front().unwrap();
-        assert!(first.key);
+        assert_eq!(ring.keys.front(), Some(&first.seq));
         // Newest 4.9 s: the ring must reach back to a keyframe at or before 3.9 s, and not
         // hold a whole GOP more than needed.
         assert_eq!(first.time, gst::ClockTime::from_mseconds(3500));
@@ -733,7 +761,21 @@ mod tests {
         }
         let ring = r.ring.lock().unwrap();
         assert!(ring.bytes <= MAX_RING_BYTES + 4 * size, "{}", ring.bytes);
-        assert!(ring.entries.front().unwrap().key);
+        assert_eq!(ring.keys.front(), Some(&ring.entries.front().unwrap().seq));
+    }
+
+    #[test]
+    fn ring_with_one_keyframe_is_bounded_by_bytes() {
+        let r = recorder(3_600_000);
+        let size = 8 << 20;
+        r.push(&buffer(0, true, size));
+        for i in 1..64u64 {
+            r.push(&buffer(i * 100, false, size));
+        }
+        let ring = r.ring.lock().unwrap();
+        assert!(ring.bytes <= MAX_RING_BYTES, "{}", ring.bytes);
+        // Cleared: it waits for the next keyframe.
+        assert!(ring.entries.is_empty());
     }
 
     #[test]

@@ -5,10 +5,11 @@ use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
 
+use ferrostream_core::element::top_level;
 use ferrostream_core::http::{self, Request, Response};
 
 use crate::multiurisrcbin::prometheus;
-use crate::multiurisrcbin::rest::{self, Reply};
+use crate::multiurisrcbin::rest::{self, Action, Reply};
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(
@@ -43,47 +44,36 @@ pub struct RsMetrics {
 
 impl RsMetrics {
     fn pipeline_playing(&self) -> bool {
-        let mut top: gst::Element = self.obj().clone().upcast();
-        while let Some(parent) = top.parent().and_then(|p| p.downcast::<gst::Element>().ok()) {
-            top = parent;
-        }
-        top.current_state() == gst::State::Playing
+        top_level(self.obj().upcast_ref()).current_state() == gst::State::Playing
     }
 
+    /// `/metrics` and the health probes of the REST API's routes; the rest is not here.
     fn serve(&self, request: &Request) -> Response {
         let token = self.settings.lock().unwrap().token.clone();
         if !rest::authorized(request, token.as_deref()) {
             return rest::unauthorized();
         }
-        let path = request.path.trim_end_matches('/');
-        let known = matches!(
-            path,
-            "/metrics"
-                | "/api/v1/health/live"
-                | "/api/v1/live"
-                | "/live"
-                | "/api/v1/health/ready"
-                | "/api/v1/ready"
-                | "/ready"
-        );
-        if !known {
-            return Reply::new(404, format!("no such endpoint: {path}")).response();
-        }
-        if request.method != "GET" {
-            return Reply::new(405, format!("{path} takes GET")).response();
-        }
-        match path {
-            "/metrics" => prometheus(),
-            "/api/v1/health/live" | "/api/v1/live" | "/live" => {
+        match rest::route(request) {
+            Ok(Action::Metrics | Action::StreamMetrics { prometheus: true }) => prometheus(),
+            Ok(Action::Live) => {
                 rest::health("live", "ds-liveness", true, "GET_LIVE_INFO_SUCCESS").response()
             }
-            _ => rest::health(
+            Ok(Action::Ready) => rest::health(
                 "ready",
                 "ds-ready",
                 self.pipeline_playing(),
                 "GET_READY_INFO_SUCCESS",
             )
             .response(),
+            Ok(_) => Reply::new(
+                404,
+                format!(
+                    "rsmetrics serves /metrics and the health probes, not {}",
+                    request.path
+                ),
+            )
+            .response(),
+            Err(reply) => reply.response(),
         }
     }
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex, mpsc};
 use std::time::Duration;
 
 use gst::glib;
@@ -9,7 +9,9 @@ use gst::prelude::*;
 use gst::subclass::prelude::*;
 use serde_json::{Value, json};
 
+use ferrostream_core::element::top_level;
 use ferrostream_core::http::{self, Request, Response};
+use ferrostream_core::latency::now_ns;
 use ferrostream_core::metrics;
 
 use super::ids::StreamIds;
@@ -146,6 +148,20 @@ impl RecordOn {
     }
 }
 
+/// An rsanalytics event of `record-on`, on its way to the recorder.
+struct Trigger {
+    event: String,
+    stream: u32,
+    pts: Option<gst::ClockTime>,
+}
+
+struct RecordWatch {
+    bus: gst::Bus,
+    id: glib::SignalHandlerId,
+    /// Starts the recordings the handler hands on.
+    thread: std::thread::JoinHandle<()>,
+}
+
 /// A camera in the bin.
 struct Source {
     camera_id: String,
@@ -175,7 +191,7 @@ pub struct RsMultiUriSrcBin {
     /// When the last batch left, in ns of the monotonic clock.
     last_batch_ns: Arc<AtomicU64>,
     /// The bus whose rsanalytics messages start recordings, and the handler.
-    record_watch: Mutex<Option<(gst::Bus, glib::SignalHandlerId)>>,
+    record_watch: Mutex<Option<RecordWatch>>,
     /// Series of the bin itself.
     metrics: Mutex<Option<BinMetrics>>,
 }
@@ -534,7 +550,7 @@ impl RsMultiUriSrcBin {
             .by_id
             .values()
             .any(|s| s.bin.status().state == SourceState::Playing);
-        let since = monotonic_ns().saturating_sub(self.last_batch_ns.load(Ordering::Relaxed));
+        let since = now_ns().saturating_sub(self.last_batch_ns.load(Ordering::Relaxed));
         !playing || Duration::from_nanos(since) < STALL
     }
 
@@ -580,10 +596,7 @@ impl RsMultiUriSrcBin {
 
     /// Elements of the pipeline the bin is in (the bin's own included).
     fn pipeline_elements(&self) -> Vec<gst::Element> {
-        let mut top: gst::Element = self.obj().clone().upcast();
-        while let Some(parent) = top.parent().and_then(|p| p.downcast::<gst::Element>().ok()) {
-            top = parent;
-        }
+        let top = top_level(self.obj().upcast_ref());
         match top.downcast_ref::<gst::Bin>() {
             Some(bin) => bin.iterate_recurse().into_iter().flatten().collect(),
             None => vec![top],
@@ -806,59 +819,75 @@ impl RsMultiUriSrcBin {
         Ok(())
     }
 
-    /// Watches the pipeline's bus for the rsanalytics events of `record-on`.
+    /// Watches the pipeline's bus for the rsanalytics events of `record-on`. The bus handler
+    /// runs on the posting element's streaming thread: it only hands the event to a thread of
+    /// the bin's, which opens the files.
     fn watch_events(&self) {
         let record_on = self.settings.lock().unwrap().record_on.clone();
         if record_on.is_empty() {
             return;
         }
-        let mut top: gst::Element = self.obj().clone().upcast();
-        while let Some(parent) = top.parent().and_then(|p| p.downcast::<gst::Element>().ok()) {
-            top = parent;
-        }
-        let Some(bus) = top.bus() else {
+        let Some(bus) = top_level(self.obj().upcast_ref()).bus() else {
             gst::warning!(CAT, imp = self, "no bus to watch for record-on events");
             return;
         };
-        bus.enable_sync_message_emission();
+        let (triggers, received) = mpsc::channel::<Trigger>();
         let this = self.obj().downgrade();
+        let thread = std::thread::Builder::new()
+            .name("rsmultiurisrcbin-record".into())
+            .spawn(move || {
+                // Ends when the bus handler (the only sender) is disconnected.
+                for trigger in received {
+                    match this.upgrade() {
+                        Some(bin) => bin.imp().record_event(&trigger),
+                        None => return,
+                    }
+                }
+            })
+            .expect("spawning a thread");
+        bus.enable_sync_message_emission();
         let id = bus.connect_sync_message(Some("element"), move |_, message| {
-            let Some(bin) = this.upgrade() else { return };
             let Some(s) = message.structure() else { return };
             if !record_on.iter().any(|r| r.matches(s)) {
                 return;
             }
-            // Any thread: the recorder only looks at its ring.
-            bin.imp().record_event(s);
+            let Ok(stream) = s.get::<u32>("source-id") else {
+                return;
+            };
+            let pts = s
+                .get::<u64>("pts")
+                .ok()
+                .filter(|&p| p != u64::MAX)
+                .map(gst::ClockTime::from_nseconds);
+            let _ = triggers.send(Trigger {
+                event: s.name().to_string(),
+                stream,
+                pts,
+            });
         });
-        *self.record_watch.lock().unwrap() = Some((bus, id));
+        *self.record_watch.lock().unwrap() = Some(RecordWatch { bus, id, thread });
     }
 
     fn unwatch_events(&self) {
-        if let Some((bus, id)) = self.record_watch.lock().unwrap().take() {
-            bus.disconnect(id);
-            bus.disable_sync_message_emission();
+        let watch = self.record_watch.lock().unwrap().take();
+        if let Some(w) = watch {
+            w.bus.disconnect(w.id);
+            w.bus.disable_sync_message_emission();
+            let _ = w.thread.join();
         }
     }
 
-    fn record_event(&self, s: &gst::StructureRef) {
-        let Ok(stream) = s.get::<u32>("source-id") else {
+    fn record_event(&self, trigger: &Trigger) {
+        let Some((_, bin)) = self.find(&Camera::Stream(trigger.stream)) else {
             return;
         };
-        let pts = s
-            .get::<u64>("pts")
-            .ok()
-            .filter(|&p| p != u64::MAX)
-            .map(gst::ClockTime::from_nseconds);
-        let Some((_, bin)) = self.find(&Camera::Stream(stream)) else {
-            return;
-        };
-        if let Err(m) = bin.start_record(pts, None) {
+        if let Err(m) = bin.start_record(trigger.pts, None) {
             gst::warning!(
                 CAT,
                 imp = self,
-                "stream {stream}: {} starts no recording: {m}",
-                s.name()
+                "stream {}: {} starts no recording: {m}",
+                trigger.stream,
+                trigger.event
             );
         }
     }
@@ -871,12 +900,6 @@ impl RsMultiUriSrcBin {
                 .then(|| (*id, s.camera_id.clone()))
         })
     }
-}
-
-/// Nanoseconds since the first call (a monotonic clock).
-fn monotonic_ns() -> u64 {
-    static START: LazyLock<std::time::Instant> = LazyLock::new(std::time::Instant::now);
-    START.elapsed().as_nanos() as u64
 }
 
 /// Whether an inference element works on whole frames.
@@ -942,42 +965,42 @@ impl ObjectSubclass for RsMultiUriSrcBin {
     }
 }
 
-fn source_pspec(name: &str) -> glib::ParamSpec {
-    let template = RsUriSrcBin::static_type();
-    let class = glib::object::ObjectClass::from_type(template).expect("a registered type");
-    let p = class.find_property(name).expect("an rsurisrcbin property");
-    let blurb = format!(
-        "{} (every camera's rsurisrcbin)",
-        p.blurb().unwrap_or_default()
-    );
+/// A property of the bin that stands for the property `name` of `owner` (a class whose
+/// properties the bin hands on): the same type, range and default, the blurb saying where it
+/// goes, and `flags` for when it may change.
+fn forwarded_pspec(
+    owner: glib::Type,
+    name: &str,
+    goes_to: &str,
+    flags: glib::ParamFlags,
+) -> glib::ParamSpec {
+    let class = glib::object::ObjectClass::from_type(owner).expect("a registered type");
+    let p = class.find_property(name).expect("a property of the class");
+    let blurb = format!("{} ({goes_to})", p.blurb().unwrap_or_default());
     let nick = p.nick().to_string();
-    let flags = glib::ParamFlags::READWRITE | gst::PARAM_FLAG_MUTABLE_READY;
-    let default = p.default_value().clone();
-    if let Some(p) = p.downcast_ref::<glib::ParamSpecUInt>() {
-        return glib::ParamSpecUInt::builder(name)
-            .nick(&nick)
-            .blurb(&blurb)
-            .minimum(p.minimum())
-            .maximum(p.maximum())
-            .default_value(p.default_value())
-            .flags(flags)
-            .build();
+    macro_rules! ranged {
+        ($spec:ty) => {
+            if let Some(p) = p.downcast_ref::<$spec>() {
+                return <$spec>::builder(name)
+                    .nick(&nick)
+                    .blurb(&blurb)
+                    .minimum(p.minimum())
+                    .maximum(p.maximum())
+                    .default_value(p.default_value())
+                    .flags(flags)
+                    .build();
+            }
+        };
     }
-    if let Some(p) = p.downcast_ref::<glib::ParamSpecInt>() {
-        return glib::ParamSpecInt::builder(name)
-            .nick(&nick)
-            .blurb(&blurb)
-            .minimum(p.minimum())
-            .maximum(p.maximum())
-            .default_value(p.default_value())
-            .flags(flags)
-            .build();
-    }
-    if p.value_type() == bool::static_type() {
+    ranged!(glib::ParamSpecUInt);
+    ranged!(glib::ParamSpecInt);
+    ranged!(glib::ParamSpecUInt64);
+    ranged!(glib::ParamSpecInt64);
+    if let Some(p) = p.downcast_ref::<glib::ParamSpecBoolean>() {
         return glib::ParamSpecBoolean::builder(name)
             .nick(&nick)
             .blurb(&blurb)
-            .default_value(default.get::<bool>().unwrap_or_default())
+            .default_value(p.default_value())
             .flags(flags)
             .build();
     }
@@ -988,58 +1011,10 @@ fn source_pspec(name: &str) -> glib::ParamSpec {
             .flags(flags)
             .build();
     }
-    glib::ParamSpecString::builder(name)
-        .nick(&nick)
-        .blurb(&blurb)
-        .default_value(default.get::<Option<String>>().ok().flatten().as_deref())
-        .flags(flags)
-        .build()
-}
-
-fn mux_pspec(name: &str) -> glib::ParamSpec {
-    let class =
-        glib::object::ObjectClass::from_type(StreamMux::static_type()).expect("a registered type");
-    let p = class.find_property(name).expect("an rsstreammux property");
-    let blurb = format!("{} (the muxer)", p.blurb().unwrap_or_default());
-    let nick = p.nick().to_string();
-    let flags = p.flags()
-        & (glib::ParamFlags::READWRITE
-            | gst::PARAM_FLAG_MUTABLE_PLAYING
-            | gst::PARAM_FLAG_MUTABLE_READY);
-    if let Some(p) = p.downcast_ref::<glib::ParamSpecUInt>() {
-        return glib::ParamSpecUInt::builder(name)
-            .nick(&nick)
-            .blurb(&blurb)
-            .minimum(p.minimum())
-            .maximum(p.maximum())
-            .default_value(p.default_value())
-            .flags(flags)
-            .build();
-    }
-    if let Some(p) = p.downcast_ref::<glib::ParamSpecInt64>() {
-        return glib::ParamSpecInt64::builder(name)
-            .nick(&nick)
-            .blurb(&blurb)
-            .minimum(p.minimum())
-            .maximum(p.maximum())
-            .default_value(p.default_value())
-            .flags(flags)
-            .build();
-    }
-    if let Some(p) = p.downcast_ref::<glib::ParamSpecUInt64>() {
-        return glib::ParamSpecUInt64::builder(name)
-            .nick(&nick)
-            .blurb(&blurb)
-            .minimum(p.minimum())
-            .maximum(p.maximum())
-            .default_value(p.default_value())
-            .flags(flags)
-            .build();
-    }
     let p = p
-        .downcast_ref::<glib::ParamSpecBoolean>()
-        .expect("the muxer's forwarded properties are numbers and booleans");
-    glib::ParamSpecBoolean::builder(name)
+        .downcast_ref::<glib::ParamSpecString>()
+        .expect("forwarded properties are numbers, booleans, strings and the container");
+    glib::ParamSpecString::builder(name)
         .nick(&nick)
         .blurb(&blurb)
         .default_value(p.default_value())
@@ -1122,8 +1097,29 @@ impl ObjectImpl for RsMultiUriSrcBin {
                     .mutable_ready()
                     .build(),
             ];
-            v.extend(SOURCE_PROPERTIES.iter().map(|n| source_pspec(n)));
-            v.extend(MUX_PROPERTIES.iter().map(|n| mux_pspec(n)));
+            let ready = glib::ParamFlags::READWRITE | gst::PARAM_FLAG_MUTABLE_READY;
+            v.extend(SOURCE_PROPERTIES.iter().map(|n| {
+                forwarded_pspec(
+                    RsUriSrcBin::static_type(),
+                    n,
+                    "every camera's rsurisrcbin",
+                    ready,
+                )
+            }));
+            let mux = StreamMux::static_type();
+            v.extend(MUX_PROPERTIES.iter().map(|n| {
+                let own = glib::object::ObjectClass::from_type(mux)
+                    .and_then(|c| c.find_property(n))
+                    .expect("a property of rsstreammux")
+                    .flags();
+                let when = gst::PARAM_FLAG_MUTABLE_PLAYING | gst::PARAM_FLAG_MUTABLE_READY;
+                forwarded_pspec(
+                    mux,
+                    n,
+                    "the muxer",
+                    glib::ParamFlags::READWRITE | (own & when),
+                )
+            }));
             v
         });
         PROPERTIES.as_ref()
@@ -1303,7 +1299,7 @@ impl ObjectImpl for RsMultiUriSrcBin {
         let target = self.mux.static_pad("src").expect("the muxer's src");
         let last = self.last_batch_ns.clone();
         target.add_probe(gst::PadProbeType::BUFFER, move |_, _| {
-            last.store(monotonic_ns(), Ordering::Relaxed);
+            last.store(now_ns(), Ordering::Relaxed);
             gst::PadProbeReturn::Ok
         });
         let ghost = gst::GhostPad::builder_from_template(

@@ -14,7 +14,7 @@
 //! As in DeepStream, a stream request's `change` decides what it does (`camera_add`,
 //! `camera_streaming`: add; `camera_remove`: remove), whichever of the two paths it is sent to.
 
-use ferrostream_core::http::{Request, Response};
+use ferrostream_core::http::{self, Request, Response};
 use serde_json::{Map, Value, json};
 
 /// What a request asks for.
@@ -110,26 +110,15 @@ impl Reply {
         let mut body = self.fields;
         body.insert(
             "status".into(),
-            format!("HTTP/1.1 {} {}", self.status, status_text(self.status)).into(),
+            format!(
+                "HTTP/1.1 {} {}",
+                self.status,
+                http::reason_phrase(self.status)
+            )
+            .into(),
         );
         body.insert("reason".into(), self.reason.into());
         Response::json(self.status, &Value::Object(body))
-    }
-}
-
-/// The standard reason phrase of the statuses this API answers with.
-pub fn status_text(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        409 => "Conflict",
-        413 => "Payload Too Large",
-        500 => "Internal Server Error",
-        503 => "Service Unavailable",
-        _ => "Unknown",
     }
 }
 

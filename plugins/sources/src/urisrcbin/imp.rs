@@ -123,8 +123,8 @@ struct Flow {
     eos_sent: bool,
     /// The stream ended for good (a file's end without `file-loop`).
     ended: bool,
-    /// Frames given since the start, over every source.
-    frames: u64,
+    /// The source's series (from READY to NULL); its frame counter is the count of frames.
+    metrics: Option<SourceMetrics>,
 }
 
 impl Default for Flow {
@@ -142,7 +142,7 @@ impl Default for Flow {
             downstream_ended: false,
             eos_sent: false,
             ended: false,
-            frames: 0,
+            metrics: None,
         }
     }
 }
@@ -166,7 +166,6 @@ pub struct RsUriSrcBin {
     recorder: Mutex<Option<Arc<Recorder>>>,
     /// Labels the source's metrics carry besides `element` (set by `rsmultiurisrcbin`).
     metric_labels: Mutex<Vec<(String, String)>>,
-    metrics: Mutex<Option<SourceMetrics>>,
 }
 
 /// How a source is doing, for metrics and readiness.
@@ -214,6 +213,7 @@ pub struct SourceStatus {
 }
 
 /// The source's Prometheus series (see the crate's metrics in the README).
+#[derive(Debug)]
 struct SourceMetrics {
     frames: Counter,
     dropped: Counter,
@@ -420,7 +420,9 @@ impl RsUriSrcBin {
                     {
                         flow.last_end = Some(end + buffer.duration().unwrap_or_default());
                     }
-                    flow.frames += 1;
+                    if let Some(m) = &flow.metrics {
+                        m.frames.inc();
+                    }
                     if flow.replacing {
                         None
                     } else {
@@ -430,9 +432,6 @@ impl RsUriSrcBin {
                         flow.outage_since.take()
                     }
                 };
-                if let Some(m) = self.metrics.lock().unwrap().as_ref() {
-                    m.frames.inc();
-                }
                 if let Some(since) = returned {
                     let uri = self
                         .settings
@@ -634,7 +633,7 @@ impl RsUriSrcBin {
                 return true;
             }
             flow.attempt += 1;
-            if let Some(m) = self.metrics.lock().unwrap().as_ref() {
+            if let Some(m) = &flow.metrics {
                 m.reconnections.inc();
             }
             // Until the new source is in place, the old one's last frames do not end the
@@ -700,14 +699,12 @@ impl RsUriSrcBin {
         } else {
             SourceState::Starting
         };
-        let frames = flow.frames;
-        drop(flow);
-        let metrics = self.metrics.lock().unwrap();
+        let m = flow.metrics.as_ref();
         SourceStatus {
             state,
-            frames,
-            reconnections: metrics.as_ref().map_or(0, |m| m.reconnections.get()),
-            fps: metrics.as_ref().map_or(0.0, |m| m.fps.get()),
+            frames: m.map_or(0, |m| m.frames.get()),
+            reconnections: m.map_or(0, |m| m.reconnections.get()),
+            fps: m.map_or(0.0, |m| m.fps.get()),
         }
     }
 
@@ -718,8 +715,10 @@ impl RsUriSrcBin {
     /// Updates the state and frames-per-second series, once a second.
     fn sample_metrics(&self) {
         let status = self.status();
-        let mut metrics = self.metrics.lock().unwrap();
-        let Some(m) = metrics.as_mut() else { return };
+        let mut flow = self.flow.lock().unwrap();
+        let Some(m) = flow.metrics.as_mut() else {
+            return;
+        };
         m.set_state(status.state);
         let (frames, at) = m.last_sample;
         let elapsed = at.elapsed();
@@ -737,7 +736,7 @@ impl RsUriSrcBin {
         labels.extend(extra.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         let m = SourceMetrics::new(&labels);
         m.set_state(SourceState::Starting);
-        *self.metrics.lock().unwrap() = Some(m);
+        self.flow.lock().unwrap().metrics = Some(m);
     }
 
     /// Starts a recording around `trigger` (see [`Recorder::start`]).
@@ -804,7 +803,7 @@ impl RsUriSrcBin {
                 end,
                 frames,
             } => {
-                if let Some(m) = self.metrics.lock().unwrap().as_ref() {
+                if let Some(m) = self.flow.lock().unwrap().metrics.as_ref() {
                     m.recordings.inc();
                 }
                 gst::info!(
@@ -822,7 +821,7 @@ impl RsUriSrcBin {
                     .build()
             }
             RecordEvent::Failed { file, reason } => {
-                if let Some(m) = self.metrics.lock().unwrap().as_ref() {
+                if let Some(m) = self.flow.lock().unwrap().metrics.as_ref() {
                     m.record_failures.inc();
                 }
                 gst::element_imp_warning!(
@@ -1252,7 +1251,7 @@ impl ElementImpl for RsUriSrcBin {
         if transition == gst::StateChange::ReadyToNull {
             self.drop_source();
             self.bury(None);
-            self.metrics.lock().unwrap().take();
+            self.flow.lock().unwrap().metrics.take();
         }
         result
     }
@@ -1262,7 +1261,7 @@ impl BinImpl for RsUriSrcBin {
     fn handle_message(&self, message: gst::Message) {
         if let gst::MessageView::Qos(q) = message.view()
             && q.stats().1.value() > 0
-            && let Some(m) = self.metrics.lock().unwrap().as_ref()
+            && let Some(m) = self.flow.lock().unwrap().metrics.as_ref()
         {
             m.dropped.inc();
         }
