@@ -1,22 +1,29 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT OR Apache-2.0
-# Four cameras, one batch: rsstreammux -> rstrtinfer (COCO detector, one engine call per batch)
-# -> rstracker -> rsanalytics (a zone, a crowd limit and a counting line on the two vtest
-# cameras) -> rstiler (2x2 grid) -> rsosd (boxes, ids, zones, lines and counts) -> an MP4 file,
-# or a window with --display. It prints which inference backend ran and why, and at the end
-# per-source frames, frames/s, mean objects per frame, and the people counted.
+# Four cameras, one batch: rsmultiurisrcbin (the cameras as URIs, batched by its rsstreammux)
+# -> rstrtinfer (COCO detector, one engine call per batch) -> rstracker -> rsanalytics (a zone, a
+# crowd limit and a counting line on the two vtest cameras) -> rstiler (2x2 grid) -> rsosd (boxes,
+# ids, zones, lines and counts) -> an MP4 file, or a window with --display. It prints which
+# inference backend ran and why, and at the end per-source frames, frames/s, mean objects per
+# frame, and the people counted.
+#
+# Cameras 0 and 1 are files (vtest.avi, carphone_pristine.mp4); cameras 2 (vtest mirrored, at
+# 640x480) and 3 (a photo at 5 frames/s) have no file of their own, so a local RTSP server
+# (GStreamer's, from python3-gi) on 127.0.0.1 serves them, as network cameras.
 #
 # Usage: pipelines/demo-4cam.sh [--source cpu|cuda|nvmm] [--frames N] [--output FILE.mp4]
 #                               [--jsonl FILE] [--display] [--config FILE] [--analytics FILE]
-#                               [--rtsp] [--backend B] [--precision P]
+#                               [--rtsp] [--rest [PORT]] [--backend B] [--precision P]
 #   --source cpu   decode on the CPU (default; works everywhere)
-#   --source cuda  decode the H.264 camera with upstream nvh264dec (dGPU); needs nvh264dec
+#   --source cuda  decode the H.264 camera with nvh264dec (dGPU, NVDEC); needs nvh264dec
 #   --source nvmm  decode the H.264 camera with nvv4l2decoder (Jetson / DeepStream); needs it
-#   --frames N     stop each camera after N frames (default: the whole footage)
+#   --frames N     stop each camera after N frames (default 300; the cameras served over RTSP
+#                  never end by themselves)
 #   --analytics F  nvdsanalytics-format rules (default: pipelines/analytics_demo.txt)
-#   --rtsp         serve the four cameras over RTSP on 127.0.0.1 (GStreamer's RTSP server, from
-#                  python3-gi) and read them back with rsurisrcbin, as from network cameras
-#                  (300 frames per camera unless --frames says otherwise)
+#   --rtsp         serve all four cameras over RTSP and read them back, as network cameras
+#   --rest [PORT]  serve rsmultiurisrcbin's REST API on 127.0.0.1:PORT (default 9000) and run
+#                  until interrupted (Ctrl-C), files looping: add and remove cameras with curl
+#                  (up to six, in a 3x2 grid); it prints how
 #   --backend B    rstrtinfer's backend (default auto: TensorRT where built in; on a machine
 #                  without an NVIDIA GPU OpenVINO when the CPU computes BF16/FP16, else ONNX
 #                  Runtime); onnxruntime or openvino name one
@@ -34,6 +41,7 @@ display=0
 config="$here/coco_ssd.txt"
 analytics="$here/analytics_demo.txt"
 rtsp=0
+rest=""
 backend=auto
 precision=fp16
 while [ $# -gt 0 ]; do
@@ -46,9 +54,11 @@ while [ $# -gt 0 ]; do
         --config) config="$2"; shift 2 ;;
         --analytics) analytics="$2"; shift 2 ;;
         --rtsp) rtsp=1; shift ;;
+        --rest)
+            if [ $# -gt 1 ] && [[ "$2" =~ ^[0-9]+$ ]]; then rest="$2"; shift 2; else rest=9000; shift; fi ;;
         --backend) backend="$2"; shift 2 ;;
         --precision) precision="$2"; shift 2 ;;
-        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -67,59 +77,53 @@ carphone="$(find_media carphone_pristine.mp4)"
 messi="$(find_media messi5.jpg)"
 have rstrtinfer || { echo "error: the ferrostream plugin is not installed (meson install, or set GST_PLUGIN_PATH)" >&2; exit 1; }
 
-# The H.264 camera's decoder; the other cameras (MPEG-4 part 2 and JPEG) always decode on the CPU.
+# The H.264 camera's decoder: rsurisrcbin's uridecodebin takes the decoder of highest rank.
 case "$source_kind" in
-    cpu) h264="qtdemux ! h264parse ! decodebin" ;;
+    cpu) ;;
     cuda)
         have nvh264dec || { echo "error: --source cuda needs nvh264dec (gst-plugins-bad built with NVCODEC and an NVIDIA GPU); it is not available here" >&2; exit 1; }
-        h264="qtdemux ! h264parse ! nvh264dec ! cudadownload" ;;
+        export GST_PLUGIN_FEATURE_RANK="nvh264dec:MAX${GST_PLUGIN_FEATURE_RANK:+,$GST_PLUGIN_FEATURE_RANK}" ;;
     nvmm)
         have nvv4l2decoder || { echo "error: --source nvmm needs nvv4l2decoder (Jetson / DeepStream); it is not available here" >&2; exit 1; }
-        h264="qtdemux ! h264parse ! nvv4l2decoder ! nvvideoconvert" ;;
+        export GST_PLUGIN_FEATURE_RANK="nvv4l2decoder:MAX${GST_PLUGIN_FEATURE_RANK:+,$GST_PLUGIN_FEATURE_RANK}" ;;
     *) echo "error: --source takes cpu, cuda or nvmm" >&2; exit 2 ;;
 esac
-
 if [ "$rtsp" = 1 ] && [ "$source_kind" != cpu ]; then
-    echo "error: --rtsp decodes the cameras in rsurisrcbin; leave --source out" >&2; exit 2
+    echo "error: --rtsp serves the H.264 camera as JPEG; leave --source out" >&2; exit 2
 fi
-# Camera streams that end are reconnected, so RTSP cameras always stop after a frame count.
-[ "$rtsp" = 1 ] && [ -z "$frames" ] && frames=300
-limit=""
-images=""
-if [ -n "$frames" ]; then
-    limit="! identity eos-after=$frames"
-    images="num-buffers=$frames"
-else
-    images="num-buffers=300"
-fi
-fmt="videoconvert ! video/x-raw,format=I420"
-cams=(
-    "filesrc location=\"$vtest\" ! decodebin ! $fmt $limit"
-    "filesrc location=\"$carphone\" ! $h264 ! $fmt $limit"
-    "filesrc location=\"$vtest\" ! decodebin ! videoflip video-direction=horiz ! videoscale ! video/x-raw,width=640,height=480 ! $fmt $limit"
-    "filesrc location=\"$messi\" ! jpegdec ! $fmt ! imagefreeze $images ! video/x-raw,framerate=5/1"
-)
 
+python=python3
+[ -x /usr/bin/python3 ] && python=/usr/bin/python3   # the one python3-gi belongs to
+port="$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+# Served as RTP/JPEG, whose frame sides are multiples of 8 (the photo is scaled to that).
+server_log="$(mktemp)"
+"$python" "$here/../scripts/rtsp_server.py" "$port" \
+    "cam0=filesrc location=\"$vtest\" ! decodebin" \
+    "cam1=filesrc location=\"$carphone\" ! qtdemux ! h264parse ! decodebin" \
+    "cam2=filesrc location=\"$vtest\" ! decodebin ! videoflip video-direction=horiz ! videoscale ! video/x-raw,width=640,height=480" \
+    "cam3=filesrc location=\"$messi\" ! jpegdec ! videoscale ! video/x-raw,width=544,height=336 ! imagefreeze ! video/x-raw,framerate=5/1" \
+    >"$server_log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null || true; rm -f "$server_log"' EXIT
+for _ in $(seq 100); do grep -q ready "$server_log" && break; sleep 0.1; done
+grep -q ready "$server_log" || { echo "error: the RTSP server did not start:" >&2; cat "$server_log" >&2; exit 1; }
 if [ "$rtsp" = 1 ]; then
-    python=python3
-    [ -x /usr/bin/python3 ] && python=/usr/bin/python3   # the one python3-gi belongs to
-    port="$($python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-    # Served as RTP/JPEG, whose frame sides are multiples of 8 (the photo is scaled to that).
-    server_log="$(mktemp)"
-    "$python" "$here/../scripts/rtsp_server.py" "$port" \
-        "cam0=filesrc location=\"$vtest\" ! decodebin" \
-        "cam1=filesrc location=\"$carphone\" ! qtdemux ! h264parse ! decodebin" \
-        "cam2=filesrc location=\"$vtest\" ! decodebin ! videoflip video-direction=horiz ! videoscale ! video/x-raw,width=640,height=480" \
-        "cam3=filesrc location=\"$messi\" ! jpegdec ! videoscale ! video/x-raw,width=544,height=336 ! imagefreeze ! video/x-raw,framerate=5/1" \
-        >"$server_log" 2>&1 &
-    server=$!
-    trap 'kill $server 2>/dev/null || true; rm -f "$server_log"' EXIT
-    for _ in $(seq 100); do grep -q ready "$server_log" && break; sleep 0.1; done
-    grep -q ready "$server_log" || { echo "error: the RTSP server did not start:" >&2; cat "$server_log" >&2; exit 1; }
-    for i in 0 1 2 3; do
-        cams[$i]="rsurisrcbin uri=rtsp://127.0.0.1:$port/cam$i reconnect-interval=5 ! $fmt $limit"
-    done
+    uris="rtsp://127.0.0.1:$port/cam0,rtsp://127.0.0.1:$port/cam1,rtsp://127.0.0.1:$port/cam2,rtsp://127.0.0.1:$port/cam3"
     echo "serving the cameras at rtsp://127.0.0.1:$port/cam0..cam3"
+else
+    uris="file://$vtest,file://$carphone,rtsp://127.0.0.1:$port/cam2,rtsp://127.0.0.1:$port/cam3"
+fi
+
+if [ -n "$rest" ]; then
+    # Runs until interrupted: no frame limit, files loop, room for two more cameras.
+    [ -n "$frames" ] && { echo "error: --rest runs until interrupted; leave --frames out" >&2; exit 2; }
+    batch=6
+    sources="rest-port=$rest max-sources=6 batch-size=$batch file-loop=true"
+    grid="rows=2 columns=3 width=1920 height=720"
+else
+    batch=4
+    sources="rest-port=0 max-sources=4 batch-size=$batch num-buffers=${frames:-300}"
+    grid="rows=2 columns=2 width=1280 height=720"
 fi
 
 if [ "$display" = 1 ] && { [ -n "${DISPLAY:-}" ] || [ -n "${WAYLAND_DISPLAY:-}" ]; }; then
@@ -137,18 +141,24 @@ else
 fi
 jsonl="${jsonl:-$(mktemp --suffix=.jsonl)}"
 
-description="rsstreammux name=mux batch-size=4 batched-push-timeout=200000 \
-    ! rstrtinfer config-file-path=\"$config\" batch-size=4 backend=$backend network-mode=$precision \
+description="rsmultiurisrcbin name=cameras $sources batched-push-timeout=200000 \
+        uri-list=\"$uris\" sensor-id-list=cam0,cam1,cam2,cam3 reconnect-interval=5 \
+    ! rstrtinfer config-file-path=\"$config\" batch-size=$batch backend=$backend network-mode=$precision \
     ! rstracker config-file-path=\"$here/tracker.toml\" \
     ! rsanalytics config-file-path=\"$analytics\" \
     ! rsmetaexport location=\"$jsonl\" \
-    ! rstiler rows=2 columns=2 width=1280 height=720 \
+    ! rstiler $grid \
     ! rsosd config-file-path=\"$here/osd.ini\" ! $sink"
-for i in 0 1 2 3; do
-    description="$description ${cams[$i]} ! queue ! mux.sink_$i"
-done
-
 echo "4 cameras ($source_kind decoding) -> $target"
+if [ -n "$rest" ]; then
+    cat <<EOF
+REST API on http://127.0.0.1:$rest (Ctrl-C ends the demo). Add a fifth camera:
+  curl -XPOST http://127.0.0.1:$rest/api/v1/stream/add -d '{"key":"sensor","value":{"camera_id":"cam4","camera_name":"extra","camera_url":"file://$carphone","change":"camera_add"}}'
+List them:   curl http://127.0.0.1:$rest/api/v1/stream/get-stream-info
+Remove it:   curl -XPOST http://127.0.0.1:$rest/api/v1/stream/remove -d '{"key":"sensor","value":{"camera_id":"cam4","change":"camera_remove"}}'
+Metrics:     curl http://127.0.0.1:$rest/metrics
+EOF
+fi
 # gst-launch's messages (-m) are read for the inference element's: which backend ran, and why.
 engine="$(mktemp)"
 start=$(date +%s.%N)

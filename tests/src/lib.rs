@@ -6,6 +6,8 @@
 //! then in `../shared/{models,media}` beside the repository, then in the cache that
 //! `scripts/fetch-models.sh` fills.
 
+pub mod rest;
+
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 use std::time::{Duration, Instant};

@@ -887,12 +887,142 @@ fn demo_script_reads_the_cameras_over_rtsp_on_a_loaded_machine() {
     assert!(stdout.contains("serving the cameras"), "{stdout}");
 }
 
+/// `--rest`: the demo runs until interrupted; a fifth camera added with curl (the request the
+/// demo prints) is batched, inferred and summarised with the others; Ctrl-C to gst-launch ends
+/// it with a finished video.
+#[test]
+fn demo_script_with_rest_takes_a_fifth_camera() {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    let port = ferrostream_tests::free_port();
+    let jsonl = std::env::temp_dir().join(format!(
+        "ferrostream-demo-rest-{}.jsonl",
+        std::process::id()
+    ));
+    let (mut demo, dir, video) = demo_command(&[
+        "--rest",
+        &port.to_string(),
+        "--jsonl",
+        jsonl.to_str().unwrap(),
+    ]);
+    let mut child = demo
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("starting the demo");
+    let group = child.id() as i32;
+    // Whatever happens, the demo's processes go with the test.
+    struct Group(i32);
+    impl Drop for Group {
+        fn drop(&mut self) {
+            // SAFETY: signals a process group this test started.
+            unsafe { libc::kill(-self.0, libc::SIGKILL) };
+        }
+    }
+    let _group = Group(group);
+    let (lines, printed) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = lines.send(line);
+        }
+    });
+    let deadline = Instant::now() + DEMO_WATCHDOG;
+    let mut output = Vec::new();
+    let mut next_line = || {
+        let line = printed
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("the demo stopped or stalled"));
+        output.push(line.clone());
+        line
+    };
+    // The request to add a fifth camera, as the demo prints it.
+    let add = loop {
+        let line = next_line();
+        if line.trim_start().starts_with("curl -XPOST") && line.contains("stream/add") {
+            break line;
+        }
+    };
+    let body = add.split_once("-d '").unwrap().1.trim_end_matches('\'');
+    // The server listens once gst-launch has started the pipeline.
+    while ferrostream_tests::rest::request(port, "GET", "/api/v1/health/get-dsready-state", None).0
+        != 200
+    {
+        assert!(Instant::now() < deadline, "the REST server never answered");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (status, reply) =
+        ferrostream_tests::rest::request(port, "POST", "/api/v1/stream/add", Some(body));
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["stream_id"], 4);
+    // Its frames reach the JSON export.
+    let seen = |source: u64| {
+        std::fs::read_to_string(&jsonl)
+            .unwrap_or_default()
+            .lines()
+            .any(|l| {
+                serde_json::from_str::<serde_json::Value>(l).is_ok_and(|f| f["source_id"] == source)
+            })
+    };
+    while !seen(4) {
+        assert!(Instant::now() < deadline, "no frame of the fifth camera");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Ctrl-C to gst-launch (-e): the end of stream finishes every camera and the video.
+    let pgrep = std::process::Command::new("pgrep")
+        .args(["-g", &group.to_string(), "-x", "gst-launch-1.0"])
+        .output()
+        .expect("pgrep (procps)");
+    let pid: i32 = String::from_utf8_lossy(&pgrep.stdout)
+        .trim()
+        .parse()
+        .expect("gst-launch's pid");
+    // SAFETY: signals the demo's gst-launch-1.0.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let summary = loop {
+        let line = next_line();
+        if line.starts_with("all: frames:") {
+            break output.join("\n");
+        }
+    };
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the demo did not end after Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "{summary}");
+    for source in 0..5 {
+        assert!(
+            summary.contains(&format!("source {source}: frames: ")),
+            "{summary}"
+        );
+    }
+    assert!(std::fs::metadata(&video).unwrap().len() > 10_000);
+    let _ = std::fs::remove_file(&jsonl);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// The longest a demo run of a few frames may take, however loaded the machine.
 const DEMO_WATCHDOG: Duration = Duration::from_secs(240);
 
-/// Runs the 4-camera demo with `args`, checks its summary (every camera, objects, the counts of
-/// the two vtest cameras) and the video written; returns what it printed.
-fn run_demo(args: &[&str]) -> String {
+/// The 4-camera demo with `args`, writing its video into a directory of its own (returned, with
+/// the video's path), with the plugin built for these tests.
+fn demo_command(
+    args: &[&str],
+) -> (
+    std::process::Command,
+    std::path::PathBuf,
+    std::path::PathBuf,
+) {
     let plugins = std::env::current_exe()
         .unwrap()
         .parent()
@@ -929,6 +1059,13 @@ fn run_demo(args: &[&str]) -> String {
             "FERROSTREAM_MEDIA_DIR",
             media("vtest.avi").parent().unwrap(),
         );
+    (demo, dir, video)
+}
+
+/// Runs the 4-camera demo with `args`, checks its summary (every camera, objects, the counts of
+/// the two vtest cameras) and the video written; returns what it printed.
+fn run_demo(args: &[&str]) -> String {
+    let (mut demo, dir, video) = demo_command(args);
     // The watchdog stops the script's pipeline and server too.
     let run = ferrostream_tests::output_within(&mut demo, DEMO_WATCHDOG);
     let stdout = String::from_utf8_lossy(&run.stdout).into_owned();

@@ -46,6 +46,7 @@ const SOURCE_PROPERTIES: &[&str] = &[
     "reconnect-backoff-max",
     "file-loop",
     "latency",
+    "num-buffers",
     "record-cache",
     "record-duration",
     "record-dir",
@@ -446,9 +447,10 @@ impl RsMultiUriSrcBin {
         let source = self.sources.lock().unwrap().by_id.remove(&id)?;
         // Stopped first (its threads end), then its muxer pad released: the muxer drops what it
         // queued for it and sends the stream's end downstream (trackers and analytics release
-        // it, rsmsgbroker reports its objects as left).
-        let _ = source.bin.set_state(gst::State::Null);
-        for element in &source.convert {
+        // it, rsmsgbroker reports its objects as left). Its state is locked before: a state
+        // change of the bin meanwhile (another camera's preroll) would bring it back up.
+        for element in std::iter::once(source.bin.upcast_ref()).chain(&source.convert) {
+            element.set_locked_state(true);
             let _ = element.set_state(gst::State::Null);
         }
         self.mux.release_request_pad(&source.mux_pad);
@@ -1293,6 +1295,9 @@ impl ObjectImpl for RsMultiUriSrcBin {
     fn constructed(&self) {
         self.parent_constructed();
         let obj = self.obj();
+        // A source (its sources are made at start, too late for the parent bin to tell):
+        // the pipeline sends it the end of stream an application asks for.
+        obj.set_element_flags(gst::ElementFlags::SOURCE);
         // Names that tell bins apart in the process-wide metrics, which carry element names.
         self.mux.set_property("name", format!("{}-mux", obj.name()));
         obj.add(&self.mux).expect("a new bin takes the muxer");

@@ -8,7 +8,7 @@
 //! replaces "N sources + rsstreammux" in a pipeline; the muxer's properties (`batch-size`,
 //! `batched-push-timeout`, `max-latency`, `sync-inputs`, `width`, `height`,
 //! `latency-tracking`) and the sources' (`reconnect-interval`, `reconnect-attempts`,
-//! `reconnect-backoff-max`, `file-loop`, `latency`, `record-*`) are the bin's.
+//! `reconnect-backoff-max`, `file-loop`, `latency`, `num-buffers`, `record-*`) are the bin's.
 //!
 //! Cameras come from `uri-list` (with `sensor-id-list` and `sensor-name-list`, in order) at
 //! start, and from the REST API or the `add-source` / `remove-source` action signals at any

@@ -38,6 +38,8 @@ struct Settings {
     backoff_max_ms: u32,
     file_loop: bool,
     latency_ms: u32,
+    /// Frames given before the stream ends for good (`num-buffers`, -1: no limit).
+    num_buffers: i32,
     record: RecordSettings,
 }
 
@@ -50,6 +52,7 @@ impl Default for Settings {
             backoff_max_ms: 5000,
             file_loop: false,
             latency_ms: 200,
+            num_buffers: -1,
             record: RecordSettings::default(),
         }
     }
@@ -125,6 +128,8 @@ struct Flow {
     ended: bool,
     /// The source's series (from READY to NULL); its frame counter is the count of frames.
     metrics: Option<SourceMetrics>,
+    /// `num-buffers`, from the start.
+    limit: Option<u64>,
 }
 
 impl Default for Flow {
@@ -143,6 +148,7 @@ impl Default for Flow {
             eos_sent: false,
             ended: false,
             metrics: None,
+            limit: None,
         }
     }
 }
@@ -355,6 +361,8 @@ impl RsUriSrcBin {
     fn drop_source(&self) {
         let old = self.source.lock().unwrap().take();
         if let Some(old) = old {
+            // Locked first: a state change of the bin meanwhile would bring it back up.
+            old.set_locked_state(true);
             let _ = old.set_state(gst::State::Null);
             let _ = self.obj().remove(&old);
             stop_all(&old);
@@ -414,6 +422,13 @@ impl RsUriSrcBin {
             Some(gst::PadProbeData::Buffer(buffer)) => {
                 let returned = {
                     let mut flow = self.flow.lock().unwrap();
+                    let given = flow.metrics.as_ref().map_or(0, |m| m.frames.get());
+                    if flow.limit.is_some_and(|limit| given >= limit) {
+                        // `num-buffers` reached: over for good, as when downstream ends it.
+                        flow.downstream_ended = true;
+                        info.flow_res = Err(gst::FlowError::Eos);
+                        return gst::PadProbeReturn::Handled;
+                    }
                     if let Some(end) = buffer
                         .pts()
                         .and_then(|pts| flow.segment.to_running_time(pts))
@@ -984,6 +999,16 @@ impl ObjectImpl for RsUriSrcBin {
                     .default_value(d.latency_ms)
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecInt::builder("num-buffers")
+                    .nick("Number of buffers")
+                    .blurb(
+                        "Frames to give before the stream ends for good, never looped or \
+                         reconnected again (-1: no limit)",
+                    )
+                    .minimum(-1)
+                    .default_value(d.num_buffers)
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecUInt::builder("record-cache")
                     .nick("Record cache")
                     .blurb(
@@ -1087,6 +1112,7 @@ impl ObjectImpl for RsUriSrcBin {
             }
             "file-loop" => s.file_loop = value.get().expect("type checked upstream"),
             "latency" => s.latency_ms = value.get().expect("type checked upstream"),
+            "num-buffers" => s.num_buffers = value.get().expect("type checked upstream"),
             "record-cache" => {
                 s.record.cache = gst::ClockTime::from_seconds(u64::from(
                     value.get::<u32>().expect("type checked upstream"),
@@ -1128,6 +1154,7 @@ impl ObjectImpl for RsUriSrcBin {
             "reconnect-backoff-max" => s.backoff_max_ms.to_value(),
             "file-loop" => s.file_loop.to_value(),
             "latency" => s.latency_ms.to_value(),
+            "num-buffers" => s.num_buffers.to_value(),
             "record-cache" => (s.record.cache.seconds() as u32).to_value(),
             "record-duration" => (s.record.default_duration.seconds() as u32).to_value(),
             "record-dir" => s.record.dir.to_string_lossy().to_value(),
@@ -1140,6 +1167,9 @@ impl ObjectImpl for RsUriSrcBin {
     fn constructed(&self) {
         self.parent_constructed();
         let obj = self.obj();
+        // A source (its sources are made at start, too late for the parent bin to tell):
+        // the pipeline sends it the end of stream an application asks for.
+        obj.set_element_flags(gst::ElementFlags::SOURCE);
         let output = gst::ElementFactory::make("identity")
             .name("output")
             .property("silent", true)
@@ -1206,6 +1236,15 @@ impl ElementImpl for RsUriSrcBin {
         PAD_TEMPLATES.as_ref()
     }
 
+    /// An end of stream sent to the bin (an application stopping, `gst-launch-1.0 -e` on
+    /// Ctrl-C) ends it for good: not looped, not reconnected.
+    fn send_event(&self, event: gst::Event) -> bool {
+        if event.type_() == gst::EventType::Eos {
+            self.flow.lock().unwrap().downstream_ended = true;
+        }
+        self.parent_send_event(event)
+    }
+
     fn change_state(
         &self,
         transition: gst::StateChange,
@@ -1224,7 +1263,10 @@ impl ElementImpl for RsUriSrcBin {
                 );
                 return Err(gst::StateChangeError);
             }
-            *self.flow.lock().unwrap() = Flow::default();
+            *self.flow.lock().unwrap() = Flow {
+                limit: u64::try_from(settings.num_buffers).ok(),
+                ..Flow::default()
+            };
             if let Some(pad) = self.output().static_pad("src") {
                 pad.set_offset(0);
             }

@@ -16,8 +16,9 @@
 //! A new source has three times `reconnect-interval` (at least 20 s) to give its first frame:
 //! on a loaded machine a camera starts slowly, and a slow start is not a lost camera. When
 //! downstream ends the stream (a frame limit such as `identity eos-after`, a sink's
-//! `num-buffers`), the source is over for good: it is never reconnected or looped again, and
-//! the bin sends the end of stream itself if the source goes quiet without one.
+//! `num-buffers`), or after the bin's own `num-buffers` frames, the source is over for good: it
+//! is never reconnected or looped again, and the bin sends the end of stream itself if the
+//! source goes quiet without one.
 //!
 //! The output has the caps the decoder and downstream agree on: with `nvh264dec` (or
 //! `nvv4l2decoder`) and a downstream that takes CUDA (or NVMM) memory, such as `rsstreammux`,
