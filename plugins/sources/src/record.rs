@@ -92,6 +92,26 @@ impl Default for RecordSettings {
     }
 }
 
+/// A duration given in seconds by a signal or a request; 0 means none (the default).
+pub fn seconds(seconds: u32) -> Option<gst::ClockTime> {
+    (seconds > 0).then(|| gst::ClockTime::from_seconds(u64::from(seconds)))
+}
+
+/// What a `start-record` action signal returns: the file, or `None` after a warning from
+/// `element` naming why nothing is recorded.
+pub fn signal_reply(
+    element: &impl IsA<gst::Element>,
+    started: Result<PathBuf, String>,
+) -> Option<String> {
+    match started {
+        Ok(file) => Some(file.to_string_lossy().into_owned()),
+        Err(m) => {
+            gst::element_warning!(element, gst::ResourceError::Write, ("cannot record: {m}"));
+            None
+        }
+    }
+}
+
 /// What a recording reports, in the order it happens.
 #[derive(Debug, Clone)]
 pub enum RecordEvent {

@@ -16,8 +16,8 @@ use ferrostream_core::metrics;
 
 use super::ids::StreamIds;
 use super::rest::{self, Action, Camera, Reply, StreamRequest};
-use crate::record::Container;
-use crate::urisrcbin::{RsUriSrcBin, SourceState};
+use crate::record::{self, Container};
+use crate::urisrcbin::{RsUriSrcBin, SourceState, SourceStatus};
 use ferrostream_streammux::streammux::StreamMux;
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
@@ -556,43 +556,41 @@ impl RsMultiUriSrcBin {
         !playing || Duration::from_nanos(since) < STALL
     }
 
-    fn stream_info(&self) -> Value {
+    /// One JSON object per camera, made by `entry` from its stream id, camera and status.
+    fn per_camera(&self, entry: impl Fn(u32, &Source, SourceStatus) -> Value) -> Vec<Value> {
         let sources = self.sources.lock().unwrap();
-        let list: Vec<Value> = sources
+        sources
             .by_id
             .iter()
-            .map(|(id, s)| {
-                let status = s.bin.status();
-                json!({
-                    "camera_id": s.camera_id,
-                    "camera_name": s.camera_name,
-                    "source_id": id,
-                    "state": status.state.name(),
-                    "frames": status.frames,
-                    "fps": status.fps,
-                    "reconnections": status.reconnections,
-                })
+            .map(|(&id, s)| entry(id, s, s.bin.status()))
+            .collect()
+    }
+
+    fn stream_info(&self) -> Value {
+        let list = self.per_camera(|id, s, status| {
+            json!({
+                "camera_id": s.camera_id,
+                "camera_name": s.camera_name,
+                "source_id": id,
+                "state": status.state.name(),
+                "frames": status.frames,
+                "fps": status.fps,
+                "reconnections": status.reconnections,
             })
-            .collect();
+        });
         json!({"stream-count": list.len(), "stream-info": list})
     }
 
     fn stream_metrics(&self) -> Value {
-        let sources = self.sources.lock().unwrap();
-        let list: Vec<Value> = sources
-            .by_id
-            .iter()
-            .map(|(id, s)| {
-                let status = s.bin.status();
-                json!({
-                    "fps": status.fps,
-                    "frame_number": status.frames,
-                    "sensor_id": s.camera_id,
-                    "sensor_name": s.camera_name,
-                    "source_id": id,
-                })
+        let list = self.per_camera(|id, s, status| {
+            json!({
+                "fps": status.fps,
+                "frame_number": status.frames,
+                "sensor_id": s.camera_id,
+                "sensor_name": s.camera_name,
+                "source_id": id,
             })
-            .collect();
+        });
         json!({"stream-count": list.len(), "stream-stats": list})
     }
 
@@ -683,7 +681,7 @@ impl RsMultiUriSrcBin {
                     return Reply::new(404, format!("RECORD_START_FAIL, no camera {camera:?}"))
                         .response();
                 };
-                let duration = duration.map(|s| gst::ClockTime::from_seconds(u64::from(s)));
+                let duration = duration.and_then(record::seconds);
                 match bin.start_record(None, duration) {
                     Ok(file) => Reply::ok("RECORD_START_SUCCESS")
                         .with("stream_id", id.into())
@@ -1201,25 +1199,12 @@ impl ObjectImpl for RsMultiUriSrcBin {
                             .ok()
                             .flatten()
                             .unwrap_or_default();
-                        let seconds = args[2].get::<u32>().expect("a duration");
-                        let duration =
-                            (seconds > 0).then(|| gst::ClockTime::from_seconds(u64::from(seconds)));
-                        let file = match bin.imp().find(&Camera::Id(camera.clone())) {
+                        let duration = record::seconds(args[2].get().expect("a duration"));
+                        let started = match bin.imp().find(&Camera::Id(camera.clone())) {
                             None => Err(format!("no camera `{camera}`")),
                             Some((_, source)) => source.start_record(None, duration),
                         };
-                        let file = match file {
-                            Ok(f) => Some(f.to_string_lossy().into_owned()),
-                            Err(m) => {
-                                gst::element_warning!(
-                                    bin,
-                                    gst::ResourceError::Write,
-                                    ("cannot record: {m}")
-                                );
-                                None
-                            }
-                        };
-                        Some(file.to_value())
+                        Some(record::signal_reply(&bin, started).to_value())
                     })
                     .build(),
             ]

@@ -11,7 +11,7 @@ use gst::subclass::prelude::*;
 
 use ferrostream_core::metrics::{self, Counter, Gauge};
 
-use crate::record::{Container, RecordEvent, RecordSettings, Recorder};
+use crate::record::{self, Container, RecordEvent, RecordSettings, Recorder};
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(
@@ -1060,21 +1060,9 @@ impl ObjectImpl for RsUriSrcBin {
                     .action()
                     .class_handler(|args| {
                         let bin = args[0].get::<super::RsUriSrcBin>().expect("the element");
-                        let seconds = args[1].get::<u32>().expect("a duration");
-                        let duration =
-                            (seconds > 0).then(|| gst::ClockTime::from_seconds(u64::from(seconds)));
-                        let file = match bin.imp().start_record(None, duration) {
-                            Ok(file) => Some(file.to_string_lossy().into_owned()),
-                            Err(m) => {
-                                gst::element_warning!(
-                                    bin,
-                                    gst::ResourceError::Write,
-                                    ("cannot record: {m}")
-                                );
-                                None
-                            }
-                        };
-                        Some(file.to_value())
+                        let duration = record::seconds(args[1].get().expect("a duration"));
+                        let started = bin.imp().start_record(None, duration);
+                        Some(record::signal_reply(&bin, started).to_value())
                     })
                     .build(),
                 // stop-record() -> whether a recording was open.
