@@ -72,6 +72,9 @@ pub struct Seen {
     pub rois: std::collections::BTreeMap<u32, Vec<String>>,
     /// Element messages taken from the bus and not yet asked for.
     pub messages: Vec<gst::Structure>,
+    /// The warnings posted (a camera that failed for good is one), for the report of a wait
+    /// that timed out.
+    pub warnings: Vec<String>,
 }
 
 impl Running {
@@ -143,6 +146,15 @@ impl Running {
                         self.seen.lock().unwrap().messages.push(s.to_owned());
                     }
                 }
+                gst::MessageView::Warning(w) => {
+                    let from = m.src().map(|s| s.path_string().to_string());
+                    self.seen.lock().unwrap().warnings.push(format!(
+                        "{}: {} ({:?})",
+                        from.unwrap_or_default(),
+                        w.error(),
+                        w.debug()
+                    ));
+                }
                 _ => {}
             }
         }
@@ -158,11 +170,24 @@ impl Running {
             }
             if Instant::now() >= deadline {
                 let (_, current, pending) = self.pipeline.state(gst::ClockTime::ZERO);
+                // The elements behind or ahead of the pipeline (a source left in READY).
+                let apart: Vec<String> = self
+                    .pipeline
+                    .iterate_recurse()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|e| {
+                        let (_, c, p) = e.state(gst::ClockTime::ZERO);
+                        (c != current || p != gst::State::VoidPending)
+                            .then(|| format!("{} {c:?}/{p:?}", e.path_string()))
+                    })
+                    .collect();
                 let seen = self.seen.lock().unwrap();
                 panic!(
                     "{what}: not within {limit:?} (pipeline {current:?}, pending {pending:?}; \
-                     {} batches, frames per stream {:?})",
-                    seen.batches, seen.frames
+                     {} batches, frames per stream {:?}; elements in another state {apart:?}; \
+                     warnings {:#?})",
+                    seen.batches, seen.frames, seen.warnings
                 );
             }
             std::thread::sleep(Duration::from_millis(50));

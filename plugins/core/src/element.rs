@@ -107,3 +107,38 @@ pub fn top_level(element: &gst::Element) -> gst::Element {
     }
     top
 }
+
+/// Brings `element`, a child added to a running bin, to its parent's state, and again while the
+/// parent's state moves on (at most a few rounds; past those, the parent's own state change
+/// reaches the child, which is already in it).
+///
+/// `gst_element_sync_state_with_parent` reads the parent's state, then sets it. When the parent
+/// changes state in between (a camera added over REST while the pipeline starts), the child is set
+/// to the older state after the parent has already moved it on, and it stays behind: a source
+/// left in READY, a pipeline that never prerolls. Reading the parent's state again after each
+/// change closes that window: a change of the parent that starts later sets the child itself.
+pub fn sync_state_with_parent(
+    element: &impl gst::prelude::IsA<gst::Element>,
+) -> Result<(), gst::StateChangeError> {
+    use gst::prelude::*;
+    let element = element.upcast_ref::<gst::Element>();
+    let Some(parent) = element
+        .parent()
+        .and_then(|p| p.downcast::<gst::Element>().ok())
+    else {
+        return Ok(());
+    };
+    // The state the parent is going to (set before it changes its children), else its own.
+    let wanted = || match parent.state(gst::ClockTime::ZERO) {
+        (_, current, gst::State::VoidPending) => current,
+        (_, _, pending) => pending,
+    };
+    for _ in 0..8 {
+        let target = wanted();
+        element.set_state(target)?;
+        if wanted() == target {
+            break;
+        }
+    }
+    Ok(())
+}

@@ -9,7 +9,7 @@ use gst::prelude::*;
 use gst::subclass::prelude::*;
 use serde_json::{Value, json};
 
-use ferrostream_core::element::top_level;
+use ferrostream_core::element::{sync_state_with_parent, top_level};
 use ferrostream_core::http::{self, Request, Response};
 use ferrostream_core::latency::now_ns;
 use ferrostream_core::metrics;
@@ -295,11 +295,11 @@ impl RsMultiUriSrcBin {
                 };
                 let mut failed = None;
                 for element in started.0.iter().rev() {
-                    if element.sync_state_with_parent().is_err() {
+                    if sync_state_with_parent(element).is_err() {
                         failed = Some(element.name());
                     }
                 }
-                if started.1.sync_state_with_parent().is_err() {
+                if sync_state_with_parent(&started.1).is_err() {
                     failed = Some(started.1.name());
                 }
                 if let Some(name) = failed {

@@ -9,6 +9,7 @@ use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
 
+use ferrostream_core::element::sync_state_with_parent;
 use ferrostream_core::metrics::{self, Counter, Gauge};
 
 use crate::record::{self, Container, RecordEvent, RecordSettings, Recorder};
@@ -391,9 +392,7 @@ impl RsUriSrcBin {
             recorder.reset();
         }
         *self.source.lock().unwrap() = Some(source.clone());
-        source
-            .sync_state_with_parent()
-            .map_err(|e| format!("cannot start the source: {e}"))?;
+        sync_state_with_parent(&source).map_err(|e| format!("cannot start the source: {e}"))?;
         Ok(())
     }
 
