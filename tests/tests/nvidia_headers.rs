@@ -14,7 +14,8 @@
 //!   `gst-trtinfer/inference/tensorrt/api`);
 //!
 //! and the TensorRT shim (`gst-trtinfer/inference/tensorrt/fs_trt.cpp`) is compiled against the real
-//! TensorRT headers with every warning an error. Without any of those variables the test says
+//! TensorRT headers, and the custom-parser shim (`gst-trtinfer/inference/nvdsinfer/fs_nvdsparse.cpp`)
+//! against DeepStream's, with every warning an error. Without any of those variables the test says
 //! which it looked for and checks nothing (set `FERROSTREAM_REQUIRE_NVIDIA_HEADERS=1` to make
 //! that a failure). docs/NVIDIA_HEADERS.md records the versions checked.
 
@@ -446,6 +447,19 @@ fn mirrors_match_nvidia_headers() {
             }
             differences.extend(compare_declarations("nvdsinfer.h", infer, &ours, &[]));
             checked.push(format!("nvdsinfer.h, nvdsinfer_custom_impl.h ({version})"));
+            // The custom-parser shim itself, against these headers instead of Ferrostream's
+            // copy, every warning an error: it pins both object layouts (DeepStream 6 to 8, and
+            // 9) rather than taking the header's.
+            let mut cc = Command::new("c++");
+            cc.args(["-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror"])
+                .arg("-I")
+                .arg(ours_dir.join("nvdsinfer"));
+            for dir in &with_deepstream {
+                cc.arg("-isystem").arg(dir);
+            }
+            cc.arg(ours_dir.join("nvdsinfer/fs_nvdsparse.cpp"));
+            run(&mut cc);
+            checked.push(format!("the custom-parser shim ({version})"));
         }
     }
     if let Some(cuda) = &found.cuda {

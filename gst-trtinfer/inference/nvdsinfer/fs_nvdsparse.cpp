@@ -46,17 +46,50 @@ int guarded(Call call, char *error, size_t error_len) {
     return FS_PARSE_THREW;
 }
 
-// DeepStream 9's NvDsInferObjectDetectionInfo: DeepStream 8's fields, then a rotation angle.
-struct ObjectInfoDs9 {
-    NvDsInferObjectDetectionInfo object;
-    float rotation_angle;
+// The two layouts of NvDsInferObjectDetectionInfo a parser library may have been built with,
+// pinned here rather than derived from the header this file is compiled against (DeepStream 9's
+// nvdsinfer.h has the 28-byte one, Ferrostream's and DeepStream 6-8's the 24-byte one).
+struct ObjectInfoDs8 {
+    unsigned int classId;
+    float left;
+    float top;
+    float width;
+    float height;
+    float detectionConfidence;
 };
+struct ObjectInfoDs9 {
+    unsigned int classId;
+    float left;
+    float top;
+    float width;
+    float height;
+    float detectionConfidence;
+    float rotation_angle; // radians
+};
+static_assert(sizeof(ObjectInfoDs8) == 24, "DeepStream 6-8's NvDsInferObjectDetectionInfo");
 static_assert(sizeof(ObjectInfoDs9) == 28, "DeepStream 9's NvDsInferObjectDetectionInfo");
+static_assert(offsetof(ObjectInfoDs9, rotation_angle) == 24, "DeepStream 9's rotation_angle");
+// Whichever headers this is compiled against, their structure is one of the two.
+static_assert(sizeof(NvDsInferObjectDetectionInfo) == sizeof(ObjectInfoDs8) ||
+                  sizeof(NvDsInferObjectDetectionInfo) == sizeof(ObjectInfoDs9),
+              "NvDsInferObjectDetectionInfo is DeepStream 8's or DeepStream 9's");
+static_assert(offsetof(NvDsInferObjectDetectionInfo, classId) == offsetof(ObjectInfoDs8, classId) &&
+                  offsetof(NvDsInferObjectDetectionInfo, left) == offsetof(ObjectInfoDs8, left) &&
+                  offsetof(NvDsInferObjectDetectionInfo, top) == offsetof(ObjectInfoDs8, top) &&
+                  offsetof(NvDsInferObjectDetectionInfo, width) == offsetof(ObjectInfoDs8, width) &&
+                  offsetof(NvDsInferObjectDetectionInfo, height) == offsetof(ObjectInfoDs8, height) &&
+                  offsetof(NvDsInferObjectDetectionInfo, detectionConfidence) ==
+                      offsetof(ObjectInfoDs8, detectionConfidence),
+              "NvDsInferObjectDetectionInfo begins with DeepStream 8's fields");
 
-const NvDsInferObjectDetectionInfo &plain(const NvDsInferObjectDetectionInfo &object) {
-    return object;
+// What goes to Rust: the fields of either layout (angle 0 for DeepStream 6-8 libraries).
+FsObjectInfo plain(const ObjectInfoDs8 &o) {
+    return FsObjectInfo{o.classId, o.left, o.top, o.width, o.height, o.detectionConfidence, 0.0f};
 }
-const NvDsInferObjectDetectionInfo &plain(const ObjectInfoDs9 &object) { return object.object; }
+FsObjectInfo plain(const ObjectInfoDs9 &o) {
+    return FsObjectInfo{o.classId, o.left,  o.top, o.width, o.height, o.detectionConfidence,
+                        o.rotation_angle};
+}
 
 // Calls a bounding-box parser whose object list holds `Object`s (the layout of the DeepStream
 // headers the library was built against).
@@ -74,7 +107,8 @@ int parse_bbox(void *func, const NvDsInferLayerInfo *layers, size_t num_layers,
             std::vector<Object> objects;
             bool ok = parse(layer_list(layers, num_layers), *network, detection, objects);
             for (const auto &object : objects) {
-                emit(ctx, &plain(object));
+                FsObjectInfo out = plain(object);
+                emit(ctx, &out);
             }
             return ok;
         },
@@ -93,7 +127,7 @@ extern "C" int fs_nvds_parse_bbox(void *func, const NvDsInferLayerInfo *layers,
                                         NvDsInferParseDetectionParams const &,
                                         std::vector<NvDsInferObjectDetectionInfo> &)>::value,
                   "the parser signature of nvdsinfer_custom_impl.h");
-    return parse_bbox<NvDsInferObjectDetectionInfo>(func, layers, num_layers, network, params,
+    return parse_bbox<ObjectInfoDs8>(func, layers, num_layers, network, params,
                                                     emit, ctx, error, error_len);
 }
 
@@ -158,6 +192,8 @@ extern "C" int fs_nvds_parse_classifier(void *func, const NvDsInferLayerInfo *la
 }
 
 extern "C" size_t fs_nvds_sizeof_layer_info(void) { return sizeof(NvDsInferLayerInfo); }
+
+extern "C" size_t fs_nvds_sizeof_object_info(void) { return sizeof(FsObjectInfo); }
 
 extern "C" size_t fs_nvds_sizeof_object_ds9(void) { return sizeof(ObjectInfoDs9); }
 

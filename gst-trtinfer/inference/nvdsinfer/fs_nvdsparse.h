@@ -30,7 +30,19 @@ typedef struct {
     const float *post_cluster_thresholds; /* num_classes values */
 } FsDetectionParams;
 
-typedef void (*FsEmitObject)(void *ctx, const NvDsInferObjectDetectionInfo *object);
+/* One bounding box as the shim hands it over, whichever layout the library used:
+ * rotation_angle (radians) is 0 for libraries built against DeepStream 6-8. */
+typedef struct {
+    unsigned int classId;
+    float left;
+    float top;
+    float width;
+    float height;
+    float detectionConfidence;
+    float rotation_angle;
+} FsObjectInfo;
+
+typedef void (*FsEmitObject)(void *ctx, const FsObjectInfo *object);
 typedef void (*FsEmitMaskObject)(void *ctx, const NvDsInferInstanceMaskInfo *object);
 typedef void (*FsEmitAttribute)(void *ctx, const NvDsInferAttribute *attribute);
 
@@ -40,9 +52,8 @@ int fs_nvds_parse_bbox(void *func, const NvDsInferLayerInfo *layers, size_t num_
                        const NvDsInferNetworkInfo *network, const FsDetectionParams *params,
                        FsEmitObject emit, void *ctx, char *error, size_t error_len);
 
-/* The same for a library built against DeepStream 9's headers, whose NvDsInferObjectDetectionInfo
- * has a rotation angle after the confidence (28 bytes, not 24). The angle is not used: boxes are
- * axis-aligned. */
+/* The same for a library built against DeepStream 9's headers (9.0 and later), whose
+ * NvDsInferObjectDetectionInfo has a rotation angle after the confidence (28 bytes, not 24). */
 int fs_nvds_parse_bbox_ds9(void *func, const NvDsInferLayerInfo *layers, size_t num_layers,
                            const NvDsInferNetworkInfo *network, const FsDetectionParams *params,
                            FsEmitObject emit, void *ctx, char *error, size_t error_len);
@@ -65,6 +76,8 @@ int fs_nvds_parse_classifier(void *func, const NvDsInferLayerInfo *layers, size_
 /* sizeof of the structures, for the Rust mirror's layout tests. */
 size_t fs_nvds_sizeof_layer_info(void);
 size_t fs_nvds_sizeof_detection_params(void);
+/* FsObjectInfo, for the Rust mirror. */
+size_t fs_nvds_sizeof_object_info(void);
 /* DeepStream 9's NvDsInferObjectDetectionInfo as the shim reads it: its size and the offset of
  * rotation_angle. */
 size_t fs_nvds_sizeof_object_ds9(void);

@@ -53,6 +53,20 @@ pub struct ObjectInfo {
     pub confidence: f32,
 }
 
+/// The shim's `FsObjectInfo`: a box of either layout a parser library may use, with DeepStream
+/// 9's `rotation_angle` (radians, 0 from libraries built against DeepStream 6 to 8).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ShimObject {
+    pub class_id: u32,
+    pub left: f32,
+    pub top: f32,
+    pub width: f32,
+    pub height: f32,
+    pub confidence: f32,
+    pub rotation_angle: f32,
+}
+
 /// `NvDsInferInstanceMaskInfo`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -86,7 +100,7 @@ pub const PARSE_OK: c_int = 0;
 pub const PARSE_FALSE: c_int = 1;
 pub const PARSE_THREW: c_int = 2;
 
-pub type EmitObject = unsafe extern "C" fn(ctx: *mut c_void, object: *const ObjectInfo);
+pub type EmitObject = unsafe extern "C" fn(ctx: *mut c_void, object: *const ShimObject);
 pub type EmitMaskObject = unsafe extern "C" fn(ctx: *mut c_void, object: *const MaskObjectInfo);
 pub type EmitAttribute = unsafe extern "C" fn(ctx: *mut c_void, attribute: *const Attribute);
 
@@ -148,6 +162,8 @@ unsafe extern "C" {
     pub fn fs_nvds_sizeof_detection_params() -> usize;
     pub fn fs_nvds_sizeof_object_ds9() -> usize;
     pub fn fs_nvds_offsetof_rotation_angle_ds9() -> usize;
+    #[cfg(test)]
+    pub fn fs_nvds_sizeof_object_info() -> usize;
 }
 
 #[cfg(test)]
@@ -170,6 +186,8 @@ mod tests {
         assert_eq!(size_of::<NetworkInfo>(), 12);
         assert_eq!(size_of::<ObjectInfo>(), 24);
         assert_eq!(offset_of!(ObjectInfo, confidence), 20);
+        assert_eq!(size_of::<ShimObject>(), 28);
+        assert_eq!(offset_of!(ShimObject, rotation_angle), 24);
         assert_eq!(size_of::<MaskObjectInfo>(), 48);
         assert_eq!(offset_of!(MaskObjectInfo, mask), 24);
         assert_eq!(offset_of!(MaskObjectInfo, mask_size), 40);
@@ -178,6 +196,7 @@ mod tests {
         // SAFETY: the shim's sizeof functions take no arguments and only return a constant.
         unsafe {
             assert_eq!(fs_nvds_sizeof_layer_info(), size_of::<LayerInfo>());
+            assert_eq!(fs_nvds_sizeof_object_info(), size_of::<ShimObject>());
             // numClassesConfigured, padding, two std::vector<float> of three pointers, and the
             // perClassThreshold reference (a pointer).
             assert_eq!(fs_nvds_sizeof_detection_params(), 8 + 2 * 24 + 8);

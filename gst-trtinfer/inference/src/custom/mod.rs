@@ -322,6 +322,8 @@ impl CustomParser {
     }
 }
 
+/// The axis-aligned part of a box (the masks' objects have no angle; a DeepStream 9 library's
+/// `rotation_angle` is read by the shim but object boxes here are not rotated).
 fn detection(o: &abi::ObjectInfo) -> Detection {
     Detection {
         class_id: o.class_id,
@@ -334,11 +336,19 @@ fn detection(o: &abi::ObjectInfo) -> Detection {
 }
 
 /// Appends one object to the `Vec<(Detection, Option<Mask>)>` behind `ctx`.
-unsafe extern "C" fn emit_object(ctx: *mut c_void, object: *const abi::ObjectInfo) {
+unsafe extern "C" fn emit_object(ctx: *mut c_void, object: *const abi::ShimObject) {
     // SAFETY: the shim passes back the `ctx` given to it (a live, exclusively borrowed Vec) and
     // a pointer to an object valid for this call.
-    let (found, object) = unsafe { (&mut *ctx.cast::<Vec<(Detection, Option<Mask>)>>(), &*object) };
-    found.push((detection(object), None));
+    let (found, o) = unsafe { (&mut *ctx.cast::<Vec<(Detection, Option<Mask>)>>(), &*object) };
+    let object = abi::ObjectInfo {
+        class_id: o.class_id,
+        left: o.left,
+        top: o.top,
+        width: o.width,
+        height: o.height,
+        confidence: o.confidence,
+    };
+    found.push((detection(&object), None));
 }
 
 /// Appends one object with its mask (copied; the shim releases the parser's) to the
