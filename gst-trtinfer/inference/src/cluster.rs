@@ -151,11 +151,16 @@ fn partition<T>(items: &[T], same: impl Fn(&T, &T) -> bool) -> (Vec<usize>, usiz
     (labels, count)
 }
 
+/// The confidence nvinfer gives every object of `cluster-mode=0`: groupRectangles returns boxes
+/// without scores, and nvinfer reports this value (`NvDsObjectMeta.confidence` documents it).
+pub const GROUP_RECTANGLES_CONFIDENCE: f32 = -0.1;
+
 /// OpenCV's `groupRectangles(rects, group_threshold, eps)` on the boxes in whole pixels (as
 /// nvinfer passes them): similar boxes are averaged (rounded half to even), groups of at most
 /// `group_threshold` boxes dropped, and a group inside a larger, better supported one dropped
-/// too. With `group_threshold <= 0` nothing is grouped (the boxes pass, in whole pixels). A
-/// group takes its best member's confidence (nvinfer reports -0.1 for every box of this mode).
+/// too. With `group_threshold <= 0` nothing is grouped (the boxes pass, in whole pixels). Every
+/// box reports [`GROUP_RECTANGLES_CONFIDENCE`], as in nvinfer; a group keeps its best member's
+/// other results (mask coefficients).
 fn group_rectangles(members: &[Detection], group_threshold: i32, eps: f32) -> Vec<Detection> {
     if group_threshold <= 0 || members.is_empty() {
         return members
@@ -164,6 +169,7 @@ fn group_rectangles(members: &[Detection], group_threshold: i32, eps: f32) -> Ve
                 let r = Rect::of(&d.bbox);
                 let mut d = d.clone();
                 d.bbox = BBox::new(r.x as f32, r.y as f32, r.w as f32, r.h as f32);
+                d.confidence = GROUP_RECTANGLES_CONFIDENCE;
                 d
             })
             .collect();
@@ -219,6 +225,7 @@ fn group_rectangles(members: &[Detection], group_threshold: i32, eps: f32) -> Ve
         }
         let mut d = best[i].expect("every group has a member").clone();
         d.bbox = BBox::new(r1.x as f32, r1.y as f32, r1.w as f32, r1.h as f32);
+        d.confidence = GROUP_RECTANGLES_CONFIDENCE;
         d.landmarks.clear();
         out.push(d);
     }
@@ -400,13 +407,21 @@ mod tests {
         // Truncated to whole pixels ((100,100,50,100), (103,98,52,101), (98,104,49,99)),
         // averaged and rounded: x 301/3, y 302/3, w 151/3, h 300/3.
         assert_eq!(one.bbox, BBox::new(100.0, 101.0, 50.0, 100.0));
-        assert_eq!(one.confidence, 0.9, "the best member's confidence");
-        // group-threshold 0: nothing is grouped.
-        let mut d = vec![det(0, 0.9, 0.0), det(0, 0.8, 0.5)];
+        assert_eq!(
+            one.confidence, -0.1,
+            "nvinfer's confidence for groupRectangles"
+        );
+        // group-threshold 0: nothing is grouped, the boxes keep their order.
+        let mut d = vec![det(0, 0.8, 0.0), det(0, 0.9, 20.0)];
         cluster(&mut d, ClusterMode::GroupRectangles, &|_| {
             ClassAttrs::default()
         });
         assert_eq!(d.len(), 2);
+        assert!(
+            d.iter()
+                .all(|d| d.confidence == GROUP_RECTANGLES_CONFIDENCE)
+        );
+        assert!(d[0].bbox.left < d[1].bbox.left, "{d:?}");
     }
 
     #[test]
