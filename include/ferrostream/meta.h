@@ -96,7 +96,9 @@ typedef struct {
   uint32_t parent;              /* index in the frame's objects, when has_parent */
   uint32_t n_classifications;
   uint32_t n_attributes;
-  uint8_t has_mask, has_analytics, has_user_meta, reserved;
+  /* has_keypoints: a pose model's keypoints, in the object's JSON record
+   * (ferrostream_batch_object_json) */
+  uint8_t has_mask, has_analytics, has_user_meta, has_keypoints;
 } FerrostreamObject;
 
 typedef struct {

@@ -260,10 +260,10 @@ struct ObjectData {
     classifications: Vec<Classification>,
     /// The attributes, in key order.
     attributes: Vec<(String, Value)>,
-    /// Whether the object has a mask, analytics results or user metadata that were not read
-    /// yet: they are read, from the object's JSON record, when first asked for.
+    /// Whether the object has a mask, keypoints, analytics results or user metadata that were
+    /// not read yet: they are read, from the object's JSON record, when first asked for.
     extras_pending: bool,
-    /// `mask`, `analytics` and `user_meta`, as in the JSON record.
+    /// `mask`, `keypoints`, `analytics` and `user_meta`, as in the JSON record.
     extras: Value,
 }
 
@@ -338,12 +338,16 @@ impl ObjectMeta {
             parent: (o.has_parent != 0).then_some(o.parent),
             classifications,
             attributes,
-            extras_pending: o.has_mask != 0 || o.has_analytics != 0 || o.has_user_meta != 0,
+            extras_pending: o.has_mask != 0
+                || o.has_keypoints != 0
+                || o.has_analytics != 0
+                || o.has_user_meta != 0,
             extras: json!({}),
         })
     }
 
-    /// Reads the mask, analytics results and user metadata when the view has not yet.
+    /// Reads the mask, keypoints, analytics results and user metadata when the view has not
+    /// yet.
     fn load_extras(&self, py: Python<'_>) -> PyResult<()> {
         if !self.data().extras_pending {
             return Ok(());
@@ -359,10 +363,11 @@ impl ObjectMeta {
                 "the plugin gave no record for the object",
             ));
         };
-        let extras: serde_json::Map<String, Value> = ["mask", "analytics", "user_meta"]
-            .into_iter()
-            .filter_map(|key| Some((key.to_owned(), record.remove(key)?)))
-            .collect();
+        let extras: serde_json::Map<String, Value> =
+            ["mask", "keypoints", "analytics", "user_meta"]
+                .into_iter()
+                .filter_map(|key| Some((key.to_owned(), record.remove(key)?)))
+                .collect();
         let mut data = self.data();
         data.extras = Value::Object(extras);
         data.extras_pending = false;
@@ -557,6 +562,13 @@ impl ObjectMeta {
     #[getter]
     fn mask<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.extra(py, "mask", Value::Null)
+    }
+
+    /// A pose model's keypoints as in the JSON export (`points`: `name`, `x`, `y` in frame
+    /// pixels, `confidence`; `skeleton`: the limbs as pairs of indices into `points`), or None.
+    #[getter]
+    fn keypoints<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.extra(py, "keypoints", Value::Null)
     }
 
     /// rsanalytics' results for the object (`rois`, `overcrowding`, `crossed`, `direction`),

@@ -42,6 +42,14 @@ EXPECTED = {
         [("tower_0/images:0", F32, [1, 512, 512, 3])],
         [("tower_0/detections", F32, [1, 100, 6])],
     ),
+    "yolo11n_pose_960": (
+        [("images", F32, ["batch", 3, 960, 960])],
+        [("output0", F32, ["batch", 56, 18900])],
+    ),
+    "yolov8n_obb_1024": (
+        [("images", F32, ["batch", 3, 1024, 1024])],
+        [("output0", F32, ["batch", 20, 21504])],
+    ),
     "face_detection_front_128x128_barracuda": (
         [("input:0", F32, [1, 128, 128, 3])],
         [("Identity:0", F32, [1, 512, 1]), ("Identity_1:0", F32, [1, 384, 1]),

@@ -2,9 +2,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
+use ferrostream_core::keypoints::Keypoints;
 use ferrostream_core::latency::{LatencyRecorder, now_ns};
 use ferrostream_core::settings::Props;
-use ferrostream_core::{AttributeValue, BatchMeta, Frame, Object};
+use ferrostream_core::{AttributeValue, BBox, BatchMeta, Frame, Object};
 use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
@@ -32,6 +33,8 @@ fn resolve(props: &Props<TrackerConfig>) -> Result<(TrackerConfig, Vec<String>),
 struct TargetInfo {
     label: Arc<str>,
     component_id: i32,
+    /// The last detection's keypoints and the box they were found in.
+    keypoints: Option<(Keypoints, BBox)>,
 }
 
 struct State {
@@ -102,6 +105,7 @@ fn apply(state: &mut State, frame: &mut Frame, candidates: &[usize], result: Fra
                     TargetInfo {
                         label: o.label.clone(),
                         component_id: o.component_id,
+                        keypoints: o.keypoints.clone().map(|k| (k, o.detector_bbox)),
                     },
                 );
             }
@@ -120,6 +124,11 @@ fn apply(state: &mut State, frame: &mut Frame, candidates: &[usize], result: Fra
                 o.tracker_bbox = Some(t.bbox);
                 o.tracker_confidence = Some(t.confidence);
                 o.tracker_age = Some(t.age);
+                // The last detection's keypoints follow the target's predicted box.
+                o.keypoints = info
+                    .keypoints
+                    .as_ref()
+                    .map(|(k, seen)| k.moved(*seen, t.bbox));
                 frame.objects.push(o);
             }
         }

@@ -226,7 +226,9 @@ fn group_rectangles(members: &[Detection], group_threshold: i32, eps: f32) -> Ve
         let mut d = best[i].expect("every group has a member").clone();
         d.bbox = BBox::new(r1.x as f32, r1.y as f32, r1.w as f32, r1.h as f32);
         d.confidence = GROUP_RECTANGLES_CONFIDENCE;
+        // Points of one member do not belong to the averaged box.
         d.landmarks.clear();
+        d.keypoints.clear();
         out.push(d);
     }
     out
@@ -333,6 +335,7 @@ mod tests {
             confidence,
             bbox,
             landmarks: Vec::new(),
+            keypoints: Vec::new(),
             coefficients: Vec::new(),
             mask: None,
         }

@@ -227,6 +227,7 @@ ferrostream_core::choice_enum! {
         YoloV8Seg = 13 => ("yolov8-seg", "YOLOv8-seg: [N,4+C+M,B] rows and [N,M,h,w] prototype masks"),
         /// Semantic segmentation (network-type segmentation): `[N,C,H,W]` class scores.
         Segmentation = 14 => ("segmentation", "Semantic segmentation: [N,C,H,W] scores"),
+        YoloV8Pose = 15 => ("yolov8-pose", "YOLOv8/YOLO11-pose: [N,4+C+3K,B] rows of box, class scores and K keypoints (x, y, confidence)"),
     }
 }
 
@@ -366,6 +367,13 @@ pub struct InferConfig {
     pub end_to_end_columns: Option<Columns>,
     /// Strides of a YOLOX head's grids.
     pub yolox_strides: Vec<u32>,
+    /// Keypoints per object of a pose model (`num-keypoints`).
+    pub num_keypoints: u32,
+    /// Their names (`keypoint-names`; empty: COCO's for 17, else `point_<i>`).
+    pub keypoint_names: Vec<String>,
+    /// The limbs drawn between them, as `a-b` pairs of indices (`keypoint-skeleton`; empty:
+    /// COCO's for 17, else none).
+    pub keypoint_skeleton: Vec<String>,
     /// Detected classes left out of the results (`filter-out-class-ids`).
     pub filter_out_class_ids: Vec<u32>,
     /// An nvinfer custom parser library and the function in it that parses the outputs.
@@ -487,6 +495,9 @@ impl Default for InferConfig {
             box_coordinates: BoxCoords::Auto,
             end_to_end_columns: None,
             yolox_strides: vec![8, 16, 32],
+            num_keypoints: 17,
+            keypoint_names: Vec::new(),
+            keypoint_skeleton: Vec::new(),
             filter_out_class_ids: Vec::new(),
             custom_lib_path: None,
             custom_parser: None,

@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use ferrostream_core::keypoints::{Keypoint, Keypoints, Skeleton};
 use ferrostream_core::mask::InstanceMask;
 use ferrostream_core::{AttributeValue, BBox, Classification, Object};
 
@@ -185,6 +186,9 @@ pub struct Inference {
     labels: Vec<Arc<str>>,
     /// Labels per output layer (nvinfer's classifier label files); `labels` is layer 0's.
     layer_labels: Vec<Vec<Arc<str>>>,
+    /// A pose model's keypoint names and skeleton.
+    keypoint_names: Vec<Arc<str>>,
+    skeleton: Skeleton,
     preprocessor: Preprocessor,
     outputs: Vec<OutputTensor>,
     /// Indices of the outputs the parser reads (`output-blob-names`, else all) and every
@@ -340,6 +344,7 @@ impl Inference {
         let warnings = check_classes(&config, parser.as_ref(), &description.outputs)
             .map_err(|m| SetupError::Model(m).in_model(&model_path))?;
         let class_attrs = class_attrs(&config, parser.as_ref(), &description.outputs, &labels);
+        let (keypoint_names, skeleton) = keypoint_layout(&config).map_err(SetupError::Config)?;
         let parser_guessed =
             config.output_parser == crate::config::ParserKind::Auto && custom.is_none();
         Ok(Self {
@@ -361,6 +366,8 @@ impl Inference {
             class_attrs,
             labels,
             layer_labels,
+            keypoint_names,
+            skeleton,
             preprocessor: Preprocessor::default(),
             outputs: Vec::new(),
             considered,
@@ -1225,10 +1232,68 @@ impl Inference {
                     .insert("landmarks".into(), AttributeValue::Floats(points));
             }
             object.mask = d.mask.as_ref().map(|m| crate::masks::moved(m, full, bbox));
+            if !d.keypoints.is_empty() {
+                object.keypoints = Some(Keypoints {
+                    points: d
+                        .keypoints
+                        .chunks_exact(3)
+                        .zip(&self.keypoint_names)
+                        .map(|(k, name)| {
+                            let p = lb.to_source(BBox::new(k[0], k[1], 0.0, 0.0));
+                            Keypoint {
+                                name: name.clone(),
+                                x: p.left,
+                                y: p.top,
+                                confidence: k[2],
+                            }
+                        })
+                        .collect(),
+                    skeleton: self.skeleton.clone(),
+                });
+            }
             objects.push(object);
         }
         Ok(objects)
     }
+}
+
+/// The keypoint names and skeleton of `config` (`num-keypoints`, `keypoint-names`,
+/// `keypoint-skeleton`; COCO's for 17 keypoints where none are given), checked against each
+/// other.
+fn keypoint_layout(config: &InferConfig) -> Result<(Vec<Arc<str>>, Skeleton), String> {
+    let count = config.num_keypoints as usize;
+    let names: Vec<Arc<str>> = if config.keypoint_names.is_empty() {
+        ferrostream_core::keypoints::default_names(count)
+    } else if config.keypoint_names.len() == count {
+        config
+            .keypoint_names
+            .iter()
+            .map(|n| Arc::from(n.as_str()))
+            .collect()
+    } else {
+        return Err(format!(
+            "keypoint-names names {} keypoints, num-keypoints is {count}",
+            config.keypoint_names.len()
+        ));
+    };
+    if config.keypoint_skeleton.is_empty() {
+        return Ok((names, ferrostream_core::keypoints::default_skeleton(count)));
+    }
+    let skeleton = config
+        .keypoint_skeleton
+        .iter()
+        .map(|text| {
+            let limb = crate::parse::parse_limb(text)?;
+            if limb.iter().any(|&i| i as usize >= count) {
+                return Err(format!(
+                    "keypoint-skeleton limb `{text}` names a keypoint past the {count} of \
+                     num-keypoints"
+                ));
+            }
+            Ok(limb)
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok((names, Arc::from(skeleton)))
 }
 
 /// What a model said about one image or object (see [`Inference::result`]).

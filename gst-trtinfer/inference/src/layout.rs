@@ -224,6 +224,8 @@ pub struct Detection {
     pub bbox: BBox,
     /// Landmark points as x,y pairs in network pixels (CenterFace: eyes, nose, mouth corners).
     pub landmarks: Vec<f32>,
+    /// Keypoints as x, y, confidence triples, x and y in network pixels (pose models).
+    pub keypoints: Vec<f32>,
     /// Mask coefficients (YOLOv8-seg), turned into `mask` once the detection survives
     /// clustering.
     pub coefficients: Vec<f32>,

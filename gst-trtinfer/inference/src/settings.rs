@@ -438,6 +438,37 @@ fn parsing(t: &mut Table<InferConfig>) {
             .nick("YOLOX strides")
             .blurb("Strides of a YOLOX head's grids, ';'-separated (default 8;16;32)"),
     )
+    .add(
+        setting("num-keypoints", field!(num_keypoints), UInt::at_least(1))
+            .nick("Keypoints")
+            .blurb("Keypoints per object of a pose model (output-parser yolov8-pose)"),
+    )
+    .add(
+        setting(
+            "keypoint-names",
+            field!(keypoint_names),
+            List::<String>::new(),
+        )
+        .nick("Keypoint names")
+        .blurb("Names of a pose model's keypoints, ';'-separated (empty: COCO's 17)"),
+    )
+    .add(
+        setting(
+            "keypoint-skeleton",
+            field!(keypoint_skeleton),
+            List::<String>::new(),
+        )
+        .check(|pairs, _| {
+            pairs
+                .iter()
+                .try_for_each(|p| crate::parse::parse_limb(p).map(|_| ()))
+        })
+        .nick("Keypoint skeleton")
+        .blurb(
+            "Limbs between a pose model's keypoints as a-b index pairs, ';'-separated (empty: \
+             COCO's skeleton for 17 keypoints)",
+        ),
+    )
     .nested(
         field!(class_attrs.all),
         &CLASS_SETTINGS,
@@ -925,8 +956,8 @@ mod tests {
         let names: Vec<&str> = SETTINGS.property_names().collect();
         // 68: the properties of the element at e486d9b but config-file-path (the table's file
         // property), threads, stream-priority and the read-only counters; and openvino-device
-        // and cuda-tuning.
-        assert_eq!(names.len(), 69, "{names:?}");
+        // and cuda-tuning; and num-keypoints, keypoint-names and keypoint-skeleton.
+        assert_eq!(names.len(), 72, "{names:?}");
         for name in own {
             assert!(!names.contains(&name), "{name}");
         }

@@ -114,7 +114,8 @@ pub struct FsObject {
     pub has_mask: u8,
     pub has_analytics: u8,
     pub has_user_meta: u8,
-    pub reserved: u8,
+    /// Keypoints (a pose model's), read through the object's JSON record.
+    pub has_keypoints: u8,
 }
 
 /// One classifier result of an object (`FerrostreamClassification` in C).
@@ -312,6 +313,7 @@ mod tests {
         assert_eq!(size_of::<FsObject>(), 112);
         assert_eq!(offset_of!(FsObject, label), 16);
         assert_eq!(offset_of!(FsObject, bbox), 36);
+        assert_eq!(offset_of!(FsObject, has_keypoints), 111);
         assert_eq!(size_of::<FsClassification>(), 32);
         assert_eq!(size_of::<FsAttribute>(), 72);
         assert_eq!(offset_of!(FsAttribute, int_value), 24);

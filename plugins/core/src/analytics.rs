@@ -325,6 +325,8 @@ pub struct Object {
     pub attributes: BTreeMap<String, AttributeValue>,
     /// The object's instance mask, laid over `detector_bbox` (instance segmentation).
     pub mask: Option<crate::mask::InstanceMask>,
+    /// Named points of the object in frame pixels (a pose model's joints) and their skeleton.
+    pub keypoints: Option<crate::keypoints::Keypoints>,
     /// Region and line rules' results (`rsanalytics`).
     pub analytics: Option<ObjectAnalytics>,
     /// Values an application attached under keys of its own (any JSON value); exported with
@@ -355,6 +357,7 @@ impl Object {
             classifications: Vec::new(),
             attributes: BTreeMap::new(),
             mask: None,
+            keypoints: None,
             analytics: None,
             user_meta: BTreeMap::new(),
         }
@@ -369,6 +372,7 @@ impl Object {
     fn scale(&mut self, sx: f32, sy: f32) {
         self.detector_bbox = self.detector_bbox.scaled(sx, sy);
         self.tracker_bbox = self.tracker_bbox.map(|b| b.scaled(sx, sy));
+        self.keypoints = self.keypoints.as_ref().map(|k| k.scaled(sx, sy));
     }
 }
 

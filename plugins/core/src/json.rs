@@ -30,8 +30,11 @@
 //! the time from the muxer to the last element's exit:
 //! `{"origin_ns":..,"components":[{"component":"mux","entry_ns":..,"exit_ns":..},..],
 //! "end_to_end_ns":..}` (see [`crate::latency`]).
-//! `segmentation`, `mask`, `analytics`, `display`, `user_meta` and `latency` are left out when
-//! absent or empty.
+//! Pose models add `keypoints` to each object: `{"points":[{"name":"nose","x":..,"y":..,
+//! "confidence":..},..],"skeleton":[[15,13],..]}`, points in frame pixels, the skeleton's limbs as
+//! pairs of indices into `points` (see [`crate::keypoints`]).
+//! `segmentation`, `mask`, `keypoints`, `analytics`, `display`, `user_meta` and `latency` are left
+//! out when absent or empty.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -44,6 +47,7 @@ use crate::analytics::{
     Object, ObjectAnalytics,
 };
 use crate::display::DisplayElement;
+use crate::keypoints::Keypoints;
 use crate::mask::{ClassMap, InstanceMask};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -128,6 +132,8 @@ pub struct ObjectRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mask: Option<InstanceMask>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keypoints: Option<Keypoints>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub analytics: Option<ObjectAnalytics>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub user_meta: BTreeMap<String, serde_json::Value>,
@@ -150,6 +156,7 @@ impl From<&Object> for ObjectRecord {
             tracker_age: o.tracker_age,
             parent: o.parent,
             mask: o.mask.clone(),
+            keypoints: o.keypoints.clone(),
             analytics: o.analytics.clone(),
             user_meta: o.user_meta.clone(),
         }
@@ -173,6 +180,7 @@ impl From<ObjectRecord> for Object {
             classifications: r.classifications,
             attributes: r.attributes,
             mask: r.mask.filter(InstanceMask::is_consistent),
+            keypoints: r.keypoints.filter(Keypoints::is_consistent),
             analytics: r.analytics,
             user_meta: r.user_meta,
         }

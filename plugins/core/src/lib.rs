@@ -25,6 +25,7 @@ pub mod http;
 pub mod ini;
 #[cfg(feature = "gst")]
 pub mod json;
+pub mod keypoints;
 #[cfg(feature = "gst")]
 pub mod latency;
 pub mod mask;

@@ -192,7 +192,7 @@ pub unsafe extern "C" fn ferrostream_batch_object(
         has_mask: o.mask.is_some() as u8,
         has_analytics: o.analytics.is_some() as u8,
         has_user_meta: !o.user_meta.is_empty() as u8,
-        reserved: 0,
+        has_keypoints: o.keypoints.is_some() as u8,
     };
     // SAFETY: `out` is NULL or writable (caller's contract).
     unsafe { fill(out, info) }

@@ -330,6 +330,7 @@ fn detection(o: &abi::ObjectInfo) -> Detection {
         confidence: o.confidence,
         bbox: BBox::new(o.left, o.top, o.width, o.height),
         landmarks: Vec::new(),
+        keypoints: Vec::new(),
         coefficients: Vec::new(),
         mask: None,
     }

@@ -173,6 +173,7 @@ pub(super) fn keep(
         confidence,
         bbox,
         landmarks,
+        keypoints: Vec::new(),
         coefficients: Vec::new(),
         mask: None,
     });

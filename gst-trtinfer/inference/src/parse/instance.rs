@@ -116,6 +116,7 @@ impl Family for YoloV8Seg {
                     confidence: score,
                     bbox: centre_box(at(0, a), at(1, a), at(2, a), at(3, a)),
                     landmarks: Vec::new(),
+                    keypoints: Vec::new(),
                     coefficients: (0..masks).map(|k| at(4 + classes + k, a)).collect(),
                     mask: None,
                 });

@@ -27,6 +27,7 @@ mod tensors;
 mod tf_od_api;
 mod yolov5;
 mod yolov8;
+mod yolov8_pose;
 mod yolox;
 
 use std::any::Any;
@@ -48,6 +49,7 @@ pub use self::tensors::Tensors;
 pub use self::tf_od_api::TfOdApi;
 pub use self::yolov5::YoloV5;
 pub use self::yolov8::YoloV8;
+pub use self::yolov8_pose::YoloV8Pose;
 pub use self::yolox::Yolox;
 use crate::config::{ClassAttrs, InferConfig, NetworkType, ParserKind, Softmax};
 use crate::engine::{OutputTensor, TensorInfo};
@@ -63,6 +65,8 @@ pub struct ParserSettings {
     pub columns: Option<Columns>,
     pub softmax: Softmax,
     pub yolox_strides: Vec<u32>,
+    /// Keypoints per object of a pose model.
+    pub keypoints: usize,
     /// Network input width and height.
     pub net: (u32, u32),
 }
@@ -77,6 +81,7 @@ impl ParserSettings {
             columns: config.end_to_end_columns.clone(),
             softmax: config.classifier_softmax,
             yolox_strides: config.yolox_strides.clone(),
+            keypoints: config.num_keypoints as usize,
             net,
         }
     }
@@ -259,9 +264,10 @@ fn select_boxed<F: Family + Clone>(
 
 /// Every family, in the order `output-parser=auto` asks them about a detector's outputs. The
 /// order matters where layouts look alike: YOLOX (one row per grid cell) before end-to-end rows
-/// of 6 or 7 values, those before YOLOv8, DETR and YOLOv5. The last three are chosen by
-/// `network-type` or a custom library and recognise nothing.
-pub static FAMILIES: [Listed; 14] = [
+/// of 6 or 7 values, those before YOLOv8-pose (one class and `num-keypoints` keypoints of 3
+/// values), that before YOLOv8, DETR and YOLOv5. The last three are chosen by `network-type` or a
+/// custom library and recognise nothing.
+pub static FAMILIES: [Listed; 15] = [
     listed::<TfOdApi>(ParserKind::TfOdApi),
     listed::<BoxesScoresLabels>(ParserKind::BoxesScoresLabels),
     listed::<CenterFace>(ParserKind::CenterFace),
@@ -270,6 +276,7 @@ pub static FAMILIES: [Listed; 14] = [
     listed::<Yolox>(ParserKind::Yolox),
     listed::<EndToEnd>(ParserKind::EndToEnd),
     listed::<Classifier>(ParserKind::Classifier),
+    listed::<YoloV8Pose>(ParserKind::YoloV8Pose),
     listed::<YoloV8>(ParserKind::YoloV8),
     listed::<Detr>(ParserKind::Detr),
     listed::<YoloV5>(ParserKind::YoloV5),
@@ -391,6 +398,14 @@ fn guess(outputs: &[TensorInfo], settings: &ParserSettings) -> Result<ParserKind
                 describe(outputs)
             )
         })
+}
+
+/// A limb of `keypoint-skeleton`: `a-b`, two keypoint indices.
+pub fn parse_limb(text: &str) -> Result<[u32; 2], String> {
+    let parsed = text
+        .split_once('-')
+        .and_then(|(a, b)| Some([a.trim().parse().ok()?, b.trim().parse().ok()?]));
+    parsed.ok_or_else(|| format!("expected a limb as two keypoint indices a-b, found `{text}`"))
 }
 
 /// The classes of an output whose items hold `leading` values (a box, an objectness) and then

@@ -369,3 +369,59 @@ fn every_parser_kind_but_auto_is_one_family() {
         assert_eq!(listed, expected, "{:?}", value.value);
     }
 }
+
+#[test]
+fn yolov8_pose_decodes_boxes_and_keypoints_and_tells_a_detector_apart() {
+    // Two anchors, one class, two keypoints: rows cx, cy, w, h, score, then x, y, conf twice.
+    let rows = [
+        [50.0, 10.0],
+        [40.0, 10.0],
+        [20.0, 4.0],
+        [10.0, 4.0],
+        [0.8, 0.1],
+        [45.0, 1.0],
+        [36.0, 1.0],
+        [0.9, 0.5],
+        [55.0, 2.0],
+        [44.0, 2.0],
+        [0.2, 0.5],
+    ];
+    let data: Vec<f32> = rows.iter().flatten().copied().collect();
+    let pose = tensor("o", &[1, 11, 2], data);
+    let config = InferConfig {
+        output_parser: ParserKind::YoloV8Pose,
+        num_keypoints: 2,
+        ..Default::default()
+    };
+    let settings = ParserSettings::new(&config, (100, 100));
+    let outputs = [info("o", &[None, Some(11), Some(2)])];
+    let parser = OutputParser::select(&settings, &outputs).unwrap();
+    assert_eq!(parser.kind(), ParserKind::YoloV8Pose);
+    assert_eq!(parser.num_classes(&outputs), Some(1));
+    let mut out = Vec::new();
+    parser
+        .detections(std::slice::from_ref(&pose), 0, (100, 100), &any, &mut out)
+        .unwrap();
+    let [d] = &out[..] else { panic!("{out:?}") };
+    assert_eq!((d.class_id, d.confidence), (0, 0.8));
+    assert_eq!(d.bbox, BBox::new(40.0, 35.0, 20.0, 10.0));
+    assert_eq!(d.keypoints, vec![45.0, 36.0, 0.9, 55.0, 44.0, 0.2]);
+    assert_eq!(parser.implausible(d, (100, 100)), None);
+    // The same shape from a detector with 7 classes: the "keypoints" are class scores, all
+    // within a pixel of the corner.
+    let mut scores = d.clone();
+    scores.keypoints = vec![0.1, 0.3, 0.2, 0.05, 0.0, 0.4];
+    assert!(
+        parser
+            .implausible(&scores, (100, 100))
+            .is_some_and(|m| m.contains("output-parser")),
+    );
+    // The COCO shape is guessed; too few rows for the keypoints is an error naming the key.
+    let coco = [info("o", &[None, Some(56), Some(8400)])];
+    assert_eq!(select(&coco).unwrap().kind(), ParserKind::YoloV8Pose);
+    let err =
+        OutputParser::select(&settings, &[info("o", &[None, Some(10), Some(8)])]).unwrap_err();
+    assert!(err.contains("num-keypoints"), "{err}");
+    assert_eq!(parse_limb(" 3-4"), Ok([3, 4]));
+    assert!(parse_limb("3").is_err());
+}

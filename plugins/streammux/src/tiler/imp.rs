@@ -173,6 +173,12 @@ impl Canvas {
                 let mut o = o.clone();
                 o.detector_bbox = map_box(o.detector_bbox, w, h, dest);
                 o.tracker_bbox = o.tracker_bbox.map(|b| map_box(b, w, h, dest));
+                if let Some(k) = o.keypoints.as_mut() {
+                    k.map(|x, y| {
+                        let m = map_box(ferrostream_core::BBox::new(x, y, 0.0, 0.0), w, h, dest);
+                        (m.left, m.top)
+                    });
+                }
                 if let Some(AttributeValue::Floats(points)) = o.attributes.get_mut("landmarks") {
                     for p in points.chunks_exact_mut(2) {
                         let m = map_box(
