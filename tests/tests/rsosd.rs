@@ -1358,3 +1358,81 @@ fn display_elements_draw_the_applications_rectangles_and_text() {
         );
     }
 }
+
+#[test]
+fn keypoints_draw_dots_and_limbs_of_confident_points_only() {
+    use ferrostream_core::keypoints::{Keypoint, Keypoints};
+    let point = |name: &str, x: f32, y: f32, confidence: f32| Keypoint {
+        name: name.into(),
+        x,
+        y,
+        confidence,
+    };
+    // A vertical limb from (100, 60) to (100, 140) and a horizontal one from (100, 60) to
+    // (180, 60), and one limb to a point below the confidence threshold.
+    let mut o = object(0, "person", BBox::from_corners(40.0, 40.0, 200.0, 200.0));
+    o.keypoints = Some(Keypoints {
+        points: vec![
+            point("a", 100.0, 60.0, 0.9),
+            point("b", 100.0, 140.0, 0.8),
+            point("c", 180.0, 60.0, 0.7),
+            point("d", 60.0, 180.0, 0.2),
+        ],
+        skeleton: std::sync::Arc::from(vec![[0, 1], [0, 2], [1, 3]]),
+    });
+    for target in targets() {
+        let info = target.info(W, H);
+        let input = Picture::noise(&info, 11);
+        let before = Picture::from_buffer(&input, &info);
+        let props: [(&str, &dyn ToValue); 5] = [
+            ("display-text", &false),
+            ("display-bbox", &false),
+            ("class-colors", &"0=#e03010"),
+            ("limb-width", &4u32),
+            ("keypoint-radius", &2u32),
+        ];
+        let after = draw(&info, &input, std::slice::from_ref(&o), &props);
+        let tolerance = if target.is_yuv() { 2 } else { 0 };
+        let limb = reference(target, [224, 48, 16]);
+        let dot = reference(target, [255, 255, 255]);
+        // Limb pixels: 4 wide, centred on the line (whole chroma samples on YUV).
+        for (x, y) in [(98, 100), (101, 100), (140, 58), (140, 61)] {
+            assert_close(
+                &format!("{target:?} limb ({x}, {y})"),
+                after.color(x, y),
+                limb,
+                tolerance,
+            );
+        }
+        // Dots of the confident points, 5x5 around each.
+        for (x, y) in [(100, 60), (98, 58), (101, 61), (100, 140), (180, 60)] {
+            assert_close(
+                &format!("{target:?} dot ({x}, {y})"),
+                after.color(x, y),
+                dot,
+                tolerance,
+            );
+        }
+        // Nothing at the unconfident point, nor on its limb.
+        for (x, y) in [(60, 180), (80, 160)] {
+            assert_eq!(
+                after.px(x, y),
+                before.px(x, y),
+                "{target:?} ({x}, {y}) changed"
+            );
+        }
+        // display-keypoints=false draws none of it.
+        let off = draw(
+            &info,
+            &input,
+            std::slice::from_ref(&o),
+            &[
+                ("display-text", &false),
+                ("display-bbox", &false),
+                ("display-keypoints", &false),
+            ],
+        );
+        assert_eq!(off.px(100, 100), before.px(100, 100), "{target:?}");
+        assert_eq!(off.px(100, 60), before.px(100, 60), "{target:?}");
+    }
+}

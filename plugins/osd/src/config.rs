@@ -44,8 +44,8 @@ use std::sync::LazyLock;
 use ferrostream_core::field;
 use ferrostream_core::ini::{ConfigError, IniFile};
 use ferrostream_core::settings::{
-    Bool, Codec, Enum, Field, List, Mapped, Optional, Pairs, Parsed, Place, PropertyInfo, Table,
-    Text, UInt, setting,
+    Bool, Codec, Enum, Field, Float, List, Mapped, Optional, Pairs, Parsed, Place, PropertyInfo,
+    Table, Text, UInt, setting,
 };
 use gst::glib;
 use gst::prelude::*;
@@ -99,6 +99,34 @@ pub static SETTINGS: LazyLock<Table<Style>> = LazyLock::new(|| {
         "Draw rsanalytics' regions, lines and directions, and their counts, as its osd-mode \
              asks",
     ))
+    .add(flag(
+        "display-keypoints",
+        field!(display_keypoints),
+        "Draw the objects' keypoints and their skeleton (pose models)",
+    ))
+    .add(
+        setting::<Style, _>(
+            "keypoint-min-confidence",
+            field!(keypoint_min_confidence),
+            Float::range(0.0, 1.0),
+        )
+        .blurb("Keypoints below this confidence, and limbs with an end below it, are not drawn")
+        .playing(),
+    )
+    .add(
+        setting::<Style, _>(
+            "keypoint-radius",
+            field!(keypoint_radius),
+            UInt::range(0, 50),
+        )
+        .blurb("Half the side of a keypoint's dot in pixels (0: no dots)")
+        .playing(),
+    )
+    .add(
+        setting::<Style, _>("limb-width", field!(limb_width), UInt::range(0, 50))
+            .blurb("Width of the skeleton's limbs in pixels (0: no limbs)")
+            .playing(),
+    )
     .add(
         setting::<Style, _>("border-width", field!(border_width), UInt::range(0, 100))
             .key("osd", "border-width")

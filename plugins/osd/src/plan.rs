@@ -16,6 +16,7 @@
 //! after theirs in its own array (fills over fills, text over text).
 
 use ferrostream_core::display::{MAX_ELEMENTS_PER_FRAME, MAX_TEXTS_PER_FRAME};
+use ferrostream_core::keypoints::Keypoints;
 use ferrostream_core::{DisplayElement, Frame, FrameAnalytics, Object, ShapeKind};
 
 use crate::color::Rgba;
@@ -275,6 +276,33 @@ impl DrawList {
         }
     }
 
+    /// An object's skeleton: each limb whose ends are confident enough as a stroke in `color`,
+    /// then each confident keypoint as a white dot (frame pixels scaled by `sx`, `sy`).
+    fn keypoints(&mut self, style: &Style, k: &Keypoints, (sx, sy): (f32, f32), color: Rgba) {
+        let min = style.keypoint_min_confidence;
+        for (a, b) in k.limbs(min).take(MAX_LIMBS) {
+            self.segment(
+                [a.x * sx, a.y * sy],
+                [b.x * sx, b.y * sy],
+                style.limb_width as i32,
+                color,
+            );
+        }
+        let r = style.keypoint_radius as i32;
+        if r == 0 {
+            return;
+        }
+        for p in k.points.iter().take(MAX_KEYPOINTS) {
+            if p.confidence >= min && p.x.is_finite() && p.y.is_finite() {
+                let (x, y) = (to_pixel(p.x * sx), to_pixel(p.y * sy));
+                self.fill(
+                    PixelRect::new(x - r, y - r, x + r + 1, y + r + 1),
+                    KEYPOINT_COLOR,
+                );
+            }
+        }
+    }
+
     /// A border of `width` pixels along the inside of `rect`.
     fn border(&mut self, rect: PixelRect, width: u32, color: Rgba) {
         let w = (width as i32)
@@ -377,6 +405,12 @@ impl DrawList {
         (offset, stride)
     }
 }
+
+/// Colour of keypoint dots (limbs take the class colour).
+const KEYPOINT_COLOR: Rgba = Rgba::new(255, 255, 255, 255);
+/// Bounds on what one object's keypoints can make the planner draw.
+const MAX_KEYPOINTS: usize = 256;
+const MAX_LIMBS: usize = 512;
 
 /// Background behind the clock and the source text, so that they stay readable on any picture.
 const OVERLAY_BACKGROUND: Rgba = Rgba::new(0, 0, 0, 128);
@@ -506,6 +540,13 @@ impl Planner {
             list.fill(rect, class.bg_color);
             if style.display_bbox {
                 list.border(rect, class.border_width, class.border_color);
+            }
+            if let Some(k) = object
+                .keypoints
+                .as_ref()
+                .filter(|_| style.display_keypoints)
+            {
+                list.keypoints(style, k, (sx, sy), class.border_color);
             }
             if style.display_text {
                 style

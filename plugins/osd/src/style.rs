@@ -115,6 +115,13 @@ pub struct Style {
     /// Draw rsanalytics' regions, lines and directions, and their counts, as its `osd-mode`
     /// asks.
     pub display_analytics: bool,
+    /// Draw objects' keypoints (dots) and their skeleton (limbs in the class colour).
+    pub display_keypoints: bool,
+    /// Keypoints below this confidence, and limbs with an end below it, are not drawn.
+    pub keypoint_min_confidence: f32,
+    /// Half the side of a keypoint's dot, in pixels.
+    pub keypoint_radius: u32,
+    pub limb_width: u32,
 }
 
 impl Default for Style {
@@ -145,6 +152,10 @@ impl Default for Style {
             display_mask: true,
             mask_alpha: 96,
             display_analytics: true,
+            display_keypoints: true,
+            keypoint_min_confidence: 0.5,
+            keypoint_radius: 2,
+            limb_width: 2,
         }
     }
 }

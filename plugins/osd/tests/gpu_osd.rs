@@ -262,6 +262,23 @@ fn objects(width: u32, height: u32, count: usize, blur_every: usize, rng: &mut R
                 cells.into_iter(),
             ));
         }
+        if i % 4 == 2 {
+            // A pose's keypoints around the box (some off the frame, some unconfident) and
+            // COCO's skeleton: limbs at every angle, dots.
+            let points = ferrostream_core::keypoints::default_names(17)
+                .into_iter()
+                .map(|name| ferrostream_core::keypoints::Keypoint {
+                    name,
+                    x: (x + rng.below((bw + 20) as u32) - 10) as f32 + 0.37,
+                    y: (y + rng.below((bh + 20) as u32) - 10) as f32 + 0.61,
+                    confidence: rng.below(100) as f32 / 100.0,
+                })
+                .collect();
+            o.keypoints = Some(ferrostream_core::keypoints::Keypoints {
+                points,
+                skeleton: ferrostream_core::keypoints::default_skeleton(17),
+            });
+        }
         frame.objects.push(o);
     }
     // A class map over the frame, some cells without a class.
