@@ -179,3 +179,83 @@ fn the_plugin_version_names_its_commit() {
         "version {version}: {commit} is not a commit of this checkout's history"
     );
 }
+
+#[test]
+fn pose_script_draws_skeletons_on_the_walkers() {
+    let plugins = plugin_dir();
+    let output = plugins.join("poses.mp4");
+    let json = plugins.join("poses.jsonl");
+    let mut script = Command::new(repo_root().join("pipelines/pose-vtest.sh"));
+    script
+        .args(["--input", media("vtest.avi").to_str().unwrap()])
+        .args(["--output", output.to_str().unwrap()])
+        .args(["--json", json.to_str().unwrap()])
+        .args(["--frames", "12"])
+        .env("GST_PLUGIN_PATH", &plugins)
+        .env("GST_REGISTRY", plugins.join("registry-pose.bin"));
+    let run = ferrostream_tests::output_within(&mut script, Duration::from_secs(300));
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("frames: 12"), "{stdout}");
+    // The video is MP4 with an H.264 encoder, else WebM.
+    let video = [output.clone(), output.with_extension("webm")]
+        .into_iter()
+        .find(|p| p.exists())
+        .expect("the script's video");
+    let frames: Vec<ferrostream_core::json::FrameRecord> = std::fs::read_to_string(&json)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(frames.len(), 12);
+    let rgb = |path: &std::path::Path| -> Vec<(u32, Vec<u8>)> {
+        ferrostream_tests::pull_samples(
+            &format!(
+                "filesrc location={} ! decodebin ! videoconvert ! video/x-raw,format=RGB \
+                 ! appsink name=sink",
+                ferrostream_tests::quoted(path)
+            ),
+            12,
+        )
+        .iter()
+        .map(|s| {
+            let info = gst_video::VideoInfo::from_caps(s.caps().unwrap()).unwrap();
+            let map = s.buffer().unwrap().map_readable().unwrap();
+            let stride = info.stride()[0] as u32;
+            (stride, map.as_slice().to_vec())
+        })
+        .collect()
+    };
+    let drawn = rgb(&video);
+    let source = rgb(&media("vtest.avi"));
+    assert_eq!(drawn.len(), 12);
+    // At each confident keypoint the video shows a white dot, where the source rarely is white.
+    let white = |(stride, data): &(u32, Vec<u8>), x: f32, y: f32| {
+        let at = (y.round() as u32 * stride + x.round() as u32 * 3) as usize;
+        data[at..at + 3].iter().all(|&c| c >= 190)
+    };
+    let (mut points, mut white_drawn, mut white_source) = (0, 0, 0);
+    for (i, frame) in frames.iter().enumerate() {
+        for o in &frame.objects {
+            let k = o.keypoints.as_ref().expect("every person has keypoints");
+            for p in k.points.iter().filter(|p| p.confidence >= 0.6) {
+                if p.x < 1.0 || p.y < 1.0 || p.x > 766.0 || p.y > 574.0 {
+                    continue;
+                }
+                points += 1;
+                white_drawn += usize::from(white(&drawn[i], p.x, p.y));
+                white_source += usize::from(white(&source[i], p.x, p.y));
+            }
+        }
+    }
+    assert!(points >= 300, "{points} confident keypoints in 12 frames");
+    assert!(
+        white_drawn * 10 >= points * 8,
+        "{white_drawn} of {points} keypoints are white dots in the video"
+    );
+    assert!(
+        white_source * 10 <= points,
+        "{white_source} of {points} keypoints white in the source"
+    );
+}
