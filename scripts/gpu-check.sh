@@ -207,7 +207,7 @@ GPU_BENCHES=(
 GPU_MEDIA=(carphone_pristine.mp4 messi5.jpg basketball1.png)
 GPU_MODELS=(
     coco_ssdlite_mobilenet_v2.onnx object_detection_classes_coco.txt mobilenet_v2_imagenet.onnx
-    classification_classes_ILSVRC2012.txt centerface.onnx
+    classification_classes_ILSVRC2012.txt centerface.onnx yolo11n_pose_960.onnx
 )
 
 # GStreamer plugins kept in the private prefix (file libgst<NAME>.so); the rest are removed.

@@ -2,15 +2,16 @@
 //! rstrtinfer throughput against a bare ONNX Runtime session on the same tensors.
 //!
 //! Decodes the first frames of vtest.avi into memory, then measures
-//! 1. the element: `appsrc ! rstrtinfer (COCO config) ! fakesink`, frames/s end to end, and its
-//!    per-stage time (`stats` property);
+//! 1. the element: `appsrc ! rstrtinfer (a configuration of pipelines/, the COCO SSD one unless
+//!    `--config NAME` names another, e.g. `yolo11_pose.txt`) ! fakesink`, frames/s end to end,
+//!    and its per-stage time (`stats` property);
 //! 2. a bare session: the same model, opened directly, run on the tensors rstrtinfer's
 //!    pre-processing produced for the same frames.
 //!
 //! The element's overhead is (element time per frame - bare time per frame) / bare time.
 //!
 //! ```text
-//! cargo bench -p ferrostream-tests --bench rstrtinfer [-- FRAMES]
+//! cargo bench -p ferrostream-tests --bench rstrtinfer [-- [--config NAME] [FRAMES [ROUNDS]]]
 //! ```
 
 use std::time::{Duration, Instant};
@@ -24,13 +25,42 @@ use gst_trtinfer::inference::{Inference, InputTensor};
 
 const WARMUP: usize = 5;
 
-fn coco_config() -> InferConfig {
-    let mut config = InferConfig::from_file(&repo_root().join("pipelines/coco_ssd.txt"))
-        .unwrap()
-        .config;
-    config.onnx_file = Some(model("coco_ssdlite_mobilenet_v2.onnx"));
-    config.labelfile_path = Some(model("object_detection_classes_coco.txt"));
-    config
+/// The configuration measured: `pipelines/<name>`, its model and label file found where the
+/// tests find them.
+struct Subject {
+    path: std::path::PathBuf,
+    config: InferConfig,
+}
+
+impl Subject {
+    fn new(name: &str) -> Self {
+        let path = repo_root().join("pipelines").join(name);
+        let mut config = InferConfig::from_file(&path).unwrap().config;
+        let file_name = |p: &std::path::Path| p.file_name().unwrap().to_str().unwrap().to_owned();
+        config.onnx_file = config.onnx_file.as_deref().map(|p| model(&file_name(p)));
+        config.labelfile_path = config
+            .labelfile_path
+            .as_deref()
+            .map(|p| model(&file_name(p)));
+        Self { path, config }
+    }
+
+    fn model(&self) -> std::path::PathBuf {
+        self.config.onnx_file.clone().expect("an onnx-file")
+    }
+
+    /// `rstrtinfer`'s properties for it.
+    fn properties(&self) -> String {
+        let mut p = format!(
+            "config-file-path={} onnx-file={}",
+            quoted(&self.path),
+            quoted(&self.model())
+        );
+        if let Some(labels) = &self.config.labelfile_path {
+            p += &format!(" labelfile-path={}", quoted(labels));
+        }
+        p
+    }
 }
 
 /// The first `count` decoded frames of vtest.avi, as I420 samples.
@@ -46,14 +76,11 @@ fn decode(count: usize) -> Vec<gst::Sample> {
 }
 
 /// Runs the element over `samples`; returns the wall time and the element's stats.
-fn run_element(samples: &[gst::Sample]) -> (Duration, gst::Structure) {
-    let config = repo_root().join("pipelines/coco_ssd.txt");
+fn run_element(subject: &Subject, samples: &[gst::Sample]) -> (Duration, gst::Structure) {
     let caps = samples[0].caps().unwrap();
     let desc = format!(
-        "appsrc name=src format=time ! rstrtinfer name=infer config-file-path={} onnx-file={} labelfile-path={} ! fakesink sync=false",
-        quoted(&config),
-        quoted(&model("coco_ssdlite_mobilenet_v2.onnx")),
-        quoted(&model("object_detection_classes_coco.txt"))
+        "appsrc name=src format=time ! rstrtinfer name=infer {} ! fakesink sync=false",
+        subject.properties()
     );
     let pipeline = launch(&desc);
     let src: gst_app::AppSrc = element(&pipeline, "src");
@@ -109,8 +136,8 @@ fn run_element(samples: &[gst::Sample]) -> (Duration, gst::Structure) {
 }
 
 /// Pre-processes every sample with rstrtinfer's own code and keeps the tensors.
-fn tensors(samples: &[gst::Sample]) -> (Vec<Vec<u8>>, Vec<usize>, Duration) {
-    let mut inference = Inference::new(coco_config(), 0).unwrap();
+fn tensors(subject: &Subject, samples: &[gst::Sample]) -> (Vec<InputTensor>, Vec<usize>, Duration) {
+    let mut inference = Inference::new(subject.config.clone(), 0).unwrap();
     let shape = inference.input_shape().to_vec();
     let info = gst_video::VideoInfo::from_caps(samples[0].caps().unwrap()).unwrap();
     let mut out = Vec::new();
@@ -127,42 +154,52 @@ fn tensors(samples: &[gst::Sample]) -> (Vec<Vec<u8>>, Vec<usize>, Duration) {
             ferrostream_core::BBox::new(0.0, 0.0, w as f32, h as f32),
         );
         spent += start.elapsed();
-        let InputTensor::U8(t) = inference.tensor() else {
-            panic!("the COCO model takes u8");
-        };
-        out.push(t.clone());
+        out.push(inference.tensor().clone());
     }
     (out, shape, spent)
 }
 
-fn bare_engine() -> OrtEngine {
+fn data(t: &InputTensor) -> InputData<'_> {
+    match t {
+        InputTensor::F32(v) => InputData::F32(v),
+        InputTensor::F16(v) => InputData::F16(v),
+        InputTensor::U8(v) => InputData::U8(v),
+    }
+}
+
+fn bare_engine(subject: &Subject) -> OrtEngine {
     OrtEngine::open(&OrtOptions::new(
-        model("coco_ssdlite_mobilenet_v2.onnx"),
+        subject.model(),
         gst_trtinfer::config::Device::Cpu,
     ))
     .unwrap()
 }
 
 /// Engine calls back to back on the prepared tensors.
-fn run_bare(tensors: &[Vec<u8>], shape: &[usize]) -> Duration {
-    let mut engine = bare_engine();
+fn run_bare(subject: &Subject, tensors: &[InputTensor], shape: &[usize]) -> Duration {
+    let mut engine = bare_engine(subject);
     let mut outputs = Vec::new();
     for t in tensors.iter().take(WARMUP) {
-        engine.run(InputData::U8(t), shape, &mut outputs).unwrap();
+        engine.run(data(t), shape, &mut outputs).unwrap();
     }
     let start = Instant::now();
     for t in tensors {
-        engine.run(InputData::U8(t), shape, &mut outputs).unwrap();
+        engine.run(data(t), shape, &mut outputs).unwrap();
     }
     start.elapsed()
 }
 
 /// Engine calls with rstrtinfer's pre-processing of the next frame run between them, as in a
 /// pipeline; only the engine calls are timed.
-fn run_bare_interleaved(samples: &[gst::Sample], tensors: &[Vec<u8>], shape: &[usize]) -> Duration {
-    let mut inference = Inference::new(coco_config(), 0).unwrap();
+fn run_bare_interleaved(
+    subject: &Subject,
+    samples: &[gst::Sample],
+    tensors: &[InputTensor],
+    shape: &[usize],
+) -> Duration {
+    let mut inference = Inference::new(subject.config.clone(), 0).unwrap();
     let info = gst_video::VideoInfo::from_caps(samples[0].caps().unwrap()).unwrap();
-    let mut engine = bare_engine();
+    let mut engine = bare_engine(subject);
     let mut outputs = Vec::new();
     let mut spent = Duration::ZERO;
     for (s, t) in samples.iter().zip(tensors) {
@@ -176,7 +213,7 @@ fn run_bare_interleaved(samples: &[gst::Sample], tensors: &[Vec<u8>], shape: &[u
             ferrostream_core::BBox::new(0.0, 0.0, w as f32, h as f32),
         );
         let start = Instant::now();
-        engine.run(InputData::U8(t), shape, &mut outputs).unwrap();
+        engine.run(data(t), shape, &mut outputs).unwrap();
         spent += start.elapsed();
     }
     spent
@@ -189,30 +226,36 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     init();
-    let mut args = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse::<usize>().ok());
-    let frames = args.next().unwrap_or(200);
-    let rounds = args.next().unwrap_or(3).max(1);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let name = args
+        .iter()
+        .position(|a| a == "--config")
+        .and_then(|i| args.get(i + 1))
+        .map_or("coco_ssd.txt", String::as_str);
+    let mut numbers = args.iter().filter_map(|a| a.parse::<usize>().ok());
+    let frames = numbers.next().unwrap_or(200);
+    let rounds = numbers.next().unwrap_or(3).max(1);
+    let subject = Subject::new(name);
     let samples = decode(frames);
     let n = samples.len();
     let info = gst_video::VideoInfo::from_caps(samples[0].caps().unwrap()).unwrap();
     println!(
-        "rstrtinfer benchmark: COCO SSDLite-MobileNetV2 (300x300 u8 NHWC), {n} frames of vtest.avi \
-         ({}x{} I420), ONNX Runtime CPU, {rounds} alternating rounds (medians)",
+        "rstrtinfer benchmark: pipelines/{name} ({}), {n} frames of vtest.avi ({}x{} I420), ONNX \
+         Runtime CPU, {rounds} alternating rounds (medians)",
+        subject.model().file_name().unwrap().to_string_lossy(),
         info.width(),
         info.height()
     );
 
-    let (t, shape, pre_time) = tensors(&samples);
+    let (t, shape, pre_time) = tensors(&subject, &samples);
     let per = |d: Duration| d.as_secs_f64() * 1e3 / n as f64;
     let (mut element, mut bare, mut interleaved) = (vec![], vec![], vec![]);
     let (mut pre, mut engine, mut post) = (vec![], vec![], vec![]);
     // Alternate the two so that drift in the machine's speed hits both alike.
     for _ in 0..rounds {
-        bare.push(per(run_bare(&t, &shape)));
-        interleaved.push(per(run_bare_interleaved(&samples, &t, &shape)));
-        let (elapsed, stats) = run_element(&samples);
+        bare.push(per(run_bare(&subject, &t, &shape)));
+        interleaved.push(per(run_bare_interleaved(&subject, &samples, &t, &shape)));
+        let (elapsed, stats) = run_element(&subject, &samples);
         element.push(per(elapsed));
         let ms = |k: &str| stats.get::<u64>(k).unwrap() as f64 / 1e6 / n as f64;
         pre.push(ms("preprocess-ns"));

@@ -731,6 +731,64 @@ fn parser_families_read_device_outputs_like_host_outputs() {
     }
 }
 
+#[test]
+#[ignore = "needs a CUDA GPU and ONNX Runtime's GPU build; run by scripts/gpu-check.sh"]
+fn pose_keypoints_on_the_device_path_equal_the_host_path() {
+    if gpu("pose_keypoints_on_the_device_path_equal_the_host_path").is_none() {
+        return;
+    }
+    if !cuda_engine() {
+        assert!(
+            std::env::var_os("FERROSTREAM_REQUIRE_CUDA_ENGINE").is_none(),
+            "FERROSTREAM_REQUIRE_CUDA_ENGINE is set but ONNX Runtime has no CUDA provider here"
+        );
+        println!("skipped: the installed ONNX Runtime has no CUDA provider");
+        return;
+    }
+    // The trained YOLO11n-pose on messi5.jpg: frames in CUDA memory (pre-processing and the
+    // selection of anchors on the GPU, the selected rows decoded on the host) against frames in
+    // system memory on the same engine. Its input is f32, which the two pre-processings give
+    // within 1e-3 (not bit for bit): the people, boxes and keypoints must agree to a fraction
+    // of a pixel.
+    let run = |upload: &str| {
+        ferrostream_tests::run_pipeline(
+            &format!(
+                "filesrc location={} ! jpegdec ! videoconvert ! video/x-raw,format=RGBA {upload} \
+                 ! rstrtinfer config-file-path={} device=cuda ! appsink name=sink",
+                quoted(&media("messi5.jpg")),
+                quoted(&repo_root().join("pipelines/yolo11_pose.txt")),
+            ),
+            Duration::from_secs(120),
+        )
+        .unwrap()
+        .frames
+    };
+    let device = run("! cudaupload ! video/x-raw(memory:CUDAMemory)");
+    let host = run("");
+    let (d, h) = (&device[0].objects, &host[0].objects);
+    assert!(!d.is_empty(), "nobody found");
+    assert_eq!(d.len(), h.len(), "device {d:#?} host {h:#?}");
+    let mut worst: f32 = 0.0;
+    for (a, b) in d.iter().zip(h) {
+        assert_eq!(a.class_id, b.class_id);
+        assert!((a.confidence - b.confidence).abs() < 0.01);
+        let (ka, kb) = (a.keypoints.as_ref().unwrap(), b.keypoints.as_ref().unwrap());
+        assert_eq!(ka.points.len(), 17);
+        for (p, q) in ka.points.iter().zip(&kb.points) {
+            assert_eq!(p.name, q.name);
+            let distance = (p.x - q.x).hypot(p.y - q.y);
+            worst = worst.max(distance);
+            assert!(distance < 0.5, "{p:?} on the device, {q:?} on the host");
+            assert!((p.confidence - q.confidence).abs() < 0.01);
+        }
+    }
+    println!(
+        "GPU-RESULT pose_device_path {} people, 17 keypoints each; largest keypoint difference \
+         {worst:.4} px (device vs host pre-processing)",
+        d.len()
+    );
+}
+
 /// Applications (the Python package, C) map a frame in CUDA memory through the plugin's C ABI:
 /// they get the device address, pitch and shape of the very memory `cudaupload` produced (no
 /// copy), and those bytes are the frame's pixels.

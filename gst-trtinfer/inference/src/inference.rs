@@ -74,7 +74,7 @@ impl From<EngineError> for SetupError {
 }
 
 /// The network's input tensor for a batch, in the model's element type.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum InputTensor {
     F32(Vec<f32>),
     F16(Vec<half::f16>),

@@ -407,6 +407,18 @@ fn yolov8_pose_decodes_boxes_and_keypoints_and_tells_a_detector_apart() {
     assert_eq!(d.bbox, BBox::new(40.0, 35.0, 20.0, 10.0));
     assert_eq!(d.keypoints, vec![45.0, 36.0, 0.9, 55.0, 44.0, 0.2]);
     assert_eq!(parser.implausible(d, (100, 100)), None);
+    // What the device path does: the selected anchors' gathered rows decode the same.
+    let shapes = [pose.shape.as_slice()];
+    let layout = parser.anchor_layout(&shapes).unwrap().unwrap();
+    let min = layout.min_threshold(&any);
+    let (mut selected, mut row) = (Vec::new(), Vec::new());
+    for anchor in 0..layout.anchors {
+        layout.gather(&[pose.item(0)], anchor, &mut row).unwrap();
+        if layout.select.passes(&row, min) {
+            parser.decode_anchor(&row, anchor, 1, (100, 100), &any, min, &mut selected);
+        }
+    }
+    assert_eq!(selected, out);
     // The same shape from a detector with 7 classes: the "keypoints" are class scores, all
     // within a pixel of the corner.
     let mut scores = d.clone();
