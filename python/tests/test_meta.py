@@ -110,6 +110,43 @@ def test_probe_sees_exactly_what_the_json_export_writes(tmp_path):
     assert len(tracked) >= 2, "the tracker gives the people ids"
 
 
+def test_probe_sees_the_keypoints_the_json_export_writes(tmp_path):
+    """A pose model's keypoints, as ObjectMeta.keypoints, equal the JSON record's, and lie on
+    the people."""
+    out = tmp_path / "poses.jsonl"
+    pipeline = Gst.parse_launch(
+        f"filesrc location={media('vtest.avi')} ! decodebin ! videoconvert "
+        f"! identity eos-after=6 ! rstrtinfer config-file-path={PIPELINES / 'yolo11_pose.txt'} "
+        f"! identity name=probe ! rsmetaexport location={out} ! fakesink sync=false"
+    )
+    seen = {}
+
+    def probe(pad, info):
+        frame = ferrostream.batch_meta(info.get_buffer()).frames[0]
+        seen[frame.frame_num] = [(box(o.bbox), o.keypoints) for o in frame.objects]
+        return Gst.PadProbeReturn.OK
+
+    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, checked(probe))
+    run(pipeline)
+    exported = read_jsonl(out)
+    assert len(exported) >= 5
+    points = 0
+    for theirs in exported:
+        ours = seen[theirs["frame_num"]]
+        assert len(ours) == len(theirs["objects"]) >= 2
+        for (b, keypoints), o in zip(ours, theirs["objects"]):
+            assert_close(keypoints, o["keypoints"], f"frame {theirs['frame_num']} keypoints")
+            assert [p["name"] for p in keypoints["points"]][:3] == ["nose", "left_eye", "right_eye"]
+            assert len(keypoints["skeleton"]) == 19
+            for p in keypoints["points"]:
+                if p["confidence"] >= 0.5:
+                    points += 1
+                    # On the person: inside the box, give or take a few pixels.
+                    assert b["left"] - 4 <= p["x"] <= b["left"] + b["width"] + 4, (p, b)
+                    assert b["top"] - 4 <= p["y"] <= b["top"] + b["height"] + 4, (p, b)
+    assert points >= 100
+
+
 def test_changes_in_a_probe_reach_the_json_export(tmp_path):
     out = tmp_path / "changed.jsonl"
     pipeline = detect_pipeline(out)

@@ -234,6 +234,69 @@ fn an_instance_mask_parser_library_gives_objects_their_masks() {
     assert!(err.contains("set cluster-mode=4"), "{err}");
 }
 
+/// A segmentation parser library (`parse-segmentation-func-name`) gives the frame the class map
+/// of the built-in segmentation parser: its map is per network pixel (64x64) where the built-in
+/// one keeps the model's 4x4 cells, so both are compared at every pixel of the frame.
+#[test]
+fn a_segmentation_parser_library_gives_the_built_in_class_map() {
+    let source = "videotestsrc num-buffers=1 ! video/x-raw,format=RGB,width=128,height=128";
+    let segment = |keys: &str| {
+        run_pipeline(
+            &format!(
+                "{source} ! rstrtinfer onnx-file={} network-type=segmentation gie-unique-id=4 \
+                 segmentation-threshold=0.5 {keys} ! appsink name=sink",
+                quoted(&fixture("segmentation_constant.onnx"))
+            ),
+            TIMEOUT,
+        )
+        .map(|out| out.frames[0].segmentation.clone().expect("a class map"))
+    };
+    let library_map = segment(&format!(
+        "custom-lib-path={} parse-segmentation-func-name=NvDsInferParseSegmentation \
+         num-detected-classes=3",
+        quoted(library())
+    ))
+    .unwrap();
+    let built_in = segment("").unwrap();
+    assert_eq!((library_map.width, library_map.height), (64, 64));
+    assert_eq!((library_map.classes, library_map.component_id), (3, 4));
+    let class_at = |map: &ferrostream_core::mask::ClassMap, x: u32, y: u32| {
+        map.cells()[((y * map.height / 128) * map.width + x * map.width / 128) as usize]
+    };
+    for y in 0..128 {
+        for x in 0..128 {
+            assert_eq!(
+                class_at(&library_map, x, y),
+                class_at(&built_in, x, y),
+                "pixel ({x}, {y})"
+            );
+        }
+    }
+    assert!(library_map.cells().contains(&2) && library_map.cells().contains(&-1));
+    // It needs the classes, and network-type segmentation, as in nvinfer.
+    let err = segment(&format!(
+        "custom-lib-path={} parse-segmentation-func-name=NvDsInferParseSegmentation",
+        quoted(library())
+    ))
+    .unwrap_err();
+    assert!(err.contains("num-detected-classes"), "{err}");
+    let err = yolov8(&format!(
+        "custom-lib-path={} parse-segmentation-func-name=NvDsInferParseSegmentation \
+         num-detected-classes=3",
+        quoted(library())
+    ))
+    .unwrap_err();
+    assert!(err.contains("does not fit network-type"), "{err}");
+    // A parser that throws is an error naming it.
+    let err = segment(&format!(
+        "custom-lib-path={} parse-segmentation-func-name=NvDsInferParseSegmentation \
+         num-detected-classes=2",
+        quoted(library())
+    ))
+    .unwrap_err();
+    assert!(err.contains("num-detected-classes, H, W"), "{err}");
+}
+
 /// A real pretrained YOLOv8 export (two classes, [1, 6, 8400]) parsed by the fixture library's
 /// YOLOv8 parser, as nvinfer would run it, gives the built-in parser's boxes: the two players on
 /// basketball1.png.

@@ -191,6 +191,20 @@ extern "C" int fs_nvds_parse_classifier(void *func, const NvDsInferLayerInfo *la
     return result;
 }
 
+extern "C" int fs_nvds_parse_segmentation(void *func, const NvDsInferLayerInfo *layers,
+                                          size_t num_layers, const NvDsInferNetworkInfo *network,
+                                          float threshold, unsigned int num_classes,
+                                          int *class_map, char *error, size_t error_len) {
+    return guarded(
+        [&] {
+            auto parse = reinterpret_cast<NvDsInferSemSegmentationParseCustomFunc>(func);
+            float *probabilities = nullptr;
+            return parse(layer_list(layers, num_layers), *network, threshold, num_classes,
+                         class_map, probabilities);
+        },
+        error, error_len);
+}
+
 extern "C" size_t fs_nvds_sizeof_layer_info(void) { return sizeof(NvDsInferLayerInfo); }
 
 extern "C" size_t fs_nvds_sizeof_object_info(void) { return sizeof(FsObjectInfo); }

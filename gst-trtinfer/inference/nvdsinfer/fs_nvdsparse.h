@@ -73,6 +73,15 @@ int fs_nvds_parse_classifier(void *func, const NvDsInferLayerInfo *layers, size_
                              FsEmitAttribute emit, void *ctx, char *description,
                              size_t description_len, char *error, size_t error_len);
 
+/* Calls an NvDsInferSemSegmentationParseCustomFunc with `class_map` (network width x height
+ * ints, which the caller allocated, as nvinfer does). The parser may point its probability map at
+ * memory of its own or at an output; that pointer is not used, nor freed (nvinfer does not free
+ * it either). */
+int fs_nvds_parse_segmentation(void *func, const NvDsInferLayerInfo *layers, size_t num_layers,
+                               const NvDsInferNetworkInfo *network, float threshold,
+                               unsigned int num_classes, int *class_map, char *error,
+                               size_t error_len);
+
 /* sizeof of the structures, for the Rust mirror's layout tests. */
 size_t fs_nvds_sizeof_layer_info(void);
 size_t fs_nvds_sizeof_detection_params(void);

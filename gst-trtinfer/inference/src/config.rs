@@ -597,6 +597,7 @@ impl InferConfig {
                     CustomKind::InstanceMask => {
                         self.network_type == NetworkType::InstanceSegmentation
                     }
+                    CustomKind::Segmentation => self.network_type == NetworkType::Segmentation,
                 };
                 if !fits {
                     return Err(format!(
@@ -604,6 +605,13 @@ impl InferConfig {
                         kind.key(),
                         self.network_type
                     ));
+                }
+                if *kind == CustomKind::Segmentation && self.num_detected_classes == 0 {
+                    return Err(
+                        "a segmentation parser is given num-detected-classes, the classes of \
+                         its class map: set it"
+                            .into(),
+                    );
                 }
                 if *kind == CustomKind::InstanceMask && self.cluster_mode != ClusterMode::None {
                     return Err(format!(

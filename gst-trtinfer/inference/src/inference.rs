@@ -953,6 +953,9 @@ impl Inference {
             Produces::Custom(crate::layout::CustomKind::Classifier) => {
                 result.classifications = self.custom_classifications(slot)?;
             }
+            Produces::Custom(crate::layout::CustomKind::Segmentation) => {
+                result.segmentation = Some(self.custom_class_map(slot, lb)?);
+            }
             Produces::Custom(_) => {
                 self.custom_detections(slot)?;
                 result.objects = self.objects_from_detections(lb, frame_w, frame_h, None)?;
@@ -1086,6 +1089,49 @@ impl Inference {
 
     /// The class map of slot `slot` from semantic segmentation output `output`, cropped to the
     /// cells that cover the frame (not the letterbox padding).
+    /// The custom segmentation parser's class map of slot `slot`, cut to the frame's part of
+    /// the network input (`lb`).
+    fn custom_class_map(
+        &mut self,
+        slot: usize,
+        lb: Letterbox,
+    ) -> Result<ferrostream_core::mask::ClassMap, String> {
+        let custom = self.custom.as_ref().ok_or("no custom parser")?;
+        let (w, h) = (self.network.width, self.network.height);
+        let classes = self.config.num_detected_classes;
+        let map = custom.segment(
+            &mut self.outputs,
+            slot,
+            (w, h, self.network.channels),
+            self.config.segmentation_threshold,
+            classes,
+        )?;
+        let (x0, y0) = (lb.pad_x as usize, lb.pad_y as usize);
+        let (cols, rows) = (lb.content_w as usize, lb.content_h as usize);
+        let mut cells = Vec::with_capacity(cols * rows);
+        for y in y0..(y0 + rows).min(h as usize) {
+            let row = &map[y * w as usize..(y + 1) * w as usize];
+            cells.extend(row[x0..(x0 + cols).min(w as usize)].iter().map(|&c| {
+                // A class past num-detected-classes is no class (nvinfer would read past its
+                // tables).
+                if c >= 0 && (c as u32) < classes {
+                    c
+                } else {
+                    -1
+                }
+            }));
+        }
+        let cols = (x0 + cols).min(w as usize).saturating_sub(x0) as u32;
+        let rows = (y0 + rows).min(h as usize).saturating_sub(y0) as u32;
+        Ok(ferrostream_core::mask::ClassMap::from_cells(
+            cols,
+            rows,
+            classes,
+            self.config.gie_unique_id,
+            &cells,
+        ))
+    }
+
     fn class_map(
         &self,
         output: usize,

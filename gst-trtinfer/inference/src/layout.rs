@@ -192,6 +192,9 @@ pub enum CustomKind {
     InstanceMask,
     /// `parse-classifier-func-name`: an `NvDsInferClassiferParseCustomFunc`.
     Classifier,
+    /// `parse-segmentation-func-name`: an `NvDsInferSemSegmentationParseCustomFunc` (a class
+    /// per pixel of the network input).
+    Segmentation,
 }
 
 impl CustomKind {
@@ -201,6 +204,7 @@ impl CustomKind {
             CustomKind::Detector,
             CustomKind::InstanceMask,
             CustomKind::Classifier,
+            CustomKind::Segmentation,
         ]
         .into_iter()
         .find(|k| k.key() == key)
@@ -212,6 +216,7 @@ impl CustomKind {
             CustomKind::Detector => "parse-bbox-func-name",
             CustomKind::InstanceMask => "parse-bbox-instance-mask-func-name",
             CustomKind::Classifier => "parse-classifier-func-name",
+            CustomKind::Segmentation => "parse-segmentation-func-name",
         }
     }
 }

@@ -154,6 +154,7 @@ fn model(t: &mut Table<InferConfig>) {
         CustomKind::Detector,
         CustomKind::InstanceMask,
         CustomKind::Classifier,
+        CustomKind::Segmentation,
     ] {
         let (nick, blurb) = match kind {
             CustomKind::Detector => (
@@ -167,6 +168,10 @@ fn model(t: &mut Table<InferConfig>) {
             CustomKind::Classifier => (
                 "Classifier parser",
                 "Function of custom-lib-path that parses a classifier's outputs",
+            ),
+            CustomKind::Segmentation => (
+                "Segmentation parser",
+                "Function of custom-lib-path that gives a semantic segmentation's class map",
             ),
         };
         t.add(
@@ -956,8 +961,9 @@ mod tests {
         let names: Vec<&str> = SETTINGS.property_names().collect();
         // 68: the properties of the element at e486d9b but config-file-path (the table's file
         // property), threads, stream-priority and the read-only counters; and openvino-device
-        // and cuda-tuning; and num-keypoints, keypoint-names and keypoint-skeleton.
-        assert_eq!(names.len(), 72, "{names:?}");
+        // and cuda-tuning; and num-keypoints, keypoint-names and keypoint-skeleton; and
+        // parse-segmentation-func-name.
+        assert_eq!(names.len(), 73, "{names:?}");
         for name in own {
             assert!(!names.contains(&name), "{name}");
         }

@@ -49,6 +49,17 @@ typedef bool (*NvDsInferClassiferParseCustomFunc)(
     std::vector<NvDsInferAttribute> &attrList,
     std::string &descString);
 
+/* parse-segmentation-func-name: outputs of one frame -> a class per pixel of the network input
+ * (classificationMap: width x height ints, allocated by the caller; -1 where none) and,
+ * optionally, a pointer to per-class probabilities the parser keeps (the caller never frees it). */
+typedef bool (*NvDsInferSemSegmentationParseCustomFunc)(
+    std::vector<NvDsInferLayerInfo> const &outputLayersInfo,
+    NvDsInferNetworkInfo const &networkInfo,
+    float segmentationThreshold,
+    unsigned int numClasses,
+    int *classificationMap,
+    float *&classProbabilityMap);
+
 /* Compile-time checks that a parser has the signature its kind requires, placed after the
  * function's definition in a parser library. */
 #define CHECK_CUSTOM_PARSE_FUNC_PROTOTYPE(func)                                                  \
@@ -60,6 +71,9 @@ typedef bool (*NvDsInferClassiferParseCustomFunc)(
 #define CHECK_CUSTOM_CLASSIFIER_PARSE_FUNC_PROTOTYPE(func)                                       \
     static_assert(std::is_same<decltype(&func), NvDsInferClassiferParseCustomFunc>::value,     \
                   #func " does not have the signature of a classifier parser")
+#define CHECK_CUSTOM_SEM_SEGMENTATION_PARSE_FUNC_PROTOTYPE(func)                                 \
+    static_assert(std::is_same<decltype(&func), NvDsInferSemSegmentationParseCustomFunc>::value, \
+                  #func " does not have the signature of a segmentation parser")
 
 static_assert(sizeof(NvDsInferParseDetectionParams) == 8 + 2 * sizeof(std::vector<float>) + 8,
               "NvDsInferParseDetectionParams layout");

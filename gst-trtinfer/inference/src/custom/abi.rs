@@ -156,6 +156,19 @@ unsafe extern "C" {
         error_len: usize,
     ) -> c_int;
 
+    #[allow(clippy::too_many_arguments)]
+    pub fn fs_nvds_parse_segmentation(
+        func: *mut c_void,
+        layers: *const LayerInfo,
+        num_layers: usize,
+        network: *const NetworkInfo,
+        threshold: f32,
+        num_classes: u32,
+        class_map: *mut c_int,
+        error: *mut c_char,
+        error_len: usize,
+    ) -> c_int;
+
     #[cfg(test)]
     pub fn fs_nvds_sizeof_layer_info() -> usize;
     #[cfg(test)]

@@ -10,7 +10,7 @@
 
 mod abi;
 
-use std::ffi::{CStr, CString, c_char, c_void};
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::path::{Path, PathBuf};
 
 use ferrostream_core::BBox;
@@ -268,13 +268,54 @@ impl CustomParser {
                     error.as_mut_ptr(),
                     error.len(),
                 ),
-                CustomKind::Classifier => {
-                    return Err("a classifier parser does not detect objects".into());
+                CustomKind::Classifier | CustomKind::Segmentation => {
+                    return Err(format!("{} does not detect objects", self.kind.key()));
                 }
             }
         };
         self.outcome(code, &error)?;
         Ok(found)
+    }
+
+    /// Runs a segmentation parser on batch item `item`: the class of each pixel of the
+    /// `network` input (width, height, channels), row by row, -1 where none; `classes` is
+    /// `num-detected-classes`.
+    pub fn segment(
+        &self,
+        outputs: &mut [OutputTensor],
+        item: usize,
+        network: (u32, u32, u32),
+        threshold: f32,
+        classes: u32,
+    ) -> Result<Vec<i32>, String> {
+        if self.kind != CustomKind::Segmentation {
+            return Err(format!("{} does not segment", self.kind.key()));
+        }
+        let layers = self.layers(outputs, item)?;
+        let net = abi::NetworkInfo {
+            width: network.0,
+            height: network.1,
+            channels: network.2,
+        };
+        // nvinfer hands the parser an array it does not clear; this one starts at "no class".
+        let mut map = vec![-1 as c_int; network.0 as usize * network.1 as usize];
+        let mut error = [0 as c_char; 512];
+        // SAFETY: as in `detect`; `map` holds width x height ints, what the parser may write.
+        let code = unsafe {
+            abi::fs_nvds_parse_segmentation(
+                self.func,
+                layers.as_ptr(),
+                layers.len(),
+                &net,
+                threshold,
+                classes,
+                map.as_mut_ptr(),
+                error.as_mut_ptr(),
+                error.len(),
+            )
+        };
+        self.outcome(code, &error)?;
+        Ok(map)
     }
 
     /// Runs a classifier parser on batch item `item`: its attributes and description.
