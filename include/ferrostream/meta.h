@@ -194,7 +194,7 @@ FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, n_attributes, 104);
 FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, has_mask, 108);
 FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, has_analytics, 109);
 FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, has_user_meta, 110);
-FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, reserved, 111);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamObject, has_keypoints, 111);
 
 FERROSTREAM_CHECK_SIZE_ (FerrostreamClassification, 32);
 FERROSTREAM_CHECK_OFFSET_ (FerrostreamClassification, component_id, 0);

@@ -230,6 +230,23 @@ fn cuda_engine() -> bool {
     })
 }
 
+/// Whether test `name` can run: a GPU (see [`gpu`]) and ONNX Runtime's CUDA provider; says why
+/// not, and fails when `FERROSTREAM_REQUIRE_CUDA_ENGINE` is set and the provider is missing.
+fn gpu_with_cuda_engine(name: &str) -> bool {
+    if gpu(name).is_none() {
+        return false;
+    }
+    if !cuda_engine() {
+        assert!(
+            std::env::var_os("FERROSTREAM_REQUIRE_CUDA_ENGINE").is_none(),
+            "FERROSTREAM_REQUIRE_CUDA_ENGINE is set but ONNX Runtime has no CUDA provider here"
+        );
+        println!("skipped: the installed ONNX Runtime has no CUDA provider");
+        return false;
+    }
+    true
+}
+
 /// Runs two 30-frame sources of `format` at `size` (`src(i)` links source i to `mux.sink_i`)
 /// through rsstreammux -> rstrtinfer -> rsosd and checks that all 60 frames stayed on the GPU.
 fn run_two_sources(src: &dyn Fn(u32) -> String, format: &str, size: (u64, u64), what: &str) {
@@ -320,15 +337,7 @@ fn matched(
 #[test]
 #[ignore = "needs a CUDA GPU with NVDEC and ONNX Runtime's GPU build; run by scripts/gpu-check.sh"]
 fn cuda_engine_in_one_context_detects_like_the_cpu_engine() {
-    if gpu("cuda_engine_in_one_context_detects_like_the_cpu_engine").is_none() {
-        return;
-    }
-    if !cuda_engine() {
-        assert!(
-            std::env::var_os("FERROSTREAM_REQUIRE_CUDA_ENGINE").is_none(),
-            "FERROSTREAM_REQUIRE_CUDA_ENGINE is set but ONNX Runtime has no CUDA provider here"
-        );
-        println!("skipped: the installed ONNX Runtime has no CUDA provider");
+    if !gpu_with_cuda_engine("cuda_engine_in_one_context_detects_like_the_cpu_engine") {
         return;
     }
     let video = quoted(&media("carphone_pristine.mp4"));
@@ -669,15 +678,7 @@ fn secondary_crops_cut_on_the_gpu_equal_the_cpu() {
 #[test]
 #[ignore = "needs a CUDA GPU and ONNX Runtime's GPU build; run by scripts/gpu-check.sh"]
 fn parser_families_read_device_outputs_like_host_outputs() {
-    if gpu("parser_families_read_device_outputs_like_host_outputs").is_none() {
-        return;
-    }
-    if !cuda_engine() {
-        assert!(
-            std::env::var_os("FERROSTREAM_REQUIRE_CUDA_ENGINE").is_none(),
-            "FERROSTREAM_REQUIRE_CUDA_ENGINE is set but ONNX Runtime has no CUDA provider here"
-        );
-        println!("skipped: the installed ONNX Runtime has no CUDA provider");
+    if !gpu_with_cuda_engine("parser_families_read_device_outputs_like_host_outputs") {
         return;
     }
     // Outputs only known at the first inference (symbolic dims), end-to-end rows, instance
@@ -734,15 +735,7 @@ fn parser_families_read_device_outputs_like_host_outputs() {
 #[test]
 #[ignore = "needs a CUDA GPU and ONNX Runtime's GPU build; run by scripts/gpu-check.sh"]
 fn pose_keypoints_on_the_device_path_equal_the_host_path() {
-    if gpu("pose_keypoints_on_the_device_path_equal_the_host_path").is_none() {
-        return;
-    }
-    if !cuda_engine() {
-        assert!(
-            std::env::var_os("FERROSTREAM_REQUIRE_CUDA_ENGINE").is_none(),
-            "FERROSTREAM_REQUIRE_CUDA_ENGINE is set but ONNX Runtime has no CUDA provider here"
-        );
-        println!("skipped: the installed ONNX Runtime has no CUDA provider");
+    if !gpu_with_cuda_engine("pose_keypoints_on_the_device_path_equal_the_host_path") {
         return;
     }
     // The trained YOLO11n-pose on messi5.jpg: frames in CUDA memory (pre-processing and the
