@@ -99,6 +99,22 @@ pub struct RunOutput {
     pub warnings: Vec<String>,
 }
 
+impl RunOutput {
+    /// The output parser rstrtinfer chose: its `rstrtinfer-parser` message (a parser chosen from
+    /// the first inference's shapes), else its `rstrtinfer-engine` message.
+    pub fn parser(&self) -> String {
+        let field = |name: &str| {
+            self.element_messages
+                .iter()
+                .find(|s| s.name() == name)
+                .and_then(|s| s.get::<String>("parser").ok())
+        };
+        field("rstrtinfer-parser")
+            .or_else(|| field("rstrtinfer-engine"))
+            .expect("a message naming the parser")
+    }
+}
+
 /// Runs `description`, which must end in `appsink name=sink`, until EOS, an error, or
 /// `timeout`. Returns the metadata seen at the sink, or the error message with its details.
 pub fn run_pipeline(description: &str, timeout: Duration) -> Result<RunOutput, String> {

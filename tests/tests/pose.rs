@@ -211,13 +211,7 @@ fn keypoints(o: &Object) -> &Keypoints {
 fn keypoints_land_where_the_reference_puts_them() {
     let out = run_pipeline_frames(&pose_pipeline(""), 11, TIMEOUT).unwrap();
     assert_eq!(out.frames.len(), 11);
-    let parser = out
-        .element_messages
-        .iter()
-        .find(|s| s.name() == "rstrtinfer-engine")
-        .and_then(|s| s.get::<String>("parser").ok())
-        .expect("engine message with the parser");
-    assert_eq!(parser, "YoloV8Pose (17 keypoints)");
+    assert_eq!(out.parser(), "YoloV8Pose (17 keypoints)");
     let mut compared = 0;
     let mut total = 0.0;
     for person in &REFERENCE {

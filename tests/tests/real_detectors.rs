@@ -93,13 +93,7 @@ fn yolov8_export_finds_people_in_vtest() {
         .sum();
     // Several people walk through every frame of vtest.avi.
     assert!(people >= 2 * 20, "{people} people in 20 frames");
-    let parser = out
-        .element_messages
-        .iter()
-        .find(|s| s.name() == "rstrtinfer-engine")
-        .and_then(|s| s.get::<String>("parser").ok())
-        .expect("engine message with the parser");
-    assert_eq!(parser, "YoloV8");
+    assert_eq!(out.parser(), "YoloV8");
 }
 
 fn summary(objects: &[Object]) -> Vec<(i32, String, [i32; 4])> {
@@ -114,18 +108,6 @@ fn summary(objects: &[Object]) -> Vec<(i32, String, [i32; 4])> {
 
 /// The parser the element chose, from its `rstrtinfer-parser` message (posted when the outputs'
 /// shapes were symbolic) or else its engine message.
-fn chosen_parser(out: &ferrostream_tests::RunOutput) -> String {
-    let field = |name: &str| {
-        out.element_messages
-            .iter()
-            .find(|s| s.name() == name)
-            .and_then(|s| s.get::<String>("parser").ok())
-    };
-    field("rstrtinfer-parser")
-        .or_else(|| field("rstrtinfer-engine"))
-        .expect("a message naming the parser")
-}
-
 #[test]
 fn tf_od_api_export_with_symbolic_outputs_finds_the_players() {
     let desc = format!(
@@ -153,7 +135,7 @@ fn tf_od_api_export_with_symbolic_outputs_finds_the_players() {
             .starts_with("chosen from the first outputs"),
         "{engine:?}"
     );
-    let parser = chosen_parser(&out);
+    let parser = out.parser();
     assert!(parser.contains("TfOdApi"), "{parser}");
 }
 
@@ -206,7 +188,7 @@ fn top_k_rows_export_finds_the_player_without_a_parser_key() {
         assert!(l >= 0.0 && t >= 0.0 && r <= 640.0 && b <= 480.0, "{o:?}");
     }
     // The columns and coordinates were settled from the first confident rows.
-    let parser = chosen_parser(&out);
+    let parser = out.parser();
     assert!(
         parser.contains("end-to-end rows of box,score,class, boxes Xyxy in pixels"),
         "{parser}"

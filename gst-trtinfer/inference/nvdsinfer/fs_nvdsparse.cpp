@@ -48,7 +48,8 @@ int guarded(Call call, char *error, size_t error_len) {
 
 // The two layouts of NvDsInferObjectDetectionInfo a parser library may have been built with,
 // pinned here rather than derived from the header this file is compiled against (DeepStream 9's
-// nvdsinfer.h has the 28-byte one, Ferrostream's and DeepStream 6-8's the 24-byte one).
+// nvdsinfer.h has the 28-byte one, Ferrostream's and DeepStream 6-8's the 24-byte one). The
+// DeepStream 9 layout is FsObjectInfo itself, what Rust receives.
 struct ObjectInfoDs8 {
     unsigned int classId;
     float left;
@@ -57,15 +58,7 @@ struct ObjectInfoDs8 {
     float height;
     float detectionConfidence;
 };
-struct ObjectInfoDs9 {
-    unsigned int classId;
-    float left;
-    float top;
-    float width;
-    float height;
-    float detectionConfidence;
-    float rotation_angle; // radians
-};
+using ObjectInfoDs9 = FsObjectInfo;
 static_assert(sizeof(ObjectInfoDs8) == 24, "DeepStream 6-8's NvDsInferObjectDetectionInfo");
 static_assert(sizeof(ObjectInfoDs9) == 28, "DeepStream 9's NvDsInferObjectDetectionInfo");
 static_assert(offsetof(ObjectInfoDs9, rotation_angle) == 24, "DeepStream 9's rotation_angle");
@@ -82,14 +75,11 @@ static_assert(offsetof(NvDsInferObjectDetectionInfo, classId) == offsetof(Object
                       offsetof(ObjectInfoDs8, detectionConfidence),
               "NvDsInferObjectDetectionInfo begins with DeepStream 8's fields");
 
-// What goes to Rust: the fields of either layout (angle 0 for DeepStream 6-8 libraries).
+// What goes to Rust: a DeepStream 6-8 object gets angle 0; a DeepStream 9 one goes as it is.
 FsObjectInfo plain(const ObjectInfoDs8 &o) {
     return FsObjectInfo{o.classId, o.left, o.top, o.width, o.height, o.detectionConfidence, 0.0f};
 }
-FsObjectInfo plain(const ObjectInfoDs9 &o) {
-    return FsObjectInfo{o.classId, o.left,  o.top, o.width, o.height, o.detectionConfidence,
-                        o.rotation_angle};
-}
+const FsObjectInfo &plain(const ObjectInfoDs9 &o) { return o; }
 
 // Calls a bounding-box parser whose object list holds `Object`s (the layout of the DeepStream
 // headers the library was built against).
@@ -107,7 +97,7 @@ int parse_bbox(void *func, const NvDsInferLayerInfo *layers, size_t num_layers,
             std::vector<Object> objects;
             bool ok = parse(layer_list(layers, num_layers), *network, detection, objects);
             for (const auto &object : objects) {
-                FsObjectInfo out = plain(object);
+                const FsObjectInfo &out = plain(object);
                 emit(ctx, &out);
             }
             return ok;
@@ -206,8 +196,6 @@ extern "C" int fs_nvds_parse_segmentation(void *func, const NvDsInferLayerInfo *
 }
 
 extern "C" size_t fs_nvds_sizeof_layer_info(void) { return sizeof(NvDsInferLayerInfo); }
-
-extern "C" size_t fs_nvds_sizeof_object_info(void) { return sizeof(FsObjectInfo); }
 
 extern "C" size_t fs_nvds_sizeof_object_ds9(void) { return sizeof(ObjectInfoDs9); }
 

@@ -30,8 +30,9 @@ typedef struct {
     const float *post_cluster_thresholds; /* num_classes values */
 } FsDetectionParams;
 
-/* One bounding box as the shim hands it over, whichever layout the library used:
- * rotation_angle (radians) is 0 for libraries built against DeepStream 6-8. */
+/* One bounding box as the shim hands it over, whichever layout the library used: DeepStream 9's
+ * NvDsInferObjectDetectionInfo (28 bytes), rotation_angle (radians) 0 for libraries built against
+ * DeepStream 6-8. */
 typedef struct {
     unsigned int classId;
     float left;
@@ -85,8 +86,6 @@ int fs_nvds_parse_segmentation(void *func, const NvDsInferLayerInfo *layers, siz
 /* sizeof of the structures, for the Rust mirror's layout tests. */
 size_t fs_nvds_sizeof_layer_info(void);
 size_t fs_nvds_sizeof_detection_params(void);
-/* FsObjectInfo, for the Rust mirror. */
-size_t fs_nvds_sizeof_object_info(void);
 /* DeepStream 9's NvDsInferObjectDetectionInfo as the shim reads it: its size and the offset of
  * rotation_angle. */
 size_t fs_nvds_sizeof_object_ds9(void);

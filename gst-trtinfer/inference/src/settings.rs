@@ -444,7 +444,8 @@ fn parsing(t: &mut Table<InferConfig>) {
             .blurb("Strides of a YOLOX head's grids, ';'-separated (default 8;16;32)"),
     )
     .add(
-        setting("num-keypoints", field!(num_keypoints), UInt::at_least(1))
+        // Bounded: the names of this many keypoints are made when the element starts.
+        setting("num-keypoints", field!(num_keypoints), UInt::range(1, 1024))
             .nick("Keypoints")
             .blurb("Keypoints per object of a pose model (output-parser yolov8-pose)"),
     )
@@ -1189,6 +1190,11 @@ mod tests {
         assert!(err.to_string().contains("key `process-mode`"), "{err}");
         let err = load("[property]\noperate-on-gie-id=-2\n").unwrap_err();
         assert!(err.to_string().contains("operate-on-gie-id"), "{err}");
+        // A keypoint count that would make the element name millions of points.
+        let err = load("[property]\nnum-keypoints=4000000000\n").unwrap_err();
+        assert!(err.to_string().contains("num-keypoints"), "{err}");
+        let err = load("[property]\nkeypoint-skeleton=0-1;2\n").unwrap_err();
+        assert!(err.to_string().contains("a-b"), "{err}");
         // As the property: 0 and -1 mean the objects of every other component.
         let all = load("[property]\noperate-on-gie-id=0\n").unwrap().config;
         assert_eq!(all.operate_on_gie_id, None);

@@ -175,8 +175,6 @@ unsafe extern "C" {
     pub fn fs_nvds_sizeof_detection_params() -> usize;
     pub fn fs_nvds_sizeof_object_ds9() -> usize;
     pub fn fs_nvds_offsetof_rotation_angle_ds9() -> usize;
-    #[cfg(test)]
-    pub fn fs_nvds_sizeof_object_info() -> usize;
 }
 
 #[cfg(test)]
@@ -209,7 +207,12 @@ mod tests {
         // SAFETY: the shim's sizeof functions take no arguments and only return a constant.
         unsafe {
             assert_eq!(fs_nvds_sizeof_layer_info(), size_of::<LayerInfo>());
-            assert_eq!(fs_nvds_sizeof_object_info(), size_of::<ShimObject>());
+            // The shim hands DeepStream 9 objects over as they are.
+            assert_eq!(fs_nvds_sizeof_object_ds9(), size_of::<ShimObject>());
+            assert_eq!(
+                fs_nvds_offsetof_rotation_angle_ds9(),
+                offset_of!(ShimObject, rotation_angle)
+            );
             // numClassesConfigured, padding, two std::vector<float> of three pointers, and the
             // perClassThreshold reference (a pointer).
             assert_eq!(fs_nvds_sizeof_detection_params(), 8 + 2 * 24 + 8);

@@ -363,13 +363,13 @@ impl CustomParser {
     }
 }
 
-/// The axis-aligned part of a box (the masks' objects have no angle; a DeepStream 9 library's
-/// `rotation_angle` is read by the shim but object boxes here are not rotated).
-fn detection(o: &abi::ObjectInfo) -> Detection {
+/// A parser's box (network pixels) as a detection. A DeepStream 9 library's `rotation_angle`
+/// reaches [`emit_object`], but object boxes here are axis-aligned: it is not kept.
+fn detection(class_id: u32, confidence: f32, bbox: BBox) -> Detection {
     Detection {
-        class_id: o.class_id,
-        confidence: o.confidence,
-        bbox: BBox::new(o.left, o.top, o.width, o.height),
+        class_id,
+        confidence,
+        bbox,
         landmarks: Vec::new(),
         keypoints: Vec::new(),
         coefficients: Vec::new(),
@@ -382,15 +382,8 @@ unsafe extern "C" fn emit_object(ctx: *mut c_void, object: *const abi::ShimObjec
     // SAFETY: the shim passes back the `ctx` given to it (a live, exclusively borrowed Vec) and
     // a pointer to an object valid for this call.
     let (found, o) = unsafe { (&mut *ctx.cast::<Vec<(Detection, Option<Mask>)>>(), &*object) };
-    let object = abi::ObjectInfo {
-        class_id: o.class_id,
-        left: o.left,
-        top: o.top,
-        width: o.width,
-        height: o.height,
-        confidence: o.confidence,
-    };
-    found.push((detection(&object), None));
+    let bbox = BBox::new(o.left, o.top, o.width, o.height);
+    found.push((detection(o.class_id, o.confidence, bbox), None));
 }
 
 /// Appends one object with its mask (copied; the shim releases the parser's) to the
@@ -406,7 +399,9 @@ unsafe extern "C" fn emit_mask_object(ctx: *mut c_void, object: *const abi::Mask
         // SAFETY: the parser's mask holds mask_size bytes, at least `len` floats (checked).
         values: unsafe { std::slice::from_raw_parts(object.mask, len) }.to_vec(),
     });
-    found.push((detection(&object.object), mask));
+    let o = &object.object;
+    let bbox = BBox::new(o.left, o.top, o.width, o.height);
+    found.push((detection(o.class_id, o.confidence, bbox), mask));
 }
 
 /// Appends one attribute (its label copied; the shim frees the parser's) to the
