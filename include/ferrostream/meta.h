@@ -101,6 +101,17 @@ typedef struct {
   uint8_t has_mask, has_analytics, has_user_meta, has_keypoints;
 } FerrostreamObject;
 
+/* An object's orientation: an oriented box (a rotated-box model's detection, DeepStream 9's
+ * rotation_angle) is its box turned about the box's centre. */
+typedef struct {
+  uint8_t has_angle;            /* 1 for an oriented box, 0 for an axis-aligned one */
+  uint8_t reserved[3];
+  float angle;                  /* radians, clockwise on the screen; 0 without an angle */
+  /* The corners of the box to show (bbox) turned by angle, as x, y pairs: the box's own
+   * top-left, top-right, bottom-right and bottom-left. */
+  float corners[8];
+} FerrostreamOrientation;
+
 typedef struct {
   int32_t component_id;
   int32_t class_id;
@@ -202,6 +213,9 @@ FERROSTREAM_CHECK_OFFSET_ (FerrostreamClassification, class_id, 4);
 FERROSTREAM_CHECK_OFFSET_ (FerrostreamClassification, label, 8);
 FERROSTREAM_CHECK_OFFSET_ (FerrostreamClassification, label_len, 16);
 FERROSTREAM_CHECK_OFFSET_ (FerrostreamClassification, prob, 24);
+FERROSTREAM_CHECK_SIZE_ (FerrostreamOrientation, 40);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamOrientation, angle, 4);
+FERROSTREAM_CHECK_OFFSET_ (FerrostreamOrientation, corners, 8);
 FERROSTREAM_CHECK_SIZE_ (FerrostreamAttribute, 72);
 FERROSTREAM_CHECK_OFFSET_ (FerrostreamAttribute, kind, 16);
 FERROSTREAM_CHECK_OFFSET_ (FerrostreamAttribute, int_value, 24);
@@ -238,6 +252,10 @@ int ferrostream_batch_classification (const FerrostreamBatch *batch, uint32_t fr
 /* Attribute `index` (0 .. n_attributes - 1, in key order) of an object. */
 int ferrostream_batch_attribute (const FerrostreamBatch *batch, uint32_t frame, uint32_t object,
     uint32_t index, FerrostreamAttribute *out);
+
+/* An object's orientation (its angle and the corners of its box to show). */
+int ferrostream_batch_object_orientation (const FerrostreamBatch *batch, uint32_t frame,
+    uint32_t object, FerrostreamOrientation *out);
 
 /* The record of a frame or an object as JSON (rsmetaexport's schema); free with g_free.
  * NULL for an index out of range. */

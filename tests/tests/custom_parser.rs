@@ -342,6 +342,9 @@ fn a_parser_library_on_a_real_model_gives_the_built_in_boxes() {
         quoted(library())
     ));
     assert_eq!(rounded(&ds9), rounded(&built_in));
+    // Its objects' rotation_angle (0.25 rad from this parser) is kept: oriented boxes.
+    assert!(ds9.iter().all(|o| o.angle == Some(0.25)), "{ds9:#?}");
+    assert!(built_in.iter().chain(&custom).all(|o| o.angle.is_none()));
 }
 
 #[test]

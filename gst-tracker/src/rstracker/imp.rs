@@ -35,6 +35,8 @@ struct TargetInfo {
     component_id: i32,
     /// The last detection's keypoints and the box they were found in.
     keypoints: Option<(Keypoints, BBox)>,
+    /// The last detection's angle (an oriented box).
+    angle: Option<f32>,
 }
 
 struct State {
@@ -106,6 +108,7 @@ fn apply(state: &mut State, frame: &mut Frame, candidates: &[usize], result: Fra
                         label: o.label.clone(),
                         component_id: o.component_id,
                         keypoints: o.keypoints.clone().map(|k| (k, o.detector_bbox)),
+                        angle: o.angle,
                     },
                 );
             }
@@ -129,6 +132,8 @@ fn apply(state: &mut State, frame: &mut Frame, candidates: &[usize], result: Fra
                     .keypoints
                     .as_ref()
                     .map(|(k, seen)| k.moved(*seen, t.bbox));
+                // And a turned box keeps its last angle.
+                o.angle = info.angle;
                 frame.objects.push(o);
             }
         }

@@ -4,6 +4,10 @@
 //! (4). Each mode applies `post-cluster-threshold` and `topk` as nvinfer does: NMS keeps
 //! confidences strictly above the threshold, DBSCAN at or above it, none and groupRectangles
 //! apply no threshold; all but groupRectangles keep the `topk` best.
+//!
+//! Oriented boxes (an angle on the detection) overlap as turned rectangles: NMS and DBSCAN
+//! compare them by their exact rotated IoU. groupRectangles (OpenCV's, on axis-aligned
+//! rectangles) and DBSCAN's averaged boxes keep their best member's angle.
 
 use ferrostream_core::BBox;
 
@@ -78,7 +82,7 @@ fn nms(members: &[Detection], a: &ClassAttrs) -> Vec<Detection> {
     for candidate in sorted {
         if kept
             .iter()
-            .all(|k| k.bbox.iou(&candidate.bbox) <= a.nms_iou_threshold)
+            .all(|k| k.iou(&candidate) <= a.nms_iou_threshold)
         {
             kept.push(candidate);
         }
@@ -243,7 +247,7 @@ fn dbscan_labels(members: &[Detection], eps: f32, min_boxes: i32) -> Vec<Option<
     let n = members.len();
     let neighbours = |i: usize| -> Vec<usize> {
         (0..n)
-            .filter(|&j| j != i && 1.0 - members[i].bbox.iou(&members[j].bbox) < eps)
+            .filter(|&j| j != i && 1.0 - members[i].iou(&members[j]) < eps)
             .collect()
     };
     let core = |count: usize| count as i64 + 1 >= i64::from(min_boxes);
@@ -330,15 +334,7 @@ mod tests {
     }
 
     fn boxed(class_id: u32, confidence: f32, bbox: BBox) -> Detection {
-        Detection {
-            class_id,
-            confidence,
-            bbox,
-            landmarks: Vec::new(),
-            keypoints: Vec::new(),
-            coefficients: Vec::new(),
-            mask: None,
-        }
+        Detection::new(class_id, confidence, bbox)
     }
 
     #[test]
@@ -353,6 +349,44 @@ mod tests {
         let summary: Vec<(u32, f32)> = d.iter().map(|d| (d.class_id, d.confidence)).collect();
         // 0.6 overlaps 0.9 of the same class; class 1 overlapping class 0 is kept.
         assert_eq!(summary, vec![(0, 0.9), (0, 0.7), (1, 0.5)]);
+    }
+
+    #[test]
+    fn nms_and_hybrid_compare_oriented_boxes_as_turned() {
+        // Two long thin boxes with the same centre crossing at right angles: the same box to an
+        // axis-aligned IoU, 1/19 turned. A third lies on the first, turned by a few degrees.
+        let thin = BBox::new(-50.0, -5.0, 100.0, 10.0);
+        let turned = |confidence, angle| Detection {
+            angle: Some(angle),
+            ..boxed(0, confidence, thin)
+        };
+        let crossing = || {
+            vec![
+                turned(0.9, 0.0),
+                turned(0.8, std::f32::consts::FRAC_PI_2),
+                turned(0.7, 0.02),
+            ]
+        };
+        let attrs = |_| ClassAttrs {
+            nms_iou_threshold: 0.5,
+            min_boxes: 1,
+            eps: 0.5,
+            ..Default::default()
+        };
+        for mode in [ClusterMode::Nms, ClusterMode::Hybrid] {
+            let mut d = crossing();
+            cluster(&mut d, mode, &attrs);
+            let kept: Vec<f32> = d.iter().map(|d| d.confidence).collect();
+            assert_eq!(kept, vec![0.9, 0.8], "{mode:?}");
+            assert_eq!(d[1].angle, Some(std::f32::consts::FRAC_PI_2));
+        }
+        // Without their angles the three are one box.
+        let mut d: Vec<Detection> = crossing()
+            .into_iter()
+            .map(|d| Detection { angle: None, ..d })
+            .collect();
+        cluster(&mut d, ClusterMode::Nms, &attrs);
+        assert_eq!(d.len(), 1);
     }
 
     #[test]

@@ -228,6 +228,7 @@ ferrostream_core::choice_enum! {
         /// Semantic segmentation (network-type segmentation): `[N,C,H,W]` class scores.
         Segmentation = 14 => ("segmentation", "Semantic segmentation: [N,C,H,W] scores"),
         YoloV8Pose = 15 => ("yolov8-pose", "YOLOv8/YOLO11-pose: [N,4+C+3K,B] rows of box, class scores and K keypoints (x, y, confidence)"),
+        YoloV8Obb = 16 => ("yolov8-obb", "YOLOv8/YOLO11-OBB: [N,4+C+1,B] rows of box, class scores and angle (oriented boxes)"),
     }
 }
 

@@ -1245,15 +1245,33 @@ impl Inference {
         let mut objects = Vec::with_capacity(self.detections.len());
         let filtered = &self.config.filter_out_class_ids;
         for d in &self.detections {
-            let full = lb.to_source(d.bbox);
-            let bbox = full.clipped(frame_w as f32, frame_h as f32);
+            let (full, angle) = match d.angle {
+                Some(angle) => {
+                    let (b, angle) = lb.to_source_turned(d.bbox, angle);
+                    (b, Some(angle))
+                }
+                None => (lb.to_source(d.bbox), None),
+            };
+            // An oriented box is kept whole (clipping it would move its centre); what of it
+            // lies in the frame is its turned extent.
+            let (bbox, extent) = match angle {
+                Some(angle) => (
+                    full,
+                    ferrostream_core::oriented::bounding(&full, angle)
+                        .clipped(frame_w as f32, frame_h as f32),
+                ),
+                None => {
+                    let clipped = full.clipped(frame_w as f32, frame_h as f32);
+                    (clipped, clipped)
+                }
+            };
             // As nvinfer attaches objects: classes filtered out, then the size limits and the
             // region between roi-top-offset and roi-bottom-offset, in frame pixels.
             let a = attrs_of(d.class_id);
-            if bbox.area() <= 0.0
+            if extent.area() <= 0.0
                 || filtered.contains(&d.class_id)
                 || !a.size_ok(bbox.width, bbox.height)
-                || !a.in_roi(&bbox, frame_h as f32)
+                || !a.in_roi(&extent, frame_h as f32)
             {
                 continue;
             }
@@ -1277,6 +1295,7 @@ impl Inference {
                     .attributes
                     .insert("landmarks".into(), AttributeValue::Floats(points));
             }
+            object.angle = angle;
             object.mask = d.mask.as_ref().map(|m| crate::masks::moved(m, full, bbox));
             if !d.keypoints.is_empty() {
                 object.keypoints = Some(Keypoints {

@@ -236,4 +236,36 @@ pub struct Detection {
     pub coefficients: Vec<f32>,
     /// The instance mask over `bbox`.
     pub mask: Option<ferrostream_core::mask::InstanceMask>,
+    /// An oriented box's angle (radians about the box's centre, clockwise on the screen; see
+    /// `ferrostream_core::oriented`); `None` for an axis-aligned box.
+    pub angle: Option<f32>,
+}
+
+impl Detection {
+    /// An axis-aligned detection with nothing but its class, confidence and box.
+    pub fn new(class_id: u32, confidence: f32, bbox: BBox) -> Self {
+        Self {
+            class_id,
+            confidence,
+            bbox,
+            landmarks: Vec::new(),
+            keypoints: Vec::new(),
+            coefficients: Vec::new(),
+            mask: None,
+            angle: None,
+        }
+    }
+
+    /// Intersection over union with `other`, turned boxes as turned (clustering).
+    pub fn iou(&self, other: &Detection) -> f32 {
+        match (self.angle, other.angle) {
+            (None, None) => self.bbox.iou(&other.bbox),
+            (a, b) => ferrostream_core::oriented::iou(
+                &self.bbox,
+                a.unwrap_or(0.0),
+                &other.bbox,
+                b.unwrap_or(0.0),
+            ),
+        }
+    }
 }

@@ -91,6 +91,27 @@ impl Letterbox {
         )
     }
 
+    /// Maps an oriented box (turned by `angle` about its centre) in network pixels to source
+    /// pixels: its centre exactly, its size and angle as [`ferrostream_core::oriented::scaled`]
+    /// (exact where both axes scale alike, as a letterbox does).
+    pub fn to_source_turned(&self, b: BBox, angle: f32) -> (BBox, f32) {
+        let (s, angle) =
+            ferrostream_core::oriented::scaled(&b, angle, 1.0 / self.scale_x, 1.0 / self.scale_y);
+        let centre = self.to_source(BBox::new(
+            b.left + b.width / 2.0,
+            b.top + b.height / 2.0,
+            0.0,
+            0.0,
+        ));
+        let bbox = BBox::new(
+            centre.left - s.width / 2.0,
+            centre.top - s.height / 2.0,
+            s.width,
+            s.height,
+        );
+        (bbox, angle)
+    }
+
     /// Maps a box in source-frame pixels to network pixels.
     pub fn to_network(&self, b: BBox) -> BBox {
         BBox::new(

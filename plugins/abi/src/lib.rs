@@ -118,6 +118,21 @@ pub struct FsObject {
     pub has_keypoints: u8,
 }
 
+/// An object's orientation (`FerrostreamOrientation` in C): an oriented box's angle and the
+/// corners of its box to show.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FsOrientation {
+    /// 1 for an oriented box (`angle` holds its angle), 0 for an axis-aligned one.
+    pub has_angle: u8,
+    pub reserved: [u8; 3],
+    /// Radians about the box's centre, clockwise on the screen; 0 without an angle.
+    pub angle: f32,
+    /// The corners of the box to show turned by `angle`, as x, y pairs: the box's own top-left,
+    /// top-right, bottom-right and bottom-left.
+    pub corners: [f32; 8],
+}
+
 /// One classifier result of an object (`FerrostreamClassification` in C).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -249,6 +264,12 @@ pub mod symbols {
         out: *mut FsAttribute,
     ) -> c_int;
     /// Returns a `g_malloc`ed NUL-terminated JSON text (free with `g_free`), or NULL.
+    pub type BatchObjectOrientation = unsafe extern "C" fn(
+        batch: *const FsBatch,
+        frame: u32,
+        object: u32,
+        out: *mut FsOrientation,
+    ) -> c_int;
     pub type BatchFrameJson =
         unsafe extern "C" fn(batch: *const FsBatch, frame: u32) -> *mut c_char;
     pub type BatchObjectJson =
@@ -289,6 +310,7 @@ pub mod symbols {
     pub const BATCH_OBJECT: &[u8] = b"ferrostream_batch_object\0";
     pub const BATCH_CLASSIFICATION: &[u8] = b"ferrostream_batch_classification\0";
     pub const BATCH_ATTRIBUTE: &[u8] = b"ferrostream_batch_attribute\0";
+    pub const BATCH_OBJECT_ORIENTATION: &[u8] = b"ferrostream_batch_object_orientation\0";
     pub const BATCH_FRAME_JSON: &[u8] = b"ferrostream_batch_frame_json\0";
     pub const BATCH_OBJECT_JSON: &[u8] = b"ferrostream_batch_object_json\0";
     pub const BATCH_EDIT: &[u8] = b"ferrostream_batch_edit\0";
@@ -314,6 +336,9 @@ mod tests {
         assert_eq!(offset_of!(FsObject, label), 16);
         assert_eq!(offset_of!(FsObject, bbox), 36);
         assert_eq!(offset_of!(FsObject, has_keypoints), 111);
+        assert_eq!(size_of::<FsOrientation>(), 40);
+        assert_eq!(offset_of!(FsOrientation, angle), 4);
+        assert_eq!(offset_of!(FsOrientation, corners), 8);
         assert_eq!(size_of::<FsClassification>(), 32);
         assert_eq!(size_of::<FsAttribute>(), 72);
         assert_eq!(offset_of!(FsAttribute, int_value), 24);

@@ -3,7 +3,7 @@
 //! crossed which line and in which direction, which regions are crowded, and where objects move.
 //!
 //! An object stands where the middle of its box's bottom edge is (its tracker box when tracked),
-//! as in nvdsanalytics. Line crossing and direction follow each tracked object's path
+//! as in nvdsanalytics; an oriented box's own bottom edge, turned with it. Line crossing and direction follow each tracked object's path
 //! (`object_id`): an object crosses a line when its path goes from one side to the other, each
 //! side counting only beyond a band of `hysteresis` pixels around the line, so a box jittering
 //! on the line crosses at most once per real crossing, and an object that enters the band and
@@ -256,7 +256,7 @@ impl Analyzer {
                 continue;
             }
             *result.object_counts.entry(object.class_id).or_default() += 1;
-            let p = object.bbox().bottom_center();
+            let p = object.ground_point();
             let class = object.class_id;
             let mut found = ObjectAnalytics::default();
             for r in rules.rois.iter().filter(|r| r.classes.contains(class)) {
@@ -482,6 +482,8 @@ mod tests {
     use super::*;
     use crate::config::{Classes, CrowdingRule, DirectionRule, LineRule, Mode, RoiRule};
     use ferrostream_core::BBox;
+    use std::f32::consts::FRAC_PI_2;
+    use std::sync::Arc;
 
     /// A vertical counting line at x = 100 from y = 0 to 200; forward is to the right.
     fn line_config(extended: bool, mode: Mode) -> AnalyticsConfig {
@@ -636,6 +638,32 @@ mod tests {
         assert_eq!(gate.per_class[&0], [3, 1]);
         let crossed = &f.objects[0].analytics.as_ref().unwrap().crossed;
         assert_eq!(crossed[0].direction, Crossing::Backward);
+    }
+
+    #[test]
+    fn an_oriented_box_stands_on_its_own_bottom_edge() {
+        let mut c = AnalyticsConfig::default();
+        c.all_streams.rois.push(RoiRule {
+            label: "right".into(),
+            polygon: vec![[100.0, 0.0], [200.0, 0.0], [200.0, 300.0], [100.0, 300.0]],
+            inverse: false,
+            classes: Classes::default(),
+        });
+        let mut a = Analyzer::new(c, Tuning::default());
+        let mut events = Vec::new();
+        // Box centre (90, 80), 20x40: upright its feet are at (90, 100), left of the region;
+        // turned a quarter clockwise its own bottom edge faces left, at (70, 80); turned a
+        // quarter anticlockwise it faces right, at (110, 80), inside.
+        let regions = |angle: Option<f32>, a: &mut Analyzer, events: &mut Vec<Event>| {
+            let mut f = frame(0, &[(1, 0, 90.0, 100.0)]);
+            f.objects[0].angle = angle;
+            a.process(&mut f, events);
+            f.objects[0].analytics.as_ref().unwrap().rois.clone()
+        };
+        assert!(regions(None, &mut a, &mut events).is_empty());
+        assert!(regions(Some(FRAC_PI_2), &mut a, &mut events).is_empty());
+        let inside = regions(Some(-FRAC_PI_2), &mut a, &mut events);
+        assert_eq!(inside, vec![Arc::<str>::from("right")]);
     }
 
     #[test]

@@ -76,6 +76,11 @@ impl BBox {
         [self.left + self.width / 2.0, self.bottom()]
     }
 
+    /// The box moved by `dx`, `dy` pixels.
+    pub fn translated(&self, dx: f32, dy: f32) -> BBox {
+        BBox::new(self.left + dx, self.top + dy, self.width, self.height)
+    }
+
     /// Scales the box by independent factors on each axis.
     pub fn scaled(&self, sx: f32, sy: f32) -> BBox {
         BBox::new(
@@ -312,6 +317,9 @@ pub struct Object {
     pub confidence: f32,
     /// The box as the detector produced it.
     pub detector_bbox: BBox,
+    /// An oriented box's angle (radians about the box's centre, clockwise on the screen; see
+    /// [`crate::oriented`]): both boxes are turned by it. `None` for an axis-aligned box.
+    pub angle: Option<f32>,
     /// The tracker's (smoothed or predicted) box, when a tracker ran.
     pub tracker_bbox: Option<BBox>,
     pub tracker_confidence: Option<f32>,
@@ -349,6 +357,7 @@ impl Object {
             label,
             confidence,
             detector_bbox: bbox,
+            angle: None,
             tracker_bbox: None,
             tracker_confidence: None,
             tracker_age: None,
@@ -368,11 +377,51 @@ impl Object {
         self.tracker_bbox.unwrap_or(self.detector_bbox)
     }
 
-    #[cfg(feature = "gst")]
-    fn scale(&mut self, sx: f32, sy: f32) {
-        self.detector_bbox = self.detector_bbox.scaled(sx, sy);
-        self.tracker_bbox = self.tracker_bbox.map(|b| b.scaled(sx, sy));
+    /// The corners of the box to show, turned by the object's angle (see
+    /// [`crate::oriented::corners`]).
+    pub fn corners(&self) -> [[f32; 2]; 4] {
+        crate::oriented::corners(&self.bbox(), self.angle.unwrap_or(0.0))
+    }
+
+    /// Where the object stands: the middle of the bottom edge of the box to show, turned with
+    /// it (the point region and line rules use).
+    pub fn ground_point(&self) -> [f32; 2] {
+        crate::oriented::bottom_center(&self.bbox(), self.angle.unwrap_or(0.0))
+    }
+
+    /// The axis-aligned box holding the box to show (the box itself when it is not turned).
+    pub fn bounding_box(&self) -> BBox {
+        match self.angle {
+            Some(angle) if angle != 0.0 => crate::oriented::bounding(&self.bbox(), angle),
+            _ => self.bbox(),
+        }
+    }
+
+    /// Whether the box is turned (an oriented box with an angle other than 0).
+    pub fn is_turned(&self) -> bool {
+        self.angle.is_some_and(|a| a != 0.0)
+    }
+
+    /// Scales the object by independent factors on each axis (see
+    /// [`crate::oriented::scaled`] for turned boxes).
+    pub fn scale(&mut self, sx: f32, sy: f32) {
+        let angle = self.angle.unwrap_or(0.0);
+        let (detector, turned) = crate::oriented::scaled(&self.detector_bbox, angle, sx, sy);
+        self.detector_bbox = detector;
+        self.tracker_bbox = self
+            .tracker_bbox
+            .map(|b| crate::oriented::scaled(&b, angle, sx, sy).0);
+        self.angle = self.angle.map(|_| turned);
         self.keypoints = self.keypoints.as_ref().map(|k| k.scaled(sx, sy));
+    }
+
+    /// Moves the object's boxes and keypoints by `dx`, `dy` pixels.
+    pub fn translate(&mut self, dx: f32, dy: f32) {
+        self.detector_bbox = self.detector_bbox.translated(dx, dy);
+        self.tracker_bbox = self.tracker_bbox.map(|b| b.translated(dx, dy));
+        if let Some(k) = self.keypoints.as_mut() {
+            k.map(|x, y| (x + dx, y + dy));
+        }
     }
 }
 

@@ -33,8 +33,12 @@
 //! Pose models add `keypoints` to each object: `{"points":[{"name":"nose","x":..,"y":..,
 //! "confidence":..},..],"skeleton":[[15,13],..]}`, points in frame pixels, the skeleton's limbs as
 //! pairs of indices into `points` (see [`crate::keypoints`]).
-//! `segmentation`, `mask`, `keypoints`, `analytics`, `display`, `user_meta` and `latency` are left
-//! out when absent or empty.
+//! Oriented boxes add `angle` to each object (radians about the box's centre, clockwise on the
+//! screen; both `bbox` and `detector_bbox` are turned by it, see [`crate::oriented`]) and
+//! `corners`, the four corners of `bbox` turned, `[[x,y],..]` clockwise from the box's own
+//! top-left (written, not read back: they follow from `bbox` and `angle`).
+//! `segmentation`, `mask`, `keypoints`, `angle`, `corners`, `analytics`, `display`, `user_meta`
+//! and `latency` are left out when absent or empty.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -134,6 +138,10 @@ pub struct ObjectRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keypoints: Option<Keypoints>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub angle: Option<f32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corners: Option<[[f32; 2]; 4]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub analytics: Option<ObjectAnalytics>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub user_meta: BTreeMap<String, serde_json::Value>,
@@ -157,6 +165,8 @@ impl From<&Object> for ObjectRecord {
             parent: o.parent,
             mask: o.mask.clone(),
             keypoints: o.keypoints.clone(),
+            angle: o.angle,
+            corners: o.angle.map(|_| o.corners()),
             analytics: o.analytics.clone(),
             user_meta: o.user_meta.clone(),
         }
@@ -181,6 +191,7 @@ impl From<ObjectRecord> for Object {
             attributes: r.attributes,
             mask: r.mask.filter(InstanceMask::is_consistent),
             keypoints: r.keypoints.filter(Keypoints::is_consistent),
+            angle: r.angle.filter(|a| a.is_finite()),
             analytics: r.analytics,
             user_meta: r.user_meta,
         }

@@ -34,6 +34,7 @@ pub mod meta;
 pub mod metrics;
 #[cfg(feature = "gst")]
 pub mod nvmm;
+pub mod oriented;
 pub mod paths;
 pub mod settings;
 #[cfg(feature = "gst")]

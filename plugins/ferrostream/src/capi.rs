@@ -12,7 +12,7 @@ use std::ptr;
 
 use ferrostream_abi::{
     ABI_VERSION, FsAttribute, FsBatch, FsBox, FsClassification, FsFrame, FsFrameMap, FsObject,
-    MAX_PLANES, TIME_NONE, UNTRACKED, attribute, memory, status,
+    FsOrientation, MAX_PLANES, TIME_NONE, UNTRACKED, attribute, memory, status,
 };
 use ferrostream_core::edit::{self, Edit, EditError};
 use ferrostream_core::framemap::{self, MapError, MappedFrame};
@@ -193,6 +193,32 @@ pub unsafe extern "C" fn ferrostream_batch_object(
         has_analytics: o.analytics.is_some() as u8,
         has_user_meta: !o.user_meta.is_empty() as u8,
         has_keypoints: o.keypoints.is_some() as u8,
+    };
+    // SAFETY: `out` is NULL or writable (caller's contract).
+    unsafe { fill(out, info) }
+}
+
+/// Fills `out` with an object's orientation: its angle and the corners of its box to show.
+///
+/// # Safety
+/// As [`ferrostream_batch_object`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ferrostream_batch_object_orientation(
+    batch: *const FsBatch,
+    frame: u32,
+    object: u32,
+    out: *mut FsOrientation,
+) -> c_int {
+    // SAFETY: caller's contract.
+    let Some(o) = (unsafe { object_at(batch, frame, object) }) else {
+        return status::BAD_INDEX;
+    };
+    let corners = o.corners();
+    let info = FsOrientation {
+        has_angle: o.angle.is_some() as u8,
+        reserved: [0; 3],
+        angle: o.angle.unwrap_or(0.0),
+        corners: std::array::from_fn(|i| corners[i / 2][i % 2]),
     };
     // SAFETY: `out` is NULL or writable (caller's contract).
     unsafe { fill(out, info) }
@@ -580,6 +606,7 @@ const _: () = {
     let _: s::BatchObject = ferrostream_batch_object;
     let _: s::BatchClassification = ferrostream_batch_classification;
     let _: s::BatchAttribute = ferrostream_batch_attribute;
+    let _: s::BatchObjectOrientation = ferrostream_batch_object_orientation;
     let _: s::BatchFrameJson = ferrostream_batch_frame_json;
     let _: s::BatchObjectJson = ferrostream_batch_object_json;
     let _: s::BatchEdit = ferrostream_batch_edit;

@@ -4,7 +4,8 @@
 //!
 //! A [`DrawList`] holds flat arrays of `#[repr(C)]` operations in frame pixels, already clipped
 //! to the frame: privacy blurs, alpha-blended rectangle fills (box borders, box and label
-//! backgrounds), and text runs, each a rectangle tinted with a colour through coverage. Painters
+//! backgrounds; strokes such as an oriented box's sides, limbs and lines are runs of fills), and
+//! text runs, each a rectangle tinted with a colour through coverage. Painters
 //! apply them in that order, so text is always on top. A run's coverage is described twice: as
 //! the glyphs it is made of, each a rectangle of the planner's [`GlyphAtlas`] (what the GPU
 //! painter reads, with the atlas uploaded once), and, unless the planner is told not to, as a
@@ -57,9 +58,10 @@ impl PixelRect {
         self.x1 <= self.x0 || self.y1 <= self.y0
     }
 
-    /// The pixels a box covers: its edges rounded to the nearest pixel boundary.
+    /// The pixels a box covers (a turned box's axis-aligned extent): its edges rounded to the
+    /// nearest pixel boundary.
     pub fn of_box(object: &Object, sx: f32, sy: f32) -> Self {
-        let b = object.bbox();
+        let b = object.bounding_box();
         Self::new(
             to_pixel(b.left * sx),
             to_pixel(b.top * sy),
@@ -303,6 +305,15 @@ impl DrawList {
         }
     }
 
+    /// The sides of a turned box as strokes `width` pixels thick (frame pixels scaled by `sx`,
+    /// `sy`).
+    fn turned_border(&mut self, object: &Object, (sx, sy): (f32, f32), width: u32, color: Rgba) {
+        let corners = object.corners().map(|[x, y]| [x * sx, y * sy]);
+        for (i, &a) in corners.iter().enumerate() {
+            self.segment(a, corners[(i + 1) % 4], width as i32, color);
+        }
+    }
+
     /// A border of `width` pixels along the inside of `rect`.
     fn border(&mut self, rect: PixelRect, width: u32, color: Rgba) {
         let w = (width as i32)
@@ -537,9 +548,17 @@ impl Planner {
                 let runs = mask.spans().map(|(start, len)| (start, len, color));
                 list.cells(area, (mask.width, mask.height), runs);
             }
-            list.fill(rect, class.bg_color);
-            if style.display_bbox {
-                list.border(rect, class.border_width, class.border_color);
+            if object.is_turned() {
+                // An oriented box: its four sides as strokes (no background: a fill of its
+                // axis-aligned extent would cover what lies beside it).
+                if style.display_bbox {
+                    list.turned_border(object, (sx, sy), class.border_width, class.border_color);
+                }
+            } else {
+                list.fill(rect, class.bg_color);
+                if style.display_bbox {
+                    list.border(rect, class.border_width, class.border_color);
+                }
             }
             if let Some(k) = object
                 .keypoints
@@ -1173,6 +1192,41 @@ mod tests {
                 (PixelRect::new(0, 100, 400, 200), tint(2)),
             ]
         );
+    }
+
+    #[test]
+    fn an_oriented_box_is_drawn_as_its_four_turned_sides() {
+        // A 60x20 box centred at (100, 50), turned 30 degrees clockwise.
+        let mut frame = frame_with(&[BBox::new(70.0, 40.0, 60.0, 20.0)]);
+        frame.objects[0].angle = Some(30f32.to_radians());
+        let style = boxes_only();
+        let list = plan(&style, &frame, 200, 100);
+        let border = style.class(0).border_color;
+        let pixels = covered(&list, border);
+        let corners = frame.objects[0].corners();
+        // Every corner and every side's middle is drawn; the centre and the axis-aligned
+        // box's own corners (off the turned box) are not.
+        for (i, &[x, y]) in corners.iter().enumerate() {
+            let [nx, ny] = corners[(i + 1) % 4];
+            for [px, py] in [[x, y], [(x + nx) / 2.0, (y + ny) / 2.0]] {
+                let near = pixels.iter().any(|&(cx, cy)| {
+                    (cx as f32 + 0.5 - px).abs() <= 2.0 && (cy as f32 + 0.5 - py).abs() <= 2.0
+                });
+                assert!(near, "nothing drawn near ({px:.1}, {py:.1})");
+            }
+        }
+        for p in [(100, 50), (129, 41), (71, 59)] {
+            assert!(!pixels.contains(&p), "{p:?} drawn");
+        }
+        // A stroke of border-width pixels: about perimeter x width pixels.
+        let expected = 2.0 * (60.0 + 20.0) * style.class(0).border_width as f32;
+        let n = pixels.len() as f32;
+        assert!((n - expected).abs() < 0.25 * expected, "{n} pixels");
+        // At angle 0 it is the plain box.
+        frame.objects[0].angle = Some(0.0);
+        let plain = plan(&style, &frame, 200, 100);
+        frame.objects[0].angle = None;
+        assert_eq!(plain.fills, plan(&style, &frame, 200, 100).fills);
     }
 
     /// The pixels the fills of `list` in `color` cover.

@@ -363,27 +363,17 @@ impl CustomParser {
     }
 }
 
-/// A parser's box (network pixels) as a detection. A DeepStream 9 library's `rotation_angle`
-/// reaches [`emit_object`], but object boxes here are axis-aligned: it is not kept.
-fn detection(class_id: u32, confidence: f32, bbox: BBox) -> Detection {
-    Detection {
-        class_id,
-        confidence,
-        bbox,
-        landmarks: Vec::new(),
-        keypoints: Vec::new(),
-        coefficients: Vec::new(),
-        mask: None,
-    }
-}
-
 /// Appends one object to the `Vec<(Detection, Option<Mask>)>` behind `ctx`.
 unsafe extern "C" fn emit_object(ctx: *mut c_void, object: *const abi::ShimObject) {
     // SAFETY: the shim passes back the `ctx` given to it (a live, exclusively borrowed Vec) and
     // a pointer to an object valid for this call.
     let (found, o) = unsafe { (&mut *ctx.cast::<Vec<(Detection, Option<Mask>)>>(), &*object) };
     let bbox = BBox::new(o.left, o.top, o.width, o.height);
-    found.push((detection(o.class_id, o.confidence, bbox), None));
+    let mut d = Detection::new(o.class_id, o.confidence, bbox);
+    // DeepStream 9's oriented boxes: 0 is an axis-aligned box (and all that older libraries,
+    // whose objects have no angle, report).
+    d.angle = (o.rotation_angle != 0.0 && o.rotation_angle.is_finite()).then_some(o.rotation_angle);
+    found.push((d, None));
 }
 
 /// Appends one object with its mask (copied; the shim releases the parser's) to the
@@ -401,7 +391,7 @@ unsafe extern "C" fn emit_mask_object(ctx: *mut c_void, object: *const abi::Mask
     });
     let o = &object.object;
     let bbox = BBox::new(o.left, o.top, o.width, o.height);
-    found.push((detection(o.class_id, o.confidence, bbox), mask));
+    found.push((Detection::new(o.class_id, o.confidence, bbox), mask));
 }
 
 /// Appends one attribute (its label copied; the shim frees the parser's) to the

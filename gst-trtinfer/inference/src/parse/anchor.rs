@@ -169,13 +169,8 @@ pub(super) fn keep(
         return false;
     }
     out.push(Detection {
-        class_id,
-        confidence,
-        bbox,
         landmarks,
-        keypoints: Vec::new(),
-        coefficients: Vec::new(),
-        mask: None,
+        ..Detection::new(class_id, confidence, bbox)
     });
     true
 }

@@ -112,13 +112,12 @@ impl Family for YoloV8Seg {
             }
             if score >= attrs(best as u32).pre_cluster_threshold {
                 out.push(Detection {
-                    class_id: best as u32,
-                    confidence: score,
-                    bbox: centre_box(at(0, a), at(1, a), at(2, a), at(3, a)),
-                    landmarks: Vec::new(),
-                    keypoints: Vec::new(),
                     coefficients: (0..masks).map(|k| at(4 + classes + k, a)).collect(),
-                    mask: None,
+                    ..Detection::new(
+                        best as u32,
+                        score,
+                        centre_box(at(0, a), at(1, a), at(2, a), at(3, a)),
+                    )
                 });
             }
         }

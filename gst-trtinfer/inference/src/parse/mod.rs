@@ -27,6 +27,7 @@ mod tensors;
 mod tf_od_api;
 mod yolov5;
 mod yolov8;
+mod yolov8_obb;
 mod yolov8_pose;
 mod yolox;
 
@@ -49,6 +50,7 @@ pub use self::tensors::Tensors;
 pub use self::tf_od_api::TfOdApi;
 pub use self::yolov5::YoloV5;
 pub use self::yolov8::YoloV8;
+pub use self::yolov8_obb::YoloV8Obb;
 pub use self::yolov8_pose::YoloV8Pose;
 pub use self::yolox::Yolox;
 use crate::config::{ClassAttrs, InferConfig, NetworkType, ParserKind, Softmax};
@@ -265,9 +267,10 @@ fn select_boxed<F: Family + Clone>(
 /// Every family, in the order `output-parser=auto` asks them about a detector's outputs. The
 /// order matters where layouts look alike: YOLOX (one row per grid cell) before end-to-end rows
 /// of 6 or 7 values, those before YOLOv8-pose (one class and `num-keypoints` keypoints of 3
-/// values), that before YOLOv8, DETR and YOLOv5. The last three are chosen by `network-type` or a
-/// custom library and recognise nothing.
-pub static FAMILIES: [Listed; 15] = [
+/// values), that before YOLOv8, DETR and YOLOv5. YOLOv8-OBB (a YOLOv8 layout with one more row)
+/// and the last three are chosen by `output-parser`, `network-type` or a custom library and
+/// recognise nothing.
+pub static FAMILIES: [Listed; 16] = [
     listed::<TfOdApi>(ParserKind::TfOdApi),
     listed::<BoxesScoresLabels>(ParserKind::BoxesScoresLabels),
     listed::<CenterFace>(ParserKind::CenterFace),
@@ -278,6 +281,7 @@ pub static FAMILIES: [Listed; 15] = [
     listed::<Classifier>(ParserKind::Classifier),
     listed::<YoloV8Pose>(ParserKind::YoloV8Pose),
     listed::<YoloV8>(ParserKind::YoloV8),
+    listed::<YoloV8Obb>(ParserKind::YoloV8Obb),
     listed::<Detr>(ParserKind::Detr),
     listed::<YoloV5>(ParserKind::YoloV5),
     listed::<Segmentation>(ParserKind::Segmentation),

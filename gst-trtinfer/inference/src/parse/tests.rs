@@ -437,3 +437,68 @@ fn yolov8_pose_decodes_boxes_and_keypoints_and_tells_a_detector_apart() {
     assert_eq!(parse_limb(" 3-4"), Ok([3, 4]));
     assert!(parse_limb("3").is_err());
 }
+
+#[test]
+fn yolov8_obb_decodes_regularised_oriented_boxes_named_not_guessed() {
+    use std::f32::consts::FRAC_PI_2;
+    // Three anchors, two classes: rows cx, cy, w, h, two scores, angle.
+    let rows = [
+        [50.0, 20.0, 70.0],
+        [40.0, 30.0, 60.0],
+        [20.0, 8.0, 10.0],
+        [10.0, 4.0, 6.0],
+        [0.9, 0.1, 0.2],
+        [0.2, 0.6, 0.1],
+        [0.3, 2.0, -0.5],
+    ];
+    let data: Vec<f32> = rows.iter().flatten().copied().collect();
+    let obb = tensor("o", &[1, 7, 3], data);
+    let settings = settings(ParserKind::YoloV8Obb, NetworkType::Detector);
+    let outputs = [info("o", &[None, Some(7), Some(3)])];
+    let parser = OutputParser::select(&settings, &outputs).unwrap();
+    assert_eq!(parser.kind(), ParserKind::YoloV8Obb);
+    assert_eq!(parser.num_classes(&outputs), Some(2));
+    let mut out = Vec::new();
+    parser
+        .detections(std::slice::from_ref(&obb), 0, (100, 100), &any, &mut out)
+        .unwrap();
+    let [a, b] = &out[..] else { panic!("{out:?}") };
+    assert_eq!((a.class_id, a.confidence, a.angle), (0, 0.9, Some(0.3)));
+    assert_eq!(a.bbox, BBox::new(40.0, 35.0, 20.0, 10.0));
+    // 2 rad is past a quarter turn: the same box with its sides swapped, turned 2 - pi/2.
+    assert_eq!((b.class_id, b.confidence), (1, 0.6));
+    assert_eq!(b.bbox, BBox::new(18.0, 26.0, 4.0, 8.0));
+    assert!((b.angle.unwrap() - (2.0 - FRAC_PI_2)).abs() < 1e-6);
+    // The regularised box is the same turned rectangle.
+    let raw = ferrostream_core::oriented::corners(&BBox::new(16.0, 28.0, 8.0, 4.0), 2.0);
+    let mut reg = ferrostream_core::oriented::corners(&b.bbox, b.angle.unwrap()).to_vec();
+    for p in raw {
+        let i = (0..reg.len())
+            .min_by(|&i, &j| {
+                let d = |q: [f32; 2]| (q[0] - p[0]).hypot(q[1] - p[1]);
+                d(reg[i]).total_cmp(&d(reg[j]))
+            })
+            .unwrap();
+        assert!((reg[i][0] - p[0]).hypot(reg[i][1] - p[1]) < 1e-4, "{p:?}");
+        reg.remove(i);
+    }
+    // What the device path does: the selected anchors' gathered rows decode the same.
+    let shapes = [obb.shape.as_slice()];
+    let layout = parser.anchor_layout(&shapes).unwrap().unwrap();
+    let min = layout.min_threshold(&any);
+    let (mut selected, mut row) = (Vec::new(), Vec::new());
+    for anchor in 0..layout.anchors {
+        layout.gather(&[obb.item(0)], anchor, &mut row).unwrap();
+        if layout.select.passes(&row, min) {
+            parser.decode_anchor(&row, anchor, 1, (100, 100), &any, min, &mut selected);
+        }
+    }
+    assert_eq!(selected, out);
+    // The angle row is no class score (the third anchor's 0.2 is its best, below threshold).
+    assert!(out.iter().all(|d| d.class_id < 2));
+    // Auto reads the DOTA model's shape as a YOLOv8 detector's; too few rows is an error.
+    let dota = [info("o", &[None, Some(20), Some(21504)])];
+    assert_eq!(select(&dota).unwrap().kind(), ParserKind::YoloV8);
+    let err = OutputParser::select(&settings, &[info("o", &[None, Some(5), Some(8)])]).unwrap_err();
+    assert!(err.contains("angle"), "{err}");
+}

@@ -171,14 +171,9 @@ impl Canvas {
             .iter()
             .map(|o| {
                 let mut o = o.clone();
-                o.detector_bbox = map_box(o.detector_bbox, w, h, dest);
-                o.tracker_bbox = o.tracker_bbox.map(|b| map_box(b, w, h, dest));
-                if let Some(k) = o.keypoints.as_mut() {
-                    k.map(|x, y| {
-                        let m = map_box(ferrostream_core::BBox::new(x, y, 0.0, 0.0), w, h, dest);
-                        (m.left, m.top)
-                    });
-                }
+                // Boxes (turned ones too) and keypoints, as map_box maps a box.
+                o.scale(dest.width as f32 / w as f32, dest.height as f32 / h as f32);
+                o.translate(dest.x as f32, dest.y as f32);
                 if let Some(AttributeValue::Floats(points)) = o.attributes.get_mut("landmarks") {
                     for p in points.chunks_exact_mut(2) {
                         let m = map_box(

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! Oriented boxes: a [`BBox`] turned about its centre by an angle (an oriented-box model's
+//! detections, DeepStream 9's `rotation_angle`).
+//!
+//! The box keeps its centre, width and height; the angle is in radians, positive clockwise on
+//! the screen (with y pointing down, it turns the box's width axis from +x towards +y), as
+//! Ultralytics' `xywhr` boxes and nvinfer's `rotation_angle` read it. An angle of 0 is the plain
+//! axis-aligned box.
+
+use crate::BBox;
+
+/// A point in frame pixels.
+pub type Point = [f32; 2];
+
+/// The box's corners turned by `angle` about its centre: its own top-left, top-right,
+/// bottom-right and bottom-left, clockwise on the screen.
+pub fn corners(b: &BBox, angle: f32) -> [Point; 4] {
+    let (cx, cy) = (b.left + b.width / 2.0, b.top + b.height / 2.0);
+    let (hw, hh) = (b.width / 2.0, b.height / 2.0);
+    [(-hw, -hh), (hw, -hh), (hw, hh), (-hw, hh)].map(|(x, y)| {
+        let [dx, dy] = turned([x, y], angle);
+        [cx + dx, cy + dy]
+    })
+}
+
+/// The middle of the box's own bottom edge, turned with it: where an object stands (region and
+/// line rules); [`BBox::bottom_center`] at angle 0.
+pub fn bottom_center(b: &BBox, angle: f32) -> Point {
+    let [dx, dy] = turned([0.0, b.height / 2.0], angle);
+    [b.left + b.width / 2.0 + dx, b.top + b.height / 2.0 + dy]
+}
+
+/// The smallest axis-aligned box holding the turned box (what a crop of the object takes).
+pub fn bounding(b: &BBox, angle: f32) -> BBox {
+    let (sin, cos) = angle.sin_cos();
+    let (hw, hh) = (b.width / 2.0, b.height / 2.0);
+    let ex = (hw * cos).abs() + (hh * sin).abs();
+    let ey = (hw * sin).abs() + (hh * cos).abs();
+    let (cx, cy) = (b.left + hw, b.top + hh);
+    BBox::from_corners(cx - ex, cy - ey, cx + ex, cy + ey)
+}
+
+/// Intersection over union of two turned boxes (exact: the overlap of the two rectangles as a
+/// polygon); 0 when either is empty. Equal to [`BBox::iou`] when both angles are 0.
+pub fn iou(a: &BBox, angle_a: f32, b: &BBox, angle_b: f32) -> f32 {
+    if angle_a == 0.0 && angle_b == 0.0 {
+        return a.iou(b);
+    }
+    let (area_a, area_b) = (a.area(), b.area());
+    if area_a <= 0.0 || area_b <= 0.0 {
+        return 0.0;
+    }
+    let inter = polygon_area(&clip(&corners(a, angle_a), &corners(b, angle_b)));
+    let union = area_a + area_b - inter;
+    if union <= 0.0 {
+        0.0
+    } else {
+        (inter / union).clamp(0.0, 1.0)
+    }
+}
+
+/// The box scaled by independent factors on each axis, with its angle: the centre is scaled
+/// exactly and the width axis keeps its direction on the screen. With equal factors (a
+/// letterbox, a tile of the same aspect) the result is exact; with unequal ones a turned
+/// rectangle becomes a parallelogram, and this is the rectangle along its width axis with the
+/// same width and area.
+pub fn scaled(b: &BBox, angle: f32, sx: f32, sy: f32) -> (BBox, f32) {
+    if sx == sy || angle == 0.0 {
+        return (b.scaled(sx, sy), angle);
+    }
+    let (sin, cos) = angle.sin_cos();
+    let along = [sx * cos, sy * sin];
+    let length = along[0].hypot(along[1]);
+    if length <= 0.0 {
+        return (b.scaled(sx, sy), angle);
+    }
+    let width = b.width * length;
+    // |det| = sx * sy: the parallelogram's area over its width.
+    let height = b.height * (sx * sy).abs() / length;
+    let (cx, cy) = ((b.left + b.width / 2.0) * sx, (b.top + b.height / 2.0) * sy);
+    let bbox = BBox::new(cx - width / 2.0, cy - height / 2.0, width, height);
+    (bbox, along[1].atan2(along[0]))
+}
+
+/// `p` turned by `angle` about the origin (clockwise on the screen for a positive angle).
+fn turned(p: Point, angle: f32) -> Point {
+    let (sin, cos) = angle.sin_cos();
+    [p[0] * cos - p[1] * sin, p[0] * sin + p[1] * cos]
+}
+
+/// The part of convex polygon `subject` inside convex polygon `window` (Sutherland-Hodgman; both
+/// with their corners in the same turning order).
+fn clip(subject: &[Point], window: &[Point]) -> Vec<Point> {
+    let orientation = signed_area(window).signum();
+    let mut out: Vec<Point> = subject.to_vec();
+    for (i, &a) in window.iter().enumerate() {
+        let b = window[(i + 1) % window.len()];
+        let side = |p: Point| {
+            orientation * ((b[0] - a[0]) * (p[1] - a[1]) - (b[1] - a[1]) * (p[0] - a[0]))
+        };
+        let input = std::mem::take(&mut out);
+        for (j, &p) in input.iter().enumerate() {
+            let q = input[(j + 1) % input.len()];
+            let (sp, sq) = (side(p), side(q));
+            if sp >= 0.0 {
+                out.push(p);
+            }
+            if (sp >= 0.0) != (sq >= 0.0) {
+                let t = sp / (sp - sq);
+                out.push([p[0] + t * (q[0] - p[0]), p[1] + t * (q[1] - p[1])]);
+            }
+        }
+        if out.is_empty() {
+            break;
+        }
+    }
+    out
+}
+
+/// Twice-signed shoelace area over two.
+fn signed_area(polygon: &[Point]) -> f32 {
+    let n = polygon.len();
+    (0..n)
+        .map(|i| {
+            let (p, q) = (polygon[i], polygon[(i + 1) % n]);
+            p[0] * q[1] - q[0] * p[1]
+        })
+        .sum::<f32>()
+        / 2.0
+}
+
+fn polygon_area(polygon: &[Point]) -> f32 {
+    if polygon.len() < 3 {
+        0.0
+    } else {
+        signed_area(polygon).abs()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::f32::consts::{FRAC_PI_2, FRAC_PI_4};
+
+    use super::*;
+
+    fn close(a: Point, b: Point) -> bool {
+        (a[0] - b[0]).abs() < 1e-4 && (a[1] - b[1]).abs() < 1e-4
+    }
+
+    #[test]
+    fn corners_turn_clockwise_on_the_screen() {
+        let b = BBox::new(0.0, 0.0, 4.0, 2.0);
+        let c = corners(&b, 0.0);
+        assert_eq!(c, [[0.0, 0.0], [4.0, 0.0], [4.0, 2.0], [0.0, 2.0]]);
+        // A quarter turn clockwise: the width axis points down the screen.
+        let c = corners(&b, FRAC_PI_2);
+        assert!(close(c[0], [3.0, -1.0]), "{c:?}");
+        assert!(close(c[1], [3.0, 3.0]), "{c:?}");
+        assert!(close(c[2], [1.0, 3.0]), "{c:?}");
+        assert!(close(c[3], [1.0, -1.0]), "{c:?}");
+        assert!(close(bottom_center(&b, FRAC_PI_2), [1.0, 1.0]));
+        assert!(close(bottom_center(&b, 0.0), b.bottom_center()));
+        let r = bounding(&b, FRAC_PI_2);
+        assert!(close([r.left, r.top], [1.0, -1.0]) && close([r.width, r.height], [2.0, 4.0]));
+    }
+
+    #[test]
+    fn iou_of_turned_boxes_is_exact() {
+        let a = BBox::new(0.0, 0.0, 2.0, 2.0);
+        assert!((iou(&a, 0.3, &a, 0.3) - 1.0).abs() < 1e-5);
+        // A square and itself turned by 45 degrees: the overlap is a regular octagon.
+        let octagon = 8.0 * (2.0f32.sqrt() - 1.0);
+        let expected = octagon / (8.0 - octagon);
+        assert!((iou(&a, 0.0, &a, FRAC_PI_4) - expected).abs() < 1e-4);
+        // A long thin box crossing itself at right angles: overlap 1x1 of 10 + 10 - 1.
+        let thin = BBox::new(-5.0, -0.5, 10.0, 1.0);
+        assert!((iou(&thin, 0.0, &thin, FRAC_PI_2) - 1.0 / 19.0).abs() < 1e-4);
+        // Axis-aligned IoU would call these the same box.
+        assert!(iou(&thin, 0.0, &thin, FRAC_PI_2) < thin.iou(&thin));
+        let far = BBox::new(10.0, 10.0, 2.0, 2.0);
+        assert_eq!(iou(&a, 0.5, &far, 0.5), 0.0);
+        assert_eq!(iou(&a, 0.0, &BBox::new(1.0, 0.0, 2.0, 2.0), 0.0), 1.0 / 3.0);
+        assert_eq!(iou(&BBox::default(), 0.2, &a, 0.0), 0.0);
+    }
+
+    #[test]
+    fn scaling_keeps_the_centre_and_the_width_axis() {
+        let b = BBox::new(10.0, 20.0, 8.0, 4.0);
+        let (s, angle) = scaled(&b, 0.4, 2.0, 2.0);
+        assert_eq!((s, angle), (b.scaled(2.0, 2.0), 0.4));
+        let (s, angle) = scaled(&b, FRAC_PI_2, 2.0, 0.5);
+        // Width along the screen's y axis: scaled by 0.5; height along x: by 2.
+        assert!(close([s.width, s.height], [4.0, 8.0]), "{s:?}");
+        assert!((angle - FRAC_PI_2).abs() < 1e-5);
+        assert!(close(
+            [s.left + s.width / 2.0, s.top + s.height / 2.0],
+            [28.0, 11.0]
+        ));
+    }
+}
