@@ -204,10 +204,11 @@ GPU_BENCHES=(
 # Footage from $FERROSTREAM_MEDIA_DIR (lands in .gpu/media) and models from
 # $FERROSTREAM_MODEL_DIR (land in .gpu-models, then the stash's test-models/); run points the
 # two variables there.
-GPU_MEDIA=(carphone_pristine.mp4 messi5.jpg basketball1.png)
+GPU_MEDIA=(carphone_pristine.mp4 messi5.jpg basketball1.png marina_obb.jpg)
 GPU_MODELS=(
     coco_ssdlite_mobilenet_v2.onnx object_detection_classes_coco.txt mobilenet_v2_imagenet.onnx
     classification_classes_ILSVRC2012.txt centerface.onnx yolo11n_pose_960.onnx
+    yolov8n_obb_1024.onnx dota_v1_classes.txt
 )
 
 # GStreamer plugins kept in the private prefix (file libgst<NAME>.so); the rest are removed.

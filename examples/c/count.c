@@ -15,6 +15,8 @@
  *   frame <frame_num> objects=<n> <label>=<count> ...
  *   object frame=<frame_num> id=<object_id, - when untracked> label=<label> left=.. top=.. width=.. height=..
  *
+ * the object line ending in ` angle=..` (radians) for an oriented box, whose box is turned by it
+ *
  * on standard output (labels sorted; a label that is empty or holds a space, '=', '"', '\\' or a
  * control character is written in double quotes, with '"' and '\\' escaped by '\\' and control
  * characters as \xHH). rsmetaexport writes the same metadata as JSON lines.
@@ -175,8 +177,10 @@ on_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
 
     for (o = 0; o < frame.n_objects; o++) {
       FerrostreamObject obj;
+      FerrostreamOrientation orientation;
 
-      if (ferrostream_batch_object (batch, f, o, &obj) != FERROSTREAM_OK)
+      if (ferrostream_batch_object (batch, f, o, &obj) != FERROSTREAM_OK
+          || ferrostream_batch_object_orientation (batch, f, o, &orientation) != FERROSTREAM_OK)
         continue;               /* cannot happen: read above, and the buffer is ours */
       printf ("object frame=%" G_GUINT64_FORMAT " id=", (guint64) frame.frame_num);
       if (obj.object_id == FERROSTREAM_UNTRACKED)
@@ -185,8 +189,11 @@ on_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
         printf ("%" G_GUINT64_FORMAT, (guint64) obj.object_id);
       fputs (" label=", stdout);
       print_label (stdout, obj.label, obj.label_len);
-      printf (" left=%.2f top=%.2f width=%.2f height=%.2f\n", obj.bbox.left, obj.bbox.top,
+      printf (" left=%.2f top=%.2f width=%.2f height=%.2f", obj.bbox.left, obj.bbox.top,
           obj.bbox.width, obj.bbox.height);
+      if (orientation.has_angle)
+        printf (" angle=%.4f", orientation.angle);
+      putchar ('\n');
     }
     app->frames++;
     app->objects += frame.n_objects;

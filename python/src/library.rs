@@ -25,6 +25,7 @@ pub struct Lib {
     pub batch_object: sym::BatchObject,
     pub batch_classification: sym::BatchClassification,
     pub batch_attribute: sym::BatchAttribute,
+    pub batch_object_orientation: sym::BatchObjectOrientation,
     pub batch_frame_json: sym::BatchFrameJson,
     pub batch_object_json: sym::BatchObjectJson,
     pub batch_edit: sym::BatchEdit,
@@ -163,6 +164,9 @@ fn load(py: Python<'_>) -> PyResult<Lib> {
             batch_attribute: *plugin
                 .get(sym::BATCH_ATTRIBUTE)
                 .map_err(lookup(sym::BATCH_ATTRIBUTE))?,
+            batch_object_orientation: *plugin
+                .get(sym::BATCH_OBJECT_ORIENTATION)
+                .map_err(lookup(sym::BATCH_OBJECT_ORIENTATION))?,
             batch_frame_json: *plugin
                 .get(sym::BATCH_FRAME_JSON)
                 .map_err(lookup(sym::BATCH_FRAME_JSON))?,

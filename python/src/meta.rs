@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use ferrostream_abi::{
-    FsAttribute, FsBatch, FsBox, FsClassification, FsFrame, FsObject, TIME_NONE, UNTRACKED,
-    attribute,
+    FsAttribute, FsBatch, FsBox, FsClassification, FsFrame, FsObject, FsOrientation, TIME_NONE,
+    UNTRACKED, attribute,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -374,6 +374,22 @@ impl ObjectMeta {
         Ok(())
     }
 
+    /// The object's angle and turned corners, read from the metadata as it is now.
+    fn orientation(&self, py: Python<'_>) -> PyResult<FsOrientation> {
+        let lib = lib(py)?;
+        let batch = self.view.batch(lib)?;
+        let mut o = std::mem::MaybeUninit::<FsOrientation>::uninit();
+        // SAFETY: a current handle; the library fills `o` when it returns OK.
+        let code = unsafe {
+            (lib.batch_object_orientation)(batch, self.frame, self.index()?, o.as_mut_ptr())
+        };
+        if code != ferrostream_abi::status::OK {
+            return Err(errors::from_status(code, None));
+        }
+        // SAFETY: filled above.
+        Ok(unsafe { o.assume_init() })
+    }
+
     fn index(&self) -> PyResult<u32> {
         match self.index.load(Ordering::Acquire) {
             REMOVED => Err(PyValueError::new_err(
@@ -562,6 +578,28 @@ impl ObjectMeta {
     #[getter]
     fn mask<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.extra(py, "mask", Value::Null)
+    }
+
+    /// An oriented box's angle in radians (about the box's centre, clockwise on the screen),
+    /// None for an axis-aligned box. Settable (None makes the box axis-aligned).
+    #[getter]
+    fn angle(&self, py: Python<'_>) -> PyResult<Option<f32>> {
+        let o = self.orientation(py)?;
+        Ok((o.has_angle != 0).then_some(o.angle))
+    }
+
+    #[setter]
+    fn set_angle(&self, py: Python<'_>, value: Option<f32>) -> PyResult<()> {
+        let value = value.map(|a| finite("angle", a)).transpose()?;
+        self.set(py, json!({ "angle": value }), |_| {})
+    }
+
+    /// The four corners of `bbox` turned by `angle`, as (x, y) tuples: the box's own top-left,
+    /// top-right, bottom-right and bottom-left (the box's corners when it is not turned).
+    #[getter]
+    fn corners(&self, py: Python<'_>) -> PyResult<Vec<(f32, f32)>> {
+        let c = self.orientation(py)?.corners;
+        Ok((0..4).map(|i| (c[2 * i], c[2 * i + 1])).collect())
     }
 
     /// A pose model's keypoints as in the JSON export (`points`: `name`, `x`, `y` in frame

@@ -28,7 +28,8 @@ FRAME_LINE = re.compile(rf"^frame (\d+) objects=(\d+)((?: {TOKEN}=\d+)*)$")
 COUNT = re.compile(rf" ({TOKEN})=(\d+)")
 NUM = r"(-?\d+\.\d\d)"
 OBJECT_LINE = re.compile(
-    rf"^object frame=(\d+) id=(-|\d+) label=({TOKEN}) left={NUM} top={NUM} width={NUM} height={NUM}$"
+    rf"^object frame=(\d+) id=(-|\d+) label=({TOKEN}) left={NUM} top={NUM} width={NUM} height={NUM}"
+    r"(?: angle=(-?\d+\.\d{4}))?$"
 )
 
 
@@ -42,9 +43,9 @@ def unquote(token):
     )
 
 
-def as_c_prints(value):
-    """`value` (a float32 written as JSON) as C's printf("%.2f") prints the float32."""
-    return "%.2f" % struct.unpack("<f", struct.pack("<f", value))[0]
+def as_c_prints(value, digits=2):
+    """`value` (a float32 written as JSON) as C's printf("%.2f") (`digits`) prints the float32."""
+    return f"%.{digits}f" % struct.unpack("<f", struct.pack("<f", value))[0]
 
 
 def required_tools():
@@ -104,11 +105,12 @@ def parse_count_output(stdout):
             frames.append((int(m.group(1)), int(m.group(2)), counts, []))
         elif m := OBJECT_LINE.match(line):
             assert frames, f"an object line before any frame line: {line!r}"
-            frame_num, object_id, label, *box = m.groups()
+            frame_num, object_id, label, *box, angle = m.groups()
             assert int(frame_num) == frames[-1][0], f"object of another frame: {line!r}"
-            frames[-1][3].append(
-                {"object_id": None if object_id == "-" else int(object_id), "label": unquote(label), "bbox": box}
-            )
+            obj = {"object_id": None if object_id == "-" else int(object_id), "label": unquote(label), "bbox": box}
+            if angle is not None:
+                obj["angle"] = angle
+            frames[-1][3].append(obj)
         else:
             pytest.fail(f"count printed a line of no known form: {line!r}")
     return frames
@@ -173,6 +175,36 @@ def test_plain_compiler_build(built):
     assert usage.returncode == 2 and "usage:" in usage.stderr, usage.stderr
 
 
+def expected_object(record):
+    """An object line's fields as count prints them for the object's JSON record."""
+    expected = {
+        "object_id": record["object_id"],
+        "label": record["label"],
+        "bbox": [as_c_prints(record["bbox"][k]) for k in ("left", "top", "width", "height")],
+    }
+    if "angle" in record:
+        expected["angle"] = as_c_prints(record["angle"], 4)
+    return expected
+
+
+def test_count_prints_the_oriented_boxes_rsmetaexport_writes(built):
+    """The C ABI's orientation of each object (an oriented-box model through rstracker) is the
+    JSON record's angle."""
+    tmp, env, _ = built
+    image = shared_dir("FERROSTREAM_MEDIA_DIR", "media", "marina_obb.jpg") / "marina_obb.jpg"
+    env = dict(env)
+    env["FERROSTREAM_MODEL_DIR"] = str(shared_dir("FERROSTREAM_MODEL_DIR", "models", "yolov8n_obb_1024.onnx"))
+    json_path = tmp / "ships.jsonl"
+    p = run_command([tmp / "ex/count", image, REPO / "pipelines/yolov8_obb.txt", json_path, 1], env)
+    [(frame_num, n_objects, counts, objects)] = parse_count_output(p.stdout)
+    [record] = [json.loads(line) for line in json_path.read_text().splitlines() if line.strip()]
+    assert n_objects == len(objects) == len(record["objects"]) >= 100
+    assert counts["ship"] >= 100
+    for i, (c, j) in enumerate(zip(objects, record["objects"])):
+        assert "angle" in c, f"object {i} printed without an angle"
+        assert c == expected_object(j), f"object {i}"
+
+
 def test_count_prints_what_rsmetaexport_writes(built):
     tmp, env, _ = built
     video = shared_dir("FERROSTREAM_MEDIA_DIR", "media", "vtest.avi") / "vtest.avi"
@@ -192,11 +224,7 @@ def test_count_prints_what_rsmetaexport_writes(built):
         assert n_objects == len(record["objects"]) == len(objects), where
         assert counts == dict(collections.Counter(o["label"] for o in record["objects"])), where
         for i, (c, j) in enumerate(zip(objects, record["objects"])):
-            expected = {
-                "object_id": j["object_id"],
-                "label": j["label"],
-                "bbox": [as_c_prints(j["bbox"][k]) for k in ("left", "top", "width", "height")],
-            }
+            expected = expected_object(j)
             assert c == expected, f"{where}, object {i}"
 
     people = sum(counts.get("person", 0) for _, _, counts, _ in printed)

@@ -147,6 +147,63 @@ def test_probe_sees_the_keypoints_the_json_export_writes(tmp_path):
     assert points >= 100
 
 
+def test_probe_sees_and_changes_the_oriented_boxes_the_json_export_writes(tmp_path):
+    """An oriented-box model's angles and turned corners, as ObjectMeta.angle and .corners, equal
+    the JSON record's; an angle changed in a probe reaches the JSON."""
+    out = tmp_path / "ships.jsonl"
+    pipeline = Gst.parse_launch(
+        f"filesrc location={media('marina_obb.jpg')} ! jpegdec ! videoconvert "
+        f"! rstrtinfer config-file-path={PIPELINES / 'yolov8_obb.txt'} "
+        f"! identity name=probe ! identity name=editor ! rsmetaexport location={out} ! fakesink"
+    )
+    seen = []
+
+    def probe(pad, info):
+        frame = ferrostream.batch_meta(info.get_buffer()).frames[0]
+        seen.extend((o.label, o.angle, o.corners) for o in frame.objects)
+        return Gst.PadProbeReturn.OK
+
+    def editor(pad, info):
+        with ferrostream.writable(info) as batch:
+            objects = batch.frames[0].objects
+            objects[0].angle = None
+            objects[1].angle = 0.5
+            assert objects[1].angle == 0.5
+            b = objects[0].bbox
+            right, bottom = b.left + b.width, b.top + b.height
+            square = [(b.left, b.top), (right, b.top), (right, bottom), (b.left, bottom)]
+            for corner, want in zip(objects[0].corners, square):
+                assert all(math.isclose(u, v, abs_tol=1e-3) for u, v in zip(corner, want)), (corner, want)
+            with pytest.raises(ValueError):
+                objects[2].angle = math.inf
+        return Gst.PadProbeReturn.OK
+
+    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, checked(probe))
+    pipeline.get_by_name("editor").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, checked(editor))
+    run(pipeline)
+    [record] = read_jsonl(out)
+    objects = record["objects"]
+    assert len(seen) == len(objects) >= 100
+    ships = 0
+    for i, ((label, angle, corners), o) in enumerate(zip(seen, objects)):
+        assert label == o["label"]
+        assert angle is not None and 0 <= angle < math.pi / 2
+        ships += label == "ship"
+        if i == 0:
+            assert "angle" not in o and "corners" not in o
+        elif i == 1:
+            assert o["angle"] == 0.5
+            cx = o["bbox"]["left"] + o["bbox"]["width"] / 2
+            cy = o["bbox"]["top"] + o["bbox"]["height"] / 2
+            # Turned about the unchanged centre.
+            assert abs(sum(x for x, _ in o["corners"]) / 4 - cx) < 1e-3
+            assert abs(sum(y for _, y in o["corners"]) / 4 - cy) < 1e-3
+        else:
+            assert_close(angle, o["angle"], f"object {i} angle")
+            assert_close([list(c) for c in corners], o["corners"], f"object {i} corners")
+    assert ships >= 100
+
+
 def test_changes_in_a_probe_reach_the_json_export(tmp_path):
     out = tmp_path / "changed.jsonl"
     pipeline = detect_pipeline(out)

@@ -782,6 +782,72 @@ fn pose_keypoints_on_the_device_path_equal_the_host_path() {
     );
 }
 
+#[test]
+#[ignore = "needs a CUDA GPU and ONNX Runtime's GPU build; run by scripts/gpu-check.sh"]
+fn oriented_boxes_on_the_device_path_equal_the_host_path() {
+    if !gpu_with_cuda_engine("oriented_boxes_on_the_device_path_equal_the_host_path") {
+        return;
+    }
+    // The trained YOLOv8n-OBB on the marina photo: frames in CUDA memory (pre-processing and
+    // the selection of anchors on the GPU, the selected rows decoded on the host) against frames
+    // in system memory on the same engine; the boxes, angles and corners must agree.
+    let run = |upload: &str| {
+        ferrostream_tests::run_pipeline(
+            &format!(
+                "filesrc location={} ! jpegdec ! videoconvert ! video/x-raw,format=RGBA {upload} \
+                 ! rstrtinfer config-file-path={} device=cuda ! appsink name=sink",
+                quoted(&media("marina_obb.jpg")),
+                quoted(&repo_root().join("pipelines/yolov8_obb.txt")),
+            ),
+            Duration::from_secs(120),
+        )
+        .unwrap()
+        .frames
+    };
+    let device = run("! cudaupload ! video/x-raw(memory:CUDAMemory)");
+    let host = run("");
+    let (d, h) = (&device[0].objects, &host[0].objects);
+    assert!(d.len() >= 100, "{} boxes on the device", d.len());
+    // Boxes near the thresholds may fall either way with pre-processing differences of 1e-3:
+    // every confident box of one path is matched in the other.
+    let (mut worst_angle, mut worst_corner, mut compared) = (0.0f32, 0.0f32, 0);
+    for a in d.iter().filter(|o| o.confidence >= 0.5) {
+        let centre = |o: &ferrostream_core::Object| {
+            let b = o.bbox();
+            [b.left + b.width / 2.0, b.top + b.height / 2.0]
+        };
+        let [x, y] = centre(a);
+        let b = h
+            .iter()
+            .filter(|o| o.class_id == a.class_id)
+            .min_by(|p, q| {
+                let dist =
+                    |o: &ferrostream_core::Object| (centre(o)[0] - x).hypot(centre(o)[1] - y);
+                dist(p).total_cmp(&dist(q))
+            })
+            .unwrap_or_else(|| panic!("{a:#?} has no match on the host"));
+        let angle = (a.angle.unwrap() - b.angle.unwrap()).abs();
+        let corner = a
+            .corners()
+            .iter()
+            .zip(b.corners())
+            .map(|(p, q)| (p[0] - q[0]).hypot(p[1] - q[1]))
+            .fold(0.0f32, f32::max);
+        assert!(
+            angle < 0.01 && corner < 0.5,
+            "{a:#?} on the device, {b:#?} on the host"
+        );
+        worst_angle = worst_angle.max(angle);
+        worst_corner = worst_corner.max(corner);
+        compared += 1;
+    }
+    println!(
+        "GPU-RESULT obb_device_path {compared} oriented boxes; largest angle difference \
+         {worst_angle:.5} rad, largest corner difference {worst_corner:.4} px (device vs host \
+         pre-processing)"
+    );
+}
+
 /// Applications (the Python package, C) map a frame in CUDA memory through the plugin's C ABI:
 /// they get the device address, pitch and shape of the very memory `cudaupload` produced (no
 /// copy), and those bytes are the frame's pixels.

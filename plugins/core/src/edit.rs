@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! Changes applications make to a batch while the buffer is in the pipeline (the Python
 //! package and C applications, through the plugin's C ABI): remove an object, change its label,
-//! class or box, add an object, attach user metadata, add display elements for `rsosd`.
+//! class, box or angle (an oriented box's, `"angle":null` for none), add an object, attach user metadata, add display elements for `rsosd`.
 //!
 //! An edit is a small JSON object tagged by `op`, so the ABI stays one function however many
 //! kinds of change there are:
@@ -62,6 +62,9 @@ pub enum Edit {
         detector_bbox: Option<BBox>,
         #[serde(default)]
         tracker_bbox: Option<BBox>,
+        /// An oriented box's angle in radians; `null` makes the box axis-aligned.
+        #[serde(default, deserialize_with = "present")]
+        angle: Option<Option<f32>>,
     },
     AddObject {
         frame: u32,
@@ -121,10 +124,28 @@ pub struct NewObject {
     pub component_id: i32,
     #[serde(default)]
     pub parent: Option<u32>,
+    /// An oriented box's angle in radians (about the box's centre, clockwise on the screen).
+    #[serde(default)]
+    pub angle: Option<f32>,
 }
 
 fn full_confidence() -> f32 {
     1.0
+}
+
+/// A field that may be given as `null`: present (`Some`, holding `None` for `null`) or absent
+/// (`None`, by `#[serde(default)]`).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<f32>>, D::Error> {
+    Option::<f32>::deserialize(d).map(Some)
+}
+
+fn check_angle(angle: Option<f32>) -> Result<(), EditError> {
+    match angle {
+        Some(a) if !a.is_finite() => Err(EditError::Invalid(format!(
+            "angle {a} is not a finite number of radians"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Why an edit was refused.
@@ -170,8 +191,10 @@ pub fn apply(batch: &mut Batch, edit: Edit) -> Result<i64, EditError> {
             bbox,
             detector_bbox,
             tracker_bbox,
+            angle,
         } => {
             let o = object_mut(batch, frame, object)?;
+            check_angle(angle.flatten())?;
             if let Some(label) = &label {
                 check_label(label)?;
             }
@@ -202,11 +225,15 @@ pub fn apply(batch: &mut Batch, edit: Edit) -> Result<i64, EditError> {
                     None => o.detector_bbox = b,
                 }
             }
+            if let Some(angle) = angle {
+                o.angle = angle;
+            }
         }
         Edit::AddObject { frame, object } => {
             check_label(&object.label)?;
             check_box(&object.bbox)?;
             check_confidence(object.confidence)?;
+            check_angle(object.angle)?;
             let f = frame_mut(batch, frame)?;
             if f.objects.len() >= MAX_OBJECTS_PER_FRAME {
                 return Err(EditError::Invalid(format!(
@@ -224,6 +251,7 @@ pub fn apply(batch: &mut Batch, edit: Edit) -> Result<i64, EditError> {
                 object.component_id,
             );
             o.parent = object.parent;
+            o.angle = object.angle;
             f.objects.push(o);
             // The application acts as a detector on this frame: a tracker downstream matches
             // the frame's objects (it only predicts on frames no detector ran on).
@@ -426,6 +454,43 @@ mod tests {
         assert_eq!(&*objects[0].label, "face");
         assert_eq!(objects[0].parent, None);
         assert_eq!(objects[1].parent, Some(0));
+    }
+
+    #[test]
+    fn angles_are_set_cleared_and_checked() {
+        let mut b = batch();
+        edit(
+            &mut b,
+            r#"{"op":"set_object","frame":0,"object":1,"angle":0.5}"#,
+        )
+        .unwrap();
+        assert_eq!(b.frames[0].objects[1].angle, Some(0.5));
+        // Other changes leave it; null clears it.
+        edit(
+            &mut b,
+            r#"{"op":"set_object","frame":0,"object":1,"label":"x"}"#,
+        )
+        .unwrap();
+        assert_eq!(b.frames[0].objects[1].angle, Some(0.5));
+        edit(
+            &mut b,
+            r#"{"op":"set_object","frame":0,"object":1,"angle":null}"#,
+        )
+        .unwrap();
+        assert_eq!(b.frames[0].objects[1].angle, None);
+        let added = edit(
+            &mut b,
+            r#"{"op":"add_object","frame":0,"object":{"class_id":0,"label":"ship","angle":-0.25,"bbox":{"left":1,"top":2,"width":3,"height":4}}}"#,
+        )
+        .unwrap();
+        assert_eq!(b.frames[0].objects[added as usize].angle, Some(-0.25));
+        // JSON has no NaN or infinity; a number too large for f32 is refused.
+        let err = edit(
+            &mut b,
+            r#"{"op":"set_object","frame":0,"object":1,"angle":1e39}"#,
+        );
+        assert!(err.is_err(), "{err:?}");
+        assert_eq!(b.frames[0].objects[1].angle, None);
     }
 
     #[test]

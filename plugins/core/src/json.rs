@@ -393,6 +393,34 @@ mod tests {
     }
 
     #[test]
+    fn oriented_boxes_carry_their_angle_and_turned_corners() {
+        let mut frame = frame();
+        frame.objects[1].angle = Some(std::f32::consts::FRAC_PI_2);
+        let mut out = Vec::new();
+        write_frame_line(&mut out, &frame).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        // The face's 8x8 box at (5, 5) turned a quarter: the same square, corners rotated.
+        let face = &v["objects"][1];
+        assert_eq!(
+            face["angle"].as_f64().unwrap() as f32,
+            std::f32::consts::FRAC_PI_2
+        );
+        let corners: Vec<[f32; 2]> = serde_json::from_value(face["corners"].clone()).unwrap();
+        let want = [[13.0, 5.0], [13.0, 13.0], [5.0, 13.0], [5.0, 5.0]];
+        for (c, w) in corners.iter().zip(want) {
+            assert!(
+                (c[0] - w[0]).abs() < 1e-4 && (c[1] - w[1]).abs() < 1e-4,
+                "{corners:?}"
+            );
+        }
+        // Axis-aligned objects have neither; the angle reads back, the corners are derived.
+        assert!(v["objects"][0].get("angle").is_none() && v["objects"][0].get("corners").is_none());
+        let back = parse_frame_line(std::str::from_utf8(&out).unwrap()).unwrap();
+        assert_eq!(back.objects[1].angle, frame.objects[1].angle);
+        assert_eq!(back.objects[0].angle, None);
+    }
+
+    #[test]
     fn latency_is_left_out_when_not_tracked() {
         let mut frame = frame();
         frame.latency = None;

@@ -279,6 +279,10 @@ fn objects(width: u32, height: u32, count: usize, blur_every: usize, rng: &mut R
                 skeleton: ferrostream_core::keypoints::default_skeleton(17),
             });
         }
+        if i % 4 == 3 {
+            // An oriented box: its sides turned by any angle (some off the frame).
+            o.angle = Some(rng.below(600) as f32 / 100.0 - 3.0);
+        }
         frame.objects.push(o);
     }
     // A class map over the frame, some cells without a class.
