@@ -742,18 +742,39 @@ bundle_bench() {
     } >"$dir/CONTENTS"
 }
 
-# Writes $repo/.gpu-models: the files $@ (the tests' models and labels) and CONTENTS.
+# Writes $repo/.gpu-models (and .gpu-models-2, ... where they do not fit into one call): the files
+# $@ (the tests' models and labels), each folder with a CONTENTS naming its part of test-models.
+MODELS_PART_MIB=40
 bundle_models() {
-    local dir="$repo/.gpu-models" f
-    rm -rf "$dir"
-    mkdir -p "$dir"
-    for f in "$@"; do install -m 0644 "$f" "$dir/"; done
-    {
-        echo "# The GPU tests' models, written by scripts/gpu-check.sh bundle; scripts/gpu-check.sh"
-        echo "# stash moves this folder into the stash on the GPU machine (as test-models/)."
-        echo "name test-models"
-        for f in "$@"; do echo "file $(sha256 "$dir/$(basename "$f")") $(basename "$f")"; done
-    } >"$dir/CONTENTS"
+    local f part=1 size=0 fsize dir
+    local -a parts=()
+    rm -rf "$repo"/.gpu-models "$repo"/.gpu-models-[0-9]*
+    for f in "$@"; do
+        fsize="$(stat -c %s "$f")"
+        if [ "$size" -gt 0 ] && [ $((size + fsize)) -gt $((MODELS_PART_MIB * 1048576)) ]; then
+            part=$((part + 1))
+            size=0
+        fi
+        size=$((size + fsize))
+        parts[$part]+="$f"$'\n'
+    done
+    local count=$part
+    for part in $(seq 1 "$count"); do
+        dir="$repo/.gpu-models"
+        [ "$part" = 1 ] || dir="$repo/.gpu-models-$part"
+        mkdir -p "$dir"
+        {
+            echo "# The GPU tests' models, written by scripts/gpu-check.sh bundle; scripts/gpu-check.sh"
+            echo "# stash moves this folder into the stash on the GPU machine (part of test-models/)."
+            echo "name test-models"
+            echo "part $part $count"
+            while IFS= read -r f; do
+                [ -n "$f" ] || continue
+                install -m 0644 "$f" "$dir/"
+                echo "file $(sha256 "$dir/$(basename "$f")") $(basename "$f")"
+            done <<<"${parts[$part]}"
+        } >"$dir/CONTENTS"
+    done
 }
 
 # Prints the device calls that carry the folders: each stash call carries pieces and extras
@@ -914,8 +935,12 @@ bundle() {
             carried+=(".gpu-ort-$f=$(bytes "$repo/.gpu-ort-$f")")
         done
     fi
-    echo "Test models .gpu-models: $(mib "$(bytes "$repo/.gpu-models")") ($(grep -c '^file ' "$repo/.gpu-models/CONTENTS") files)"
-    carried+=(".gpu-models=$(bytes "$repo/.gpu-models")")
+    local models
+    for models in "$repo"/.gpu-models "$repo"/.gpu-models-[0-9]*; do
+        [ -d "$models" ] || continue
+        echo "Test models $(basename "$models"): $(mib "$(bytes "$models")") ($(grep -c '^file ' "$models/CONTENTS") files)"
+        carried+=("$(basename "$models")=$(bytes "$models")")
+    done
     if [ -d "$repo/.gpu-bench" ]; then
         echo "Benchmark extras .gpu-bench: $(mib "$(bytes "$repo/.gpu-bench")") ($(kv "$repo/.gpu-bench/CONTENTS" clip | awk '{ print $1 ", " $2 " frames" }'); $(find "$repo/.gpu-bench/wheels" -name '*.whl' | wc -l) wheels)"
         carried+=(".gpu-bench=$(bytes "$repo/.gpu-bench")")
@@ -998,6 +1023,10 @@ stash_folder() {
     done <"$d/CONTENTS"
     [ $bad = 0 ] || { note "$label: not stashed"; return 0; }
     dest="$stash/$name"
+    if [ -n "$(kv "$d/CONTENTS" part)" ]; then
+        stash_part "$d" "$how" "$dest"
+        return 0
+    fi
     rm -rf "$dest.partial"
     if [ "$how" = move ]; then
         mv "$d" "$dest.partial"
@@ -1007,6 +1036,38 @@ stash_folder() {
     rm -rf "$dest"
     mv "$dest.partial" "$dest"
     note "$label: $files files stashed as $name"
+}
+
+# Takes part K of N of a folder (CONTENTS "part K N", checked) into $3: its files join those
+# of the other parts (a part stashed again replaces its files); once every part of the same
+# bundle is there, $3/CONTENTS lists them all (before that, the folder counts as not stashed).
+stash_part() {
+    local d="$1" how="$2" dest="$3" label k n k2 f key sum rel
+    label="$(basename "$d")"
+    read -r k n <<<"$(kv "$d/CONTENTS" part)"
+    if ! [[ "$k" =~ ^[0-9]+$ && "$n" =~ ^[0-9]+$ ]] || [ "$k" -lt 1 ] || [ "$k" -gt "$n" ]; then
+        note "$label: its part line is not \"part K N\": left alone"
+        return 0
+    fi
+    mkdir -p "$dest"
+    # Parts of another bundle (another part count) are stale.
+    for f in "$dest"/CONTENTS.part-*; do
+        [ -f "$f" ] || continue
+        [ "$(kv "$f" part | cut -d ' ' -f 2)" = "$n" ] || rm -f "$f"
+    done
+    while read -r key sum rel; do
+        [ "$key" = file ] || continue
+        if [ "$how" = move ]; then mv -f "$d/$rel" "$dest/$rel"; else cp -f "$d/$rel" "$dest/$rel"; fi
+    done <"$d/CONTENTS"
+    cp "$d/CONTENTS" "$dest/CONTENTS.part-$k"
+    [ "$how" = move ] && rm -rf "$d"
+    rm -f "$dest/CONTENTS"
+    for k2 in $(seq 1 "$n"); do
+        [ -f "$dest/CONTENTS.part-$k2" ] || { note "$label: part $k of $n of $(basename "$dest") stashed"; return 0; }
+    done
+    { echo "name $(basename "$dest")"; cat "$dest"/CONTENTS.part-* | grep '^file '; } >"$dest/CONTENTS.partial"
+    mv "$dest/CONTENTS.partial" "$dest/CONTENTS"
+    note "$label: part $k of $n stashed; $(basename "$dest") is complete ($(grep -c '^file ' "$dest/CONTENTS") files)"
 }
 
 # Takes every carried .gpu-*/ folder with a PIECE or CONTENTS file into the stash.

@@ -46,6 +46,24 @@ impl std::fmt::Debug for Context {
 }
 
 impl Context {
+    /// The primary context of GPU `gpu_id`, kept for the rest of the process: for libraries
+    /// that work through the CUDA runtime (ONNX Runtime's CUDA provider, TensorRT).
+    ///
+    /// The runtime takes the primary context as it finds it and does not survive its
+    /// destruction: were the engines' references the only ones, dropping the last engine (a
+    /// `cuda-tuning` trial, a stopped pipeline) would destroy the context, and the next
+    /// session's runs, or a session's own teardown, would fail ("context is destroyed",
+    /// `cudaFreeHost` refused, ONNX Runtime aborting the process).
+    pub fn primary_for_runtime(gpu_id: u32) -> Result<Arc<Self>> {
+        static KEPT: std::sync::Mutex<Vec<Arc<Context>>> = std::sync::Mutex::new(Vec::new());
+        let context = Self::primary(gpu_id)?;
+        let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+        if !kept.iter().any(|c| c.ordinal == gpu_id) {
+            kept.push(context.clone());
+        }
+        Ok(context)
+    }
+
     /// The primary context of GPU `gpu_id`.
     pub fn primary(gpu_id: u32) -> Result<Arc<Self>> {
         let count = super::device_count()?;

@@ -20,7 +20,8 @@ use crate::engine::{DeviceTensor, ElementType, EngineError};
 
 /// The device side of an ONNX Runtime session on the CUDA provider.
 pub struct CudaIo {
-    // Field order is drop order: the binding and values before the stream and context.
+    // Field order is drop order: the binding and values before the stream and context (the
+    // engine drops the session in between: `into_stream_and_context`).
     binding: IoBinding,
     /// The input bound last: a CUDA tensor over the caller's memory, kept while it is bound.
     input: Option<DynValueRefMut<'static>>,
@@ -49,6 +50,16 @@ fn ort_error(what: &str) -> impl Fn(ort::Error) -> EngineError + '_ {
 }
 
 impl CudaIo {
+    /// Drops ONNX Runtime's objects of the device side (binding, values, run options) and our
+    /// output buffers, and hands back the stream and context the session runs on: the session
+    /// is to be dropped next, while they still exist, and they after it.
+    pub fn into_stream_and_context(self) -> (Arc<Stream>, Arc<Context>) {
+        let CudaIo {
+            stream, context, ..
+        } = self;
+        (stream, context)
+    }
+
     /// The device side of `session`, whose CUDA provider was registered on `stream` (of the
     /// primary context `context`).
     pub fn new(

@@ -206,7 +206,8 @@ impl Note {
 }
 
 pub struct OrtEngine {
-    /// Device-resident I/O, when the CUDA provider runs the model (dropped before the session).
+    /// Device-resident I/O, when the CUDA provider runs the model (its ONNX Runtime objects
+    /// dropped before the session, its stream and context after: see `Drop`).
     #[cfg(feature = "cuda")]
     cuda: Option<device::CudaIo>,
     /// Dropped by hand (see `Drop`): not at all when its CUDA context was lost.
@@ -228,7 +229,16 @@ impl Drop for OrtEngine {
                 std::mem::forget(cuda);
                 return;
             }
-            drop(cuda);
+            // The binding and values go first, then the session, and only then the stream it
+            // runs on and our reference to the primary context: releasing the last reference
+            // destroys the context, and a session torn down after that frees its pinned host
+            // memory into a destroyed context (cudaFreeHost fails, ONNX Runtime aborts).
+            let (stream, context) = cuda.into_stream_and_context();
+            // SAFETY: dropped once, here, and never used again.
+            unsafe { std::mem::ManuallyDrop::drop(&mut self.session) };
+            drop(stream);
+            drop(context);
+            return;
         }
         // SAFETY: dropped once, here, and never used again.
         unsafe { std::mem::ManuallyDrop::drop(&mut self.session) };
@@ -471,12 +481,12 @@ fn cuda_provider(
                 options.gpu_id
             ))
         };
-        let context = Context::primary(options.gpu_id).map_err(cuda_error)?;
+        let context = Context::primary_for_runtime(options.gpu_id).map_err(cuda_error)?;
         let stream = std::sync::Arc::new(
             Stream::new(&context, options.stream_priority).map_err(cuda_error)?,
         );
-        // SAFETY: the stream is kept by the engine's device side, which is dropped after the
-        // session (field order of `OrtEngine`), so it outlives every use by the provider.
+        // SAFETY: the stream is kept by the engine's device side, which `OrtEngine`'s `Drop`
+        // releases after the session, so it outlives every use by the provider.
         let cuda = unsafe { cuda.with_compute_stream(stream.raw().cast()) };
         Ok((cuda, Some((context, stream))))
     }

@@ -96,7 +96,7 @@ impl TrtEngine {
         progress: &Progress,
     ) -> Result<Self, EngineError> {
         let library = Library::load()?;
-        let cuda = cuda::Context::primary(options.gpu_id).map_err(cuda_error)?;
+        let cuda = cuda::Context::primary_for_runtime(options.gpu_id).map_err(cuda_error)?;
         let _bound = cuda.bind().map_err(cuda_error)?;
         let runtime_log = log.clone();
         let runtime = Runtime::new(library.clone(), Box::new(move |s, m| runtime_log(s, m)))?;
