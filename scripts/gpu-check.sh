@@ -9,11 +9,12 @@
 #                                        git-ignored folders the GPU machine needs: .gpu/ (the
 #                                        tests' bundle, under 60 MiB), .gpu-ort-1/, .gpu-ort-2/, ...
 #                                        (ONNX Runtime's GPU build in pieces of at most 60 MiB),
-#                                        .gpu-models/ (the tests' models) and .gpu-bench/ (the
+#                                        .gpu-models/, .gpu-models-2/, ... (the tests' models, in
+#                                        parts of at most 40 MiB) and .gpu-bench/ (the
 #                                        benchmark's clip and wheels); prints their
 #                                        sizes and the device calls that carry them (below)
 #   scripts/gpu-check.sh stash           on the GPU machine, from the repository root: moves every
-#                                        carried .gpu-ort-*/ piece, .gpu-models/ and .gpu-bench/ out of the tree
+#                                        carried .gpu-ort-*/ piece, .gpu-models*/ part and .gpu-bench/ out of the tree
 #                                        into the stash ($GPU_CHECK_STASH), checks each piece's
 #                                        sha256, and prints which pieces are there and which are
 #                                        still missing; safe to repeat
@@ -115,10 +116,12 @@
 # .gpu-ort-N/ (N = 1..PIECES) holds piece N of one xz archive (xz -9e) of the onnxruntime-gpu
 # wheel's onnxruntime/ package, without its pure-Python tools (ORT_GPU_KEEP says what stays), and
 # PIECE: its index, the count, the sha256 and size of the whole archive and of the piece.
-# .gpu-models/ holds the models and label files in GPU_MODELS and CONTENTS (every file's sha256):
-# they do not compress and would take the tests' bundle over one call's budget, so they travel
-# like the benchmark's extras, in a stash call or beside .gpu when there is room, and run points
-# FERROSTREAM_MODEL_DIR at the stash's test-models/.
+# .gpu-models/ (and .gpu-models-2/, ... when they do not fit into one call) holds the models and
+# label files in GPU_MODELS and CONTENTS (its part, "part K N", and every file's sha256): they do
+# not compress and would take the tests' bundle over one call's budget, so they travel like the
+# benchmark's extras, in stash calls or beside .gpu when there is room; the parts join in the
+# stash's test-models/, complete once every part is there, and run points FERROSTREAM_MODEL_DIR
+# at it.
 # .gpu-bench/ holds the benchmark's 1080p H.264 clip (made from vtest.avi), wheels/ (the wheels
 # in BENCH_WHEELS) and CONTENTS (the clip's frame count and every file's sha256).
 # The stash ($GPU_CHECK_STASH, default /var/tmp/ferrostream-stash): pieces/NAME-SHA/ (the
@@ -758,7 +761,9 @@ bundle_models() {
         size=$((size + fsize))
         parts[$part]+="$f"$'\n'
     done
-    local count=$part
+    local count=$part id
+    # The bundle's id: parts of one bundle join, a part of another replaces them.
+    id="$(for f in "$@"; do echo "$(sha256 "$f") $(basename "$f")"; done | sha256sum | cut -c1-16)"
     for part in $(seq 1 "$count"); do
         dir="$repo/.gpu-models"
         [ "$part" = 1 ] || dir="$repo/.gpu-models-$part"
@@ -767,7 +772,7 @@ bundle_models() {
             echo "# The GPU tests' models, written by scripts/gpu-check.sh bundle; scripts/gpu-check.sh"
             echo "# stash moves this folder into the stash on the GPU machine (part of test-models/)."
             echo "name test-models"
-            echo "part $part $count"
+            echo "part $part $count $id"
             while IFS= read -r f; do
                 [ -n "$f" ] || continue
                 install -m 0644 "$f" "$dir/"
@@ -1038,22 +1043,29 @@ stash_folder() {
     note "$label: $files files stashed as $name"
 }
 
-# Takes part K of N of a folder (CONTENTS "part K N", checked) into $3: its files join those
-# of the other parts (a part stashed again replaces its files); once every part of the same
-# bundle is there, $3/CONTENTS lists them all (before that, the folder counts as not stashed).
+# Takes part K of N of a folder (CONTENTS "part K N ID", its files checked) into $3: its files
+# join those of the other parts of bundle ID (parts of another bundle are dropped); once every
+# part is there, $3/CONTENTS lists them all (before that, the folder counts as not stashed).
 stash_part() {
-    local d="$1" how="$2" dest="$3" label k n k2 f key sum rel
+    local d="$1" how="$2" dest="$3" label k n id k2 f key sum rel
     label="$(basename "$d")"
-    read -r k n <<<"$(kv "$d/CONTENTS" part)"
-    if ! [[ "$k" =~ ^[0-9]+$ && "$n" =~ ^[0-9]+$ ]] || [ "$k" -lt 1 ] || [ "$k" -gt "$n" ]; then
-        note "$label: its part line is not \"part K N\": left alone"
+    read -r k n id <<<"$(kv "$d/CONTENTS" part)"
+    if ! [[ "$k" =~ ^[0-9]+$ && "$n" =~ ^[0-9]+$ && "$id" =~ ^[0-9a-f]+$ ]] \
+        || [ "$k" -lt 1 ] || [ "$k" -gt "$n" ]; then
+        note "$label: its part line is not \"part K N ID\": left alone"
         return 0
     fi
+    while read -r key sum rel; do
+        [ "$key" = file ] || continue
+        if ! [[ "$rel" =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]]; then
+            note "$label: $rel is no plain file name: not stashed"
+            return 0
+        fi
+    done <"$d/CONTENTS"
     mkdir -p "$dest"
-    # Parts of another bundle (another part count) are stale.
     for f in "$dest"/CONTENTS.part-*; do
         [ -f "$f" ] || continue
-        [ "$(kv "$f" part | cut -d ' ' -f 2)" = "$n" ] || rm -f "$f"
+        [ "$(kv "$f" part | cut -d ' ' -f 3)" = "$id" ] || rm -f "$f"
     done
     while read -r key sum rel; do
         [ "$key" = file ] || continue
@@ -1125,7 +1137,8 @@ stash_status() {
         [ -f "$f" ] || continue
         echo "$(kv "$f" name): $(grep -c '^file ' "$f") files in $(dirname "$f")"
     done
-    [ -f "$stash/test-models/CONTENTS" ] || echo "test-models: not stashed (carry .gpu-models)"
+    [ -f "$stash/test-models/CONTENTS" ] ||
+        echo "test-models: not stashed (carry .gpu-models and every .gpu-models-N bundle wrote)"
     [ -f "$stash/bench/CONTENTS" ] || echo "bench: not stashed (carry .gpu-bench)"
 }
 

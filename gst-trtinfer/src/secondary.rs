@@ -41,7 +41,8 @@ impl ObjectSelector {
         }
     }
 
-    /// The region of `object` (its box as shown, clipped to the `frame_w` x `frame_h` frame) to
+    /// The region of `object` (its box as shown, a turned box's axis-aligned extent, clipped to
+    /// the `frame_w` x `frame_h` frame) to
     /// infer on, or `None` when the element does not work on it. Objects this element produced
     /// itself (a secondary detector's) are never worked on.
     pub fn region(
@@ -58,7 +59,10 @@ impl ObjectSelector {
         if !producer_ok || !class_ok {
             return None;
         }
-        let roi = object.bbox().clipped(frame_w as f32, frame_h as f32);
+        // A turned box is cut as its axis-aligned extent (the whole object, upright).
+        let roi = object
+            .bounding_box()
+            .clipped(frame_w as f32, frame_h as f32);
         (roi.width >= 1.0 && roi.height >= 1.0 && self.limits.accepts(roi.width, roi.height))
             .then_some(roi)
     }
@@ -418,6 +422,23 @@ mod tests {
         assert_eq!(
             selector.region(&tracked, 640, 480),
             Some(BBox::new(12.0, 14.0, 40.0, 40.0))
+        );
+    }
+
+    #[test]
+    fn a_turned_object_is_cut_as_its_upright_extent() {
+        let selector = ObjectSelector::new(&config(|_| {}));
+        // A 100x10 ship turned a quarter stands 10x100 on the screen.
+        let mut ship = object(1, 5, BBox::new(0.0, 45.0, 100.0, 10.0), None);
+        ship.angle = Some(std::f32::consts::FRAC_PI_2);
+        let r = selector.region(&ship, 200, 200).unwrap();
+        assert!(
+            (r.left - 45.0).abs() < 1e-3 && (r.top - 0.0).abs() < 1e-3,
+            "{r:?}"
+        );
+        assert!(
+            (r.width - 10.0).abs() < 1e-3 && (r.height - 100.0).abs() < 1e-3,
+            "{r:?}"
         );
     }
 

@@ -4,8 +4,9 @@
 Python API with the pre-processing of pipelines/yolov8_obb.txt (aspect kept, symmetric padding of
 0, bilinear resize, RGB scaled to 0..1), as the tests' expected values.
 
-Boxes are regularised as Ultralytics does (sides swapped past a quarter turn, angle in
-[0, pi/2)) and suppressed class by class by their exact rotated IoU, as rstrtinfer clusters them.
+Boxes are put in the form rstrtinfer gives them, the one nearest upright (sides swapped where
+the box is turned by a quarter turn or more either way, angle in [-pi/4, pi/4)), and suppressed
+class by class by their exact rotated IoU, as rstrtinfer clusters them.
 
 Needs Python packages onnxruntime, numpy and opencv-python-headless (pip install them into any
 virtual environment). Usage: obb_reference.py MODEL IMAGE [MIN_SCORE]
@@ -17,20 +18,10 @@ import sys
 import cv2
 import numpy as np
 import onnxruntime as ort
+from letterbox import letterbox
 
 PRE_CLUSTER = 0.3
 NMS_IOU = 0.45
-
-
-def letterbox(img, size):
-    h, w = img.shape[:2]
-    scale = min(size / w, size / h)
-    cw, ch = round(w * scale), round(h * scale)
-    left, top = (size - cw) // 2, (size - ch) // 2
-    out = np.zeros((size, size, 3), np.uint8)
-    out[top:top + ch, left:left + cw] = cv2.resize(img, (cw, ch), interpolation=cv2.INTER_LINEAR)
-    x = out[:, :, ::-1].transpose(2, 0, 1)[None].astype(np.float32) / 255.0
-    return x, cw / w, ch / h, left, top
 
 
 def corners(cx, cy, w, h, angle):
@@ -83,9 +74,11 @@ def boxes(session, img, min_score):
         if scores[c] < PRE_CLUSTER:
             continue
         w, h, angle = float(p[2, i]), float(p[3, i]), float(p[4 + classes, i])
-        if angle % math.pi >= math.pi / 2:
+        quarters = math.floor((angle + math.pi / 4) / (math.pi / 2))
+        if quarters % 2:
             w, h = h, w
-        found.append((c, float(scores[c]), (float(p[0, i]), float(p[1, i]), w, h, angle % (math.pi / 2))))
+        angle -= quarters * math.pi / 2
+        found.append((c, float(scores[c]), (float(p[0, i]), float(p[1, i]), w, h, angle)))
     found.sort(key=lambda d: -d[1])
     kept = []
     for d in found:

@@ -13,17 +13,7 @@ import sys
 import cv2
 import numpy as np
 import onnxruntime as ort
-
-
-def letterbox(img, size):
-    h, w = img.shape[:2]
-    scale = min(size / w, size / h)
-    cw, ch = round(w * scale), round(h * scale)
-    left, top = (size - cw) // 2, (size - ch) // 2
-    out = np.zeros((size, size, 3), np.uint8)
-    out[top:top + ch, left:left + cw] = cv2.resize(img, (cw, ch), interpolation=cv2.INTER_LINEAR)
-    x = out[:, :, ::-1].transpose(2, 0, 1)[None].astype(np.float32) / 255.0
-    return x, cw / w, ch / h, left, top
+from letterbox import letterbox
 
 
 def people(session, img, min_score=0.5, iou=0.45):
@@ -70,8 +60,8 @@ def main():
         if index == wanted[0]:
             wanted.pop(0)
             for score, box, points in people(session, img):
-                print(f"frame {index} score {score:.3f} box {[round(v, 1) for v in box]}")
-                print("  points", [(round(x, 1), round(y, 1), round(float(c), 2)) for x, y, c in points])
+                print(f"frame {index} score {score:.3f} box {[round(float(v), 1) for v in box]}")
+                print("  points", [(round(float(x), 1), round(float(y), 1), round(float(c), 2)) for x, y, c in points])
         index += 1
 
 

@@ -7,7 +7,10 @@
 //!
 //! Oriented boxes (an angle on the detection) overlap as turned rectangles: NMS and DBSCAN
 //! compare them by their exact rotated IoU. groupRectangles (OpenCV's, on axis-aligned
-//! rectangles) and DBSCAN's averaged boxes keep their best member's angle.
+//! rectangles) and DBSCAN average the boxes in one form (a turned rectangle is also the same box
+//! with its sides swapped and a quarter turn added) and keep their best member's angle.
+
+use std::f32::consts::FRAC_PI_2;
 
 use ferrostream_core::BBox;
 
@@ -89,6 +92,24 @@ fn nms(members: &[Detection], a: &ClassAttrs) -> Vec<Detection> {
     }
     kept.retain(|d| d.confidence > a.post_cluster_threshold);
     kept
+}
+
+/// `d`'s box in the form whose angle is nearest `reference`: a turned rectangle is the same box
+/// with its sides swapped and a quarter turn added, and members of one cluster may come in
+/// either form. An axis-aligned box is as it is.
+fn aligned(d: &Detection, reference: f32) -> BBox {
+    match d.angle {
+        Some(angle) if ((angle - reference) / FRAC_PI_2).round().rem_euclid(2.0) == 1.0 => {
+            swapped_sides(d.bbox)
+        }
+        _ => d.bbox,
+    }
+}
+
+/// The box with its width and height swapped about its centre.
+fn swapped_sides(b: BBox) -> BBox {
+    let (cx, cy) = (b.left + b.width / 2.0, b.top + b.height / 2.0);
+    BBox::new(cx - b.height / 2.0, cy - b.width / 2.0, b.height, b.width)
 }
 
 /// A box in whole pixels, as OpenCV's `cv::Rect` holds it (nvinfer converts its float boxes
@@ -178,7 +199,9 @@ fn group_rectangles(members: &[Detection], group_threshold: i32, eps: f32) -> Ve
             })
             .collect();
     }
-    let rects: Vec<Rect> = members.iter().map(|d| Rect::of(&d.bbox)).collect();
+    // Turned boxes as rectangles in the form nearest upright, so that two forms of one box
+    // group (and average) as one.
+    let rects: Vec<Rect> = members.iter().map(|d| Rect::of(&aligned(d, 0.0))).collect();
     let eps = f64::from(eps);
     let (labels, count) = partition(&rects, |a, b| similar(eps, a, b));
     let mut sums = vec![(0i64, 0i64, 0i64, 0i64); count];
@@ -228,7 +251,13 @@ fn group_rectangles(members: &[Detection], group_threshold: i32, eps: f32) -> Ve
             continue;
         }
         let mut d = best[i].expect("every group has a member").clone();
-        d.bbox = BBox::new(r1.x as f32, r1.y as f32, r1.w as f32, r1.h as f32);
+        let averaged = BBox::new(r1.x as f32, r1.y as f32, r1.w as f32, r1.h as f32);
+        // Back in the form of the best member's angle.
+        d.bbox = if aligned(&d, 0.0) == d.bbox {
+            averaged
+        } else {
+            swapped_sides(averaged)
+        };
         d.confidence = GROUP_RECTANGLES_CONFIDENCE;
         // Points of one member do not belong to the averaged box.
         d.landmarks.clear();
@@ -298,8 +327,19 @@ fn dbscan(members: &[Detection], a: &ClassAttrs) -> Vec<Detection> {
                 .map(|(d, _)| d)
                 .collect();
             let total: f32 = of.iter().map(|d| d.confidence).sum();
+            let best = of
+                .iter()
+                .copied()
+                .max_by(|x, y| x.confidence.total_cmp(&y.confidence))?;
+            // Turned members in the form of the best one's angle, which the cluster keeps.
+            let reference = best.angle.unwrap_or(0.0);
+            let boxes: Vec<BBox> = of.iter().map(|d| aligned(d, reference)).collect();
             let weighted = |f: fn(&BBox) -> f32| {
-                of.iter().map(|d| f(&d.bbox) * d.confidence).sum::<f32>() / total
+                of.iter()
+                    .zip(&boxes)
+                    .map(|(d, b)| f(b) * d.confidence)
+                    .sum::<f32>()
+                    / total
             };
             let bbox = BBox::new(
                 weighted(|b| b.left),
@@ -313,10 +353,6 @@ fn dbscan(members: &[Detection], a: &ClassAttrs) -> Vec<Detection> {
             {
                 return None;
             }
-            let best = of
-                .iter()
-                .copied()
-                .max_by(|x, y| x.confidence.total_cmp(&y.confidence))?;
             let mut d = best.clone();
             d.bbox = bbox;
             d.landmarks.clear();
@@ -387,6 +423,43 @@ mod tests {
             .collect();
         cluster(&mut d, ClusterMode::Nms, &attrs);
         assert_eq!(d.len(), 1);
+    }
+
+    #[test]
+    fn both_forms_of_a_turned_box_average_as_one() {
+        // One 40x20 box centred at (50, 50), nearly upright, found twice: once as it is, once
+        // with its sides swapped and a quarter turn taken off (the same rectangle).
+        let upright = Detection {
+            angle: Some(0.01),
+            ..boxed(0, 0.9, BBox::new(30.0, 40.0, 40.0, 20.0))
+        };
+        let other_form = Detection {
+            angle: Some(0.01 - std::f32::consts::FRAC_PI_2),
+            ..boxed(0, 0.8, BBox::new(40.0, 30.0, 20.0, 40.0))
+        };
+        let attrs = |_| ClassAttrs {
+            eps: 0.3,
+            min_boxes: 2,
+            group_threshold: 1,
+            ..Default::default()
+        };
+        for mode in [ClusterMode::Dbscan, ClusterMode::GroupRectangles] {
+            let mut d = vec![upright.clone(), other_form.clone()];
+            cluster(&mut d, mode, &attrs);
+            let [merged] = &d[..] else {
+                panic!("{mode:?}: {d:#?}")
+            };
+            assert_eq!(merged.angle, Some(0.01), "{mode:?}");
+            let b = merged.bbox;
+            assert!(
+                (b.width - 40.0).abs() < 0.5 && (b.height - 20.0).abs() < 0.5,
+                "{mode:?}: {b:?}"
+            );
+            assert!(
+                (b.left + b.width / 2.0 - 50.0).abs() < 0.5,
+                "{mode:?}: {b:?}"
+            );
+        }
     }
 
     #[test]

@@ -263,13 +263,13 @@ pub mod symbols {
         index: u32,
         out: *mut FsAttribute,
     ) -> c_int;
-    /// Returns a `g_malloc`ed NUL-terminated JSON text (free with `g_free`), or NULL.
     pub type BatchObjectOrientation = unsafe extern "C" fn(
         batch: *const FsBatch,
         frame: u32,
         object: u32,
         out: *mut FsOrientation,
     ) -> c_int;
+    /// Returns a `g_malloc`ed NUL-terminated JSON text (free with `g_free`), or NULL.
     pub type BatchFrameJson =
         unsafe extern "C" fn(batch: *const FsBatch, frame: u32) -> *mut c_char;
     pub type BatchObjectJson =

@@ -3,7 +3,7 @@
 //! crossed which line and in which direction, which regions are crowded, and where objects move.
 //!
 //! An object stands where the middle of its box's bottom edge is (its tracker box when tracked),
-//! as in nvdsanalytics; an oriented box's own bottom edge, turned with it. Line crossing and direction follow each tracked object's path
+//! as in nvdsanalytics; for an oriented box the middle of its side lowest on the screen. Line crossing and direction follow each tracked object's path
 //! (`object_id`): an object crosses a line when its path goes from one side to the other, each
 //! side counting only beyond a band of `hysteresis` pixels around the line, so a box jittering
 //! on the line crosses at most once per real crossing, and an object that enters the band and
@@ -482,7 +482,6 @@ mod tests {
     use super::*;
     use crate::config::{Classes, CrowdingRule, DirectionRule, LineRule, Mode, RoiRule};
     use ferrostream_core::BBox;
-    use std::f32::consts::FRAC_PI_2;
     use std::sync::Arc;
 
     /// A vertical counting line at x = 100 from y = 0 to 200; forward is to the right.
@@ -641,29 +640,38 @@ mod tests {
     }
 
     #[test]
-    fn an_oriented_box_stands_on_its_own_bottom_edge() {
+    fn an_oriented_box_stands_on_its_lowest_side() {
         let mut c = AnalyticsConfig::default();
         c.all_streams.rois.push(RoiRule {
-            label: "right".into(),
-            polygon: vec![[100.0, 0.0], [200.0, 0.0], [200.0, 300.0], [100.0, 300.0]],
+            label: "left".into(),
+            polygon: vec![[0.0, 0.0], [85.0, 0.0], [85.0, 300.0], [0.0, 300.0]],
             inverse: false,
             classes: Classes::default(),
         });
         let mut a = Analyzer::new(c, Tuning::default());
         let mut events = Vec::new();
-        // Box centre (90, 80), 20x40: upright its feet are at (90, 100), left of the region;
-        // turned a quarter clockwise its own bottom edge faces left, at (70, 80); turned a
-        // quarter anticlockwise it faces right, at (110, 80), inside.
-        let regions = |angle: Option<f32>, a: &mut Analyzer, events: &mut Vec<Event>| {
-            let mut f = frame(0, &[(1, 0, 90.0, 100.0)]);
-            f.objects[0].angle = angle;
-            a.process(&mut f, events);
-            f.objects[0].analytics.as_ref().unwrap().rois.clone()
-        };
-        assert!(regions(None, &mut a, &mut events).is_empty());
-        assert!(regions(Some(FRAC_PI_2), &mut a, &mut events).is_empty());
-        let inside = regions(Some(-FRAC_PI_2), &mut a, &mut events);
-        assert_eq!(inside, vec![Arc::<str>::from("right")]);
+        // Box centre (90, 80), 20x40: upright its feet are at (90, 100), right of the region;
+        // turned 30 degrees clockwise its lowest side's middle is at (80, 97.3), inside; turned
+        // 30 degrees the other way at (100, 97.3), outside. The same rectangle in its other form
+        // (40x20, turned 60 degrees anticlockwise) stands where the first turned one does.
+        let regions =
+            |angle: Option<f32>, swap: bool, a: &mut Analyzer, events: &mut Vec<Event>| {
+                let mut f = frame(0, &[(1, 0, 90.0, 100.0)]);
+                let o = &mut f.objects[0];
+                o.angle = angle;
+                if swap {
+                    let b = BBox::new(70.0, 70.0, 40.0, 20.0);
+                    (o.detector_bbox, o.tracker_bbox) = (b, Some(b));
+                }
+                a.process(&mut f, events);
+                f.objects[0].analytics.as_ref().unwrap().rois.clone()
+            };
+        let inside = vec![Arc::<str>::from("left")];
+        let degrees = |d: f32| Some(d.to_radians());
+        assert!(regions(None, false, &mut a, &mut events).is_empty());
+        assert_eq!(regions(degrees(30.0), false, &mut a, &mut events), inside);
+        assert!(regions(degrees(-30.0), false, &mut a, &mut events).is_empty());
+        assert_eq!(regions(degrees(-60.0), true, &mut a, &mut events), inside);
     }
 
     #[test]

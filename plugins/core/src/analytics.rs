@@ -383,8 +383,9 @@ impl Object {
         crate::oriented::corners(&self.bbox(), self.angle.unwrap_or(0.0))
     }
 
-    /// Where the object stands: the middle of the bottom edge of the box to show, turned with
-    /// it (the point region and line rules use).
+    /// Where the object stands: the middle of the bottom edge of the box to show, for a turned
+    /// box the middle of its side lowest on the screen (the point region and line rules use;
+    /// see [`crate::oriented::bottom_center`]).
     pub fn ground_point(&self) -> [f32; 2] {
         crate::oriented::bottom_center(&self.bbox(), self.angle.unwrap_or(0.0))
     }

@@ -23,11 +23,21 @@ pub fn corners(b: &BBox, angle: f32) -> [Point; 4] {
     })
 }
 
-/// The middle of the box's own bottom edge, turned with it: where an object stands (region and
-/// line rules); [`BBox::bottom_center`] at angle 0.
+/// Where a turned box stands (region and line rules): the middle of its side lowest on the
+/// screen. [`BBox::bottom_center`] at angle 0; the same point for either form of the box (its
+/// sides swapped and a quarter turn added), so an object does not jump when a model reports it
+/// in the other form. Two sides tie only at 45 degrees.
 pub fn bottom_center(b: &BBox, angle: f32) -> Point {
-    let [dx, dy] = turned([0.0, b.height / 2.0], angle);
-    [b.left + b.width / 2.0 + dx, b.top + b.height / 2.0 + dy]
+    if angle == 0.0 {
+        return b.bottom_center();
+    }
+    let c = corners(b, angle);
+    (0..4)
+        .map(|i| {
+            let (p, q) = (c[i], c[(i + 1) % 4]);
+            [(p[0] + q[0]) / 2.0, (p[1] + q[1]) / 2.0]
+        })
+        .fold(c[0], |lowest, m| if m[1] > lowest[1] { m } else { lowest })
 }
 
 /// The smallest axis-aligned box holding the turned box (what a crop of the object takes).
@@ -52,7 +62,8 @@ pub fn iou(a: &BBox, angle_a: f32, b: &BBox, angle_b: f32) -> f32 {
     }
     let inter = polygon_area(&clip(&corners(a, angle_a), &corners(b, angle_b)));
     let union = area_a + area_b - inter;
-    if union <= 0.0 {
+    // Not a number (a box at infinity): no overlap, as NMS must not let such a box hide others.
+    if !(union > 0.0 && inter.is_finite() && union.is_finite()) {
         0.0
     } else {
         (inter / union).clamp(0.0, 1.0)
@@ -158,8 +169,19 @@ mod tests {
         assert!(close(c[1], [3.0, 3.0]), "{c:?}");
         assert!(close(c[2], [1.0, 3.0]), "{c:?}");
         assert!(close(c[3], [1.0, -1.0]), "{c:?}");
-        assert!(close(bottom_center(&b, FRAC_PI_2), [1.0, 1.0]));
+        // Turned a quarter, its lowest side is the one that was its right side; the other form
+        // of the same rectangle (2x4, upright) stands on the same point.
+        assert!(close(bottom_center(&b, FRAC_PI_2), [2.0, 3.0]));
+        assert!(close(
+            bottom_center(&BBox::new(1.0, -1.0, 2.0, 4.0), 0.0),
+            [2.0, 3.0]
+        ));
         assert!(close(bottom_center(&b, 0.0), b.bottom_center()));
+        let (tilted, other_form) = (
+            bottom_center(&b, 0.3),
+            bottom_center(&BBox::new(1.0, -1.0, 2.0, 4.0), 0.3 - FRAC_PI_2),
+        );
+        assert!(close(tilted, other_form), "{tilted:?} {other_form:?}");
         let r = bounding(&b, FRAC_PI_2);
         assert!(close([r.left, r.top], [1.0, -1.0]) && close([r.width, r.height], [2.0, 4.0]));
     }
@@ -181,6 +203,12 @@ mod tests {
         assert_eq!(iou(&a, 0.5, &far, 0.5), 0.0);
         assert_eq!(iou(&a, 0.0, &BBox::new(1.0, 0.0, 2.0, 2.0), 0.0), 1.0 / 3.0);
         assert_eq!(iou(&BBox::default(), 0.2, &a, 0.0), 0.0);
+        let nowhere = BBox::new(f32::NAN, 0.0, 2.0, 2.0);
+        assert_eq!(iou(&nowhere, 0.2, &a, 0.0), 0.0);
+        assert_eq!(
+            iou(&BBox::new(f32::INFINITY, 0.0, 2.0, 2.0), 0.2, &a, 0.1),
+            0.0
+        );
     }
 
     #[test]

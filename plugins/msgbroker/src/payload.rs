@@ -273,12 +273,15 @@ fn direction_name(d: Crossing) -> &'static str {
 /// DeepStream's id of an untracked object.
 pub const UNTRACKED_OBJECT_ID: u64 = u64::MAX;
 
-/// `"id|left|top|right|bottom|label"`, boxes in pixels of the source frame, then
-/// `"|#|label...|confidence"` when classifiers ran.
+/// `"id|left|top|right|bottom|label"`, boxes in pixels of the source frame (an oriented box as
+/// its axis-aligned extent), then `"|#|label...|confidence"` when classifiers ran.
 fn minimal_object(o: &ObjectRecord, frame: &FrameInfo) -> String {
     let sx = scale(frame.source_width, frame.width);
     let sy = scale(frame.source_height, frame.height);
-    let b = o.bbox;
+    let b = match o.angle {
+        Some(angle) => ferrostream_core::oriented::bounding(&o.bbox, angle),
+        None => o.bbox,
+    };
     let mut s = format!(
         "{}|{}|{}|{}|{}|{}",
         o.object_id.unwrap_or(UNTRACKED_OBJECT_ID),
@@ -442,6 +445,15 @@ mod tests {
             v["objects"][1],
             format!("{}|2|4|8|12|car|#|red|0.5", u64::MAX)
         );
+        // A turned box (a quarter turn) as its axis-aligned extent.
+        let mut turned = frame();
+        turned.objects[0].angle = Some(std::f32::consts::FRAC_PI_2);
+        let t = json(&builder(Schema::DeepstreamMinimal).frame(&turned, "abc-5"));
+        let fields: Vec<&str> = t["objects"][0].as_str().unwrap().split('|').collect();
+        let edges: Vec<f32> = fields[1..5].iter().map(|v| v.parse().unwrap()).collect();
+        for (got, want) in edges.iter().zip([10.0, 50.0, 90.0, 110.0]) {
+            assert!((got - want).abs() < 1e-3, "{fields:?}");
+        }
         let ts = v["@timestamp"].as_str().unwrap();
         assert_eq!(ts.len(), 24, "{ts}");
         assert!(ts.ends_with('Z') && ts.as_bytes()[10] == b'T', "{ts}");

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! YOLOv8/YOLO11-OBB: `[N,4+C+1,B]`, the attributes of each anchor down a column: centre box in
 //! network pixels (the box's own width and height, before it is turned), C class scores (no
-//! objectness), then the angle in radians (`[-pi/4, 3pi/4)` as exported; 15 DOTA classes:
-//! `[N,20,B]`).
+//! objectness), then the angle in radians (`[-pi/4, 3pi/4)` as Ultralytics exports it; 15 DOTA
+//! classes: `[N,20,B]`).
 //!
-//! Boxes are regularised as Ultralytics does: a box turned by a quarter turn or more is the same
-//! box with its sides swapped, so every angle ends in `[0, pi/2)`. The layout is a YOLOv8
-//! detector's with one more class, so it is not guessed: `output-parser=yolov8-obb` names it.
+//! A turned rectangle has two forms: its sides swapped and a quarter turn added is the same box.
+//! Boxes are given in the form nearest upright: the width is the side nearer the horizontal and
+//! the angle lies in `[-pi/4, pi/4)` (Ultralytics regularises to `[0, pi/2)` instead, which
+//! swaps the sides of nearly upright boxes as their angle crosses 0; here that happens only to
+//! boxes turned by about 45 degrees). The layout is a YOLOv8 detector's with one more class, so
+//! it is not guessed: `output-parser=yolov8-obb` names it.
 
-use std::f32::consts::{FRAC_PI_2, PI};
+use std::f32::consts::{FRAC_PI_2, FRAC_PI_4};
 
 use super::anchor::{self, AnchorLayout, Select};
 use super::{Family, ParserSettings, item_dims, single_rows_output};
@@ -26,17 +29,19 @@ fn classes(rows: usize) -> Option<usize> {
     rows.checked_sub(5).filter(|&c| c > 0)
 }
 
-/// Width, height and angle as Ultralytics regularises an oriented box: sides swapped where the
-/// angle (modulo a half turn) is a quarter turn or more, the angle then taken modulo a quarter
-/// turn, so that it lies in `[0, pi/2)`.
+/// Width, height and angle of the form of a turned box nearest upright: sides swapped where the
+/// box is turned by a quarter turn or more either way (modulo a half turn), the angle then taken
+/// into `[-pi/4, pi/4)`.
 pub fn regularised(width: f32, height: f32, angle: f32) -> (f32, f32, f32) {
-    let swap = angle.rem_euclid(PI) >= FRAC_PI_2;
-    let (w, h) = if swap {
-        (height, width)
+    // Quarter turns taken off; an odd number swaps the sides (decided from the same number as
+    // the angle, so the two never disagree at the edges).
+    let quarters = ((angle + FRAC_PI_4) / FRAC_PI_2).floor();
+    let upright = angle - quarters * FRAC_PI_2;
+    if quarters.rem_euclid(2.0) == 1.0 {
+        (height, width, upright)
     } else {
-        (width, height)
-    };
-    (w, h, angle.rem_euclid(FRAC_PI_2))
+        (width, height, upright)
+    }
 }
 
 impl Family for YoloV8Obb {
@@ -101,7 +106,7 @@ impl Family for YoloV8Obb {
         };
         let (class, score) = anchor::argmax(&row[4..4 + classes]);
         let angle = row[4 + classes];
-        if !angle.is_finite() {
+        if !row[..4].iter().all(|v| v.is_finite()) || !angle.is_finite() {
             return;
         }
         let (w, h, angle) = regularised(row[2], row[3], angle);

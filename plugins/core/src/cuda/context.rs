@@ -58,6 +58,8 @@ impl Context {
         static KEPT: std::sync::Mutex<Vec<Arc<Context>>> = std::sync::Mutex::new(Vec::new());
         let context = Self::primary(gpu_id)?;
         let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+        // A context lost to a reset is kept no longer (its handle is dead): the new one is.
+        kept.retain(|c| !c.lost());
         if !kept.iter().any(|c| c.ordinal == gpu_id) {
             kept.push(context.clone());
         }
