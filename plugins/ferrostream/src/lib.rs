@@ -11,6 +11,7 @@ pub mod capi;
 
 pub use ferrostream_analytics as analytics;
 pub use ferrostream_core as core;
+pub use ferrostream_ipc as ipc;
 pub use ferrostream_msgbroker as msgbroker;
 pub use ferrostream_osd as osd;
 pub use ferrostream_sources as sources;
@@ -39,6 +40,7 @@ fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     ferrostream_osd::register(plugin)?;
     ferrostream_sources::register(plugin)?;
     ferrostream_msgbroker::register(plugin)?;
+    ferrostream_ipc::register(plugin)?;
     Ok(())
 }
 

@@ -196,7 +196,8 @@ impl NvmmTestSrc {
             .unwrap_or_else(|_| "unknown device".into());
         let stream = Stream::new(&ctx, 0)?;
         let kernel = Module::load(&ctx, &KERNELS)?.function(KERNEL_NAME)?;
-        let pool = BufferPool::new(&ctx, POOL_MAX_FREE);
+        // Shareable, so that the frames reach other processes (rsipcsink) without a copy.
+        let pool = BufferPool::shareable(&ctx, POOL_MAX_FREE);
         Ok((stream, kernel, pool, name))
     }
 

@@ -9,6 +9,7 @@ use cudarc::driver::sys;
 
 use super::context::Context;
 use super::error::{CudaError, Result, check};
+use super::shared::SharedAllocation;
 use super::stream::Stream;
 
 /// Bytes copied between host and device memory through this layer, process-wide. Every copy
@@ -22,6 +23,9 @@ pub struct Transfers {
     /// Device-to-device copies between two CUDA contexts (a producer's and the engine's): what
     /// crossing contexts costs when the frames were not allocated in the engine's context.
     pub between_contexts: u64,
+    /// Device-to-device copies of frames into memory other processes can map (`rsipcsink`, for
+    /// frames that were not allocated shareable).
+    pub for_sharing: u64,
 }
 
 impl Transfers {
@@ -31,6 +35,7 @@ impl Transfers {
             to_device: self.to_device - earlier.to_device,
             to_host: self.to_host - earlier.to_host,
             between_contexts: self.between_contexts - earlier.between_contexts,
+            for_sharing: self.for_sharing - earlier.for_sharing,
         }
     }
 }
@@ -38,6 +43,12 @@ impl Transfers {
 static TO_DEVICE: AtomicU64 = AtomicU64::new(0);
 static TO_HOST: AtomicU64 = AtomicU64::new(0);
 static BETWEEN_CONTEXTS: AtomicU64 = AtomicU64::new(0);
+static FOR_SHARING: AtomicU64 = AtomicU64::new(0);
+
+/// Counts `bytes` copied to share frames with another process (see [`Transfers::for_sharing`]).
+pub fn count_copy_for_sharing(bytes: u64) {
+    FOR_SHARING.fetch_add(bytes, Ordering::Relaxed);
+}
 
 /// The bytes copied so far (see [`Transfers`]).
 pub fn transfers() -> Transfers {
@@ -45,6 +56,7 @@ pub fn transfers() -> Transfers {
         to_device: TO_DEVICE.load(Ordering::Relaxed),
         to_host: TO_HOST.load(Ordering::Relaxed),
         between_contexts: BETWEEN_CONTEXTS.load(Ordering::Relaxed),
+        for_sharing: FOR_SHARING.load(Ordering::Relaxed),
     }
 }
 
@@ -81,6 +93,9 @@ pub struct DeviceBuffer {
     ptr: u64,
     len: usize,
     ctx: Arc<Context>,
+    /// Set when the memory is a [`SharedAllocation`] (other processes can map it), which then
+    /// frees it.
+    shared: Option<SharedAllocation>,
 }
 
 impl DeviceBuffer {
@@ -96,7 +111,24 @@ impl DeviceBuffer {
             ptr,
             len,
             ctx: ctx.clone(),
+            shared: None,
         })
+    }
+
+    /// Allocates `len` bytes that other processes can map (see [`super::shared`]).
+    pub fn new_shared(ctx: &Arc<Context>, len: usize) -> Result<Self> {
+        let shared = SharedAllocation::new(ctx, len)?;
+        Ok(Self {
+            ptr: shared.ptr(),
+            len,
+            ctx: ctx.clone(),
+            shared: Some(shared),
+        })
+    }
+
+    /// Whether other processes can map the memory.
+    pub fn is_shared(&self) -> bool {
+        self.shared.is_some()
     }
 
     /// The device address of the first byte.
@@ -225,8 +257,9 @@ impl DeviceBuffer {
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
-        // A lost context took it along already.
-        if !self.ctx.lost()
+        // A lost context took it along already; a shared allocation frees itself.
+        if self.shared.is_none()
+            && !self.ctx.lost()
             && let Ok(_bound) = self.ctx.bind()
         {
             // SAFETY: allocated in `new`, freed once. Work still using it must have been
@@ -244,6 +277,8 @@ pub struct BufferPool {
     free: Arc<Mutex<Vec<DeviceBuffer>>>,
     /// Buffers kept when given back; more are freed.
     max_free: usize,
+    /// Allocate memory other processes can map.
+    shared: bool,
 }
 
 impl BufferPool {
@@ -252,6 +287,17 @@ impl BufferPool {
             ctx: ctx.clone(),
             free: Arc::default(),
             max_free,
+            shared: false,
+        }
+    }
+
+    /// A pool of memory other processes can map ([`DeviceBuffer::new_shared`]), so that frames
+    /// drawn into it cross to another process (`rsipcsink`) without a copy; a pool of plain
+    /// device memory where the GPU cannot share allocations.
+    pub fn shareable(ctx: &Arc<Context>, max_free: usize) -> Self {
+        Self {
+            shared: super::shared::supported(ctx).unwrap_or(false),
+            ..Self::new(ctx, max_free)
         }
     }
 
@@ -269,6 +315,7 @@ impl BufferPool {
         };
         let buffer = match recycled {
             Some(b) => b,
+            None if self.shared => DeviceBuffer::new_shared(&self.ctx, len)?,
             None => DeviceBuffer::new(&self.ctx, len)?,
         };
         Ok(PooledBuffer {

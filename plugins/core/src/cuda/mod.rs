@@ -15,6 +15,7 @@ pub mod frames;
 pub mod gst_cuda;
 mod kernel;
 mod memory;
+pub mod shared;
 mod stream;
 
 pub use context::{Bound, Context};
@@ -22,7 +23,8 @@ pub use error::{CudaError, Result};
 pub use frames::{DeviceFrame, DeviceFrames};
 pub use kernel::{Function, KernelParams, KernelSource, Module, compile_ptx};
 pub use memory::{
-    BufferPool, DeviceBuffer, HostBuffer, PooledBuffer, Transfers, download, transfers,
+    BufferPool, DeviceBuffer, HostBuffer, PooledBuffer, Transfers, count_copy_for_sharing,
+    download, transfers,
 };
 pub use stream::{Event, Stream};
 

@@ -98,6 +98,69 @@ impl PitchLayout {
         })
     }
 
+    /// The layout of `image`'s planes as they lie in memory, relative to its first plane (which
+    /// must come first): what an NvBufSurface describing memory someone else laid out says.
+    pub fn of_image(image: &DeviceImage) -> Result<Self, NvmmError> {
+        use gst_video::VideoFormat as F;
+        let invalid = |what: String| NvmmError::InvalidLayout(what);
+        let color_format = match image.format {
+            F::Nv12 => abi::NVBUF_COLOR_FORMAT_NV12,
+            F::I420 => abi::NVBUF_COLOR_FORMAT_YUV420,
+            F::Rgba => abi::NVBUF_COLOR_FORMAT_RGBA,
+            F::Bgra => abi::NVBUF_COLOR_FORMAT_BGRA,
+            F::Rgbx => abi::NVBUF_COLOR_FORMAT_RGBX,
+            F::Bgrx => abi::NVBUF_COLOR_FORMAT_BGRX,
+            other => return Err(invalid(format!("{other:?} has no NVMM colour format here"))),
+        };
+        let count = image.plane_count().map_err(|e| invalid(e.to_string()))?;
+        let base = image.planes[0].ptr;
+        let mut planes = Vec::with_capacity(count);
+        let mut end = 0u64;
+        for plane in 0..count {
+            let p = image.planes[plane];
+            let rows = image.rows(plane);
+            let row = image.row_bytes(plane);
+            let offset = p
+                .ptr
+                .checked_sub(base)
+                .ok_or_else(|| invalid(format!("plane {plane} lies before the first plane")))?;
+            if p.pitch < row {
+                return Err(invalid(format!(
+                    "plane {plane}: pitch {} is shorter than a row of {row} bytes",
+                    p.pitch
+                )));
+            }
+            let psize = p.pitch as u64 * rows as u64;
+            end = end.max(offset + psize);
+            let bytes_per_pix = match (image.format, plane) {
+                (F::Nv12, 1) => 2,
+                (F::Nv12 | F::I420, _) => 1,
+                _ => 4,
+            };
+            let too_big = || {
+                invalid(format!(
+                    "a {}x{} surface exceeds 4 GiB",
+                    image.width, image.height
+                ))
+            };
+            planes.push(PlaneLayout {
+                width: row / bytes_per_pix,
+                height: rows,
+                pitch: p.pitch,
+                offset: u32::try_from(offset).map_err(|_| too_big())?,
+                psize: u32::try_from(psize).map_err(|_| too_big())?,
+                bytes_per_pix,
+            });
+        }
+        Ok(Self {
+            color_format,
+            width: image.width,
+            height: image.height,
+            planes,
+            data_size: u32::try_from(end).map_err(|_| invalid("a surface exceeds 4 GiB".into()))?,
+        })
+    }
+
     /// The `planeParams` of the layout.
     pub fn plane_params(&self) -> NvBufSurfacePlaneParams {
         let mut p = NvBufSurfacePlaneParams::zeroed();

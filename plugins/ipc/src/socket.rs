@@ -1,0 +1,512 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! Unix sequenced-packet sockets (`SOCK_SEQPACKET`: one message per send, never merged or split)
+//! that carry file descriptors with a message (SCM_RIGHTS). std's Unix sockets are stream or
+//! datagram sockets without descriptor passing, hence these few libc calls.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::time::Duration;
+
+/// The most descriptors one message carries.
+pub const MAX_FDS: usize = 16;
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+fn cvt_size(r: libc::ssize_t) -> io::Result<usize> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+fn new_socket() -> io::Result<OwnedFd> {
+    // SAFETY: plain system call; the descriptor is owned right away.
+    let fd =
+        cvt(unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: a fresh descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn address(path: &Path) -> io::Result<(libc::sockaddr_un, libc::socklen_t)> {
+    // SAFETY: all-zero is a valid sockaddr_un.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let bytes = path.as_os_str().as_bytes();
+    if bytes.is_empty() || bytes.len() >= addr.sun_path.len() || bytes.contains(&0) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "socket path {} must be 1 to {} bytes without NUL",
+                path.display(),
+                addr.sun_path.len() - 1
+            ),
+        ));
+    }
+    for (dst, src) in addr.sun_path.iter_mut().zip(bytes) {
+        *dst = *src as libc::c_char;
+    }
+    let len = std::mem::size_of::<libc::sa_family_t>() + bytes.len() + 1;
+    Ok((addr, len as libc::socklen_t))
+}
+
+/// A listening socket at a path only its owner can connect to; the path is removed on drop.
+#[derive(Debug)]
+pub struct Listener {
+    fd: OwnedFd,
+    path: std::path::PathBuf,
+}
+
+impl Listener {
+    /// Listens at `path`. A socket file left there by a process that is gone is replaced; a path
+    /// some process still listens on, or any other kind of file, is refused.
+    pub fn bind(path: &Path) -> io::Result<Self> {
+        let (addr, len) = address(path)?;
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) => {
+                use std::os::unix::fs::FileTypeExt;
+                if !meta.file_type().is_socket() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::AlreadyExists,
+                        format!("{} exists and is not a socket", path.display()),
+                    ));
+                }
+                if Connection::connect(path).is_ok() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::AddrInUse,
+                        format!("another producer listens at {}", path.display()),
+                    ));
+                }
+                std::fs::remove_file(path)?;
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        let fd = new_socket()?;
+        // SAFETY: valid address of `len` bytes.
+        cvt(unsafe { libc::bind(fd.as_raw_fd(), (&raw const addr).cast(), len) })?;
+        let listener = Self {
+            fd,
+            path: path.to_owned(),
+        };
+        // Owner-only before anyone can connect: connecting needs write permission on the socket
+        // file, and nothing is accepted before `listen`.
+        let cpath = CString::new(path.as_os_str().as_bytes())?;
+        // SAFETY: a NUL-terminated path.
+        cvt(unsafe { libc::chmod(cpath.as_ptr(), 0o600) })?;
+        // SAFETY: a bound socket.
+        cvt(unsafe { libc::listen(listener.fd.as_raw_fd(), 16) })?;
+        set_nonblocking(listener.fd.as_fd(), true)?;
+        Ok(listener)
+    }
+
+    /// A pending connection, if there is one (the listener does not block).
+    pub fn accept(&self) -> io::Result<Option<Connection>> {
+        // SAFETY: a listening socket; no address wanted.
+        let r = unsafe {
+            libc::accept4(
+                self.fd.as_raw_fd(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                libc::SOCK_CLOEXEC,
+            )
+        };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
+                _ => Err(e),
+            };
+        }
+        // SAFETY: a fresh descriptor.
+        Ok(Some(Connection {
+            fd: unsafe { OwnedFd::from_raw_fd(r) },
+        }))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsFd for Listener {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn set_nonblocking(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
+    // SAFETY: plain fcntl calls on a live descriptor.
+    unsafe {
+        let flags = cvt(libc::fcntl(fd.as_raw_fd(), libc::F_GETFL))?;
+        let flags = if on {
+            flags | libc::O_NONBLOCK
+        } else {
+            flags & !libc::O_NONBLOCK
+        };
+        cvt(libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags))?;
+    }
+    Ok(())
+}
+
+/// A message received: its bytes and the descriptors that came with it.
+#[derive(Debug)]
+pub struct Received {
+    pub bytes: Vec<u8>,
+    pub fds: Vec<OwnedFd>,
+}
+
+/// One end of a connection.
+#[derive(Debug)]
+pub struct Connection {
+    fd: OwnedFd,
+}
+
+impl Connection {
+    /// Connects to the listener at `path`.
+    pub fn connect(path: &Path) -> io::Result<Self> {
+        let (addr, len) = address(path)?;
+        let fd = new_socket()?;
+        // SAFETY: valid address of `len` bytes.
+        cvt(unsafe { libc::connect(fd.as_raw_fd(), (&raw const addr).cast(), len) })?;
+        Ok(Self { fd })
+    }
+
+    /// A connected pair (for tests).
+    pub fn pair() -> io::Result<(Self, Self)> {
+        let mut fds = [0 as RawFd; 2];
+        // SAFETY: valid out array of two.
+        cvt(unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+                0,
+                fds.as_mut_ptr(),
+            )
+        })?;
+        // SAFETY: two fresh descriptors.
+        unsafe {
+            Ok((
+                Self {
+                    fd: OwnedFd::from_raw_fd(fds[0]),
+                },
+                Self {
+                    fd: OwnedFd::from_raw_fd(fds[1]),
+                },
+            ))
+        }
+    }
+
+    /// The user id of the process at the other end.
+    pub fn peer_uid(&self) -> io::Result<u32> {
+        // SAFETY: all-zero is a valid ucred.
+        let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+        // SAFETY: valid out buffer of `len` bytes.
+        cvt(unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_PEERCRED,
+                (&raw mut cred).cast(),
+                &mut len,
+            )
+        })?;
+        Ok(cred.uid)
+    }
+
+    /// Sends one message with `fds` (at most [`MAX_FDS`]); waits at most `timeout` for room.
+    pub fn send(&self, bytes: &[u8], fds: &[BorrowedFd<'_>], timeout: Duration) -> io::Result<()> {
+        if fds.len() > MAX_FDS {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} descriptors in one message (at most {MAX_FDS})",
+                    fds.len()
+                ),
+            ));
+        }
+        let mut iov = libc::iovec {
+            iov_base: bytes.as_ptr() as *mut libc::c_void,
+            iov_len: bytes.len(),
+        };
+        let mut control = ControlBuffer::new();
+        // SAFETY: all-zero is a valid msghdr.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        if !fds.is_empty() {
+            let payload = std::mem::size_of_val(fds) as u32;
+            // SAFETY: the control buffer is aligned and large enough for MAX_FDS descriptors;
+            // CMSG_* compute offsets inside it.
+            unsafe {
+                msg.msg_control = control.0.as_mut_ptr().cast();
+                msg.msg_controllen = libc::CMSG_SPACE(payload) as _;
+                let cmsg = libc::CMSG_FIRSTHDR(&msg);
+                (*cmsg).cmsg_level = libc::SOL_SOCKET;
+                (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+                (*cmsg).cmsg_len = libc::CMSG_LEN(payload) as _;
+                let data = libc::CMSG_DATA(cmsg).cast::<RawFd>();
+                for (i, fd) in fds.iter().enumerate() {
+                    data.add(i).write_unaligned(fd.as_raw_fd());
+                }
+            }
+        }
+        loop {
+            wait_for(self.fd.as_fd(), libc::POLLOUT, timeout)?;
+            // SAFETY: `msg` points at live buffers; MSG_NOSIGNAL turns a closed peer into EPIPE.
+            let r = unsafe {
+                libc::sendmsg(
+                    self.fd.as_raw_fd(),
+                    &msg,
+                    libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+                )
+            };
+            match cvt_size(r) {
+                Ok(_) => return Ok(()),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    ) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Receives one message of at most `max` bytes, waiting at most `timeout` (`None`: only what
+    /// is there). `Ok(None)`: nothing arrived in time. A closed peer is `UnexpectedEof`; a longer
+    /// message or more descriptors than [`MAX_FDS`] is `InvalidData` (and the extra descriptors
+    /// are closed by the kernel).
+    pub fn receive(&self, max: usize, timeout: Option<Duration>) -> io::Result<Option<Received>> {
+        if !wait_for(
+            self.fd.as_fd(),
+            libc::POLLIN,
+            timeout.unwrap_or(Duration::ZERO),
+        )
+        .map(|_| true)
+        .or_else(|e| {
+            if e.kind() == io::ErrorKind::TimedOut {
+                Ok(false)
+            } else {
+                Err(e)
+            }
+        })? {
+            return Ok(None);
+        }
+        let mut bytes = vec![0u8; max];
+        let mut iov = libc::iovec {
+            iov_base: bytes.as_mut_ptr().cast(),
+            iov_len: bytes.len(),
+        };
+        let mut control = ControlBuffer::new();
+        // SAFETY: all-zero is a valid msghdr.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.0.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of::<ControlBuffer>() as _;
+        // SAFETY: `msg` points at live buffers of the sizes it states.
+        let r = unsafe {
+            libc::recvmsg(
+                self.fd.as_raw_fd(),
+                &mut msg,
+                libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC,
+            )
+        };
+        let n = match cvt_size(r) {
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) =>
+            {
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        let mut fds = Vec::new();
+        // SAFETY: the kernel filled `msg_controllen` bytes of the control buffer with well-formed
+        // headers; every descriptor of an SCM_RIGHTS header is new and owned from here on.
+        unsafe {
+            let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+            while !cmsg.is_null() {
+                if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                    let data = libc::CMSG_DATA(cmsg).cast::<RawFd>();
+                    let payload = (*cmsg).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+                    for i in 0..payload / std::mem::size_of::<RawFd>() {
+                        fds.push(OwnedFd::from_raw_fd(data.add(i).read_unaligned()));
+                    }
+                }
+                cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+            }
+        }
+        if msg.msg_flags & (libc::MSG_TRUNC | libc::MSG_CTRUNC) != 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "a message longer than {max} bytes or with more than {MAX_FDS} descriptors"
+                ),
+            ));
+        }
+        if n == 0 && fds.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the other end closed the connection",
+            ));
+        }
+        bytes.truncate(n);
+        Ok(Some(Received { bytes, fds }))
+    }
+}
+
+impl AsFd for Connection {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+/// Room for one SCM_RIGHTS header with [`MAX_FDS`] descriptors, aligned as `cmsghdr`.
+#[repr(C, align(8))]
+struct ControlBuffer([u8; 128]);
+
+impl ControlBuffer {
+    fn new() -> Self {
+        const _: () = assert!(
+            std::mem::size_of::<libc::cmsghdr>() + MAX_FDS * std::mem::size_of::<RawFd>() <= 128
+        );
+        Self([0; 128])
+    }
+}
+
+/// Waits until `fd` is ready for `events` or `timeout` passes (`TimedOut`); a hang-up counts as
+/// ready, so that the next call sees it.
+pub fn wait_for(fd: BorrowedFd<'_>, events: libc::c_short, timeout: Duration) -> io::Result<()> {
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events,
+        revents: 0,
+    };
+    let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+    loop {
+        // SAFETY: one valid pollfd.
+        let r = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if r == 0 {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "timed out"));
+        }
+        return Ok(());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Seek, Write};
+
+    const T: Duration = Duration::from_secs(5);
+
+    #[test]
+    fn messages_keep_their_boundaries_and_carry_descriptors() {
+        let (a, b) = Connection::pair().unwrap();
+        let mut file = tempfile();
+        file.write_all(b"pixels").unwrap();
+        a.send(b"first", &[file.as_fd()], T).unwrap();
+        a.send(b"second", &[], T).unwrap();
+        let first = b.receive(64, Some(T)).unwrap().unwrap();
+        assert_eq!(first.bytes, b"first");
+        assert_eq!(first.fds.len(), 1);
+        let mut received = std::fs::File::from(first.fds.into_iter().next().unwrap());
+        received.rewind().unwrap();
+        let mut text = String::new();
+        received.read_to_string(&mut text).unwrap();
+        assert_eq!(text, "pixels");
+        let second = b.receive(64, Some(T)).unwrap().unwrap();
+        assert_eq!(
+            (second.bytes.as_slice(), second.fds.len()),
+            (&b"second"[..], 0)
+        );
+        assert!(b.receive(64, None).unwrap().is_none());
+    }
+
+    #[test]
+    fn an_oversized_message_is_refused_and_a_closed_peer_is_seen() {
+        let (a, b) = Connection::pair().unwrap();
+        a.send(&[7u8; 100], &[], T).unwrap();
+        let e = b.receive(10, Some(T)).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        drop(a);
+        let e = b.receive(10, Some(T)).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+    }
+
+    #[test]
+    fn the_listener_is_owner_only_and_replaces_a_stale_socket() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("fs-ipc-sock-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s");
+        let listener = Listener::bind(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let err = Listener::bind(&path).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AddrInUse);
+        let client = Connection::connect(&path).unwrap();
+        wait_for(listener.as_fd(), libc::POLLIN, T).unwrap();
+        let server = listener.accept().unwrap().unwrap();
+        // SAFETY: getuid cannot fail.
+        assert_eq!(server.peer_uid().unwrap(), unsafe { libc::getuid() });
+        drop(client);
+        // A socket file nobody listens on any more (a crashed producer) is replaced.
+        let stale = std::os::unix::net::UnixListener::bind(dir.join("stale")).unwrap();
+        drop(stale);
+        let _again = Listener::bind(&dir.join("stale")).unwrap();
+        std::fs::write(dir.join("file"), b"x").unwrap();
+        assert_eq!(
+            Listener::bind(&dir.join("file")).unwrap_err().kind(),
+            io::ErrorKind::AlreadyExists
+        );
+        drop(listener);
+        assert!(!path.exists(), "the socket file is removed");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn tempfile() -> std::fs::File {
+        let path = std::env::temp_dir().join(format!(
+            "fs-ipc-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        std::fs::remove_file(&path).unwrap();
+        file
+    }
+}

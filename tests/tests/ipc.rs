@@ -1,0 +1,519 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! rsipcsink / rsipcsrc: frames and metadata cross to consumer processes (this test binary run
+//! again as `ipc_consumer`). Detections computed in the consumer equal those computed in one
+//! process; metadata arrives as it left; a consumer killed mid-stream leaves the producer
+//! running and a new one attaches while it plays; garbage and stuck consumers are disconnected
+//! with a warning; the socket is owner-only. The GPU tests (device frames, no copy, no leak over
+//! 50 attach/kill cycles) run where a GPU is.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use ferrostream_ipc::socket::Connection;
+use ferrostream_ipc::wire::{ToConsumer, ToProducer};
+use ferrostream_tests::{init, is_child, media, model, quoted, repo_root};
+use gst::prelude::*;
+
+const WATCHDOG: Duration = Duration::from_secs(180);
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("fs-ipc-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn coco() -> String {
+    format!(
+        "config-file-path={} onnx-file={} labelfile-path={}",
+        quoted(&repo_root().join("pipelines/coco_ssd.txt")),
+        quoted(&model("coco_ssdlite_mobilenet_v2.onnx")),
+        quoted(&model("object_detection_classes_coco.txt"))
+    )
+}
+
+/// At least `frames` frames of the vtest footage, batched by rsstreammux. (The frame that
+/// meets `identity`'s EOS is not always the same one: a few more are taken and only the first
+/// `frames` are compared.)
+fn footage(frames: u32) -> String {
+    format!(
+        "filesrc location={} ! decodebin ! videoconvert ! video/x-raw,format=I420 \
+         ! identity eos-after={} ! m.sink_0 rsstreammux name=m batch-size=1",
+        quoted(&media("vtest.avi")),
+        frames + 3
+    )
+}
+
+/// A consumer process: this binary running `ipc_consumer` with `env`; killed (with its
+/// process group) when dropped.
+struct ConsumerProcess(Child);
+
+impl ConsumerProcess {
+    fn spawn(env: &[(&str, String)]) -> Self {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.args([
+            "--exact",
+            "ipc_consumer",
+            "--include-ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("FERROSTREAM_TEST_CHILD", "1")
+        .process_group(0);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        Self(cmd.spawn().expect("starting a consumer process"))
+    }
+
+    /// Waits for the process to end by itself; true when it passed.
+    fn wait(mut self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.0.try_wait().unwrap() {
+                return status.success();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the consumer process did not end in {limit:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn kill(mut self) {
+        // SAFETY: kill(2) on the process group made for the child.
+        unsafe { libc::kill(-(self.0.id() as i32), libc::SIGKILL) };
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for ConsumerProcess {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            // SAFETY: as in `kill`.
+            unsafe { libc::kill(-(self.0.id() as i32), libc::SIGKILL) };
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// The consumer side, run in a child process: `rsipcsrc` (then rstrtinfer when
+/// `FS_IPC_INFER` is set) into `rsmetaexport` at `FS_IPC_OUT`, until the producer's EOS.
+#[test]
+#[ignore = "run as a child process by the tests below"]
+fn ipc_consumer() {
+    if !is_child() {
+        return;
+    }
+    init();
+    let socket = std::env::var("FS_IPC_SOCKET").unwrap();
+    let out = std::env::var("FS_IPC_OUT").unwrap();
+    let infer = std::env::var("FS_IPC_INFER")
+        .map(|c| format!("! rstrtinfer {c} "))
+        .unwrap_or_default();
+    let description = format!(
+        "rsipcsrc socket-path={} {infer}! rsmetaexport location={} ! fakesink sync=false",
+        quoted(Path::new(&socket)),
+        quoted(Path::new(&out))
+    );
+    let pipeline = gst::parse::launch(&description)
+        .unwrap()
+        .downcast::<gst::Pipeline>()
+        .unwrap();
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let bus = pipeline.bus().unwrap();
+    let message = bus
+        .timed_pop_filtered(
+            gst::ClockTime::from_seconds(WATCHDOG.as_secs()),
+            &[gst::MessageType::Eos, gst::MessageType::Error],
+        )
+        .expect("the consumer ends within the watchdog");
+    pipeline.set_state(gst::State::Null).unwrap();
+    if let gst::MessageView::Error(e) = message.view() {
+        panic!("consumer error: {} ({:?})", e.error(), e.debug());
+    }
+}
+
+/// A producer pipeline, started up to PAUSED (its socket listening).
+struct Producer {
+    pipeline: gst::Pipeline,
+    sink: gst::Element,
+}
+
+impl Producer {
+    fn start(description: &str) -> Self {
+        init();
+        let pipeline = gst::parse::launch(description)
+            .unwrap()
+            .downcast::<gst::Pipeline>()
+            .unwrap();
+        let sink = pipeline.by_name("ipc").expect("an rsipcsink named ipc");
+        pipeline.set_state(gst::State::Paused).unwrap();
+        Self { pipeline, sink }
+    }
+
+    fn consumers(&self) -> u32 {
+        self.sink.property::<u32>("consumers")
+    }
+
+    /// Waits until `n` consumers are attached.
+    fn wait_for_consumers(&self, n: u32) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.consumers() != n {
+            assert!(
+                Instant::now() < deadline,
+                "{} consumers attached, {n} expected",
+                self.consumers()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Plays to EOS; returns the warnings posted meanwhile.
+    fn run_to_eos(&self) -> Vec<String> {
+        self.pipeline.set_state(gst::State::Playing).unwrap();
+        let bus = self.pipeline.bus().unwrap();
+        let deadline = Instant::now() + WATCHDOG;
+        let mut warnings = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "the producer did not reach EOS in {WATCHDOG:?}"
+            );
+            let Some(m) = bus.timed_pop(gst::ClockTime::from_mseconds(left.as_millis() as u64))
+            else {
+                continue;
+            };
+            match m.view() {
+                gst::MessageView::Eos(_) => return warnings,
+                gst::MessageView::Error(e) => {
+                    panic!("producer error: {} ({:?})", e.error(), e.debug())
+                }
+                gst::MessageView::Warning(w) => warnings.push(w.error().to_string()),
+                _ => {}
+            }
+        }
+    }
+
+    /// Warnings posted so far.
+    fn warnings(&self) -> Vec<String> {
+        let bus = self.pipeline.bus().unwrap();
+        std::iter::from_fn(|| bus.pop_filtered(&[gst::MessageType::Warning]))
+            .filter_map(|m| match m.view() {
+                gst::MessageView::Warning(w) => Some(w.error().to_string()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        let _ = self.pipeline.set_state(gst::State::Null);
+    }
+}
+
+fn read_frames(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The objects of a frame line, as (class, box) with the box rounded to 1/100 px.
+fn objects(frame: &serde_json::Value) -> Vec<(i64, [i64; 4])> {
+    frame["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            let b = &o["bbox"];
+            let r = |k: &str| (b[k].as_f64().unwrap() * 100.0).round() as i64;
+            (
+                o["class_id"].as_i64().unwrap(),
+                [r("left"), r("top"), r("width"), r("height")],
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn detections_in_a_consumer_process_equal_those_in_one_process() {
+    let _ = model("coco_ssdlite_mobilenet_v2.onnx");
+    let dir = temp_dir("detect");
+    let frames = 12;
+    // One process.
+    let reference = dir.join("reference.jsonl");
+    let one = Producer::start(&format!(
+        "{} ! rstrtinfer {} ! rsmetaexport location={} ! rsipcsink name=ipc socket-path={} sync=false",
+        footage(frames),
+        coco(),
+        quoted(&reference),
+        quoted(&dir.join("unused.sock"))
+    ));
+    one.run_to_eos();
+    drop(one);
+    // The detector in the consumer process.
+    let socket = dir.join("cam.sock");
+    let received = dir.join("consumer.jsonl");
+    let producer = Producer::start(&format!(
+        "{} ! rsipcsink name=ipc socket-path={} sync=false",
+        footage(frames),
+        quoted(&socket)
+    ));
+    let consumer = ConsumerProcess::spawn(&[
+        ("FS_IPC_SOCKET", socket.display().to_string()),
+        ("FS_IPC_OUT", received.display().to_string()),
+        ("FS_IPC_INFER", coco()),
+    ]);
+    producer.wait_for_consumers(1);
+    let warnings = producer.run_to_eos();
+    assert!(consumer.wait(WATCHDOG), "the consumer process failed");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let (want, got) = (read_frames(&reference), read_frames(&received));
+    let n = frames as usize;
+    assert!(
+        want.len() >= n && got.len() >= n,
+        "{} and {} frames",
+        want.len(),
+        got.len()
+    );
+    let mut people = 0;
+    for (i, (w, g)) in want.iter().zip(&got).take(n).enumerate() {
+        assert_eq!(g["frame_num"], w["frame_num"], "frame {i}");
+        assert_eq!(g["pts_ns"], w["pts_ns"], "frame {i}");
+        assert_eq!(
+            objects(g),
+            objects(w),
+            "frame {i}: the consumer's detections"
+        );
+        people += objects(w).iter().filter(|(c, _)| *c == 0).count();
+    }
+    assert!(
+        people >= frames as usize,
+        "people are found in vtest ({people})"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn metadata_reaches_the_consumer_as_it_left_the_producer() {
+    let _ = model("coco_ssdlite_mobilenet_v2.onnx");
+    let dir = temp_dir("meta");
+    let socket = dir.join("cam.sock");
+    let (sent, received) = (dir.join("sent.jsonl"), dir.join("received.jsonl"));
+    let producer = Producer::start(&format!(
+        "{} ! rstrtinfer {} ! rstracker ! rsmetaexport location={} \
+         ! rsipcsink name=ipc socket-path={} sync=false",
+        footage(10),
+        coco(),
+        quoted(&sent),
+        quoted(&socket)
+    ));
+    let consumer = ConsumerProcess::spawn(&[
+        ("FS_IPC_SOCKET", socket.display().to_string()),
+        ("FS_IPC_OUT", received.display().to_string()),
+    ]);
+    producer.wait_for_consumers(1);
+    producer.run_to_eos();
+    assert!(consumer.wait(WATCHDOG), "the consumer process failed");
+    let (sent, received) = (read_frames(&sent), read_frames(&received));
+    assert!(sent.len() >= 10);
+    assert!(
+        sent.iter().any(|f| !objects(f).is_empty()),
+        "objects were found"
+    );
+    assert!(
+        sent.iter()
+            .flat_map(|f| f["objects"].as_array().unwrap())
+            .any(|o| o["object_id"].as_u64().is_some()),
+        "the tracker gave ids"
+    );
+    // The producer's rsmetaexport may see one frame more than its sink takes (see `footage`).
+    assert!(received.len() >= 10 && received.len() + 1 >= sent.len());
+    assert_eq!(
+        received,
+        sent[..received.len()],
+        "the consumer's metadata equals the producer's"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A live producer of small frames.
+fn live_producer(socket: &Path, extra: &str) -> Producer {
+    Producer::start(&format!(
+        "videotestsrc is-live=true ! video/x-raw,format=RGBA,width=320,height=240,framerate=60/1 \
+         ! rsipcsink name=ipc socket-path={} {extra}",
+        quoted(socket)
+    ))
+}
+
+/// Counts buffers reaching the producer's sink.
+fn count_rendered(producer: &Producer) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
+    let n = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counter = n.clone();
+    producer
+        .sink
+        .static_pad("sink")
+        .unwrap()
+        .add_probe(gst::PadProbeType::BUFFER, move |_, _| {
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            gst::PadProbeReturn::Ok
+        });
+    n
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_killed_consumer_leaves_the_producer_running_and_others_attach_while_it_plays() {
+    use std::sync::atomic::Ordering;
+    let dir = temp_dir("kill");
+    let socket = dir.join("cam.sock");
+    let producer = live_producer(&socket, "max-buffers=2");
+    let rendered = count_rendered(&producer);
+    producer.pipeline.set_state(gst::State::Playing).unwrap();
+    for cycle in 0..5 {
+        let out = dir.join(format!("c{cycle}.jsonl"));
+        let consumer = ConsumerProcess::spawn(&[
+            ("FS_IPC_SOCKET", socket.display().to_string()),
+            ("FS_IPC_OUT", out.display().to_string()),
+        ]);
+        producer.wait_for_consumers(1);
+        // It receives frames (rsmetaexport writes one line per frame).
+        wait_until("the consumer receives frames", || {
+            std::fs::read_to_string(&out).is_ok_and(|s| s.lines().count() >= 10)
+        });
+        consumer.kill();
+        producer.wait_for_consumers(0);
+        let before = rendered.load(Ordering::Relaxed);
+        wait_until("the producer keeps running", || {
+            rendered.load(Ordering::Relaxed) >= before + 10
+        });
+    }
+    let warnings = producer.warnings();
+    assert!(
+        warnings.is_empty(),
+        "a dying consumer is not a warning: {warnings:?}"
+    );
+    assert!(socket.exists());
+    drop(producer);
+    assert!(!socket.exists(), "the socket is removed at stop");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Connects as a consumer by hand and reads up to the first buffer.
+fn raw_consumer(socket: &Path) -> (Connection, u64) {
+    let conn = Connection::connect(socket).unwrap();
+    let hello = ToProducer::Hello {
+        version: ferrostream_ipc::wire::VERSION,
+    };
+    conn.send(&hello.encode(), &[], Duration::from_secs(5))
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        assert!(Instant::now() < deadline, "no buffer arrived");
+        let Some(m) = conn
+            .receive(
+                ferrostream_ipc::wire::MAX_MESSAGE,
+                Some(Duration::from_millis(100)),
+            )
+            .unwrap()
+        else {
+            continue;
+        };
+        if let ToConsumer::Buffer(b) = ToConsumer::decode(&m.bytes).unwrap() {
+            return (conn, b.seq);
+        }
+    }
+}
+
+#[test]
+fn the_socket_is_owner_only_and_a_consumer_sending_garbage_is_disconnected_with_a_warning() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp_dir("garbage");
+    let socket = dir.join("cam.sock");
+    let producer = live_producer(&socket, "");
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "owner-only socket");
+    producer.pipeline.set_state(gst::State::Playing).unwrap();
+    let (conn, seq) = raw_consumer(&socket);
+    conn.send(
+        &ToProducer::Release { seq }.encode(),
+        &[],
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    conn.send(b"\xffnot json", &[], Duration::from_secs(5))
+        .unwrap();
+    producer.wait_for_consumers(0);
+    let bus = producer.pipeline.bus().unwrap();
+    let warning = bus
+        .timed_pop_filtered(
+            gst::ClockTime::from_seconds(10),
+            &[gst::MessageType::Warning],
+        )
+        .expect("a warning");
+    let gst::MessageView::Warning(w) = warning.view() else {
+        unreachable!()
+    };
+    assert!(w.error().to_string().contains("garbage"), "{}", w.error());
+    // The producer goes on serving: a well-behaved consumer still gets buffers.
+    let (_conn, _) = raw_consumer(&socket);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_consumer_that_falls_behind_is_skipped_when_leaky_and_dropped_as_stuck_otherwise() {
+    let dir = temp_dir("behind");
+    // Leaky: it keeps at most max-buffers unreleased buffers and stays attached.
+    let socket = dir.join("leaky.sock");
+    let producer = live_producer(&socket, "max-buffers=3 leaky=true");
+    let rendered = count_rendered(&producer);
+    producer.pipeline.set_state(gst::State::Playing).unwrap();
+    let (conn, _) = raw_consumer(&socket);
+    wait_until("the producer runs on", || {
+        rendered.load(std::sync::atomic::Ordering::Relaxed) >= 60
+    });
+    let mut buffers = 1;
+    while let Some(m) = conn
+        .receive(ferrostream_ipc::wire::MAX_MESSAGE, None)
+        .unwrap()
+    {
+        if matches!(ToConsumer::decode(&m.bytes).unwrap(), ToConsumer::Buffer(_)) {
+            buffers += 1;
+        }
+    }
+    assert_eq!(
+        buffers, 3,
+        "a consumer behind gets no more than max-buffers"
+    );
+    assert_eq!(producer.consumers(), 1, "and stays attached");
+    drop(producer);
+
+    // Not leaky: the producer waits block-timeout, then drops it with a warning and runs on.
+    let socket = dir.join("blocking.sock");
+    let producer = live_producer(&socket, "max-buffers=2 block-timeout=300");
+    let rendered = count_rendered(&producer);
+    producer.pipeline.set_state(gst::State::Playing).unwrap();
+    let (_conn, _) = raw_consumer(&socket);
+    producer.wait_for_consumers(0);
+    let before = rendered.load(std::sync::atomic::Ordering::Relaxed);
+    wait_until("the producer runs on", || {
+        rendered.load(std::sync::atomic::Ordering::Relaxed) >= before + 10
+    });
+    let warnings = producer.warnings();
+    assert!(warnings.iter().any(|w| w.contains("stuck")), "{warnings:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
