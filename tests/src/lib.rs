@@ -6,6 +6,7 @@
 //! then in `../shared/{models,media}` beside the repository, then in the cache that
 //! `scripts/fetch-models.sh` fills.
 
+pub mod ipc;
 pub mod rest;
 
 use std::path::{Path, PathBuf};

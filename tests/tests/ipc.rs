@@ -3,26 +3,18 @@
 //! again as `ipc_consumer`). Detections computed in the consumer equal those computed in one
 //! process; metadata arrives as it left; a consumer killed mid-stream leaves the producer
 //! running and a new one attaches while it plays; garbage and stuck consumers are disconnected
-//! with a warning; the socket is owner-only. The GPU tests (device frames, no copy, no leak over
-//! 50 attach/kill cycles) run where a GPU is.
+//! with a warning; the socket is owner-only. The GPU tests are in gpu_ipc.rs.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use ferrostream_ipc::socket::Connection;
 use ferrostream_ipc::wire::{ToConsumer, ToProducer};
-use ferrostream_tests::{init, is_child, media, model, quoted, repo_root};
+use ferrostream_tests::ipc::{
+    self, ConsumerProcess, Producer, WATCHDOG, count_rendered, temp_dir, wait_until,
+};
+use ferrostream_tests::{is_child, media, model, quoted, repo_root};
 use gst::prelude::*;
-
-const WATCHDOG: Duration = Duration::from_secs(180);
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("fs-ipc-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn coco() -> String {
     format!(
@@ -45,175 +37,12 @@ fn footage(frames: u32) -> String {
     )
 }
 
-/// A consumer process: this binary running `ipc_consumer` with `env`; killed (with its
-/// process group) when dropped.
-struct ConsumerProcess(Child);
-
-impl ConsumerProcess {
-    fn spawn(env: &[(&str, String)]) -> Self {
-        use std::os::unix::process::CommandExt;
-        let mut cmd = Command::new(std::env::current_exe().unwrap());
-        cmd.args([
-            "--exact",
-            "ipc_consumer",
-            "--include-ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("FERROSTREAM_TEST_CHILD", "1")
-        .process_group(0);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        Self(cmd.spawn().expect("starting a consumer process"))
-    }
-
-    /// Waits for the process to end by itself; true when it passed.
-    fn wait(mut self, limit: Duration) -> bool {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(status) = self.0.try_wait().unwrap() {
-                return status.success();
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the consumer process did not end in {limit:?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn kill(mut self) {
-        // SAFETY: kill(2) on the process group made for the child.
-        unsafe { libc::kill(-(self.0.id() as i32), libc::SIGKILL) };
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for ConsumerProcess {
-    fn drop(&mut self) {
-        if self.0.try_wait().ok().flatten().is_none() {
-            // SAFETY: as in `kill`.
-            unsafe { libc::kill(-(self.0.id() as i32), libc::SIGKILL) };
-            let _ = self.0.wait();
-        }
-    }
-}
-
-/// The consumer side, run in a child process: `rsipcsrc` (then rstrtinfer when
-/// `FS_IPC_INFER` is set) into `rsmetaexport` at `FS_IPC_OUT`, until the producer's EOS.
+/// The consumer side, run in a child process by the tests below.
 #[test]
 #[ignore = "run as a child process by the tests below"]
 fn ipc_consumer() {
-    if !is_child() {
-        return;
-    }
-    init();
-    let socket = std::env::var("FS_IPC_SOCKET").unwrap();
-    let out = std::env::var("FS_IPC_OUT").unwrap();
-    let infer = std::env::var("FS_IPC_INFER")
-        .map(|c| format!("! rstrtinfer {c} "))
-        .unwrap_or_default();
-    let description = format!(
-        "rsipcsrc socket-path={} {infer}! rsmetaexport location={} ! fakesink sync=false",
-        quoted(Path::new(&socket)),
-        quoted(Path::new(&out))
-    );
-    let pipeline = gst::parse::launch(&description)
-        .unwrap()
-        .downcast::<gst::Pipeline>()
-        .unwrap();
-    pipeline.set_state(gst::State::Playing).unwrap();
-    let bus = pipeline.bus().unwrap();
-    let message = bus
-        .timed_pop_filtered(
-            gst::ClockTime::from_seconds(WATCHDOG.as_secs()),
-            &[gst::MessageType::Eos, gst::MessageType::Error],
-        )
-        .expect("the consumer ends within the watchdog");
-    pipeline.set_state(gst::State::Null).unwrap();
-    if let gst::MessageView::Error(e) = message.view() {
-        panic!("consumer error: {} ({:?})", e.error(), e.debug());
-    }
-}
-
-/// A producer pipeline, started up to PAUSED (its socket listening).
-struct Producer {
-    pipeline: gst::Pipeline,
-    sink: gst::Element,
-}
-
-impl Producer {
-    fn start(description: &str) -> Self {
-        init();
-        let pipeline = gst::parse::launch(description)
-            .unwrap()
-            .downcast::<gst::Pipeline>()
-            .unwrap();
-        let sink = pipeline.by_name("ipc").expect("an rsipcsink named ipc");
-        pipeline.set_state(gst::State::Paused).unwrap();
-        Self { pipeline, sink }
-    }
-
-    fn consumers(&self) -> u32 {
-        self.sink.property::<u32>("consumers")
-    }
-
-    /// Waits until `n` consumers are attached.
-    fn wait_for_consumers(&self, n: u32) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while self.consumers() != n {
-            assert!(
-                Instant::now() < deadline,
-                "{} consumers attached, {n} expected",
-                self.consumers()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Plays to EOS; returns the warnings posted meanwhile.
-    fn run_to_eos(&self) -> Vec<String> {
-        self.pipeline.set_state(gst::State::Playing).unwrap();
-        let bus = self.pipeline.bus().unwrap();
-        let deadline = Instant::now() + WATCHDOG;
-        let mut warnings = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(
-                !left.is_zero(),
-                "the producer did not reach EOS in {WATCHDOG:?}"
-            );
-            let Some(m) = bus.timed_pop(gst::ClockTime::from_mseconds(left.as_millis() as u64))
-            else {
-                continue;
-            };
-            match m.view() {
-                gst::MessageView::Eos(_) => return warnings,
-                gst::MessageView::Error(e) => {
-                    panic!("producer error: {} ({:?})", e.error(), e.debug())
-                }
-                gst::MessageView::Warning(w) => warnings.push(w.error().to_string()),
-                _ => {}
-            }
-        }
-    }
-
-    /// Warnings posted so far.
-    fn warnings(&self) -> Vec<String> {
-        let bus = self.pipeline.bus().unwrap();
-        std::iter::from_fn(|| bus.pop_filtered(&[gst::MessageType::Warning]))
-            .filter_map(|m| match m.view() {
-                gst::MessageView::Warning(w) => Some(w.error().to_string()),
-                _ => None,
-            })
-            .collect()
-    }
-}
-
-impl Drop for Producer {
-    fn drop(&mut self) {
-        let _ = self.pipeline.set_state(gst::State::Null);
+    if is_child() {
+        ipc::run_consumer_child();
     }
 }
 
@@ -351,29 +180,6 @@ fn live_producer(socket: &Path, extra: &str) -> Producer {
          ! rsipcsink name=ipc socket-path={} {extra}",
         quoted(socket)
     ))
-}
-
-/// Counts buffers reaching the producer's sink.
-fn count_rendered(producer: &Producer) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
-    let n = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let counter = n.clone();
-    producer
-        .sink
-        .static_pad("sink")
-        .unwrap()
-        .add_probe(gst::PadProbeType::BUFFER, move |_, _| {
-            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            gst::PadProbeReturn::Ok
-        });
-    n
-}
-
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting: {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]

@@ -33,6 +33,8 @@ enum Mapped {
     Device {
         memory: ferrostream_core::cuda::shared::ImportedAllocation,
         gpu_id: u32,
+        /// The producer's event marking the memory filled, waited on before each buffer.
+        ready: Option<ferrostream_core::cuda::shared::IpcEvent>,
     },
 }
 
@@ -131,12 +133,20 @@ impl Consumer {
                     self.caps = Some(caps.clone());
                     return Ok(Some(Event::Caps(caps)));
                 }
-                ToConsumer::Allocation { id, size, memory } => {
+                ToConsumer::Allocation {
+                    id,
+                    size,
+                    memory,
+                    event,
+                } => {
                     let fd = fds
                         .next()
                         .ok_or("the producer announced an allocation without its descriptor")?;
                     let size = usize::try_from(size).map_err(|_| "an allocation too large")?;
                     let mapped = match memory {
+                        Memory::Host if event.is_some() => {
+                            return Err("the producer sent an event for system memory".into());
+                        }
                         Memory::Host => Mapped::Host(
                             Segment::open(fd, size)
                                 .map_err(|e| format!("mapping a shared memory file: {e}"))?,
@@ -147,12 +157,23 @@ impl Consumer {
                             use std::os::fd::AsFd;
                             let ctx = Context::primary(gpu_id)
                                 .map_err(|e| format!("GPU {gpu_id}: {e}"))?;
+                            let ready = match event {
+                                Some(hex) => {
+                                    let handle = shared::handle_from_hex(&hex)
+                                        .ok_or("the producer sent a malformed event handle")?;
+                                    Some(shared::IpcEvent::open(&ctx, &handle).map_err(|e| {
+                                        format!("opening the producer's CUDA event: {e}")
+                                    })?)
+                                }
+                                None => None,
+                            };
                             Mapped::Device {
                                 memory: shared::ImportedAllocation::import(&ctx, fd.as_fd(), size)
                                     .map_err(|e| {
                                         format!("mapping the producer's GPU memory: {e}")
                                     })?,
                                 gpu_id,
+                                ready,
                             }
                         }
                         #[cfg(not(feature = "cuda"))]
@@ -282,7 +303,18 @@ impl Consumer {
                 }))
             }
             #[cfg(feature = "cuda")]
-            Mapped::Device { memory, gpu_id } => {
+            Mapped::Device {
+                memory,
+                gpu_id,
+                ready,
+            } => {
+                // The producer's copy into the slot is done before anyone here reads it
+                // (downstream elements take NVMM frames as finished).
+                if let Some(event) = ready {
+                    event
+                        .synchronize()
+                        .map_err(|e| format!("waiting for the producer's copy: {e}"))?;
+                }
                 device_memory(s, info, memory, *gpu_id, self.nvmm_abi, keep)
             }
         }

@@ -216,6 +216,7 @@ impl Describer {
             size: segment.len() as u64,
             memory: Memory::Host,
             fd: FdSource::Held(segment.clone()),
+            event: None,
         });
         slots.push(segment);
         Ok(wire::Surface {
@@ -245,10 +246,13 @@ mod device {
     use crate::producer::{Allocation, FdSource};
     use crate::wire::{self, Memory};
 
-    /// A shared device slot and the descriptor it is exported as (once).
+    /// A shared device slot, the descriptor it is exported as (once), and the IPC event
+    /// recorded after each copy into it (none where the driver cannot share events: the copy
+    /// is then waited for here).
     pub struct DeviceSlot {
         memory: shared::SharedAllocation,
         fd: OwnedFd,
+        event: Option<(shared::IpcEvent, String)>,
     }
 
     impl AsFd for DeviceSlot {
@@ -310,6 +314,7 @@ mod device {
                         base: at.base,
                         serial: at.serial,
                     },
+                    event: None,
                 });
                 (at.serial, at.base)
             } else {
@@ -353,7 +358,10 @@ mod device {
                         .map_err(|e| format!("shared GPU memory of {span} bytes: {e}"))?;
                     let fd =
                         shared::export(memory.ptr(), memory.serial()).map_err(|e| e.to_string())?;
-                    Ok((memory.serial(), DeviceSlot { memory, fd }))
+                    let event = shared::IpcEvent::new(ctx)
+                        .and_then(|e| e.handle().map(|h| (e, shared::handle_to_hex(&h))))
+                        .ok();
+                    Ok((memory.serial(), DeviceSlot { memory, fd, event }))
                 },
             )?;
             let key = Arc::as_ptr(ctx) as usize;
@@ -366,20 +374,27 @@ mod device {
             unsafe { self.streams[&key].copy_dtod(slot.memory.ptr(), start, span) }
                 .map_err(|e| format!("copying a frame into shared GPU memory: {e}"))?;
             cuda::count_copy_for_sharing(span as u64);
-            if !self.pending.contains(&key) {
-                self.pending.push(key);
+            let stream = &self.streams[&key];
+            match &slot.event {
+                // Consumers wait for the copy; the producer goes on.
+                Some((event, _)) => event
+                    .record(stream)
+                    .map_err(|e| format!("marking a copied frame ready: {e}"))?,
+                None if !self.pending.contains(&key) => self.pending.push(key),
+                None => {}
             }
             allocations.push(Allocation {
                 id,
                 size: slot.memory.size() as u64,
                 memory: Memory::Device { gpu_id },
                 fd: FdSource::Held(slot.clone()),
+                event: slot.event.as_ref().map(|(_, h)| h.clone()),
             });
             slots.push(slot);
             Ok(id)
         }
 
-        /// Waits for the copies queued for this buffer.
+        /// Waits for the copies queued for this buffer into slots without an event.
         pub fn finish(&mut self) -> Result<(), String> {
             for key in self.pending.drain(..) {
                 self.streams[&key]

@@ -42,6 +42,8 @@ pub struct Allocation {
     pub size: u64,
     pub memory: Memory,
     pub fd: FdSource,
+    /// The IPC event marking the memory ready (see [`ToConsumer::Allocation`]).
+    pub event: Option<String>,
 }
 
 /// A buffer ready to go: its description, the allocations it uses and what keeps its memory
@@ -368,6 +370,7 @@ impl Producer {
                 id: a.id,
                 size: a.size,
                 memory: a.memory,
+                event: a.event.clone(),
             };
             c.conn
                 .send(&m.encode(), &[fd], SEND_TIMEOUT)

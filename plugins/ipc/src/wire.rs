@@ -88,11 +88,15 @@ pub enum ToConsumer {
     Caps {
         caps: String,
     },
-    /// A new allocation whose descriptor is attached; `size` bytes.
+    /// A new allocation whose descriptor is attached; `size` bytes. `event`: the CUDA IPC event
+    /// (hexadecimal handle) the producer records after filling it, which the consumer waits on
+    /// before a buffer using the allocation is read; none when the memory is ready as sent.
     Allocation {
         id: u64,
         size: u64,
         memory: Memory,
+        #[serde(default)]
+        event: Option<String>,
     },
     /// The consumer may unmap allocation `id` once its buffers using it are released.
     Forget {
@@ -211,6 +215,7 @@ mod tests {
                 id: 9,
                 size: 2 << 20,
                 memory: Memory::Device { gpu_id: 1 },
+                event: Some("00ff".into()),
             },
             ToConsumer::Forget { id: 9 },
             ToConsumer::Buffer(Box::new(buffer())),

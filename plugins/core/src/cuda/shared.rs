@@ -355,6 +355,24 @@ unsafe impl Sync for IpcEvent {}
 /// The 64 bytes that name an [`IpcEvent`] in another process.
 pub type IpcEventHandle = [u8; 64];
 
+/// A handle as text (hexadecimal), for messages.
+pub fn handle_to_hex(handle: &IpcEventHandle) -> String {
+    handle.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Reads [`handle_to_hex`]'s text back.
+pub fn handle_from_hex(text: &str) -> Option<IpcEventHandle> {
+    let bytes = text.as_bytes();
+    if bytes.len() != 128 {
+        return None;
+    }
+    let mut handle = [0u8; 64];
+    for (i, pair) in bytes.chunks(2).enumerate() {
+        handle[i] = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
+    }
+    Some(handle)
+}
+
 impl IpcEvent {
     /// A new interprocess event (no timing, as CUDA requires for sharing).
     pub fn new(ctx: &Arc<Context>) -> Result<Self> {
@@ -409,6 +427,15 @@ impl IpcEvent {
         })
     }
 
+    /// Waits on the CPU until the work before the event's last record is done.
+    pub fn synchronize(&self) -> Result<()> {
+        let _bound = self.ctx.bind()?;
+        // SAFETY: live event.
+        check("cuEventSynchronize", unsafe {
+            sys::cuEventSynchronize(self.raw)
+        })
+    }
+
     /// Makes `stream`'s later work wait for the last record of the event, on the GPU.
     pub fn wait_on(&self, stream: &super::Stream) -> Result<()> {
         let _bound = self.ctx.bind()?;
@@ -434,6 +461,17 @@ impl Drop for IpcEvent {
 mod tests {
     use super::*;
     use std::os::fd::AsFd;
+
+    #[test]
+    fn event_handles_read_back_from_text() {
+        let mut h = [0u8; 64];
+        h.iter_mut()
+            .enumerate()
+            .for_each(|(i, b)| *b = (i * 5) as u8);
+        assert_eq!(handle_from_hex(&handle_to_hex(&h)), Some(h));
+        assert_eq!(handle_from_hex("00"), None);
+        assert_eq!(handle_from_hex(&"zz".repeat(64)), None);
+    }
 
     #[test]
     fn nothing_is_found_outside_a_shared_allocation() {
