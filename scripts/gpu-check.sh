@@ -200,9 +200,11 @@ GPU_TESTS=(
     plugins/osd:gpu_osd
     tests:gpu_pipeline
     tests:onnxruntime_precision
+    tests:gpu_ipc
 )
 GPU_BENCHES=(
     tests:gpu_preprocess
+    tests:ipc
 )
 # Footage from $FERROSTREAM_MEDIA_DIR (lands in .gpu/media) and models from
 # $FERROSTREAM_MODEL_DIR (land in .gpu-models, then the stash's test-models/); run points the
@@ -217,7 +219,7 @@ GPU_MODELS=(
 # GStreamer plugins kept in the private prefix (file libgst<NAME>.so); the rest are removed.
 GST_PLUGINS=(
     coreelements app videotestsrc videoconvertscale videorate typefindfunctions playback
-    isomp4 videoparsersbad nvcodec imagefreeze png jpeg
+    isomp4 videoparsersbad nvcodec imagefreeze png jpeg shm
 )
 # Debian 12 packages unpacked into the prefix. The libraries that the kept plugins, the tools and
 # our binaries need must come from these or be among HOST_LIBS; bundle checks that.
