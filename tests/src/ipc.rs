@@ -62,6 +62,12 @@ impl ConsumerProcess {
         }
     }
 
+    /// Stops (SIGSTOP) the process: it holds what it has and reads nothing more.
+    pub fn stop(&self) {
+        // SAFETY: kill(2) on the process group made for the child.
+        unsafe { libc::kill(-(self.0.id() as i32), libc::SIGSTOP) };
+    }
+
     pub fn kill(mut self) {
         // SAFETY: kill(2) on the process group made for the child.
         unsafe { libc::kill(-(self.0.id() as i32), libc::SIGKILL) };
