@@ -7,7 +7,8 @@
 //! output, on the shared monotonic clock) of each, and their ratios.
 //!
 //! `cargo bench -p ferrostream-tests --bench ipc` (a GPU is needed; `FS_IPC_BENCH_BATCHES`
-//! sets the batches per run, default 60; the first 2 are warm-up).
+//! sets the batches per run, default 200; the first 20 are warm-up, while the
+//! consumer maps the producer's pool as it grows).
 
 use std::path::Path;
 use std::process::Command;
@@ -20,7 +21,7 @@ use gst::prelude::*;
 const WIDTH: usize = 1920;
 const HEIGHT: usize = 1080;
 const BATCH: usize = 8;
-const WARMUP_BATCHES: usize = 2;
+const WARMUP_BATCHES: usize = 20;
 const FRAME_CAPS: &str = "video/x-raw,format=NV12,width=1920,height=1080,framerate=30/1";
 
 fn now_ns() -> u64 {
@@ -154,6 +155,7 @@ fn read_times(path: &Path) -> Vec<u64> {
 }
 
 fn run_ipc(dir: &Path, batches: usize) -> Result {
+    let start = cuda::transfers();
     let socket = dir.join("ipc.sock");
     let out = dir.join("ipc.txt");
     let pipeline = launch(&format!(
@@ -179,7 +181,7 @@ fn run_ipc(dir: &Path, batches: usize) -> Result {
     wait_eos(&pipeline, "ipc producer");
     assert!(child.wait().unwrap().success(), "the ipc consumer failed");
     pipeline.set_state(gst::State::Null).unwrap();
-    let copied = cuda::transfers();
+    let copied = cuda::transfers().since(start);
     println!(
         "ipc: bytes copied in the producer: to host {}, to device {}, for sharing {}",
         copied.to_host, copied.to_device, copied.for_sharing
@@ -198,7 +200,9 @@ fn run_shm(dir: &Path, batches: usize, ctx: &Arc<Context>) -> Result {
     ));
     let sink = launch(&format!(
         "appsrc name=in caps={FRAME_CAPS} format=time is-live=true \
-         ! shmsink socket-path={} shm-size={} wait-for-connection=true sync=false",
+         max-bytes={} block=true ! shmsink socket-path={} shm-size={} wait-for-connection=true \
+         sync=false",
+        frame_bytes * BATCH,
         socket.display(),
         frame_bytes * BATCH * 4
     ));
@@ -286,7 +290,7 @@ fn main() {
     let batches: usize = std::env::var("FS_IPC_BENCH_BATCHES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(60);
+        .unwrap_or(200);
     let dir = std::env::temp_dir().join(format!("fs-ipc-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     println!(

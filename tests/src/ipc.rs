@@ -221,27 +221,26 @@ pub fn run_consumer_child() {
 }
 
 /// FNV-1a over the visible bytes of the luma (first) plane of each of a buffer's surfaces (the
-/// batch's surfaces, or the buffer itself), downloaded from the GPU.
-pub fn surface_hashes(
-    buffer: &gst::BufferRef,
-    stream: &ferrostream_core::cuda::Stream,
-) -> Vec<u64> {
-    let surfaces: Vec<&gst::BufferRef> = match ferrostream_core::BatchMeta::of(buffer) {
-        Some(meta) if !meta.surfaces().is_empty() => {
-            meta.surfaces().iter().map(|s| s.buffer.as_ref()).collect()
-        }
-        _ => vec![buffer],
-    };
-    surfaces
-        .into_iter()
-        .map(|surface| {
-            // SAFETY: the caps say memory:NVMM (both ends of these tests).
-            let batch = unsafe { ferrostream_core::nvmm::surface_images(surface) }.unwrap();
-            let image = batch.surfaces()[0].image;
+/// batch's surfaces, or the buffer itself, laid out as `caps` say), downloaded from the GPU. The
+/// frames may be NVMM or CUDA memory (in their producer's context).
+pub fn surface_hashes(buffer: &gst::BufferRef, caps: &gst::CapsRef) -> Vec<u64> {
+    use ferrostream_core::batch::{FrameSource, MemoryKind};
+    let memory = MemoryKind::from_caps(caps);
+    let source = FrameSource::from_caps(caps).unwrap();
+    let count =
+        ferrostream_core::BatchMeta::of(buffer).map_or(1, |m| m.batch().frames.len().max(1));
+    let mut frames = ferrostream_core::cuda::DeviceFrames::default();
+    (0..count)
+        .map(|i| {
+            let (surface, info) =
+                ferrostream_core::batch::frame_pixels(&source, buffer, i).unwrap();
+            let frame = frames.map(memory, surface, info, false).unwrap();
+            let stream = ferrostream_core::cuda::Stream::new(&frame.context, 0).unwrap();
+            let image = frame.image;
             let plane = image.planes[0];
             let mut bytes = vec![0u8; plane.pitch as usize * image.height as usize];
-            // SAFETY: the plane's rows, in GPU 0's primary context, finished by the producer.
-            unsafe { ferrostream_core::cuda::download(stream, plane.ptr, &mut bytes) }.unwrap();
+            // SAFETY: the plane's rows, mapped in their context while `frame` lives.
+            unsafe { ferrostream_core::cuda::download(&stream, plane.ptr, &mut bytes) }.unwrap();
             let mut h: u64 = 0xcbf2_9ce4_8422_2325;
             for row in bytes.chunks(plane.pitch as usize) {
                 for &b in &row[..image.row_bytes(0) as usize] {
@@ -260,8 +259,6 @@ pub fn run_gpu_consumer_child() {
     init();
     let socket = std::env::var("FS_IPC_SOCKET").unwrap();
     let out = std::env::var("FS_IPC_OUT").unwrap();
-    let ctx = ferrostream_core::cuda::Context::primary(0).unwrap();
-    let stream = ferrostream_core::cuda::Stream::new(&ctx, 0).unwrap();
     let pipeline = gst::parse::launch(&format!(
         "rsipcsrc socket-path={} ! appsink name=sink sync=false",
         quoted(Path::new(&socket))
@@ -287,7 +284,7 @@ pub fn run_gpu_consumer_child() {
         );
         let buffer = sample.buffer().unwrap();
         let before = ferrostream_core::cuda::transfers();
-        for h in surface_hashes(buffer, &stream) {
+        for h in surface_hashes(buffer, caps) {
             lines.push_str(&format!("{h:016x}\n"));
         }
         checked += ferrostream_core::cuda::transfers().since(before).to_host;

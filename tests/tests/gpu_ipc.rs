@@ -41,18 +41,17 @@ fn gpu_round_trip(
     let socket = dir.join("gpu.sock");
     let out = dir.join("hashes.txt");
     let producer = Producer::start(&format!("{producer} socket-path={}", quoted(&socket)));
-    let ctx = ferrostream_core::cuda::Context::primary(0).unwrap();
-    let stream = ferrostream_core::cuda::Stream::new(&ctx, 0).unwrap();
     let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let checks = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     {
         let (sent, checks) = (sent.clone(), checks.clone());
         producer.sink.static_pad("sink").unwrap().add_probe(
             gst::PadProbeType::BUFFER,
-            move |_, info| {
+            move |pad, info| {
                 if let Some(buffer) = info.buffer() {
+                    let caps = pad.current_caps().expect("negotiated");
                     let before = ferrostream_core::cuda::transfers();
-                    sent.lock().unwrap().extend(surface_hashes(buffer, &stream));
+                    sent.lock().unwrap().extend(surface_hashes(buffer, &caps));
                     checks.fetch_add(
                         ferrostream_core::cuda::transfers().since(before).to_host,
                         std::sync::atomic::Ordering::Relaxed,
