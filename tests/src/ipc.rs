@@ -290,8 +290,17 @@ pub fn run_gpu_consumer_child() {
         checked += ferrostream_core::cuda::transfers().since(before).to_host;
     }
     let copied = ferrostream_core::cuda::transfers().since(start);
+    let error = pipeline
+        .bus()
+        .unwrap()
+        .pop_filtered(&[gst::MessageType::Error]);
     pipeline.set_state(gst::State::Null).unwrap();
     std::fs::write(&out, lines).unwrap();
+    if let Some(m) = error
+        && let gst::MessageView::Error(e) = m.view()
+    {
+        panic!("consumer error: {} ({:?})", e.error(), e.debug());
+    }
     assert_eq!(
         (
             copied.to_host - checked,

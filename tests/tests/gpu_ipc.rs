@@ -40,6 +40,8 @@ fn gpu_round_trip(
 ) -> (Vec<u64>, Vec<u64>, ferrostream_core::cuda::Transfers) {
     let socket = dir.join("gpu.sock");
     let out = dir.join("hashes.txt");
+    // From before the producer prerolls: the probe's check downloads start there.
+    let start = ferrostream_core::cuda::transfers();
     let producer = Producer::start(&format!("{producer} socket-path={}", quoted(&socket)));
     let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let checks = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -69,7 +71,6 @@ fn gpu_round_trip(
         ],
     );
     producer.wait_for_consumers(1);
-    let start = ferrostream_core::cuda::transfers();
     let warnings = producer.run_to_eos();
     let mut copied = ferrostream_core::cuda::transfers().since(start);
     copied.to_host -= checks.load(std::sync::atomic::Ordering::Relaxed);

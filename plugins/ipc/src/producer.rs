@@ -292,7 +292,7 @@ impl Producer {
                     sent += 1;
                     i += 1;
                 }
-                Err(reason) => self.detach(i, reason, true),
+                Err((reason, warn)) => self.detach(i, reason, warn),
             }
         }
         Ok(sent)
@@ -335,8 +335,19 @@ impl Producer {
         caps: Option<&str>,
         buffer: &Outgoing,
         body: &[u8],
-    ) -> Result<(), String> {
-        let failed = |what: &str, e: std::io::Error| format!("{what} could not be sent: {e}");
+    ) -> Result<(), (String, bool)> {
+        // A consumer that died is no news; other failures are.
+        let failed = |what: &str, e: std::io::Error| {
+            let gone = matches!(
+                e.kind(),
+                std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+            );
+            if gone {
+                ("closed the connection".to_string(), false)
+            } else {
+                (format!("{what} could not be sent: {e}"), true)
+            }
+        };
         if let Some(caps) = caps
             && c.caps.as_deref() != Some(caps)
         {
@@ -362,7 +373,7 @@ impl Producer {
             let fd: BorrowedFd<'_> = match &a.fd {
                 FdSource::Held(memory) => memory.as_fd(),
                 FdSource::Exported { base, serial } => {
-                    exported = export(*base, *serial)?;
+                    exported = export(*base, *serial).map_err(|e| (e, true))?;
                     exported.as_fd()
                 }
             };
@@ -389,6 +400,14 @@ impl Producer {
         while i < self.consumers.len() {
             match self.consumers[i].conn.send(&body, &[], SEND_TIMEOUT) {
                 Ok(()) => i += 1,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+                    ) =>
+                {
+                    self.detach(i, "closed the connection".into(), false)
+                }
                 Err(e) => self.detach(i, format!("the end of stream could not be sent: {e}"), true),
             }
         }
