@@ -88,6 +88,10 @@ impl Consumer {
     /// Connects to the producer at `path`; `nvmm_abi` is the NvBufSurface layout device frames
     /// are handed downstream in.
     pub fn connect(path: &Path, nvmm_abi: ferrostream_core::nvmm::NvmmAbi) -> Result<Self, String> {
+        // Producers' caps may name GstVideo types (the multiview flag set) that nothing in this
+        // process has registered yet; caps naming an unknown type do not parse.
+        // SAFETY: a GType getter: registers the type once, no arguments.
+        unsafe { gst_video::ffi::gst_video_multiview_flagset_get_type() };
         let conn = Connection::connect(path)
             .map_err(|e| format!("no producer at {}: {e}", path.display()))?;
         let hello = ToProducer::Hello {

@@ -299,13 +299,19 @@ impl StreamMux {
                 &queried
             }
         };
-        let takes = gst::Caps::builder("video/x-raw")
-            .field("format", format.to_str())
-            .build();
-        if offered.is_any()
-            || !offered.can_intersect(&pad.pad_template_caps())
-            || offered.can_intersect(&takes)
-        {
+        // The batch's format in whatever memory each offered structure is (NVMM, CUDA, system).
+        let takes_format = offered.iter_with_features().any(|(structure, features)| {
+            let mut one = gst::Caps::new_empty();
+            one.get_mut()
+                .expect("new caps are writable")
+                .append_structure_full(structure.to_owned(), Some(features.to_owned()));
+            let takes = gst::Caps::builder("video/x-raw")
+                .features(features.iter())
+                .field("format", format.to_str())
+                .build();
+            one.can_intersect(&takes)
+        });
+        if offered.is_any() || !offered.can_intersect(&pad.pad_template_caps()) || takes_format {
             return;
         }
         let Some(mux_pad) = pad.downcast_ref::<super::StreamMuxPad>() else {
