@@ -221,7 +221,7 @@ fn a_killed_consumer_leaves_the_producer_running_and_others_attach_while_it_play
 
 /// Connects as a consumer by hand and reads up to the first buffer.
 fn raw_consumer(socket: &Path) -> (Connection, u64) {
-    let conn = Connection::connect(socket).unwrap();
+    let conn = Connection::connect(socket, Duration::from_secs(5)).unwrap();
     let hello = ToProducer::Hello {
         version: ferrostream_ipc::wire::VERSION,
     };
@@ -313,13 +313,190 @@ fn a_consumer_that_falls_behind_is_skipped_when_leaky_and_dropped_as_stuck_other
     let producer = live_producer(&socket, "max-buffers=2 block-timeout=300");
     let rendered = count_rendered(&producer);
     producer.pipeline.set_state(gst::State::Playing).unwrap();
-    let (_conn, _) = raw_consumer(&socket);
+    let (stuck, _) = raw_consumer(&socket);
     producer.wait_for_consumers(0);
+    // It is told: its end reads the end of the connection (after what was sent before).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match stuck.receive(
+            ferrostream_ipc::wire::MAX_MESSAGE,
+            Some(Duration::from_millis(100)),
+        ) {
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+            Err(e) => panic!("{e}"),
+            Ok(_) => assert!(Instant::now() < deadline, "the connection did not end"),
+        }
+    }
     let before = rendered.load(std::sync::atomic::Ordering::Relaxed);
     wait_until("the producer runs on", || {
         rendered.load(std::sync::atomic::Ordering::Relaxed) >= before + 10
     });
     let warnings = producer.warnings();
     assert!(warnings.iter().any(|w| w.contains("stuck")), "{warnings:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_consumer_attaching_after_the_end_of_stream_gets_the_end_of_stream() {
+    let dir = temp_dir("late");
+    let socket = dir.join("cam.sock");
+    let producer = Producer::start(&format!(
+        "videotestsrc num-buffers=5 ! video/x-raw,width=64,height=48 \
+         ! rsipcsink name=ipc socket-path={} sync=false",
+        quoted(&socket)
+    ));
+    producer.run_to_eos();
+    let conn = Connection::connect(&socket, Duration::from_secs(5)).unwrap();
+    let mut messages = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while messages.len() < 2 {
+        assert!(Instant::now() < deadline, "got only {messages:?}");
+        if let Some(m) = conn
+            .receive(
+                ferrostream_ipc::wire::MAX_MESSAGE,
+                Some(Duration::from_millis(100)),
+            )
+            .unwrap()
+        {
+            messages.push(ToConsumer::decode(&m.bytes).unwrap());
+        }
+    }
+    assert!(matches!(messages[0], ToConsumer::Hello { .. }));
+    assert_eq!(messages[1], ToConsumer::Eos);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_late_consumer_restamps_to_its_own_running_time() {
+    ferrostream_tests::init();
+    let dir = temp_dir("restamp");
+    let socket = dir.join("cam.sock");
+    let producer = live_producer(&socket, "");
+    let rendered = count_rendered(&producer);
+    producer.pipeline.set_state(gst::State::Playing).unwrap();
+    // The producer has run for a second (60 frames) before the consumer comes.
+    wait_until("the producer runs", || {
+        rendered.load(std::sync::atomic::Ordering::Relaxed) >= 60
+    });
+    let consumer = gst::parse::launch(&format!(
+        "rsipcsrc socket-path={} ! appsink name=sink sync=true max-buffers=1 drop=true",
+        quoted(&socket)
+    ))
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    let sink = consumer
+        .by_name("sink")
+        .unwrap()
+        .downcast::<gst_app::AppSink>()
+        .unwrap();
+    consumer.set_state(gst::State::Playing).unwrap();
+    let first = sink
+        .try_pull_sample(gst::ClockTime::from_seconds(10))
+        .expect("a frame within 10 s (sync=true: a frame stamped a second ahead would wait)");
+    let pts = first.buffer().unwrap().pts().unwrap();
+    assert!(
+        pts < gst::ClockTime::from_mseconds(500),
+        "the first frame is stamped {pts}, not near the consumer's start"
+    );
+    let next = sink
+        .try_pull_sample(gst::ClockTime::from_seconds(10))
+        .unwrap();
+    let step = next.buffer().unwrap().pts().unwrap().saturating_sub(pts);
+    assert!(
+        step > gst::ClockTime::ZERO,
+        "frames keep their spacing ({step})"
+    );
+    consumer.set_state(gst::State::Null).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_producer_whose_caps_and_memory_disagree_is_an_error_not_a_misread() {
+    use ferrostream_ipc::socket::Listener;
+    use ferrostream_ipc::wire::{Buffer, Memory, Surface};
+    ferrostream_tests::init();
+    let dir = temp_dir("hostile-producer");
+    let socket = dir.join("cam.sock");
+    let listener = Listener::bind(&socket).unwrap();
+    let consumer = gst::parse::launch(&format!(
+        "rsipcsrc socket-path={} ! fakesink",
+        quoted(&socket)
+    ))
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    consumer.set_state(gst::State::Playing).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let conn = loop {
+        if let Some(c) = listener.accept().unwrap() {
+            break c;
+        }
+        assert!(Instant::now() < deadline, "the consumer did not connect");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let t = Duration::from_secs(5);
+    let send = |m: ToConsumer, fds: &[std::os::fd::BorrowedFd<'_>]| {
+        conn.send(&m.encode(), fds, t).unwrap()
+    };
+    send(
+        ToConsumer::Hello {
+            version: ferrostream_ipc::wire::VERSION,
+        },
+        &[],
+    );
+    // NVMM caps, but the allocation is a memory file: the consumer must not hand its bytes on
+    // as an NvBufSurface (whose pointers the producer would choose).
+    send(
+        ToConsumer::Caps {
+            caps: "video/x-raw(memory:NVMM), format=NV12, width=64, height=48, framerate=30/1"
+                .into(),
+        },
+        &[],
+    );
+    let segment = ferrostream_ipc::host::Segment::create(8192).unwrap();
+    send(
+        ToConsumer::Allocation {
+            id: 1,
+            size: 8192,
+            memory: Memory::Host,
+            event: None,
+        },
+        &[std::os::fd::AsFd::as_fd(&segment)],
+    );
+    send(
+        ToConsumer::Buffer(Box::new(Buffer {
+            seq: 1,
+            pts: Some(0),
+            dts: None,
+            duration: None,
+            flags: 0,
+            surfaces: vec![Surface {
+                allocation: 1,
+                offset: 0,
+                size: 4608,
+                planes: Vec::new(),
+                caps: String::new(),
+                source_id: 0,
+                stream_id: None,
+                pts: None,
+                duration: None,
+            }],
+            frames: Vec::new(),
+            surface_index: Vec::new(),
+        })),
+        &[],
+    );
+    let error = consumer
+        .bus()
+        .unwrap()
+        .timed_pop_filtered(gst::ClockTime::from_seconds(10), &[gst::MessageType::Error])
+        .expect("an error");
+    let gst::MessageView::Error(e) = error.view() else {
+        unreachable!()
+    };
+    let text = format!("{:?}", e.debug());
+    assert!(text.contains("device memory"), "{text}");
+    consumer.set_state(gst::State::Null).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -114,7 +114,7 @@ fn hostile_consumers_are_disconnected_with_a_warning_and_the_producer_goes_on() 
     let t = Duration::from_secs(5);
     let file = std::fs::File::open("/dev/null").unwrap();
     for round in 0..50 {
-        let conn = Connection::connect(&socket).unwrap();
+        let conn = Connection::connect(&socket, t).unwrap();
         producer.wait_for_consumers(1);
         match round % 5 {
             0 => {

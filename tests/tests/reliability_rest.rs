@@ -153,11 +153,13 @@ fn cameras_added_and_removed_over_rest() {
     }));
     assert!(waited.is_ok(), "still alive: {:?}", alive());
     // The first half warms up (decoders, RTSP sessions, the allocator's per-thread arenas as
-    // new threads come); after that memory stays.
+    // new threads come); after that memory stays, but for the odd new arena (steps of about
+    // 4 MiB were seen on a loaded machine). That each camera's elements are freed is proven by
+    // the weak references above; this bound catches memory kept outside them.
     let warm = rss.len() / 2;
     let growth = *rss.last().unwrap() as i64 - rss[warm] as i64;
     assert!(
-        growth < 8 * 1024,
+        growth < 16 * 1024,
         "RSS grew by {growth} KiB from cycle {warm} to {n}: {rss:?}"
     );
 }

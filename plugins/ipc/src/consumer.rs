@@ -79,6 +79,9 @@ pub struct Consumer {
     mapped: HashMap<u64, Arc<Mapped>>,
     caps: Option<gst::Caps>,
     nvmm_abi: ferrostream_core::nvmm::NvmmAbi,
+    /// Nanoseconds added to the producer's timestamps: this pipeline's running time at the
+    /// first buffer, minus that buffer's timestamp.
+    offset: Option<i128>,
 }
 
 /// How long a poll waits before checking for a flush.
@@ -92,8 +95,27 @@ impl Consumer {
         // process has registered yet; caps naming an unknown type do not parse.
         // SAFETY: a GType getter: registers the type once, no arguments.
         unsafe { gst_video::ffi::gst_video_multiview_flagset_get_type() };
-        let conn = Connection::connect(path)
+        let conn = Connection::connect(path, Duration::from_secs(5))
             .map_err(|e| format!("no producer at {}: {e}", path.display()))?;
+        // Only a producer of this user is trusted with what it sends (pointers into its memory
+        // among them): a socket path someone else made is refused.
+        // SAFETY: getuid cannot fail.
+        let uid = unsafe { libc::getuid() };
+        match conn.peer_uid() {
+            Ok(peer) if peer == uid || peer == 0 => {}
+            Ok(peer) => {
+                return Err(format!(
+                    "the producer at {} runs as user {peer}, not as this user ({uid})",
+                    path.display()
+                ));
+            }
+            Err(e) => {
+                return Err(format!(
+                    "cannot identify the producer at {}: {e}",
+                    path.display()
+                ));
+            }
+        }
         let hello = ToProducer::Hello {
             version: wire::VERSION,
         };
@@ -104,11 +126,19 @@ impl Consumer {
             mapped: HashMap::new(),
             caps: None,
             nvmm_abi,
+            offset: None,
         })
     }
 
     /// The next caps, buffer or end of stream; `Ok(None)` when `stop` was set while waiting.
-    pub fn next(&mut self, stop: &AtomicBool) -> Result<Option<Event>, String> {
+    /// Buffers are restamped to this pipeline's running time (`now`, when it has a clock): the
+    /// first one at its arrival, the others at the same distance from it as at the producer.
+    /// Their frames' metadata keeps the producer's timestamps.
+    pub fn next(
+        &mut self,
+        stop: &AtomicBool,
+        now: &dyn Fn() -> Option<u64>,
+    ) -> Result<Option<Event>, String> {
         loop {
             if stop.load(Ordering::SeqCst) {
                 return Ok(None);
@@ -187,12 +217,26 @@ impl Consumer {
                             );
                         }
                     };
+                    if self.mapped.len() >= wire::MAX_KNOWN && !self.mapped.contains_key(&id) {
+                        return Err(format!(
+                            "the producer has more than {} allocations mapped here without \
+                             forgetting any",
+                            wire::MAX_KNOWN
+                        ));
+                    }
                     self.mapped.insert(id, Arc::new(mapped));
                 }
                 ToConsumer::Forget { id } => {
                     self.mapped.remove(&id);
                 }
-                ToConsumer::Buffer(b) => return self.buffer(*b).map(|b| Some(Event::Buffer(b))),
+                ToConsumer::Buffer(b) => {
+                    if self.offset.is_none()
+                        && let (Some(pts), Some(now)) = (b.pts, now())
+                    {
+                        self.offset = Some(now as i128 - pts as i128);
+                    }
+                    return self.buffer(*b).map(|b| Some(Event::Buffer(b)));
+                }
                 ToConsumer::Eos => return Ok(Some(Event::Eos)),
             }
             if fds.next().is_some() {
@@ -211,6 +255,18 @@ impl Consumer {
             seq: b.seq,
         });
         let batched = batch::is_batch(&caps);
+        if !batched && b.surfaces.len() != 1 {
+            return Err(format!(
+                "the producer sent a frame of {} surfaces (one expected)",
+                b.surfaces.len()
+            ));
+        }
+        let restamp = |t: Option<u64>| {
+            t.map(|t| {
+                let shifted = t as i128 + self.offset.unwrap_or(0);
+                gst::ClockTime::from_nseconds(shifted.clamp(0, i64::MAX as i128) as u64)
+            })
+        };
         let mut surfaces = Vec::with_capacity(b.surfaces.len());
         let mut memories = Vec::with_capacity(b.surfaces.len());
         for s in &b.surfaces {
@@ -237,7 +293,7 @@ impl Consumer {
                 {
                     let buffer = buffer.get_mut().expect("new buffers are writable");
                     buffer.append_memory(memory);
-                    buffer.set_pts(s.pts.map(gst::ClockTime::from_nseconds));
+                    buffer.set_pts(restamp(s.pts));
                     buffer.set_duration(s.duration.map(gst::ClockTime::from_nseconds));
                 }
                 surfaces.push(Surface {
@@ -260,8 +316,8 @@ impl Consumer {
             for m in memories {
                 out.append_memory(m);
             }
-            out.set_pts(b.pts.map(gst::ClockTime::from_nseconds));
-            out.set_dts(b.dts.map(gst::ClockTime::from_nseconds));
+            out.set_pts(restamp(b.pts));
+            out.set_dts(restamp(b.dts));
             out.set_duration(b.duration.map(gst::ClockTime::from_nseconds));
             out.set_flags(gst::BufferFlags::from_bits_truncate(b.flags));
             if !b.frames.is_empty() || batched {
@@ -289,6 +345,17 @@ impl Consumer {
             _mapped: mapped.clone(),
             _release: release.clone(),
         };
+        // The caps decide what downstream reads the memory as: pixels, or an NvBufSurface.
+        let device =
+            batch::MemoryKind::from_caps(self.caps.as_ref().expect("buffers come after caps"))
+                .is_device();
+        if device != matches!(*mapped, Mapped::Device { .. }) {
+            return Err(format!(
+                "the producer's caps say {} memory, but allocation {} is not",
+                if device { "device" } else { "system" },
+                s.allocation
+            ));
+        }
         match &*mapped {
             Mapped::Host(segment) => {
                 let start = usize::try_from(s.offset).map_err(|_| "offset too large")?;

@@ -27,22 +27,21 @@ impl<T> Slots<T> {
         }
     }
 
-    /// A free slot of at least `len` bytes, or a new one from `make` (with its id).
+    /// A free slot that `fits`, or a new one from `make` (with its id).
     fn get(
         &mut self,
-        len: usize,
-        size_of: impl Fn(&T) -> usize,
+        fits: impl Fn(&T) -> bool,
         make: impl FnOnce() -> Result<(u64, T), String>,
     ) -> Result<(u64, Arc<T>), String> {
         if let Some((id, slot)) = self
             .slots
             .iter()
-            .find(|(_, s)| Arc::strong_count(s) == 1 && size_of(s) >= len)
+            .find(|(_, s)| Arc::strong_count(s) == 1 && fits(s))
         {
             return Ok((*id, slot.clone()));
         }
         if self.slots.len() >= self.limit {
-            // Free slots too small for this frame make room (the caps changed).
+            // Free slots that do not fit this frame make room (the caps changed).
             if let Some(i) = self
                 .slots
                 .iter()
@@ -60,6 +59,32 @@ impl<T> Slots<T> {
         let slot = Arc::new(slot);
         self.slots.push((id, slot.clone()));
         Ok((id, slot))
+    }
+}
+
+/// Memory a buffer in flight uses: released (back to its pool) when every consumer is done.
+pub trait Slot: Send + Sync {
+    /// Waits until the copy into the slot has finished reading its source (before the source
+    /// buffer may go).
+    fn wait_for_copy(&self) {}
+}
+
+impl Slot for Segment {}
+
+/// What keeps a buffer's memory alive while consumers hold it: the upstream buffer (whose memory
+/// may be exported as it is) and the slots frames were copied into.
+struct Keep {
+    slots: Vec<Arc<dyn Slot>>,
+    _buffer: gst::Buffer,
+}
+
+impl Drop for Keep {
+    fn drop(&mut self) {
+        // Before the upstream buffer (a field, dropped after this) can be reused: copies out of
+        // it that nobody waited for (a buffer no consumer took) must be done.
+        for slot in &self.slots {
+            slot.wait_for_copy();
+        }
     }
 }
 
@@ -130,18 +155,20 @@ impl Describer {
         };
         let mut surfaces = Vec::with_capacity(parts.len());
         let mut allocations: Vec<Allocation> = Vec::new();
-        let mut slots: Vec<Arc<dyn Send + Sync>> = Vec::new();
+        // Built first: on an error below, dropping it waits for the copies already queued.
+        let mut keep = Keep {
+            slots: Vec::new(),
+            _buffer: buffer.clone(),
+        };
+        let slots = &mut keep.slots;
         for part in &parts {
             let surface = match memory {
-                MemoryKind::System => self.host_surface(part, &mut allocations, &mut slots)?,
+                MemoryKind::System => self.host_surface(part, &mut allocations, slots)?,
                 #[cfg(feature = "cuda")]
-                MemoryKind::Cuda | MemoryKind::Nvmm => self.device.surface(
-                    memory,
-                    part.buffer,
-                    part.info,
-                    &mut allocations,
-                    &mut slots,
-                )?,
+                MemoryKind::Cuda | MemoryKind::Nvmm => {
+                    self.device
+                        .surface(memory, part.buffer, part.info, &mut allocations, slots)?
+                }
                 #[cfg(not(feature = "cuda"))]
                 _ => return Err("this build has no CUDA support".into()),
             };
@@ -186,7 +213,7 @@ impl Describer {
                 surface_index,
             },
             allocations,
-            keep: Arc::new((buffer.clone(), slots)),
+            keep: Arc::new(keep),
         })
     }
 
@@ -194,21 +221,24 @@ impl Describer {
         &mut self,
         part: &Part<'_>,
         allocations: &mut Vec<Allocation>,
-        slots: &mut Vec<Arc<dyn Send + Sync>>,
+        slots: &mut Vec<Arc<dyn Slot>>,
     ) -> Result<wire::Surface, String> {
         let map = part
             .buffer
             .map_readable()
             .map_err(|_| "a frame cannot be mapped for reading".to_string())?;
         let len = map.len();
-        let (id, segment) = self.host.get(len, Segment::len, || {
-            let id = NEXT_HOST_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            // Whole pages, so that a slot also fits slightly larger frames later.
-            let size = len.max(1).next_multiple_of(4096);
-            Segment::create(size)
-                .map(|s| (id, s))
-                .map_err(|e| format!("a shared memory file of {size} bytes: {e}"))
-        })?;
+        let (id, segment) = self.host.get(
+            |s| s.len() >= len,
+            || {
+                let id = NEXT_HOST_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                // Whole pages, so that a slot also fits slightly larger frames later.
+                let size = len.max(1).next_multiple_of(4096);
+                Segment::create(size)
+                    .map(|s| (id, s))
+                    .map_err(|e| format!("a shared memory file of {size} bytes: {e}"))
+            },
+        )?;
         // SAFETY: the slot is free (only the pool held it), so no consumer reads it.
         unsafe { segment.write(&map) };
         allocations.push(Allocation {
@@ -242,7 +272,7 @@ mod device {
     use ferrostream_core::batch::MemoryKind;
     use ferrostream_core::cuda::{self, DeviceFrames, Stream, shared};
 
-    use super::Slots;
+    use super::{Slot, Slots};
     use crate::producer::{Allocation, FdSource};
     use crate::wire::{self, Memory};
 
@@ -253,6 +283,15 @@ mod device {
         memory: shared::SharedAllocation,
         fd: OwnedFd,
         event: Option<(shared::IpcEvent, String)>,
+    }
+
+    impl Slot for DeviceSlot {
+        fn wait_for_copy(&self) {
+            if let Some((event, _)) = &self.event {
+                // An error here means the context is gone, and the copy with it.
+                let _ = event.synchronize();
+            }
+        }
     }
 
     impl AsFd for DeviceSlot {
@@ -285,7 +324,7 @@ mod device {
             buffer: &gst::BufferRef,
             info: &gst_video::VideoInfo,
             allocations: &mut Vec<Allocation>,
-            slots: &mut Vec<Arc<dyn Send + Sync>>,
+            slots: &mut Vec<Arc<dyn Slot>>,
         ) -> Result<wire::Surface, String> {
             let frame = self
                 .frames
@@ -347,12 +386,12 @@ mod device {
             start: u64,
             span: usize,
             allocations: &mut Vec<Allocation>,
-            slots: &mut Vec<Arc<dyn Send + Sync>>,
+            slots: &mut Vec<Arc<dyn Slot>>,
         ) -> Result<u64, String> {
             let gpu_id = ctx.gpu_id();
+            // A slot of this context (and so of this GPU): its event and memory belong there.
             let (id, slot) = self.slots.get(
-                span,
-                |s| s.memory.len(),
+                |s| s.memory.len() >= span && Arc::ptr_eq(s.memory.context(), ctx),
                 || {
                     let memory = shared::SharedAllocation::new(ctx, span)
                         .map_err(|e| format!("shared GPU memory of {span} bytes: {e}"))?;
@@ -368,9 +407,10 @@ mod device {
             if let std::collections::hash_map::Entry::Vacant(e) = self.streams.entry(key) {
                 e.insert(Stream::new(ctx, 0).map_err(|e| e.to_string())?);
             }
-            // SAFETY: `span` bytes from `start` are the frame's planes, mapped while the caller's
-            // frame lives (the copy is waited for in `finish`, before the buffer can go); the
-            // slot holds at least `span` bytes and is not in flight.
+            // SAFETY: `span` bytes from `start` are the frame's planes, in a buffer that is not
+            // released before the copy is done (the slot's event is waited for when the buffer's
+            // `Keep` goes, or the stream in `finish`); the slot holds at least `span` bytes and is
+            // not in flight.
             unsafe { self.streams[&key].copy_dtod(slot.memory.ptr(), start, span) }
                 .map_err(|e| format!("copying a frame into shared GPU memory: {e}"))?;
             cuda::count_copy_for_sharing(span as u64);

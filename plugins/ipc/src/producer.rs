@@ -3,6 +3,11 @@
 //! allocation's descriptor once, and buffers; a buffer's memory is held until every consumer it
 //! went to has released it or gone. A consumer with `max_buffers` unreleased buffers is skipped
 //! (`leaky`) or waited for, up to `block_timeout`, after which it is disconnected as stuck.
+//!
+//! A consumer disconnected while its process lives (stuck, or sending garbage) may still read the
+//! buffers it holds: it is told the connection ended (its end reads the end of the stream) and
+//! kept as a *retired* consumer, whose buffers stay held until it releases them or its socket
+//! closes, so that their memory is never reused under it.
 
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -66,12 +71,13 @@ pub enum Notice {
     },
 }
 
+/// What is known of a consumer, attached or retired.
 struct Consumer {
     id: u64,
     conn: Connection,
     /// The caps it was last sent.
     caps: Option<String>,
-    /// Allocations it has mapped, oldest first.
+    /// Allocations it has mapped, least recently used first.
     known: VecDeque<u64>,
     /// Unreleased buffers and what keeps their memory alive.
     in_flight: HashMap<u64, Arc<dyn Send + Sync>>,
@@ -79,13 +85,20 @@ struct Consumer {
     skipped: u64,
 }
 
+/// Why reading from a consumer stopped: it closed (no news), or it misbehaved (a warning).
+type Misbehaviour = (String, bool);
+
 pub struct Producer {
     listener: Listener,
     settings: Settings,
     consumers: Vec<Consumer>,
+    /// Consumers disconnected while alive, holding buffers (see the module documentation).
+    retired: Vec<Consumer>,
     next_consumer: u64,
     next_seq: u64,
     caps: Option<String>,
+    /// The stream ended (consumers attaching now get the end of stream at once).
+    eos: bool,
     uid: u32,
     notices: Vec<Notice>,
 }
@@ -96,15 +109,26 @@ pub enum SendError {
     Flushing,
 }
 
+fn closed(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::UnexpectedEof
+            | std::io::ErrorKind::ConnectionReset
+            | std::io::ErrorKind::BrokenPipe
+    )
+}
+
 impl Producer {
     pub fn new(listener: Listener, settings: Settings) -> Self {
         Self {
             listener,
             settings,
             consumers: Vec::new(),
+            retired: Vec::new(),
             next_consumer: 1,
             next_seq: 1,
             caps: None,
+            eos: false,
             // SAFETY: getuid cannot fail.
             uid: unsafe { libc::getuid() },
             notices: Vec::new(),
@@ -119,9 +143,13 @@ impl Producer {
         self.consumers.len()
     }
 
-    /// Buffers held for consumers, all together.
+    /// Buffers held for consumers, attached and retired, all together.
     pub fn in_flight(&self) -> usize {
-        self.consumers.iter().map(|c| c.in_flight.len()).sum()
+        self.consumers
+            .iter()
+            .chain(&self.retired)
+            .map(|c| c.in_flight.len())
+            .sum()
     }
 
     /// What happened since the last call.
@@ -133,11 +161,10 @@ impl Producer {
         self.caps = Some(caps);
     }
 
-    /// Accepts new consumers and reads what the connected ones sent.
+    /// Accepts new consumers, reads what the connected ones sent, and lets retired ones go once
+    /// they hold nothing.
     pub fn service(&mut self) {
-        while let Ok(Some(conn)) = self.listener.accept() {
-            self.attach(conn);
-        }
+        self.accept_new();
         let mut i = 0;
         while i < self.consumers.len() {
             match Self::read_messages(&mut self.consumers[i], self.next_seq) {
@@ -145,47 +172,60 @@ impl Producer {
                 Err((reason, warn)) => self.detach(i, reason, warn),
             }
         }
+        let next_seq = self.next_seq;
+        self.retired
+            .retain_mut(|c| Self::read_messages(c, next_seq).is_ok() && !c.in_flight.is_empty());
+    }
+
+    fn accept_new(&mut self) {
+        while let Ok(Some(conn)) = self.listener.accept() {
+            self.attach(conn);
+        }
     }
 
     fn attach(&mut self, conn: Connection) {
         let id = self.next_consumer;
         self.next_consumer += 1;
+        let refuse = |notices: &mut Vec<Notice>, reason: String| {
+            notices.push(Notice::Detached {
+                consumer: id,
+                reason,
+                warn: true,
+            })
+        };
         // Owner-only permissions keep others out; the peer's user is checked as well (root can
         // connect anyway, and a socket file can be chmod-ed).
         match conn.peer_uid() {
             Ok(uid) if uid == self.uid || self.uid == 0 => {}
             Ok(uid) => {
-                self.notices.push(Notice::Detached {
-                    consumer: id,
-                    reason: format!("refused a consumer of user {uid}"),
-                    warn: true,
-                });
-                return;
+                return refuse(
+                    &mut self.notices,
+                    format!("refused a consumer of user {uid}"),
+                );
             }
             Err(e) => {
-                self.notices.push(Notice::Detached {
-                    consumer: id,
-                    reason: format!("cannot identify a consumer: {e}"),
-                    warn: true,
-                });
-                return;
+                return refuse(
+                    &mut self.notices,
+                    format!("cannot identify a consumer: {e}"),
+                );
             }
         }
         if self.consumers.len() >= self.settings.max_consumers {
-            self.notices.push(Notice::Detached {
-                consumer: id,
-                reason: format!(
-                    "refused: {} consumers are attached (max-consumers)",
-                    self.consumers.len()
-                ),
-                warn: true,
-            });
-            return;
+            let reason = format!(
+                "refused: {} consumers are attached (max-consumers)",
+                self.consumers.len()
+            );
+            return refuse(&mut self.notices, reason);
         }
         let hello = ToConsumer::Hello {
             version: wire::VERSION,
         };
         if conn.send(&hello.encode(), &[], SEND_TIMEOUT).is_err() {
+            return;
+        }
+        if self.eos {
+            // Nothing more will come.
+            let _ = conn.send(&ToConsumer::Eos.encode(), &[], SEND_TIMEOUT);
             return;
         }
         self.consumers.push(Consumer {
@@ -199,21 +239,12 @@ impl Producer {
         self.notices.push(Notice::Attached(id));
     }
 
-    fn read_messages(c: &mut Consumer, next_seq: u64) -> Result<(), (String, bool)> {
+    fn read_messages(c: &mut Consumer, next_seq: u64) -> Result<(), Misbehaviour> {
         for _ in 0..MAX_MESSAGES_PER_ROUND {
             let received = match c.conn.receive(MAX_CONSUMER_MESSAGE, None) {
                 Ok(Some(r)) => r,
                 Ok(None) => return Ok(()),
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::UnexpectedEof
-                            | std::io::ErrorKind::ConnectionReset
-                            | std::io::ErrorKind::BrokenPipe
-                    ) =>
-                {
-                    return Err(("closed the connection".into(), false));
-                }
+                Err(e) if closed(&e) => return Err(("closed the connection".into(), false)),
                 Err(e) => return Err((format!("sent an unreadable message: {e}"), true)),
             };
             if !received.fds.is_empty() {
@@ -221,7 +252,7 @@ impl Producer {
             }
             match ToProducer::decode(&received.bytes) {
                 Ok(ToProducer::Release { seq }) => {
-                    // A buffer given up on (a flush) may still come back; one never sent may not.
+                    // A buffer given up on may still come back; one never sent may not.
                     if c.in_flight.remove(&seq).is_none() && seq >= next_seq {
                         return Err((format!("released buffer {seq}, which was never sent"), true));
                     }
@@ -242,9 +273,10 @@ impl Producer {
         Ok(())
     }
 
+    /// Disconnects consumer `index`. One that closed takes its buffers along; one still alive
+    /// (`warn`: stuck or misbehaving) is told the connection ended and retired.
     fn detach(&mut self, index: usize, reason: String, warn: bool) {
         let c = self.consumers.remove(index);
-        // Its buffers are released with it (dropping `in_flight`).
         self.notices.push(Notice::Detached {
             consumer: c.id,
             reason: if c.skipped > 0 {
@@ -257,6 +289,14 @@ impl Producer {
             },
             warn,
         });
+        if warn && !c.in_flight.is_empty() {
+            c.conn.shutdown_write();
+            self.retired.push(c);
+            // Bounded: past that many, the oldest retired consumer's buffers are let go.
+            if self.retired.len() > self.settings.max_consumers {
+                self.retired.remove(0);
+            }
+        }
     }
 
     /// Sends `buffer` to every consumer (waiting for room or skipping, as set); returns how many
@@ -267,12 +307,16 @@ impl Producer {
         flushing: &AtomicBool,
     ) -> Result<usize, SendError> {
         self.service();
+        self.eos = false;
         buffer.message.seq = self.next_seq;
         self.next_seq += 1;
         let body = ToConsumer::Buffer(Box::new(buffer.message.clone())).encode();
         let mut sent = 0;
         let mut i = 0;
         while i < self.consumers.len() {
+            if flushing.load(Ordering::SeqCst) {
+                return Err(SendError::Flushing);
+            }
             if self.consumers[i].in_flight.len() >= self.settings.max_buffers {
                 if self.settings.leaky {
                     self.consumers[i].skipped += 1;
@@ -299,12 +343,14 @@ impl Producer {
     }
 
     /// Waits until consumer `i` releases a buffer: `Ok(false)` when it was detached instead.
+    /// Consumers attaching meanwhile are accepted.
     fn wait_for_room(&mut self, i: usize, flushing: &AtomicBool) -> Result<bool, SendError> {
         let deadline = Instant::now() + self.settings.block_timeout;
         loop {
             if flushing.load(Ordering::SeqCst) {
                 return Err(SendError::Flushing);
             }
+            self.accept_new();
             let next_seq = self.next_seq;
             let c = &mut self.consumers[i];
             if let Err((reason, warn)) = Self::read_messages(c, next_seq) {
@@ -335,14 +381,10 @@ impl Producer {
         caps: Option<&str>,
         buffer: &Outgoing,
         body: &[u8],
-    ) -> Result<(), (String, bool)> {
+    ) -> Result<(), Misbehaviour> {
         // A consumer that died is no news; other failures are.
         let failed = |what: &str, e: std::io::Error| {
-            let gone = matches!(
-                e.kind(),
-                std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
-            );
-            if gone {
+            if closed(&e) {
                 ("closed the connection".to_string(), false)
             } else {
                 (format!("{what} could not be sent: {e}"), true)
@@ -357,12 +399,17 @@ impl Producer {
                 .map_err(|e| failed("the caps", e))?;
             c.caps = Some(caps.into());
         }
+        let used: Vec<u64> = buffer.allocations.iter().map(|a| a.id).collect();
         for a in &buffer.allocations {
-            if c.known.contains(&a.id) {
+            if let Some(at) = c.known.iter().position(|&id| id == a.id) {
+                // Most recently used: last to be forgotten.
+                c.known.remove(at);
+                c.known.push_back(a.id);
                 continue;
             }
             if c.known.len() >= wire::MAX_KNOWN
-                && let Some(old) = c.known.pop_front()
+                && let Some(at) = c.known.iter().position(|id| !used.contains(id))
+                && let Some(old) = c.known.remove(at)
             {
                 let m = ToConsumer::Forget { id: old };
                 c.conn
@@ -393,30 +440,17 @@ impl Producer {
             .map_err(|e| failed("a buffer", e))
     }
 
-    /// Tells every consumer the stream ended.
+    /// Tells every consumer the stream ended (and those attaching later, at once).
     pub fn send_eos(&mut self) {
+        self.eos = true;
         let body = ToConsumer::Eos.encode();
         let mut i = 0;
         while i < self.consumers.len() {
             match self.consumers[i].conn.send(&body, &[], SEND_TIMEOUT) {
                 Ok(()) => i += 1,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
-                    ) =>
-                {
-                    self.detach(i, "closed the connection".into(), false)
-                }
+                Err(e) if closed(&e) => self.detach(i, "closed the connection".into(), false),
                 Err(e) => self.detach(i, format!("the end of stream could not be sent: {e}"), true),
             }
-        }
-    }
-
-    /// Forgets every consumer's buffers after a flush: consumers drop what they queued.
-    pub fn release_all(&mut self) {
-        for c in &mut self.consumers {
-            c.in_flight.clear();
         }
     }
 }

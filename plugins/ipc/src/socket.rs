@@ -80,7 +80,7 @@ impl Listener {
                         format!("{} exists and is not a socket", path.display()),
                     ));
                 }
-                if Connection::connect(path).is_ok() {
+                if Connection::connect(path, Duration::ZERO).is_ok() {
                     return Err(io::Error::new(
                         io::ErrorKind::AddrInUse,
                         format!("another producer listens at {}", path.display()),
@@ -178,13 +178,39 @@ pub struct Connection {
 }
 
 impl Connection {
-    /// Connects to the listener at `path`.
-    pub fn connect(path: &Path) -> io::Result<Self> {
+    /// Connects to the listener at `path`, waiting at most `timeout` while its queue of
+    /// pending connections is full.
+    pub fn connect(path: &Path, timeout: Duration) -> io::Result<Self> {
         let (addr, len) = address(path)?;
         let fd = new_socket()?;
-        // SAFETY: valid address of `len` bytes.
-        cvt(unsafe { libc::connect(fd.as_raw_fd(), (&raw const addr).cast(), len) })?;
+        set_nonblocking(fd.as_fd(), true)?;
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            // SAFETY: valid address of `len` bytes.
+            let r = unsafe { libc::connect(fd.as_raw_fd(), (&raw const addr).cast(), len) };
+            if r == 0 {
+                break;
+            }
+            let e = io::Error::last_os_error();
+            // A Unix socket connects at once or, its listener's queue being full, not at all
+            // (EAGAIN): try again until the deadline.
+            if !matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+            ) || std::time::Instant::now() >= deadline
+            {
+                return Err(e);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
         Ok(Self { fd })
+    }
+
+    /// Closes the sending direction: the other end reads the end of the connection, while
+    /// what it still sends can be read here.
+    pub fn shutdown_write(&self) {
+        // SAFETY: plain call on a live socket.
+        unsafe { libc::shutdown(self.fd.as_raw_fd(), libc::SHUT_WR) };
     }
 
     /// A connected pair (for tests).
@@ -230,7 +256,8 @@ impl Connection {
         Ok(cred.uid)
     }
 
-    /// Sends one message with `fds` (at most [`MAX_FDS`]); waits at most `timeout` for room.
+    /// Sends one message with `fds` (at most [`MAX_FDS`]); waits at most `timeout` in all for
+    /// room (`TimedOut` after).
     pub fn send(&self, bytes: &[u8], fds: &[BorrowedFd<'_>], timeout: Duration) -> io::Result<()> {
         if fds.len() > MAX_FDS {
             return Err(io::Error::new(
@@ -267,8 +294,10 @@ impl Connection {
                 }
             }
         }
+        let deadline = std::time::Instant::now() + timeout;
         loop {
-            wait_for(self.fd.as_fd(), libc::POLLOUT, timeout)?;
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            wait_for(self.fd.as_fd(), libc::POLLOUT, left)?;
             // SAFETY: `msg` points at live buffers; MSG_NOSIGNAL turns a closed peer into EPIPE.
             let r = unsafe {
                 libc::sendmsg(
@@ -398,13 +427,15 @@ impl ControlBuffer {
 /// Waits until `fd` is ready for `events` or `timeout` passes (`TimedOut`); a hang-up counts as
 /// ready, so that the next call sees it.
 pub fn wait_for(fd: BorrowedFd<'_>, events: libc::c_short, timeout: Duration) -> io::Result<()> {
+    let deadline = std::time::Instant::now() + timeout;
     let mut pfd = libc::pollfd {
         fd: fd.as_raw_fd(),
         events,
         revents: 0,
     };
-    let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
     loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let ms = left.as_millis().min(i32::MAX as u128) as libc::c_int;
         // SAFETY: one valid pollfd.
         let r = unsafe { libc::poll(&mut pfd, 1, ms) };
         if r < 0 {
@@ -473,7 +504,7 @@ mod tests {
         assert_eq!(mode, 0o600);
         let err = Listener::bind(&path).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::AddrInUse);
-        let client = Connection::connect(&path).unwrap();
+        let client = Connection::connect(&path, T).unwrap();
         wait_for(listener.as_fd(), libc::POLLIN, T).unwrap();
         let server = listener.accept().unwrap().unwrap();
         // SAFETY: getuid cannot fail.

@@ -337,18 +337,10 @@ impl BaseSinkImpl for IpcSink {
     }
 
     fn event(&self, event: gst::Event) -> bool {
-        match event.view() {
-            gst::EventView::Eos(_) => {
-                if let Some(state) = self.state.lock().unwrap().as_ref() {
-                    state.shared.producer.lock().unwrap().send_eos();
-                }
-            }
-            gst::EventView::FlushStop(_) => {
-                if let Some(state) = self.state.lock().unwrap().as_ref() {
-                    state.shared.producer.lock().unwrap().release_all();
-                }
-            }
-            _ => {}
+        if let gst::EventView::Eos(_) = event.view()
+            && let Some(state) = self.state.lock().unwrap().as_ref()
+        {
+            state.shared.producer.lock().unwrap().send_eos();
         }
         self.parent_event(event)
     }

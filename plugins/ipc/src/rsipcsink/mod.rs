@@ -10,9 +10,11 @@
 //! - `max-consumers` (8).
 //! - `consumers` (read-only): consumers attached now.
 //!
-//! A consumer that dies releases its buffers (the socket closes); one that sends garbage is
-//! disconnected with a warning; new consumers can attach at any time and start at the next
-//! buffer.
+//! A consumer that dies releases its buffers (the socket closes); one that sends garbage or is
+//! stuck is disconnected with a warning, and the buffers it holds stay untouched until it lets
+//! them go or exits; new consumers can attach at any time and start at the next buffer (after
+//! the end of the stream, they get the end of stream). A flush does not take buffers back from
+//! consumers: their memory is reused only once they are released.
 
 use gst::glib;
 use gst::prelude::*;

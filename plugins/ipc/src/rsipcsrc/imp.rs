@@ -195,17 +195,24 @@ impl PushSrcImpl for IpcSrc {
         &self,
         _buffer: Option<&mut gst::BufferRef>,
     ) -> Result<CreateSuccess, gst::FlowError> {
+        let element = self.obj();
+        // This pipeline's running time, for restamping (none before it has a clock).
+        let now = || {
+            let clock = element.clock()?;
+            let base = element.base_time()?;
+            clock.time().checked_sub(base).map(|t| t.nseconds())
+        };
         loop {
             let event = {
                 let mut guard = self.consumer.lock().unwrap();
                 let consumer = guard.as_mut().ok_or(gst::FlowError::Flushing)?;
-                consumer.next(&self.flushing)
+                consumer.next(&self.flushing, &now)
             };
             match event {
                 Ok(None) => return Err(gst::FlowError::Flushing),
                 Ok(Some(Event::Caps(caps))) => {
                     gst::debug!(CAT, imp = self, "caps {caps}");
-                    self.obj().set_caps(&caps).map_err(|_| {
+                    element.set_caps(&caps).map_err(|_| {
                         gst::element_imp_error!(
                             self,
                             gst::CoreError::Negotiation,

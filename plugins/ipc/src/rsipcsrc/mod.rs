@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! `rsipcsrc`: receives the frames and metadata an `rsipcsink` in another process serves (see
 //! the crate documentation). A live source: it outputs what the producer sends from the moment
-//! it attached, with the producer's timestamps (`do-timestamp=true` stamps arrival instead).
-//! Device frames come out as NVMM memory in the producer's allocation; the producer gets each
-//! buffer back when the last reference to it here is dropped.
+//! it attached, restamped to this pipeline's running time (the first buffer at its arrival, the
+//! others as far apart as at the producer; the frames' metadata keeps the producer's
+//! timestamps). Device frames come out as NVMM memory in the producer's allocation; the producer
+//! gets each buffer back when the last reference to it here is dropped. It connects only to a
+//! producer running as the same user.
+//!
+//! The frames are shared, not copied: an element that draws in place on the GPU (`rsosd` on NVMM
+//! frames) draws on the producer's frame, which its other consumers see too.
 //!
 //! Properties: `socket-path`; `nvmm-abi` (`ds8` or `ds7`: the NvBufSurface layout of device
 //! frames, default `ds8`).
