@@ -20,6 +20,7 @@ pub mod openvino;
 pub mod remote;
 #[cfg(feature = "tensorrt")]
 pub mod tensorrt;
+pub mod workers;
 
 use std::fmt;
 
