@@ -188,6 +188,25 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// The metadata consumer ([`run_consumer_child`]) on `socket`, writing to `out`; `extra`: more
+/// of its environment (`FS_IPC_INFER`).
+pub fn spawn_consumer(socket: &Path, out: &Path, extra: &[(&str, String)]) -> ConsumerProcess {
+    let mut env = vec![
+        ("FS_IPC_SOCKET", socket.display().to_string()),
+        ("FS_IPC_OUT", out.display().to_string()),
+    ];
+    env.extend(extra.iter().cloned());
+    ConsumerProcess::spawn(&env)
+}
+
+/// Waits until the metadata consumer writing `out` has received `frames` frames (rsmetaexport
+/// writes a line per frame).
+pub fn wait_for_frames(out: &Path, frames: usize) {
+    wait_until("the consumer receives frames", || {
+        std::fs::read_to_string(out).is_ok_and(|s| s.lines().count() >= frames)
+    });
+}
+
 /// The consumer side, run in a child process: `rsipcsrc` (then rstrtinfer when
 /// `FS_IPC_INFER` is set) into `rsmetaexport` at `FS_IPC_OUT`, until the producer's EOS.
 pub fn run_consumer_child() {

@@ -8,9 +8,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use ferrostream_tests::ipc::{
-    self, ConsumerProcess, Producer, WATCHDOG, surface_hashes, temp_dir, wait_until,
-};
+use ferrostream_tests::ipc::{self, ConsumerProcess, Producer, WATCHDOG, surface_hashes, temp_dir};
 use ferrostream_tests::{init, is_child, media, quoted};
 use gst::prelude::*;
 
@@ -183,14 +181,9 @@ fn gpu_consumers_killed_50_times_leak_no_device_memory() {
     let mut baseline = 0;
     for cycle in 0..50 {
         let out = dir.join(format!("c{cycle}.jsonl"));
-        let consumer = ConsumerProcess::spawn(&[
-            ("FS_IPC_SOCKET", socket.display().to_string()),
-            ("FS_IPC_OUT", out.display().to_string()),
-        ]);
+        let consumer = ipc::spawn_consumer(&socket, &out, &[]);
         producer.wait_for_consumers(1);
-        wait_until("the consumer receives frames", || {
-            std::fs::read_to_string(&out).is_ok_and(|s| s.lines().count() >= 3)
-        });
+        ipc::wait_for_frames(&out, 3);
         consumer.kill();
         producer.wait_for_consumers(0);
         if cycle == 4 {

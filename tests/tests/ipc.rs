@@ -10,9 +10,7 @@ use std::time::{Duration, Instant};
 
 use ferrostream_ipc::socket::Connection;
 use ferrostream_ipc::wire::{ToConsumer, ToProducer};
-use ferrostream_tests::ipc::{
-    self, ConsumerProcess, Producer, WATCHDOG, count_rendered, temp_dir, wait_until,
-};
+use ferrostream_tests::ipc::{self, Producer, WATCHDOG, count_rendered, temp_dir, wait_until};
 use ferrostream_tests::{is_child, media, model, quoted, repo_root};
 use gst::prelude::*;
 
@@ -95,11 +93,7 @@ fn detections_in_a_consumer_process_equal_those_in_one_process() {
         footage(frames),
         quoted(&socket)
     ));
-    let consumer = ConsumerProcess::spawn(&[
-        ("FS_IPC_SOCKET", socket.display().to_string()),
-        ("FS_IPC_OUT", received.display().to_string()),
-        ("FS_IPC_INFER", coco()),
-    ]);
+    let consumer = ipc::spawn_consumer(&socket, &received, &[("FS_IPC_INFER", coco())]);
     producer.wait_for_consumers(1);
     let warnings = producer.run_to_eos();
     assert!(consumer.wait(WATCHDOG), "the consumer process failed");
@@ -144,10 +138,7 @@ fn metadata_reaches_the_consumer_as_it_left_the_producer() {
         quoted(&sent),
         quoted(&socket)
     ));
-    let consumer = ConsumerProcess::spawn(&[
-        ("FS_IPC_SOCKET", socket.display().to_string()),
-        ("FS_IPC_OUT", received.display().to_string()),
-    ]);
+    let consumer = ipc::spawn_consumer(&socket, &received, &[]);
     producer.wait_for_consumers(1);
     producer.run_to_eos();
     assert!(consumer.wait(WATCHDOG), "the consumer process failed");
@@ -192,15 +183,9 @@ fn a_killed_consumer_leaves_the_producer_running_and_others_attach_while_it_play
     producer.pipeline.set_state(gst::State::Playing).unwrap();
     for cycle in 0..5 {
         let out = dir.join(format!("c{cycle}.jsonl"));
-        let consumer = ConsumerProcess::spawn(&[
-            ("FS_IPC_SOCKET", socket.display().to_string()),
-            ("FS_IPC_OUT", out.display().to_string()),
-        ]);
+        let consumer = ipc::spawn_consumer(&socket, &out, &[]);
         producer.wait_for_consumers(1);
-        // It receives frames (rsmetaexport writes one line per frame).
-        wait_until("the consumer receives frames", || {
-            std::fs::read_to_string(&out).is_ok_and(|s| s.lines().count() >= 10)
-        });
+        ipc::wait_for_frames(&out, 10);
         consumer.kill();
         producer.wait_for_consumers(0);
         let before = rendered.load(Ordering::Relaxed);

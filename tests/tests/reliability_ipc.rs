@@ -12,9 +12,7 @@ use std::time::Duration;
 
 use ferrostream_ipc::socket::Connection;
 use ferrostream_ipc::wire::{ToProducer, VERSION};
-use ferrostream_tests::ipc::{
-    self, ConsumerProcess, Producer, count_rendered, temp_dir, wait_until,
-};
+use ferrostream_tests::ipc::{self, Producer, count_rendered, temp_dir, wait_until};
 use ferrostream_tests::{Rng, is_child, quoted, rss_kib};
 use gst::prelude::*;
 
@@ -49,28 +47,20 @@ fn consumers_killed_at_random_moments_leave_the_producer_running_and_nothing_beh
     let mut baseline = None;
     for cycle in 0..50 {
         let out = dir.join(format!("c{cycle}.jsonl"));
-        let consumer = ConsumerProcess::spawn(&[
-            ("FS_IPC_SOCKET", socket.display().to_string()),
-            ("FS_IPC_OUT", out.display().to_string()),
-        ]);
+        let consumer = ipc::spawn_consumer(&socket, &out, &[]);
         match rng.range(0, 3) {
             // Before (or while) it attaches.
             0 => std::thread::sleep(Duration::from_millis(rng.range(0, 200) as u64)),
             // While frames flow.
             1 => {
                 producer.wait_for_consumers(1);
-                let frames = rng.range(1, 30) as usize;
-                wait_until("the consumer receives frames", || {
-                    std::fs::read_to_string(&out).is_ok_and(|s| s.lines().count() >= frames)
-                });
+                ipc::wait_for_frames(&out, rng.range(1, 30) as usize);
             }
             // Stopped (SIGSTOP) while it holds every buffer it may: the producer drops it as
             // stuck after block-timeout, then it is killed.
             _ => {
                 producer.wait_for_consumers(1);
-                wait_until("the consumer receives frames", || {
-                    std::fs::read_to_string(&out).is_ok_and(|s| s.lines().count() >= 1)
-                });
+                ipc::wait_for_frames(&out, 1);
                 consumer.stop();
                 producer.wait_for_consumers(0);
             }
