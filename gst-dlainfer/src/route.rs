@@ -145,6 +145,47 @@ pub fn plan(config: &InferConfig, presence: &DlaPresence) -> Result<Plan, String
     }
 }
 
+/// How rsdlainfer runs a configuration with `dla-core=-1`: one worker per DLA core, and the GPU
+/// as one more with `allow-gpu-fallback`, batches going to whichever is expected to finish first
+/// (`ferrostream_inference::engine::workers`). Without a DLA, the single fallback of [`plan`].
+pub fn plan_all_cores(
+    config: &InferConfig,
+    presence: &DlaPresence,
+) -> Result<Vec<(String, Plan)>, String> {
+    let DlaPresence::Present { cores } = presence else {
+        return Ok(vec![("fallback".into(), plan(config, presence)?)]);
+    };
+    let mut workers = Vec::new();
+    for core in 0..*cores {
+        let mut c = config.clone();
+        c.tensorrt.use_dla_core = core;
+        workers.push((format!("DLA{core}"), plan(&c, presence)?));
+    }
+    if config.tensorrt.allow_gpu_fallback {
+        let mut gpu = config.clone();
+        gpu.tensorrt.enable_dla = false;
+        if gpu.model_engine_file.as_deref().is_some_and(is_loadable) {
+            // A loadable runs on a DLA only: the GPU worker needs the ONNX model.
+            if gpu.onnx_file.is_none() {
+                return Err(
+                    "dla-core=-1 with allow-gpu-fallback: the GPU worker needs onnx-file beside \
+                     the DLA loadable"
+                        .into(),
+                );
+            }
+            gpu.model_engine_file = None;
+        }
+        workers.push((
+            "GPU".into(),
+            Plan::Fallback {
+                config: gpu,
+                reason: "the GPU worker of dla-core=-1 (allow-gpu-fallback)".into(),
+            },
+        ));
+    }
+    Ok(workers)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,6 +235,60 @@ mod tests {
     }
 
     const ABSENT: &str = "libcudla.so.1 cannot be loaded";
+
+    #[test]
+    fn all_cores_means_a_worker_per_dla_core_and_the_gpu_when_allowed() {
+        let present = DlaPresence::Present { cores: 2 };
+        let config = dla_config(|c| c.backend = Backend::TensorRt);
+        let workers = plan_all_cores(&config, &present).unwrap();
+        let names: Vec<&str> = workers.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["DLA0", "DLA1", "GPU"]);
+        for (core, (_, plan)) in workers[..2].iter().enumerate() {
+            let Plan::TensorRtDla(c) = plan else {
+                panic!("{plan:?}")
+            };
+            assert_eq!(
+                (c.tensorrt.use_dla_core, c.tensorrt.enable_dla),
+                (core as u32, true)
+            );
+        }
+        let Plan::Fallback { config: gpu, .. } = &workers[2].1 else {
+            panic!("the GPU worker")
+        };
+        assert!(!gpu.tensorrt.enable_dla);
+        let strict = dla_config(|c| {
+            c.backend = Backend::TensorRt;
+            c.tensorrt.allow_gpu_fallback = false;
+        });
+        let names: Vec<String> = plan_all_cores(&strict, &present)
+            .unwrap()
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(names, ["DLA0", "DLA1"]);
+        // Loadables: one per core through cuDLA; the GPU worker takes the ONNX model.
+        let loadable = dla_config(|c| c.model_engine_file = Some("det.loadable".into()));
+        let workers = plan_all_cores(&loadable, &present).unwrap();
+        assert!(matches!(workers[1].1, Plan::Cudla { core: 1, .. }));
+        let Plan::Fallback { config: gpu, .. } = &workers[2].1 else {
+            panic!("the GPU worker")
+        };
+        assert_eq!(gpu.model_engine_file, None);
+        let only_loadable = dla_config(|c| {
+            c.model_engine_file = Some("det.loadable".into());
+            c.onnx_file = None;
+        });
+        assert!(
+            plan_all_cores(&only_loadable, &present)
+                .unwrap_err()
+                .contains("onnx-file")
+        );
+        // Without a DLA: the usual single fallback.
+        let absent = DlaPresence::Absent(ABSENT.into());
+        let workers = plan_all_cores(&config, &absent).unwrap();
+        assert_eq!(workers.len(), 1);
+        assert!(matches!(workers[0].1, Plan::Fallback { .. }));
+    }
 
     #[test]
     fn without_a_dla_the_element_falls_back_or_says_what_is_missing() {

@@ -166,7 +166,12 @@ fn it_shares_rstrtinfer_properties_with_dla_defaults() {
     );
     assert!(default_of(&dla, "enable-dla").get::<bool>().unwrap());
     assert!(!default_of(&trt, "enable-dla").get::<bool>().unwrap());
-    dla.set_property("dla-core", 1u32);
+    dla.set_property("dla-core", 1i32);
+    assert_eq!(dla.property::<u32>("use-dla-core"), 1);
+    assert_eq!(dla.property::<i32>("dla-core"), 1);
+    // -1: every DLA core (and the GPU): use-dla-core keeps the last single core.
+    dla.set_property("dla-core", -1i32);
+    assert_eq!(dla.property::<i32>("dla-core"), -1);
     assert_eq!(dla.property::<u32>("use-dla-core"), 1);
 }
 

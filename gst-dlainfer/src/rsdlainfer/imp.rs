@@ -8,6 +8,7 @@ use gst::subclass::prelude::*;
 use gst_base::subclass::prelude::*;
 use gst_trtinfer::config::{InferConfig, NetworkMode};
 use gst_trtinfer::engine::EngineLog;
+use gst_trtinfer::engine::workers::{Worker, WorkerPool};
 use gst_trtinfer::inference::Inference;
 use gst_trtinfer::rstrtinfer::subclass::TrtInferImpl;
 use gst_trtinfer::rstrtinfer::{TrtInfer, open_inference, setup_error};
@@ -25,7 +26,10 @@ static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
 });
 
 #[derive(Default)]
-pub struct DlaInfer;
+pub struct DlaInfer {
+    /// `dla-core=-1`: every DLA core (and the GPU with `allow-gpu-fallback`) as workers.
+    all_cores: std::sync::atomic::AtomicBool,
+}
 
 #[glib::object_subclass]
 impl ObjectSubclass for DlaInfer {
@@ -38,10 +42,16 @@ impl ObjectImpl for DlaInfer {
     fn properties() -> &'static [glib::ParamSpec] {
         static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
             let mut specs = vec![
-                glib::ParamSpecUInt::builder("dla-core")
+                glib::ParamSpecInt::builder("dla-core")
                     .nick("DLA core")
-                    .blurb("The DLA core to run on (the same setting as use-dla-core)")
+                    .blurb(
+                        "The DLA core to run on (the same setting as use-dla-core); -1: every \
+                         DLA core, and the GPU with allow-gpu-fallback, batches to whichever \
+                         is expected to finish first, results in order",
+                    )
+                    .minimum(-1)
                     .maximum(15)
+                    .default_value(0)
                     .mutable_ready()
                     .build(),
             ];
@@ -60,7 +70,14 @@ impl ObjectImpl for DlaInfer {
         let trt = trt.upcast_ref::<TrtInfer>();
         match pspec.name() {
             // rstrtinfer's own property, which warns when it is set too late.
-            "dla-core" => trt.set_property_from_value("use-dla-core", value),
+            "dla-core" => {
+                let core: i32 = value.get().expect("type checked upstream");
+                self.all_cores
+                    .store(core < 0, std::sync::atomic::Ordering::SeqCst);
+                if core >= 0 {
+                    trt.set_property_from_value("use-dla-core", &(core as u32).to_value());
+                }
+            }
             _ => {
                 ferrostream_core::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
                 trt.set_setting(pspec, value)
@@ -69,11 +86,15 @@ impl ObjectImpl for DlaInfer {
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-        let name = match pspec.name() {
-            "dla-core" => "use-dla-core",
-            other => other,
-        };
-        self.obj().upcast_ref::<TrtInfer>().setting(name)
+        let trt = self.obj();
+        let trt = trt.upcast_ref::<TrtInfer>();
+        match pspec.name() {
+            "dla-core" if self.all_cores.load(std::sync::atomic::Ordering::SeqCst) => {
+                (-1i32).to_value()
+            }
+            "dla-core" => (trt.setting("use-dla-core").get::<u32>().unwrap_or(0) as i32).to_value(),
+            other => trt.setting(other),
+        }
     }
 }
 
@@ -118,6 +139,14 @@ impl TrtInferImpl for DlaInfer {
     ) -> Result<Inference, gst::ErrorMessage> {
         let settings = |m: String| gst::error_msg!(gst::LibraryError::Settings, ("{m}"));
         let presence = route::probe();
+        if self.all_cores.load(std::sync::atomic::Ordering::SeqCst) {
+            let workers = route::plan_all_cores(&config, &presence).map_err(settings)?;
+            if workers.len() > 1 {
+                let inference = open_workers(config, workers, threads, log)?;
+                self.post_report(&inference);
+                return Ok(inference);
+            }
+        }
         let inference = match route::plan(&config, &presence).map_err(settings)? {
             Plan::Cudla { loadable, core } => open_loadable(config, &loadable, core)?,
             Plan::TensorRtDla(config) => {
@@ -154,6 +183,35 @@ impl TrtInferImpl for DlaInfer {
         self.post_report(&inference);
         Ok(inference)
     }
+}
+
+/// Opens one engine per worker plan and runs them as one ([`WorkerPool`]).
+fn open_workers(
+    config: InferConfig,
+    workers: Vec<(String, Plan)>,
+    threads: usize,
+    log: EngineLog,
+) -> Result<Inference, gst::ErrorMessage> {
+    let mut model_path = None;
+    let mut engines = Vec::with_capacity(workers.len());
+    for (name, plan) in workers {
+        let inference = match plan {
+            Plan::Cudla { loadable, core } => open_loadable(config.clone(), &loadable, core)?,
+            Plan::TensorRtDla(c) | Plan::Fallback { config: c, .. } => {
+                open_inference(c, threads, log.clone())?
+            }
+        };
+        model_path.get_or_insert_with(|| inference.model_path().to_owned());
+        engines.push(Worker {
+            name,
+            engine: inference.into_engine(),
+        });
+    }
+    let pool = WorkerPool::new(engines)
+        .map_err(|e| setup_error(e.into()))?
+        .with_log(log);
+    Inference::with_engine(config, model_path.unwrap_or_default(), Box::new(pool))
+        .map_err(setup_error)
 }
 
 #[cfg(feature = "cudla")]

@@ -5,6 +5,12 @@
 //! batch is `batch-size`, partial batches are padded), `dla-core` (alias of `use-dla-core`)
 //! and `allow-gpu-fallback`.
 //!
+//! `dla-core=-1` runs the model on every DLA core at once, and on the GPU as one more worker
+//! with `allow-gpu-fallback`: each batch goes to the worker expected to finish it first (its
+//! queue times its recent run time), results leave in order, and a worker that fails is taken
+//! out with a warning while the others go on (`pipelines/detect-dla-gpu.sh`). Without a DLA it
+//! is the single fallback below.
+//!
 //! Engine routes, in order:
 //! - `model-engine-file=*.loadable`: a DLA standalone loadable (`trtexec
 //!   --buildDLAStandalone`) run through cuDLA in hybrid mode, on the element's CUDA stream;

@@ -431,6 +431,12 @@ impl Inference {
         &self.model_path
     }
 
+    /// The engine opened for this configuration, to run as one worker of several
+    /// ([`crate::engine::workers::WorkerPool`]).
+    pub fn into_engine(self) -> Box<dyn Engine> {
+        self.engine
+    }
+
     /// Chooses the parser from the real shapes of the first outputs (every engine output's
     /// shape, batch first) where the model's shapes left it open; once.
     fn choose_parser(&mut self, shapes: &[&[usize]]) -> Result<(), String> {

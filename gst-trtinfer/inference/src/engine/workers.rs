@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 
 use super::remote::{Health, RemoteCall, RemoteEngine, RemoteError, RemoteResult};
-use super::{Engine, EngineDescription, EngineError, InputData, OutputTensor};
+use super::{Engine, EngineDescription, EngineError, EngineLog, InputData, LogLevel, OutputTensor};
 
 /// An engine and the name it goes by in messages (`DLA0`, `GPU`).
 pub struct Worker {
@@ -93,9 +93,18 @@ struct Dispatch {
     slots: Vec<Slot>,
     next: AtomicUsize,
     notices: Mutex<Vec<String>>,
+    /// Where a worker's failure is also told (the element's log: a warning message).
+    log: Mutex<Option<EngineLog>>,
 }
 
 impl Dispatch {
+    fn report(&self, notice: String) {
+        if let Some(log) = self.log.lock().unwrap().as_ref() {
+            log(LogLevel::Warning, &notice);
+        }
+        self.notices.lock().unwrap().push(notice);
+    }
+
     /// Sends `job` to the healthy worker expected to finish it first (taking turns among those
     /// within 20 % of the best); answers it with an error when no worker is left.
     fn send(&self, mut job: Job) {
@@ -190,6 +199,7 @@ impl WorkerPool {
             slots,
             next: AtomicUsize::new(0),
             notices: Mutex::new(Vec::new()),
+            log: Mutex::new(None),
         });
         let threads = workers
             .into_iter()
@@ -219,6 +229,12 @@ impl WorkerPool {
             .iter()
             .map(|s| (s.name.clone(), s.runs.load(Ordering::SeqCst)))
             .collect()
+    }
+
+    /// Also tells `log` (as a warning) when a worker is taken out of the rotation.
+    pub fn with_log(self, log: EngineLog) -> Self {
+        *self.dispatch.log.lock().unwrap() = Some(log);
+        self
     }
 
     /// Workers taken out of the rotation since the last call, with why.
@@ -259,7 +275,7 @@ fn work(index: usize, mut engine: Box<dyn Engine>, jobs: mpsc::Receiver<Job>, di
             Err(e) => {
                 slot.failed.store(true, Ordering::SeqCst);
                 slot.queued.fetch_sub(1, Ordering::SeqCst);
-                dispatch.notices.lock().unwrap().push(format!(
+                dispatch.report(format!(
                     "worker {} failed and is taken out of the rotation: {e}",
                     slot.name
                 ));
@@ -475,6 +491,22 @@ mod tests {
         assert_eq!(pool.runs()[1].1, 0, "W1 ran nothing after it broke");
         assert_eq!(pool.runs()[0].1, 30, "W0 ran every batch, W1's included");
         assert!(pool.take_notices().is_empty(), "reported once");
+    }
+
+    #[test]
+    fn a_worker_failure_is_also_logged_as_a_warning() {
+        let logged = Arc::new(Mutex::new(Vec::new()));
+        let sink = logged.clone();
+        let log: EngineLog =
+            Arc::new(move |level, text: &str| sink.lock().unwrap().push((level, text.to_string())));
+        let mut pool = WorkerPool::new(vec![worker(0, 1, None), worker(1, 1, Some(1))])
+            .unwrap()
+            .with_log(log);
+        run(&mut pool, 4, 2);
+        let logged = logged.lock().unwrap();
+        assert_eq!(logged.len(), 1, "{logged:?}");
+        assert_eq!(logged[0].0, LogLevel::Warning);
+        assert!(logged[0].1.contains("W1"), "{logged:?}");
     }
 
     #[test]
