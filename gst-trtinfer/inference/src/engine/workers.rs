@@ -111,15 +111,19 @@ impl Dispatch {
         loop {
             let n = self.slots.len();
             let start = self.next.load(Ordering::Relaxed);
-            let healthy = (0..n)
+            // One reading of every worker: queues and averages move while this runs.
+            let healthy: Vec<(usize, u64)> = (0..n)
                 .map(|k| (start + k) % n)
-                .filter(|&i| !self.slots[i].failed.load(Ordering::SeqCst));
-            let best = healthy.clone().map(|i| self.slots[i].expected_ns()).min();
+                .filter(|&i| !self.slots[i].failed.load(Ordering::SeqCst))
+                .map(|i| (i, self.slots[i].expected_ns()))
+                .collect();
+            let best = healthy.iter().map(|&(_, expected)| expected).min();
             let chosen = best.and_then(|best| {
                 let bound = best.saturating_add(best / 5);
                 healthy
-                    .clone()
-                    .find(|&i| self.slots[i].expected_ns() <= bound)
+                    .iter()
+                    .find(|&&(_, expected)| expected <= bound)
+                    .map(|&(i, _)| i)
             });
             let Some(i) = chosen else {
                 let _ = job.reply.send(Err(RemoteError::Failed(
