@@ -16,7 +16,7 @@ use ferrostream_inference::engine::workers::{Worker, WorkerPool};
 use ferrostream_inference::engine::{
     Engine, EngineDescription, EngineError, InputData, OutputTensor,
 };
-use ferrostream_inference::inference::Inference;
+use ferrostream_inference::inference::{Inference, RemoteBatch};
 use support::{Watchdog, preprocess_file, repo_root};
 
 const IMAGES: [&str; 4] = [
@@ -131,44 +131,27 @@ fn detections_from_a_pool_of_engines_equal_one_engines_and_come_in_order() {
     );
 
     // 24 frames, 4 in flight, answers awaited in order (as rstrtinfer's flight queue does).
-    let mut in_flight = VecDeque::new();
-    let mut got = Vec::new();
     let frames = 24;
-    for i in 0..frames {
-        if in_flight.len() == 4 {
-            let (index, batch): (usize, ferrostream_inference::inference::RemoteBatch) =
-                in_flight.pop_front().unwrap();
-            let outputs = batch.call.wait().unwrap();
-            let results = pooled
-                .finish_remote(&batch.letterboxes, &batch.sizes, outputs)
-                .unwrap();
-            let size = batch.sizes[0];
-            got.push((
-                index,
-                key(&results
-                    .into_iter()
-                    .next()
-                    .unwrap()
-                    .into_frame_objects(size.0, size.1)),
-            ));
-        }
-        let size = preprocess_file(&mut pooled, 0, IMAGES[i % IMAGES.len()]);
-        in_flight.push_back((i, pooled.submit_remote(vec![size]).unwrap()));
-    }
-    for (index, batch) in in_flight {
+    let mut in_flight: VecDeque<(usize, RemoteBatch)> = VecDeque::new();
+    let mut got = Vec::new();
+    let mut finish = |pooled: &mut Inference, (index, batch): (usize, RemoteBatch)| {
         let outputs = batch.call.wait().unwrap();
         let results = pooled
             .finish_remote(&batch.letterboxes, &batch.sizes, outputs)
             .unwrap();
         let size = batch.sizes[0];
-        got.push((
-            index,
-            key(&results
-                .into_iter()
-                .next()
-                .unwrap()
-                .into_frame_objects(size.0, size.1)),
-        ));
+        let result = results.into_iter().next().unwrap();
+        got.push((index, key(&result.into_frame_objects(size.0, size.1))));
+    };
+    for i in 0..frames {
+        if in_flight.len() == 4 {
+            finish(&mut pooled, in_flight.pop_front().unwrap());
+        }
+        let size = preprocess_file(&mut pooled, 0, IMAGES[i % IMAGES.len()]);
+        in_flight.push_back((i, pooled.submit_remote(vec![size]).unwrap()));
+    }
+    for oldest in in_flight {
+        finish(&mut pooled, oldest);
     }
     assert_eq!(got.len(), frames);
     let warnings = warnings.lock().unwrap();
