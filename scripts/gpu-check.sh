@@ -201,6 +201,7 @@ GPU_TESTS=(
     tests:gpu_pipeline
     tests:onnxruntime_precision
     tests:gpu_ipc
+    gst-trtinfer/inference:workers
 )
 GPU_BENCHES=(
     tests:gpu_preprocess
@@ -209,7 +210,7 @@ GPU_BENCHES=(
 # Footage from $FERROSTREAM_MEDIA_DIR (lands in .gpu/media) and models from
 # $FERROSTREAM_MODEL_DIR (land in .gpu-models, then the stash's test-models/); run points the
 # two variables there.
-GPU_MEDIA=(carphone_pristine.mp4 messi5.jpg basketball1.png marina_obb.jpg)
+GPU_MEDIA=(carphone_pristine.mp4 messi5.jpg basketball1.png marina_obb.jpg astronaut.png squirrel_cls.jpg)
 GPU_MODELS=(
     coco_ssdlite_mobilenet_v2.onnx object_detection_classes_coco.txt mobilenet_v2_imagenet.onnx
     classification_classes_ILSVRC2012.txt centerface.onnx yolo11n_pose_960.onnx

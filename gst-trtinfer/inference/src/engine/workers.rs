@@ -3,7 +3,9 @@
 //! worker runs on a thread of its own; a batch goes to the worker expected to finish it first
 //! (its queue times its recent run time), taking turns among workers that are about as good
 //! (within 20 %), so equal workers (two DLA cores) alternate and a slow one takes fewer batches
-//! instead of holding the others up. Each batch is answered through a [`RemoteCall`]; the caller
+//! instead of holding the others up. A worker's first run is its warm-up and is not measured
+//! (a GPU's first run can take a hundred times its next), and one batch in 16 goes to each
+//! worker in turn, so that an estimate made on a bad run is measured again. Each batch is answered through a [`RemoteCall`]; the caller
 //! waits for the calls in the order it made them (rstrtinfer's flight queue does), so results
 //! leave in the order the batches came, whichever worker finishes first.
 //!
@@ -65,9 +67,11 @@ struct Slot {
     failed: AtomicBool,
     /// Batches it ran.
     runs: AtomicU64,
-    /// Its recent run time (ns, a moving average; 0 until its first run, so every worker is
-    /// tried).
+    /// Its recent run time (ns, a moving average; 0 until its second run, so every worker is
+    /// tried and a first run's warm-up, such as a GPU's, does not count).
     average_ns: AtomicU64,
+    /// Whether it has run once (its warm-up).
+    warm: AtomicBool,
 }
 
 impl Slot {
@@ -78,6 +82,9 @@ impl Slot {
     }
 
     fn ran(&self, took: std::time::Duration) {
+        if !self.warm.swap(true, Ordering::SeqCst) {
+            return;
+        }
         let took = took.as_nanos().min(u64::MAX as u128) as u64;
         let average = self.average_ns.load(Ordering::SeqCst);
         let next = if average == 0 {
@@ -89,9 +96,16 @@ impl Slot {
     }
 }
 
+/// Every this many batches, one goes to the next healthy worker in turn whatever its estimate,
+/// so that an estimate made on a bad run is measured again.
+const PROBE_EVERY: u64 = 16;
+
 struct Dispatch {
     slots: Vec<Slot>,
     next: AtomicUsize,
+    /// Batches dispatched, and the next worker to probe.
+    sent: AtomicU64,
+    probe: AtomicUsize,
     notices: Mutex<Vec<String>>,
     /// Where a worker's failure is also told (the element's log: a warning message).
     log: Mutex<Option<EngineLog>>,
@@ -118,13 +132,19 @@ impl Dispatch {
                 .map(|i| (i, self.slots[i].expected_ns()))
                 .collect();
             let best = healthy.iter().map(|&(_, expected)| expected).min();
-            let chosen = best.and_then(|best| {
-                let bound = best.saturating_add(best / 5);
-                healthy
-                    .iter()
-                    .find(|&&(_, expected)| expected <= bound)
-                    .map(|&(i, _)| i)
-            });
+            let probe = (self.sent.fetch_add(1, Ordering::Relaxed) + 1).is_multiple_of(PROBE_EVERY);
+            let chosen = if probe && !healthy.is_empty() {
+                let k = self.probe.fetch_add(1, Ordering::Relaxed);
+                Some(healthy[k % healthy.len()].0)
+            } else {
+                best.and_then(|best| {
+                    let bound = best.saturating_add(best / 5);
+                    healthy
+                        .iter()
+                        .find(|&&(_, expected)| expected <= bound)
+                        .map(|&(i, _)| i)
+                })
+            };
             let Some(i) = chosen else {
                 let _ = job.reply.send(Err(RemoteError::Failed(
                     "every worker of the engine has failed".into(),
@@ -196,12 +216,15 @@ impl WorkerPool {
                     failed: AtomicBool::new(false),
                     runs: AtomicU64::new(0),
                     average_ns: AtomicU64::new(0),
+                    warm: AtomicBool::new(false),
                 }
             })
             .collect();
         let dispatch = Arc::new(Dispatch {
             slots,
             next: AtomicUsize::new(0),
+            sent: AtomicU64::new(0),
+            probe: AtomicUsize::new(0),
             notices: Mutex::new(Vec::new()),
             log: Mutex::new(None),
         });
