@@ -63,7 +63,7 @@ impl AsRef<[u8]> for HostBytes {
         match &*self.keep._mapped {
             Mapped::Host(s) => &s.as_slice()[self.range.clone()],
             #[cfg(feature = "cuda")]
-            Mapped::Device { .. } => &[],
+            Mapped::Device { .. } => unreachable!("host bytes are made of host mappings only"),
         }
     }
 }
@@ -82,6 +82,10 @@ pub struct Consumer {
     /// Nanoseconds added to the producer's timestamps: this pipeline's running time at the
     /// first buffer, minus that buffer's timestamp.
     offset: Option<i128>,
+    /// Each source's stream, by source id, source caps and stream id.
+    streams: HashMap<(u32, Option<String>, Option<String>), Arc<SourceStream>>,
+    /// Where messages are received (the longest a message may be), allocated once.
+    scratch: Vec<u8>,
 }
 
 /// How long a poll waits before checking for a flush.
@@ -127,6 +131,8 @@ impl Consumer {
             caps: None,
             nvmm_abi,
             offset: None,
+            streams: HashMap::new(),
+            scratch: vec![0; wire::MAX_MESSAGE],
         })
     }
 
@@ -143,7 +149,7 @@ impl Consumer {
             if stop.load(Ordering::SeqCst) {
                 return Ok(None);
             }
-            let received = match self.conn.receive(wire::MAX_MESSAGE, Some(SLICE)) {
+            let (len, fds) = match self.conn.receive_into(&mut self.scratch, Some(SLICE)) {
                 Ok(Some(r)) => r,
                 Ok(None) => continue,
                 Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
@@ -151,9 +157,9 @@ impl Consumer {
                 }
                 Err(e) => return Err(format!("reading from the producer: {e}")),
             };
-            let message = ToConsumer::decode(&received.bytes)
+            let message = ToConsumer::decode(&self.scratch[..len])
                 .map_err(|e| format!("the producer sent a bad message: {e}"))?;
-            let mut fds = received.fds.into_iter();
+            let mut fds = fds.into_iter();
             match message {
                 ToConsumer::Hello { version } if version == wire::VERSION => {}
                 ToConsumer::Hello { version } => {
@@ -165,6 +171,7 @@ impl Consumer {
                 ToConsumer::Caps { caps } => {
                     let caps = output_caps(&caps)?;
                     self.caps = Some(caps.clone());
+                    self.streams.clear();
                     return Ok(Some(Event::Caps(caps)));
                 }
                 ToConsumer::Allocation {
@@ -261,9 +268,10 @@ impl Consumer {
                 b.surfaces.len()
             ));
         }
+        let offset = self.offset.unwrap_or(0);
         let restamp = |t: Option<u64>| {
             t.map(|t| {
-                let shifted = t as i128 + self.offset.unwrap_or(0);
+                let shifted = t as i128 + offset;
                 gst::ClockTime::from_nseconds(shifted.clamp(0, i64::MAX as i128) as u64)
             })
         };
@@ -280,14 +288,8 @@ impl Consumer {
                     )
                 })?
                 .clone();
-            let source_caps = if batched {
-                output_caps(&s.caps)?
-            } else {
-                caps.clone()
-            };
-            let info = gst_video::VideoInfo::from_caps(&source_caps)
-                .map_err(|_| format!("the producer sent unusable caps {source_caps}"))?;
-            let memory = self.memory(s, &info, mapped, &release)?;
+            let stream = self.stream(s, batched.then_some(&s.caps), &caps)?;
+            let memory = self.memory(s, &stream.info, mapped, &release)?;
             if batched {
                 let mut buffer = gst::Buffer::new();
                 {
@@ -296,16 +298,7 @@ impl Consumer {
                     buffer.set_pts(restamp(s.pts));
                     buffer.set_duration(s.duration.map(gst::ClockTime::from_nseconds));
                 }
-                surfaces.push(Surface {
-                    buffer,
-                    stream: Arc::new(SourceStream {
-                        source_id: s.source_id,
-                        caps: source_caps,
-                        info,
-                        segment: gst::FormattedSegment::new(),
-                        stream_id: s.stream_id.as_deref().map(Into::into),
-                    }),
-                });
+                surfaces.push(Surface { buffer, stream });
             } else {
                 memories.push(memory);
             }
@@ -332,6 +325,39 @@ impl Consumer {
             }
         }
         Ok(out)
+    }
+
+    /// The stream of surface `s`: its source caps (`source_caps` for a batch's surface, else the
+    /// stream's `caps`), parsed once per source and caps, not per frame.
+    fn stream(
+        &mut self,
+        s: &wire::Surface,
+        source_caps: Option<&String>,
+        caps: &gst::Caps,
+    ) -> Result<Arc<SourceStream>, String> {
+        let key = (s.source_id, source_caps.cloned(), s.stream_id.clone());
+        if let Some(stream) = self.streams.get(&key) {
+            return Ok(stream.clone());
+        }
+        let caps = match source_caps {
+            Some(c) => output_caps(c)?,
+            None => caps.clone(),
+        };
+        let info = gst_video::VideoInfo::from_caps(&caps)
+            .map_err(|_| format!("the producer sent unusable caps {caps}"))?;
+        let stream = Arc::new(SourceStream {
+            source_id: s.source_id,
+            caps,
+            info,
+            segment: gst::FormattedSegment::new(),
+            stream_id: s.stream_id.as_deref().map(Into::into),
+        });
+        // Bounded: a producer whose sources keep changing caps starts the cache again.
+        if self.streams.len() >= wire::MAX_KNOWN {
+            self.streams.clear();
+        }
+        self.streams.insert(key, stream.clone());
+        Ok(stream)
     }
 
     fn memory(

@@ -135,21 +135,8 @@ impl Producer {
         }
     }
 
-    pub fn listener(&self) -> &Listener {
-        &self.listener
-    }
-
     pub fn consumer_count(&self) -> usize {
         self.consumers.len()
-    }
-
-    /// Buffers held for consumers, attached and retired, all together.
-    pub fn in_flight(&self) -> usize {
-        self.consumers
-            .iter()
-            .chain(&self.retired)
-            .map(|c| c.in_flight.len())
-            .sum()
     }
 
     /// What happened since the last call.
@@ -301,16 +288,18 @@ impl Producer {
 
     /// Sends `buffer` to every consumer (waiting for room or skipping, as set); returns how many
     /// got it. Stops waiting when `flushing` is set.
-    pub fn send(
-        &mut self,
-        mut buffer: Outgoing,
-        flushing: &AtomicBool,
-    ) -> Result<usize, SendError> {
+    pub fn send(&mut self, buffer: Outgoing, flushing: &AtomicBool) -> Result<usize, SendError> {
         self.service();
         self.eos = false;
-        buffer.message.seq = self.next_seq;
+        let Outgoing {
+            mut message,
+            allocations,
+            keep,
+        } = buffer;
+        let seq = self.next_seq;
+        message.seq = seq;
         self.next_seq += 1;
-        let body = ToConsumer::Buffer(Box::new(buffer.message.clone())).encode();
+        let body = ToConsumer::Buffer(Box::new(message)).encode();
         let mut sent = 0;
         let mut i = 0;
         while i < self.consumers.len() {
@@ -330,9 +319,9 @@ impl Producer {
                 }
             }
             let c = &mut self.consumers[i];
-            match Self::deliver(c, self.caps.as_deref(), &buffer, &body) {
+            match Self::deliver(c, self.caps.as_deref(), &allocations, &body) {
                 Ok(()) => {
-                    c.in_flight.insert(buffer.message.seq, buffer.keep.clone());
+                    c.in_flight.insert(seq, keep.clone());
                     sent += 1;
                     i += 1;
                 }
@@ -379,7 +368,7 @@ impl Producer {
     fn deliver(
         c: &mut Consumer,
         caps: Option<&str>,
-        buffer: &Outgoing,
+        allocations: &[Allocation],
         body: &[u8],
     ) -> Result<(), Misbehaviour> {
         // A consumer that died is no news; other failures are.
@@ -399,8 +388,7 @@ impl Producer {
                 .map_err(|e| failed("the caps", e))?;
             c.caps = Some(caps.into());
         }
-        let used: Vec<u64> = buffer.allocations.iter().map(|a| a.id).collect();
-        for a in &buffer.allocations {
+        for a in allocations {
             if let Some(at) = c.known.iter().position(|&id| id == a.id) {
                 // Most recently used: last to be forgotten.
                 c.known.remove(at);
@@ -408,7 +396,10 @@ impl Producer {
                 continue;
             }
             if c.known.len() >= wire::MAX_KNOWN
-                && let Some(at) = c.known.iter().position(|id| !used.contains(id))
+                && let Some(at) = c
+                    .known
+                    .iter()
+                    .position(|id| allocations.iter().all(|a| a.id != *id))
                 && let Some(old) = c.known.remove(at)
             {
                 let m = ToConsumer::Forget { id: old };

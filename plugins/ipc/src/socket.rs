@@ -323,6 +323,22 @@ impl Connection {
     /// message or more descriptors than [`MAX_FDS`] is `InvalidData` (and the extra descriptors
     /// are closed by the kernel).
     pub fn receive(&self, max: usize, timeout: Option<Duration>) -> io::Result<Option<Received>> {
+        let mut bytes = vec![0u8; max];
+        Ok(self.receive_into(&mut bytes, timeout)?.map(|(n, fds)| {
+            bytes.truncate(n);
+            Received { bytes, fds }
+        }))
+    }
+
+    /// [`Connection::receive`] into `buffer` (its length is the most a message may have): the
+    /// message's length and descriptors. For a reader of many large messages, which then
+    /// allocates nothing per message.
+    pub fn receive_into(
+        &self,
+        buffer: &mut [u8],
+        timeout: Option<Duration>,
+    ) -> io::Result<Option<(usize, Vec<OwnedFd>)>> {
+        let max = buffer.len();
         if !wait_for(
             self.fd.as_fd(),
             libc::POLLIN,
@@ -338,10 +354,9 @@ impl Connection {
         })? {
             return Ok(None);
         }
-        let mut bytes = vec![0u8; max];
         let mut iov = libc::iovec {
-            iov_base: bytes.as_mut_ptr().cast(),
-            iov_len: bytes.len(),
+            iov_base: buffer.as_mut_ptr().cast(),
+            iov_len: max,
         };
         let mut control = ControlBuffer::new();
         // SAFETY: all-zero is a valid msghdr.
@@ -400,8 +415,7 @@ impl Connection {
                 "the other end closed the connection",
             ));
         }
-        bytes.truncate(n);
-        Ok(Some(Received { bytes, fds }))
+        Ok(Some((n, fds)))
     }
 }
 

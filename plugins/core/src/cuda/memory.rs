@@ -126,11 +126,6 @@ impl DeviceBuffer {
         })
     }
 
-    /// Whether other processes can map the memory.
-    pub fn is_shared(&self) -> bool {
-        self.shared.is_some()
-    }
-
     /// The device address of the first byte.
     pub fn ptr(&self) -> u64 {
         self.ptr

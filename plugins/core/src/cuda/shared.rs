@@ -341,7 +341,7 @@ pub fn memory_info(ctx: &Context) -> Result<(usize, usize)> {
 }
 
 /// An event another process can wait on (`cuIpcGetEventHandle`): the producer records it after
-/// the work that fills a frame, the consumer's stream waits on it on the GPU.
+/// the work that fills a frame, the consumer waits for it before handing the frame on.
 #[derive(Debug)]
 pub struct IpcEvent {
     ctx: Arc<Context>,
@@ -433,15 +433,6 @@ impl IpcEvent {
         // SAFETY: live event.
         check("cuEventSynchronize", unsafe {
             sys::cuEventSynchronize(self.raw)
-        })
-    }
-
-    /// Makes `stream`'s later work wait for the last record of the event, on the GPU.
-    pub fn wait_on(&self, stream: &super::Stream) -> Result<()> {
-        let _bound = self.ctx.bind()?;
-        // SAFETY: live event and stream.
-        check("cuStreamWaitEvent", unsafe {
-            sys::cuStreamWaitEvent(stream.raw(), self.raw, 0)
         })
     }
 }
