@@ -201,9 +201,134 @@ static void cudla() {
     VAL(cudlaErrorDlaErrEngineTimeout);
     VAL(cudlaErrorDlaErrDataMismatch);
     VAL(cudlaErrorUnknown);
+    // Standalone mode: NvSci imports, fences and task events.
+    SIZE(cudlaExternalSemaphoreHandleDesc);
+    OFF(cudlaExternalSemaphoreHandleDesc, extSyncObject);
+    SIZE(CudlaFence);
+    OFF(CudlaFence, fence);
+    OFF(CudlaFence, type);
+    SIZE(cudlaWaitEvents);
+    OFF(cudlaWaitEvents, preFences);
+    OFF(cudlaWaitEvents, numEvents);
+    SIZE(cudlaSignalEvents);
+    OFF(cudlaSignalEvents, devPtrs);
+    OFF(cudlaSignalEvents, eofFences);
+    OFF(cudlaSignalEvents, numEvents);
+    VAL(CUDLA_NVSCISYNC_ATTR_WAIT);
+    VAL(CUDLA_NVSCISYNC_ATTR_SIGNAL);
+    VAL(CUDLA_NVSCISYNC_FENCE);
+    VAL(CUDLA_NVSCISYNC_FENCE_SOF);
+    VAL(CUDLA_READ_WRITE_PERM);
+    VAL(CUDLA_READ_ONLY_PERM);
 }
 #else
 static void cudla() {}
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// What CUDA offers for NvSci (cuda.h): the handle types and attribute flags Ferrostream passes
+// through cudarc's bindings.
+#if __has_include(<cuda.h>)
+#include <cuda.h>
+static void cuda_nvsci() {
+    SECTION("cuda_nvsci");
+    VAL(CUDA_VERSION);
+    VAL(CUDA_NVSCISYNC_ATTR_SIGNAL);
+    VAL(CUDA_NVSCISYNC_ATTR_WAIT);
+    VAL(CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD);
+    VAL(CU_EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF);
+    VAL(CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_NVSCISYNC);
+    SIZE(CUDA_EXTERNAL_MEMORY_HANDLE_DESC);
+    OFF(CUDA_EXTERNAL_MEMORY_HANDLE_DESC, handle);
+    OFF(CUDA_EXTERNAL_MEMORY_HANDLE_DESC, size);
+    SIZE(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS);
+    SIZE(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS);
+    NAMED("CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS.params.nvSciSync",
+          offsetof(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS, params.nvSciSync));
+    NAMED("CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS.params.nvSciSync",
+          offsetof(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, params.nvSciSync));
+}
+#else
+static void cuda_nvsci() {}
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// NvSciBuf and NvSciSync (Jetson Linux, DRIVE OS).
+#if __has_include(<nvscibuf.h>) && __has_include(<nvscisync.h>)
+#include <nvscibuf.h>
+#include <nvscisync.h>
+static void nvsci() {
+    SECTION("nvsci");
+    VAL(NvSciBufMajorVersion);
+    VAL(NvSciBufMinorVersion);
+    VAL(NvSciSyncMajorVersion);
+    VAL(NvSciSyncMinorVersion);
+    SIZE(NvSciBufAttrKeyValuePair);
+    OFF(NvSciBufAttrKeyValuePair, key);
+    OFF(NvSciBufAttrKeyValuePair, value);
+    OFF(NvSciBufAttrKeyValuePair, len);
+    SIZE(NvSciSyncAttrKeyValuePair);
+    OFF(NvSciSyncAttrKeyValuePair, attrKey);
+    OFF(NvSciSyncAttrKeyValuePair, value);
+    OFF(NvSciSyncAttrKeyValuePair, len);
+    SIZE(NvSciSyncFence);
+    SIZE(NvSciRmGpuId);
+    SIZE(NvSciBufAttrValAccessPerm);
+    SIZE(NvSciBufType);
+    SIZE(NvSciSyncAccessPerm);
+    VAL(NvSciBufType_RawBuffer);
+    VAL(NvSciBufType_Tensor);
+    VAL(NvSciBufGeneralAttrKey_Types);
+    VAL(NvSciBufGeneralAttrKey_NeedCpuAccess);
+    VAL(NvSciBufGeneralAttrKey_RequiredPerm);
+    VAL(NvSciBufGeneralAttrKey_EnableCpuCache);
+    VAL(NvSciBufGeneralAttrKey_GpuId);
+    VAL(NvSciBufRawBufferAttrKey_Size);
+    VAL(NvSciBufRawBufferAttrKey_Align);
+    VAL(NvSciBufAccessPerm_Readonly);
+    VAL(NvSciBufAccessPerm_ReadWrite);
+    VAL(NvSciSyncAttrKey_NeedCpuAccess);
+    VAL(NvSciSyncAttrKey_RequiredPerm);
+    VAL(NvSciSyncAccessPerm_WaitOnly);
+    VAL(NvSciSyncAccessPerm_SignalOnly);
+    VAL(NvSciSyncAccessPerm_WaitSignal);
+    // Every error Ferrostream names.
+    VAL(NvSciError_Success);
+    VAL(NvSciError_Unknown);
+    VAL(NvSciError_NotImplemented);
+    VAL(NvSciError_NotSupported);
+    VAL(NvSciError_AccessDenied);
+    VAL(NvSciError_NotPermitted);
+    VAL(NvSciError_InvalidState);
+    VAL(NvSciError_InvalidOperation);
+    VAL(NvSciError_NotInitialized);
+    VAL(NvSciError_AlreadyInUse);
+    VAL(NvSciError_AlreadyDone);
+    VAL(NvSciError_NotYetAvailable);
+    VAL(NvSciError_NoLongerAvailable);
+    VAL(NvSciError_InsufficientMemory);
+    VAL(NvSciError_InsufficientResource);
+    VAL(NvSciError_ResourceError);
+    VAL(NvSciError_BadParameter);
+    VAL(NvSciError_BadAddress);
+    VAL(NvSciError_TooBig);
+    VAL(NvSciError_Overflow);
+    VAL(NvSciError_InconsistentData);
+    VAL(NvSciError_InsufficientData);
+    VAL(NvSciError_IndexOutOfRange);
+    VAL(NvSciError_ValueOutOfRange);
+    VAL(NvSciError_Timeout);
+    VAL(NvSciError_TryItAgain);
+    VAL(NvSciError_Busy);
+    VAL(NvSciError_InterruptedCall);
+    VAL(NvSciError_NoSuchDevice);
+    VAL(NvSciError_NoSpace);
+    VAL(NvSciError_IO);
+    VAL(NvSciError_ReconciliationFailed);
+    VAL(NvSciError_AttrListValidationFailed);
+}
+#else
+static void nvsci() {}
 #endif
 
 // ---------------------------------------------------------------------------------------------
@@ -342,6 +467,8 @@ static void tensorrt() {}
 int main() {
     nvbufsurface();
     cudla();
+    cuda_nvsci();
+    nvsci();
     cuda_egl();
     nvdsinfer();
     tensorrt();

@@ -5,10 +5,13 @@
 //! `sources/includes`, `includes` of NVIDIA's DeepStream repository, or the `include` of Jetson's
 //! Multimedia API, `/usr/src/jetson_multimedia_api`), `CUDA_HOME` (cuda.h,
 //! cudaEGL.h, and cudla.h on Jetson; EGL's own headers from the system) and `TENSORRT_ROOT`
-//! (NvInfer.h and NvOnnxParser.h under `include`), and prints the sizes, offsets and constants
-//! Ferrostream relies on. They are compared with:
+//! (NvInfer.h and NvOnnxParser.h under `include`) and `NVSCI_ROOT` (nvscibuf.h, nvscisync.h and
+//! the headers they include: Jetson Linux's or DRIVE OS's), and prints the sizes, offsets and
+//! constants Ferrostream relies on. They are compared with:
 //! - the `#[repr(C)]` Rust structures and constants (NvBufSurface in the DeepStream 7 or 8
-//!   layout, whichever the header has; cuDLA; CUeglFrame);
+//!   layout, whichever the header has; cuDLA, hybrid and standalone mode; CUeglFrame; NvSciBuf
+//!   and NvSciSync; the NvSci handle types and parameters of cuda.h that Ferrostream passes
+//!   through cudarc's bindings);
 //! - Ferrostream's own C and C++ declarations, compiled into the same program (the nvinfer
 //!   custom-parser interface in `gst-trtinfer/inference/nvdsinfer/include`, the TensorRT API subset in
 //!   `gst-trtinfer/inference/tensorrt/api`);
@@ -24,8 +27,10 @@ use std::mem::{offset_of, size_of};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use cudarc::driver::sys as cuda;
 use ferrostream_core::nvmm::abi::{self, ds7, ds8};
 use ferrostream_core::nvmm::loader;
+use ferrostream_core::nvsci::ffi as nvsci;
 use ferrostream_tests::repo_root;
 use gst_dlainfer::cudla::ffi as cudla;
 
@@ -36,6 +41,7 @@ struct Headers {
     deepstream: Option<PathBuf>,
     cuda: Option<PathBuf>,
     tensorrt: Option<PathBuf>,
+    nvsci: Option<PathBuf>,
 }
 
 fn dir_with(root: &str, candidates: &[&str], file: &str) -> Option<PathBuf> {
@@ -61,6 +67,7 @@ fn headers() -> Headers {
         ),
         cuda: dir_with("CUDA_HOME", &["include", "."], "cuda.h"),
         tensorrt: dir_with("TENSORRT_ROOT", &["include", "."], "NvInfer.h"),
+        nvsci: dir_with("NVSCI_ROOT", &["include", "usr/include", "."], "nvscibuf.h"),
     }
 }
 
@@ -316,6 +323,172 @@ fn cudla_facts() -> Vec<(&'static str, i64)> {
         val!("CUDLA_DATA_TYPE_INT8", cudla::TYPE_INT8),
         val!("CUDLA_DATA_TYPE_UINT8", cudla::TYPE_UINT8),
         val!("CUDLA_DATA_TYPE_UINT16", cudla::TYPE_UINT16),
+        size!(
+            "cudlaExternalSemaphoreHandleDesc.sizeof",
+            cudla::ExternalSemaphoreHandleDesc
+        ),
+        off!(
+            "cudlaExternalSemaphoreHandleDesc.extSyncObject",
+            cudla::ExternalSemaphoreHandleDesc,
+            ext_sync_object
+        ),
+        size!(
+            "cudlaExternalMemoryHandleDesc.sizeof",
+            cudla::ExternalMemoryHandleDesc
+        ),
+        off!(
+            "cudlaExternalMemoryHandleDesc.extBufObject",
+            cudla::ExternalMemoryHandleDesc,
+            ext_buf_object
+        ),
+        off!(
+            "cudlaExternalMemoryHandleDesc.size",
+            cudla::ExternalMemoryHandleDesc,
+            size
+        ),
+        size!("CudlaFence.sizeof", cudla::Fence),
+        off!("CudlaFence.fence", cudla::Fence, fence),
+        off!("CudlaFence.type", cudla::Fence, fence_type),
+        size!("cudlaWaitEvents.sizeof", cudla::WaitEvents),
+        off!("cudlaWaitEvents.preFences", cudla::WaitEvents, pre_fences),
+        off!("cudlaWaitEvents.numEvents", cudla::WaitEvents, num_events),
+        size!("cudlaSignalEvents.sizeof", cudla::SignalEvents),
+        off!("cudlaSignalEvents.devPtrs", cudla::SignalEvents, dev_ptrs),
+        off!(
+            "cudlaSignalEvents.eofFences",
+            cudla::SignalEvents,
+            eof_fences
+        ),
+        off!(
+            "cudlaSignalEvents.numEvents",
+            cudla::SignalEvents,
+            num_events
+        ),
+        val!("CUDLA_NVSCISYNC_ATTR_WAIT", cudla::NVSCISYNC_ATTR_WAIT),
+        val!("CUDLA_NVSCISYNC_ATTR_SIGNAL", cudla::NVSCISYNC_ATTR_SIGNAL),
+        val!("CUDLA_NVSCISYNC_FENCE", cudla::NVSCISYNC_FENCE),
+        val!("CUDLA_NVSCISYNC_FENCE_SOF", cudla::NVSCISYNC_FENCE_SOF),
+        val!("CUDLA_READ_WRITE_PERM", cudla::READ_WRITE_PERM),
+        val!("CUDLA_READ_ONLY_PERM", cudla::READ_ONLY_PERM),
+    ]
+}
+
+/// cuda.h's NvSci interop as cudarc's bindings (which Ferrostream calls) declare it.
+fn cuda_nvsci_facts() -> Vec<(&'static str, i64)> {
+    use cuda::CUexternalMemoryHandleType as M;
+    use cuda::CUexternalSemaphoreHandleType as S;
+    type Signal = cuda::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS;
+    type Wait = cuda::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS;
+    let params_signal = offset_of!(Signal, params)
+        + offset_of!(
+            cuda::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1,
+            nvSciSync
+        );
+    let params_wait = offset_of!(Wait, params)
+        + offset_of!(
+            cuda::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1,
+            nvSciSync
+        );
+    vec![
+        val!(
+            "CUDA_NVSCISYNC_ATTR_SIGNAL",
+            cuda::CUDA_NVSCISYNC_ATTR_SIGNAL
+        ),
+        val!("CUDA_NVSCISYNC_ATTR_WAIT", cuda::CUDA_NVSCISYNC_ATTR_WAIT),
+        val!(
+            "CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD",
+            M::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD
+        ),
+        val!(
+            "CU_EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF",
+            M::CU_EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF
+        ),
+        val!(
+            "CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_NVSCISYNC",
+            S::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_NVSCISYNC
+        ),
+        size!(
+            "CUDA_EXTERNAL_MEMORY_HANDLE_DESC.sizeof",
+            cuda::CUDA_EXTERNAL_MEMORY_HANDLE_DESC
+        ),
+        off!(
+            "CUDA_EXTERNAL_MEMORY_HANDLE_DESC.handle",
+            cuda::CUDA_EXTERNAL_MEMORY_HANDLE_DESC,
+            handle
+        ),
+        off!(
+            "CUDA_EXTERNAL_MEMORY_HANDLE_DESC.size",
+            cuda::CUDA_EXTERNAL_MEMORY_HANDLE_DESC,
+            size
+        ),
+        size!("CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS.sizeof", Signal),
+        size!("CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS.sizeof", Wait),
+        (
+            "CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS.params.nvSciSync",
+            params_signal as i64,
+        ),
+        (
+            "CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS.params.nvSciSync",
+            params_wait as i64,
+        ),
+    ]
+}
+
+fn nvsci_facts() -> Vec<(&'static str, i64)> {
+    type B = nvsci::BufAttrKeyValuePair;
+    type S = nvsci::SyncAttrKeyValuePair;
+    vec![
+        size!("NvSciBufAttrKeyValuePair.sizeof", B),
+        off!("NvSciBufAttrKeyValuePair.key", B, key),
+        off!("NvSciBufAttrKeyValuePair.value", B, value),
+        off!("NvSciBufAttrKeyValuePair.len", B, len),
+        size!("NvSciSyncAttrKeyValuePair.sizeof", S),
+        off!("NvSciSyncAttrKeyValuePair.attrKey", S, key),
+        off!("NvSciSyncAttrKeyValuePair.value", S, value),
+        off!("NvSciSyncAttrKeyValuePair.len", S, len),
+        size!("NvSciSyncFence.sizeof", nvsci::SyncFence),
+        size!("NvSciRmGpuId.sizeof", nvsci::GpuId),
+        // The value types Ferrostream passes: u32 enums, a u64 permission.
+        size!("NvSciBufAttrValAccessPerm.sizeof", u32),
+        size!("NvSciBufType.sizeof", u32),
+        size!("NvSciSyncAccessPerm.sizeof", u64),
+        val!("NvSciBufType_RawBuffer", nvsci::BUF_TYPE_RAW_BUFFER),
+        val!("NvSciBufType_Tensor", nvsci::BUF_TYPE_TENSOR),
+        val!("NvSciBufGeneralAttrKey_Types", nvsci::BUF_KEY_TYPES),
+        val!(
+            "NvSciBufGeneralAttrKey_NeedCpuAccess",
+            nvsci::BUF_KEY_NEED_CPU_ACCESS
+        ),
+        val!(
+            "NvSciBufGeneralAttrKey_RequiredPerm",
+            nvsci::BUF_KEY_REQUIRED_PERM
+        ),
+        val!(
+            "NvSciBufGeneralAttrKey_EnableCpuCache",
+            nvsci::BUF_KEY_ENABLE_CPU_CACHE
+        ),
+        val!("NvSciBufGeneralAttrKey_GpuId", nvsci::BUF_KEY_GPU_ID),
+        val!("NvSciBufRawBufferAttrKey_Size", nvsci::BUF_KEY_RAW_SIZE),
+        val!("NvSciBufRawBufferAttrKey_Align", nvsci::BUF_KEY_RAW_ALIGN),
+        val!("NvSciBufAccessPerm_Readonly", nvsci::BUF_PERM_READ_ONLY),
+        val!("NvSciBufAccessPerm_ReadWrite", nvsci::BUF_PERM_READ_WRITE),
+        val!(
+            "NvSciSyncAttrKey_NeedCpuAccess",
+            nvsci::SYNC_KEY_NEED_CPU_ACCESS
+        ),
+        val!(
+            "NvSciSyncAttrKey_RequiredPerm",
+            nvsci::SYNC_KEY_REQUIRED_PERM
+        ),
+        val!("NvSciSyncAccessPerm_WaitOnly", nvsci::SYNC_PERM_WAIT_ONLY),
+        val!(
+            "NvSciSyncAccessPerm_SignalOnly",
+            nvsci::SYNC_PERM_SIGNAL_ONLY
+        ),
+        val!(
+            "NvSciSyncAccessPerm_WaitSignal",
+            nvsci::SYNC_PERM_WAIT_SIGNAL
+        ),
     ]
 }
 
@@ -468,6 +641,13 @@ fn mirrors_match_nvidia_headers() {
             differences.extend(compare("cudaEGL.h", egl, &cuda_egl_facts()));
             checked.push(format!("cudaEGL.h (CUDA_VERSION {})", egl["CUDA_VERSION"]));
         }
+        if let Some(interop) = facts.get("cuda_nvsci") {
+            differences.extend(compare("cuda.h", interop, &cuda_nvsci_facts()));
+            checked.push(format!(
+                "cuda.h external memory and semaphores (CUDA_VERSION {})",
+                interop["CUDA_VERSION"]
+            ));
+        }
         if let Some(dla) = facts.get("cudla") {
             differences.extend(compare("cudla.h", dla, &cudla_facts()));
             // Every status of the header has Ferrostream's name for it.
@@ -484,6 +664,27 @@ fn mirrors_match_nvidia_headers() {
                 dla["CUDLA_VER_MAJOR"], dla["CUDLA_VER_MINOR"]
             ));
         }
+    }
+    if let Some(dir) = &found.nvsci {
+        let facts = layout_facts("nvsci", &[], &[dir]);
+        let sci = &facts["nvsci"];
+        differences.extend(compare("nvscibuf.h, nvscisync.h", sci, &nvsci_facts()));
+        // Every error of the header that Ferrostream names has the header's name.
+        for (key, value) in sci.iter().filter(|(k, _)| k.starts_with("NvSciError_")) {
+            let name = nvsci::error_name(*value as u32);
+            if name != *key {
+                differences.push(format!(
+                    "nvscierror.h: error {value:#x} is {key}, Ferrostream says {name}"
+                ));
+            }
+        }
+        checked.push(format!(
+            "nvscibuf.h {}.{}, nvscisync.h {}.{}",
+            sci["NvSciBufMajorVersion"],
+            sci["NvSciBufMinorVersion"],
+            sci["NvSciSyncMajorVersion"],
+            sci["NvSciSyncMinorVersion"]
+        ));
     }
     if found.tensorrt.is_some() {
         let facts = layout_facts("tensorrt", &[], &system);
@@ -519,8 +720,8 @@ fn mirrors_match_nvidia_headers() {
     }
 
     if checked.is_empty() {
-        let message = "no NVIDIA headers found: set DEEPSTREAM_ROOT, CUDA_HOME or TENSORRT_ROOT \
-                       (docs/NVIDIA_HEADERS.md); nothing was checked";
+        let message = "no NVIDIA headers found: set DEEPSTREAM_ROOT, CUDA_HOME, TENSORRT_ROOT or \
+                       NVSCI_ROOT (docs/NVIDIA_HEADERS.md); nothing was checked";
         assert!(
             std::env::var("FERROSTREAM_REQUIRE_NVIDIA_HEADERS").as_deref() != Ok("1"),
             "{message}"

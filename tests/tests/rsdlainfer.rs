@@ -173,6 +173,17 @@ fn it_shares_rstrtinfer_properties_with_dla_defaults() {
     dla.set_property("dla-core", -1i32);
     assert_eq!(dla.property::<i32>("dla-core"), -1);
     assert_eq!(dla.property::<u32>("use-dla-core"), 1);
+    // cuDLA's mode: auto by default (standalone where available), settable by nick.
+    use gst_dlainfer::route::DlaMode;
+    assert_eq!(dla.property::<DlaMode>("dla-mode"), DlaMode::Auto);
+    assert_eq!(
+        default_of(&dla, "dla-mode").get::<DlaMode>().unwrap(),
+        DlaMode::Auto
+    );
+    dla.set_property_from_str("dla-mode", "standalone");
+    assert_eq!(dla.property::<DlaMode>("dla-mode"), DlaMode::Standalone);
+    dla.set_property_from_str("dla-mode", "hybrid");
+    assert_eq!(dla.property::<DlaMode>("dla-mode"), DlaMode::Hybrid);
 }
 
 /// A configuration file that leaves network-mode out gets the DLA default (FP16); one that asks

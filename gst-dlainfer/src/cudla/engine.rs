@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! [`CudlaEngine`]: a DLA standalone loadable run through cuDLA in hybrid mode, behind
-//! rstrtinfer's [`Engine`] trait. Every tensor lives in CUDA memory registered with the DLA;
-//! tasks are submitted on a CUDA stream (the element's, when the pre-processed tensor is
-//! already on the GPU), and a failed task surfaces on that stream's synchronisation as
-//! `cudaErrorExternalDevice`, whose cause `cudlaGetLastError` names.
+//! [`CudlaEngine`]: a DLA standalone loadable run through cuDLA, behind rstrtinfer's [`Engine`]
+//! trait, in either of cuDLA's modes ([`Mode`]):
+//! - hybrid: every tensor lives in CUDA memory registered with the DLA; tasks are submitted on
+//!   a CUDA stream (the element's, when the pre-processed tensor is already on the GPU);
+//! - standalone: every tensor is an NvSciBuf buffer imported into the DLA and into CUDA, and
+//!   tasks are chained to the same stream by NvSciSync fences ([`super::standalone`]).
+//!
+//! Either way the GPU work before and after a task is queued on the engine's stream, and a
+//! failed task surfaces on that stream's synchronisation as `cudaErrorExternalDevice`, whose
+//! cause `cudlaGetLastError` names.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -15,7 +20,8 @@ use gst_trtinfer::engine::{
 };
 
 use super::ffi::{self, TensorDescriptor};
-use super::{CudlaError, Device, Library, Module, Registered, TaskTensors, tensor_name};
+use super::standalone::Fences;
+use super::{CudlaError, Device, Library, Mode, Module, Registered, TaskTensors, tensor_name};
 
 /// How a tensor's elements lie in its buffer. Only layouts fully described by the
 /// descriptor's dims and size are accepted; a loadable with padded rows (DLA linear with
@@ -157,10 +163,13 @@ impl TensorLayout {
 }
 
 /// A tensor's CUDA buffer and its DLA registration (dropped first).
-struct Tensor {
-    layout: TensorLayout,
-    registered: Registered,
-    buffer: DeviceBuffer,
+pub(super) struct Tensor {
+    pub layout: TensorLayout,
+    pub registered: Registered,
+    pub buffer: DeviceBuffer,
+    /// Standalone mode: the NvSciBuf buffer that `registered` and `buffer` import (dropped
+    /// after both).
+    pub _shared: Option<ferrostream_core::nvsci::BufObj>,
 }
 
 pub struct CudlaEngine {
@@ -170,6 +179,8 @@ pub struct CudlaEngine {
     task: TaskTensors,
     input: Tensor,
     outputs: Vec<Tensor>,
+    /// Standalone mode: the fences that chain each task to the stream.
+    fences: Option<Fences>,
     module: Module,
     stream: Arc<Stream>,
     /// Host input repacked into the loadable's layout.
@@ -180,11 +191,11 @@ pub struct CudlaEngine {
     description: EngineDescription,
 }
 
-fn cuda_error(e: CudaError) -> EngineError {
+pub(super) fn cuda_error(e: CudaError) -> EngineError {
     EngineError::Run(e.to_string())
 }
 
-fn cudla_error(e: CudlaError) -> EngineError {
+pub(super) fn cudla_error(e: CudlaError) -> EngineError {
     match e {
         CudlaError::Missing(m) => EngineError::ProviderUnavailable(m),
         other => EngineError::Run(other.to_string()),
@@ -207,8 +218,10 @@ pub fn task_error(e: CudaError, last_error: impl FnOnce() -> ffi::Status) -> Eng
 }
 
 impl CudlaEngine {
-    /// Loads `loadable` on DLA core `core`, under GPU `gpu_id`'s CUDA context.
-    pub fn open(loadable: &Path, core: u32, gpu_id: u32) -> Result<Self, EngineError> {
+    /// Loads `loadable` on DLA core `core` in `mode`, under GPU `gpu_id`'s CUDA context.
+    /// Standalone mode fails with [`EngineError::ProviderUnavailable`] where NvSci or cuDLA's
+    /// standalone entry points are missing.
+    pub fn open(loadable: &Path, core: u32, gpu_id: u32, mode: Mode) -> Result<Self, EngineError> {
         let lib = Library::load().map_err(cudla_error)?;
         let bytes =
             ferrostream_core::files::read(loadable, ferrostream_core::files::MAX_MODEL_FILE_BYTES)
@@ -218,7 +231,11 @@ impl CudlaEngine {
                 })?;
         let cuda = cuda::Context::primary(gpu_id).map_err(cuda_error)?;
         let _bound = cuda.bind().map_err(cuda_error)?;
-        let device = Device::open(&lib, core).map_err(cudla_error)?;
+        let device = Device::open(&lib, core, mode).map_err(cudla_error)?;
+        let fences = match mode {
+            Mode::Hybrid => None,
+            Mode::Standalone => Some(Fences::new(&cuda, &device)?),
+        };
         let module = Module::load(&device, &bytes).map_err(|e| EngineError::Model {
             path: loadable.display().to_string(),
             reason: e.to_string(),
@@ -235,6 +252,9 @@ impl CudlaEngine {
         };
         let tensor = |d: &TensorDescriptor| -> Result<Tensor, EngineError> {
             let layout = TensorLayout::from_descriptor(d).map_err(model_error)?;
+            if let Some(fences) = &fences {
+                return fences.tensor(&cuda, &device, layout);
+            }
             let buffer = DeviceBuffer::new(&cuda, layout.size).map_err(cuda_error)?;
             // SAFETY: the buffer is device memory of the current context, `layout.size` bytes,
             // and is dropped after its registration (field order of `Tensor`).
@@ -244,6 +264,7 @@ impl CudlaEngine {
                 layout,
                 registered,
                 buffer,
+                _shared: None,
             })
         };
         let input = tensor(input)?;
@@ -257,9 +278,20 @@ impl CudlaEngine {
             element_type: t.layout.element,
             dims: t.layout.dims.iter().map(|&d| Some(d)).collect(),
         };
+        let mode_name = match mode {
+            Mode::Hybrid => "hybrid mode",
+            Mode::Standalone => "standalone mode, NvSciSync fences",
+        };
         let version = lib.version().map_or_else(
-            |e| e.to_string(),
-            |v| format!("cuDLA {}.{}.{}", v / 1_000_000, v / 1000 % 1000, v % 1000),
+            |e| format!("{e} ({mode_name})"),
+            |v| {
+                format!(
+                    "cuDLA {}.{}.{} ({mode_name})",
+                    v / 1_000_000,
+                    v / 1000 % 1000,
+                    v % 1000
+                )
+            },
         );
         let description = EngineDescription {
             backend: "cudla",
@@ -288,6 +320,7 @@ impl CudlaEngine {
             task,
             input,
             outputs,
+            fences,
             module,
             stream,
             staging: Vec::new(),
@@ -350,6 +383,16 @@ impl Engine for CudlaEngine {
     }
 }
 
+impl Drop for CudlaEngine {
+    fn drop(&mut self) {
+        // Tasks still queued read and write the tensors (and, in standalone mode, the stream
+        // waits on the last task's fence): let them finish before anything is released.
+        if let Ok(_bound) = self.cuda.bind() {
+            let _ = self.stream.synchronize();
+        }
+    }
+}
+
 impl DeviceEngine for CudlaEngine {
     fn context(&self) -> &Arc<cuda::Context> {
         &self.cuda
@@ -381,9 +424,13 @@ impl DeviceEngine for CudlaEngine {
         // belongs to the context the device was opened under. Outputs are read in stream order
         // by the caller before the next submission overwrites them.
         unsafe {
-            self.module
-                .submit(&self.task, self.stream.raw().cast())
-                .map_err(cudla_error)?;
+            match &mut self.fences {
+                None => self
+                    .module
+                    .submit(&self.task, self.stream.raw().cast())
+                    .map_err(cudla_error)?,
+                Some(fences) => fences.submit(&self.module, &self.task, &self.stream)?,
+            }
         }
         Ok(&self.device_outputs)
     }

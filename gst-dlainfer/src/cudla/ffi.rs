@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! The cuDLA C API (`libcudla.so.1`, JetPack), as far as the hybrid-mode runner uses it:
+//! The cuDLA C API (`libcudla.so.1`, JetPack), as far as the hybrid-mode and standalone-mode
+//! runners use it:
 //! `#[repr(C)]` mirrors of its structures and the function signatures, resolved at run time.
 //! Layouts follow `cudla.h` (JetPack 6), checked against cuDLA 1.5's header by
 //! tests/tests/nvidia_headers.rs (docs/NVIDIA_HEADERS.md); the tests pin every size and offset.
@@ -78,8 +79,57 @@ pub struct Task {
     pub num_output_tensors: u32,
     pub num_input_tensors: u32,
     pub input_tensor: *const *mut u64,
-    pub wait_events: *const c_void,
-    pub signal_events: *mut c_void,
+    pub wait_events: *const WaitEvents,
+    pub signal_events: *mut SignalEvents,
+}
+
+/// `cudlaNvSciSyncAttributes` (the reverse of CUDA's `CUDA_NVSCISYNC_ATTR_*`).
+pub const NVSCISYNC_ATTR_WAIT: u32 = 1;
+pub const NVSCISYNC_ATTR_SIGNAL: u32 = 2;
+
+/// `cudlaAccessPermissionFlags` of `cudlaImportExternalMemory`.
+pub const READ_WRITE_PERM: u32 = 0;
+pub const READ_ONLY_PERM: u32 = 1;
+
+/// `cudlaFenceType`.
+pub const NVSCISYNC_FENCE: u32 = 1;
+pub const NVSCISYNC_FENCE_SOF: u32 = 2;
+
+/// `cudlaExternalMemoryHandleDesc` (16 bytes): an `NvSciBufObj` and its size.
+#[repr(C)]
+pub struct ExternalMemoryHandleDesc {
+    pub ext_buf_object: *const c_void,
+    pub size: u64,
+}
+
+/// `cudlaExternalSemaphoreHandleDesc` (8 bytes): an `NvSciSyncObj`.
+#[repr(C)]
+pub struct ExternalSemaphoreHandleDesc {
+    pub ext_sync_object: *const c_void,
+}
+
+/// `CudlaFence` (16 bytes): an `NvSciSyncFence*` and whether it marks the start or the end of
+/// the task.
+#[repr(C)]
+pub struct Fence {
+    pub fence: *mut c_void,
+    pub fence_type: u32,
+}
+
+/// `cudlaWaitEvents` (16 bytes): fences the task waits on before it starts.
+#[repr(C)]
+pub struct WaitEvents {
+    pub pre_fences: *const Fence,
+    pub num_events: u32,
+}
+
+/// `cudlaSignalEvents` (24 bytes): imported sync objects the task signals, and the fences cuDLA
+/// fills for them at submission.
+#[repr(C)]
+pub struct SignalEvents {
+    pub dev_ptrs: *const *mut u64,
+    pub eof_fences: *mut Fence,
+    pub num_events: u32,
 }
 
 pub type GetVersion = unsafe extern "C" fn(*mut u64) -> Status;
@@ -96,6 +146,15 @@ pub type ModuleGetAttributes =
 pub type ModuleUnload = unsafe extern "C" fn(ModuleHandle, u32) -> Status;
 pub type SubmitTask = unsafe extern "C" fn(DevHandle, *const Task, u32, *mut c_void, u32) -> Status;
 pub type GetLastError = unsafe extern "C" fn(DevHandle) -> Status;
+pub type ImportExternalMemory =
+    unsafe extern "C" fn(DevHandle, *const ExternalMemoryHandleDesc, *mut *mut u64, u32) -> Status;
+pub type ImportExternalSemaphore = unsafe extern "C" fn(
+    DevHandle,
+    *const ExternalSemaphoreHandleDesc,
+    *mut *mut u64,
+    u32,
+) -> Status;
+pub type GetNvSciSyncAttributes = unsafe extern "C" fn(*mut u64, u32) -> Status;
 
 /// The name of a `cudlaStatus`, as `cudla.h` spells it.
 pub fn status_name(status: Status) -> String {
@@ -161,6 +220,17 @@ mod tests {
         assert_eq!(offset_of!(TensorDescriptor, stride), 136);
 
         assert_eq!(size_of::<ModuleAttribute>(), 8);
+
+        assert_eq!(size_of::<ExternalMemoryHandleDesc>(), 16);
+        assert_eq!(offset_of!(ExternalMemoryHandleDesc, size), 8);
+        assert_eq!(size_of::<ExternalSemaphoreHandleDesc>(), 8);
+        assert_eq!(size_of::<Fence>(), 16);
+        assert_eq!(offset_of!(Fence, fence_type), 8);
+        assert_eq!(size_of::<WaitEvents>(), 16);
+        assert_eq!(offset_of!(WaitEvents, num_events), 8);
+        assert_eq!(size_of::<SignalEvents>(), 24);
+        assert_eq!(offset_of!(SignalEvents, eof_fences), 8);
+        assert_eq!(offset_of!(SignalEvents, num_events), 16);
     }
 
     #[test]

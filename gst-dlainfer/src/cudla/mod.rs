@@ -1,16 +1,67 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! cuDLA in hybrid mode: DLA standalone loadables (`trtexec --buildDLAStandalone`) run on the
-//! DLA, submitted on a CUDA stream, with CUDA memory registered for the DLA. `libcudla.so.1`
-//! (JetPack) is loaded at run time, so builds with this module start anywhere; on machines
-//! without it [`Library::load`] says what is missing.
+//! cuDLA: DLA standalone loadables (`trtexec --buildDLAStandalone`) run on the DLA, in one of
+//! cuDLA's two modes:
+//! - hybrid: tasks submitted on a CUDA stream, with CUDA memory registered for the DLA; the
+//!   CUDA driver orders the task after the stream's earlier work;
+//! - standalone ([`standalone`]): tensors allocated through NvSciBuf with the DLA and the GPU as
+//!   accessors and imported into both, each task waiting on a fence the GPU signals and
+//!   signalling one the GPU waits on.
+//!
+//! [`CudlaEngine`] runs a loadable in either.
+//!
+//! `libcudla.so.1` (JetPack) is loaded at run time, so builds with this module start anywhere;
+//! on machines without it [`Library::load`] says what is missing.
 
 pub mod engine;
 pub mod ffi;
+pub mod standalone;
 
 use std::ptr::NonNull;
 use std::sync::Arc;
 
 pub use engine::CudlaEngine;
+
+use ferrostream_core::nvsci;
+
+use crate::route::DlaMode;
+
+/// Opens `loadable` on DLA core `core` in the mode `request` asks for. With
+/// [`DlaMode::Auto`], standalone mode where it opens, else hybrid mode and the reason
+/// standalone did not open (for the element to log).
+pub fn open_loadable(
+    loadable: &std::path::Path,
+    core: u32,
+    gpu_id: u32,
+    request: DlaMode,
+) -> Result<(CudlaEngine, Option<String>), gst_trtinfer::engine::EngineError> {
+    choose_mode(request, |mode| {
+        CudlaEngine::open(loadable, core, gpu_id, mode)
+    })
+}
+
+/// The mode policy of [`open_loadable`], over any opener.
+fn choose_mode<E>(
+    request: DlaMode,
+    mut open: impl FnMut(Mode) -> Result<E, gst_trtinfer::engine::EngineError>,
+) -> Result<(E, Option<String>), gst_trtinfer::engine::EngineError> {
+    use gst_trtinfer::engine::EngineError;
+    match request {
+        DlaMode::Hybrid => Ok((open(Mode::Hybrid)?, None)),
+        DlaMode::Standalone => open(Mode::Standalone)
+            .map(|e| (e, None))
+            .map_err(|e| match e {
+                EngineError::ProviderUnavailable(m) => EngineError::ProviderUnavailable(format!(
+                    "dla-mode=standalone is not available here: {m}; dla-mode=auto or hybrid runs \
+                 cuDLA's hybrid mode"
+                )),
+                other => other,
+            }),
+        DlaMode::Auto => match open(Mode::Standalone) {
+            Ok(engine) => Ok((engine, None)),
+            Err(why) => Ok((open(Mode::Hybrid)?, Some(why.to_string()))),
+        },
+    }
+}
 
 /// A failed cuDLA call, with the status name from `cudla.h`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -47,8 +98,17 @@ pub struct Library {
     module_unload: ffi::ModuleUnload,
     submit_task: ffi::SubmitTask,
     get_last_error: ffi::GetLastError,
+    /// The standalone-mode entry points, where this libcudla has them.
+    standalone: Option<StandaloneEntries>,
     // Keeps the entry points above valid.
     _lib: libloading::Library,
+}
+
+/// The entry points only standalone mode uses.
+struct StandaloneEntries {
+    import_external_memory: ffi::ImportExternalMemory,
+    import_external_semaphore: ffi::ImportExternalSemaphore,
+    get_nvscisync_attributes: ffi::GetNvSciSyncAttributes,
 }
 
 /// Where JetPack installs libcudla, then the loader's own search path.
@@ -99,7 +159,50 @@ impl Library {
             module_unload: sym!("cudlaModuleUnload"),
             submit_task: sym!("cudlaSubmitTask"),
             get_last_error: sym!("cudlaGetLastError"),
+            standalone: Self::resolve_standalone(&lib).ok(),
             _lib: lib,
+        })
+    }
+
+    fn resolve_standalone(lib: &libloading::Library) -> Result<StandaloneEntries, CudlaError> {
+        macro_rules! sym {
+            ($name:literal) => {
+                // SAFETY: as in `resolve`.
+                *unsafe { lib.get(concat!($name, "\0").as_bytes()) }
+                    .map_err(|e| CudlaError::Missing(format!("libcudla has no {}: {e}", $name)))?
+            };
+        }
+        Ok(StandaloneEntries {
+            import_external_memory: sym!("cudlaImportExternalMemory"),
+            import_external_semaphore: sym!("cudlaImportExternalSemaphore"),
+            get_nvscisync_attributes: sym!("cudlaGetNvSciSyncAttributes"),
+        })
+    }
+
+    fn standalone(&self) -> Result<&StandaloneEntries, CudlaError> {
+        self.standalone.as_ref().ok_or_else(|| {
+            CudlaError::Missing(
+                "this libcudla has no standalone-mode entry points (cudlaImportExternalMemory, \
+                 cudlaImportExternalSemaphore, cudlaGetNvSciSyncAttributes)"
+                    .into(),
+            )
+        })
+    }
+
+    /// Fills `list` with what the DLA needs to wait on (`Role::Wait`) or signal the NvSciSync
+    /// object reconciled from it.
+    pub fn nvscisync_attributes(
+        &self,
+        list: &nvsci::SyncAttrList,
+        role: SyncRole,
+    ) -> Result<(), CudlaError> {
+        let flags = match role {
+            SyncRole::Wait => ffi::NVSCISYNC_ATTR_WAIT,
+            SyncRole::Signal => ffi::NVSCISYNC_ATTR_SIGNAL,
+        };
+        // SAFETY: a valid, unreconciled attribute list (cuDLA's `uint64_t*` is the handle).
+        check("cudlaGetNvSciSyncAttributes", unsafe {
+            (self.standalone()?.get_nvscisync_attributes)(list.as_raw().cast(), flags)
         })
     }
 
@@ -122,10 +225,27 @@ impl Library {
     }
 }
 
-/// A DLA core opened in hybrid (CUDA + DLA) mode. Must be dropped before the CUDA primary
-/// context it was created under is reset.
+/// Whether the DLA waits on a sync object or signals it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncRole {
+    Wait,
+    Signal,
+}
+
+/// cuDLA's two modes (`cudlaCreateDevice` flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Tasks on a CUDA stream, CUDA memory registered for the DLA.
+    Hybrid,
+    /// Tasks ordered by NvSciSync fences, NvSciBuf memory imported.
+    Standalone,
+}
+
+/// A DLA core opened in one of cuDLA's modes. Must be dropped before the CUDA primary context
+/// it was created under is reset.
 pub struct Device {
     raw: NonNull<std::ffi::c_void>,
+    mode: Mode,
     lib: Arc<Library>,
 }
 
@@ -137,8 +257,11 @@ unsafe impl Send for Device {}
 unsafe impl Sync for Device {}
 
 impl Device {
-    /// Opens DLA core `core` in hybrid mode; a CUDA context must be current.
-    pub fn open(lib: &Arc<Library>, core: u32) -> Result<Arc<Self>, CudlaError> {
+    /// Opens DLA core `core` in `mode`; for hybrid mode a CUDA context must be current.
+    pub fn open(lib: &Arc<Library>, core: u32, mode: Mode) -> Result<Arc<Self>, CudlaError> {
+        if mode == Mode::Standalone {
+            lib.standalone()?;
+        }
         let count = lib.device_count()?;
         if u64::from(core) >= count {
             return Err(CudlaError::Invalid(format!(
@@ -146,16 +269,29 @@ impl Device {
             )));
         }
         let mut raw = std::ptr::null_mut();
-        // SAFETY: `raw` is a valid out pointer; flags select hybrid mode.
+        let flags = match mode {
+            Mode::Hybrid => ffi::CUDLA_CUDA_DLA,
+            Mode::Standalone => ffi::CUDLA_STANDALONE,
+        };
+        // SAFETY: `raw` is a valid out pointer; flags select the mode.
         check("cudlaCreateDevice", unsafe {
-            (lib.create_device)(core.into(), &mut raw, ffi::CUDLA_CUDA_DLA)
+            (lib.create_device)(core.into(), &mut raw, flags)
         })?;
         let raw = NonNull::new(raw)
             .ok_or_else(|| CudlaError::Invalid("cudlaCreateDevice returned no handle".into()))?;
         Ok(Arc::new(Self {
             raw,
+            mode,
             lib: lib.clone(),
         }))
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    pub fn library(&self) -> &Arc<Library> {
+        &self.lib
     }
 
     /// The error a failed asynchronous task left (asked after the stream reported
@@ -173,9 +309,10 @@ impl Drop for Device {
     }
 }
 
-/// CUDA device memory registered with the DLA; unregistered on drop.
+/// Memory or a sync object registered with the DLA (`cudlaMemRegister` in hybrid mode,
+/// `cudlaImportExternalMemory` or `cudlaImportExternalSemaphore` in standalone mode);
+/// unregistered on drop, by the address cuDLA gave (`cudlaMemUnregister`).
 pub struct Registered {
-    cuda_ptr: u64,
     dla_ptr: NonNull<u64>,
     device: Arc<Device>,
 }
@@ -198,7 +335,58 @@ impl Registered {
         let dla_ptr = NonNull::new(dla)
             .ok_or_else(|| CudlaError::Invalid("cudlaMemRegister returned no address".into()))?;
         Ok(Self {
-            cuda_ptr: ptr,
+            dla_ptr,
+            device: device.clone(),
+        })
+    }
+
+    /// Imports an NvSciBuf buffer into a standalone-mode device. The buffer must outlive the
+    /// registration (its owner drops the registration first).
+    pub fn import_memory(
+        device: &Arc<Device>,
+        buffer: &nvsci::BufObj,
+        read_only: bool,
+    ) -> Result<Self, CudlaError> {
+        let entries = device.lib.standalone()?;
+        let desc = ffi::ExternalMemoryHandleDesc {
+            ext_buf_object: buffer.as_raw().cast_const(),
+            size: buffer.size(),
+        };
+        let flags = if read_only {
+            ffi::READ_ONLY_PERM
+        } else {
+            ffi::READ_WRITE_PERM
+        };
+        let mut dla = std::ptr::null_mut();
+        // SAFETY: a valid descriptor of a live NvSciBuf object; a valid out pointer.
+        check("cudlaImportExternalMemory", unsafe {
+            (entries.import_external_memory)(device.raw.as_ptr(), &desc, &mut dla, flags)
+        })?;
+        Self::from_address(device, dla, "cudlaImportExternalMemory")
+    }
+
+    /// Imports an NvSciSync object into a standalone-mode device, for tasks to signal.
+    pub fn import_semaphore(
+        device: &Arc<Device>,
+        sync: &nvsci::SyncObj,
+    ) -> Result<Self, CudlaError> {
+        let entries = device.lib.standalone()?;
+        let desc = ffi::ExternalSemaphoreHandleDesc {
+            ext_sync_object: sync.as_raw().cast_const(),
+        };
+        let mut dla = std::ptr::null_mut();
+        // SAFETY: a valid descriptor of a live NvSciSync object; a valid out pointer; flags
+        // are reserved (0).
+        check("cudlaImportExternalSemaphore", unsafe {
+            (entries.import_external_semaphore)(device.raw.as_ptr(), &desc, &mut dla, 0)
+        })?;
+        Self::from_address(device, dla, "cudlaImportExternalSemaphore")
+    }
+
+    fn from_address(device: &Arc<Device>, dla: *mut u64, call: &str) -> Result<Self, CudlaError> {
+        let dla_ptr = NonNull::new(dla)
+            .ok_or_else(|| CudlaError::Invalid(format!("{call} returned no address")))?;
+        Ok(Self {
             dla_ptr,
             device: device.clone(),
         })
@@ -212,10 +400,11 @@ impl Registered {
 
 impl Drop for Registered {
     fn drop(&mut self) {
-        // SAFETY: the address was registered on this device and is still allocated (the owner
-        // drops registrations before the memory).
+        // SAFETY: the address cuDLA gave at registration, on this device; the memory or sync
+        // object is still allocated (owners drop registrations first). cuDLA unregisters by the
+        // registered address, as NVIDIA's samples do.
         unsafe {
-            (self.device.lib.mem_unregister)(self.device.raw.as_ptr(), self.cuda_ptr as *const u64)
+            (self.device.lib.mem_unregister)(self.device.raw.as_ptr(), self.dla_ptr.as_ptr())
         };
     }
 }
@@ -308,6 +497,69 @@ impl Module {
         })
     }
 
+    /// Submits one inference in standalone mode: the task starts once every fence of `wait`
+    /// is reached, and at submission cuDLA fills `eof` with the point `signal` (an imported
+    /// sync object) reaches when the task ends.
+    ///
+    /// # Safety
+    /// As [`Module::submit`] for the tensors (here NvSciBuf imports); `signal` must be a sync
+    /// object imported into this module's device.
+    pub unsafe fn submit_standalone(
+        &self,
+        tensors: &TaskTensors,
+        wait: &[&nvsci::Fence],
+        signal: &Registered,
+        eof: &mut nvsci::Fence,
+    ) -> Result<(), CudlaError> {
+        let (ins, outs) = (&tensors.inputs, &tensors.outputs);
+        let pre: Vec<ffi::Fence> = wait
+            .iter()
+            .map(|f| ffi::Fence {
+                fence: f.as_ptr().cast_mut().cast(),
+                fence_type: ffi::NVSCISYNC_FENCE,
+            })
+            .collect();
+        let wait_events = ffi::WaitEvents {
+            pre_fences: pre.as_ptr(),
+            num_events: pre.len() as u32,
+        };
+        eof.clear();
+        let mut eof_fence = ffi::Fence {
+            fence: eof.as_mut_ptr().cast(),
+            fence_type: ffi::NVSCISYNC_FENCE,
+        };
+        let signal_ptrs = [signal.dla_ptr()];
+        let mut signal_events = ffi::SignalEvents {
+            dev_ptrs: signal_ptrs.as_ptr(),
+            eof_fences: &mut eof_fence,
+            num_events: 1,
+        };
+        let task = ffi::Task {
+            module_handle: self.raw.as_ptr(),
+            output_tensor: outs.as_ptr(),
+            num_output_tensors: outs.len() as u32,
+            num_input_tensors: ins.len() as u32,
+            input_tensor: ins.as_ptr(),
+            wait_events: if pre.is_empty() {
+                std::ptr::null()
+            } else {
+                &wait_events
+            },
+            signal_events: &mut signal_events,
+        };
+        // SAFETY: every array and fence the task points at lives through the call (cuDLA reads
+        // the pre-fences and fills the EOF fence during it); standalone mode takes no stream.
+        check("cudlaSubmitTask", unsafe {
+            (self.device.lib.submit_task)(
+                self.device.raw.as_ptr(),
+                &task,
+                1,
+                std::ptr::null_mut(),
+                0,
+            )
+        })
+    }
+
     pub fn device(&self) -> &Arc<Device> {
         &self.device
     }
@@ -350,4 +602,52 @@ pub fn tensor_name(d: &ffi::TensorDescriptor) -> String {
         .map(|&c| c as u8)
         .collect();
     String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use gst_trtinfer::engine::EngineError;
+
+    use super::*;
+
+    #[test]
+    fn auto_falls_back_to_hybrid_with_the_reason_and_standalone_says_why_not() {
+        let no_nvsci = || EngineError::ProviderUnavailable("libnvscibuf.so.1 is missing".into());
+        let mut tried = Vec::new();
+        let opener = |tried: &mut Vec<Mode>, mode: Mode| {
+            tried.push(mode);
+            match mode {
+                Mode::Standalone => Err(no_nvsci()),
+                Mode::Hybrid => Ok("hybrid engine"),
+            }
+        };
+        let (engine, reason) = choose_mode(DlaMode::Auto, |m| opener(&mut tried, m)).unwrap();
+        assert_eq!(engine, "hybrid engine");
+        assert!(reason.unwrap().contains("libnvscibuf.so.1"));
+        assert_eq!(tried, [Mode::Standalone, Mode::Hybrid]);
+
+        // Where standalone opens, auto takes it, with nothing to report.
+        let (engine, reason) = choose_mode(DlaMode::Auto, Ok::<_, EngineError>).unwrap();
+        assert_eq!((engine, reason), (Mode::Standalone, None));
+
+        // Asked for explicitly, standalone's absence is an error naming the way out.
+        let Err(EngineError::ProviderUnavailable(m)) =
+            choose_mode(DlaMode::Standalone, |m| opener(&mut Vec::new(), m))
+        else {
+            panic!("standalone must not fall back");
+        };
+        assert!(
+            m.contains("libnvscibuf.so.1") && m.contains("dla-mode=auto"),
+            "{m}"
+        );
+
+        // Hybrid never tries standalone.
+        let mut tried = Vec::new();
+        choose_mode(DlaMode::Hybrid, |m| opener(&mut tried, m)).unwrap();
+        assert_eq!(tried, [Mode::Hybrid]);
+
+        // A model error in both modes is the hybrid error, not a silent success.
+        let broken = |_| Err::<(), _>(EngineError::Run("bad loadable".into()));
+        assert!(choose_mode(DlaMode::Auto, broken).is_err());
+    }
 }

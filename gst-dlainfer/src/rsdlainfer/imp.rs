@@ -15,7 +15,7 @@ use gst_trtinfer::rstrtinfer::{TrtInfer, open_inference, setup_error};
 use gst_trtinfer::settings::SETTINGS;
 
 use crate::check::{self, CheckOptions, Precision};
-use crate::route::{self, Plan};
+use crate::route::{self, DlaMode, Plan};
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(
@@ -29,6 +29,8 @@ static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
 pub struct DlaInfer {
     /// `dla-core=-1`: every DLA core (and the GPU with `allow-gpu-fallback`) as workers.
     all_cores: std::sync::atomic::AtomicBool,
+    /// `dla-mode`: cuDLA's mode for loadables.
+    mode: std::sync::Mutex<DlaMode>,
 }
 
 #[glib::object_subclass]
@@ -52,6 +54,16 @@ impl ObjectImpl for DlaInfer {
                     .minimum(-1)
                     .maximum(15)
                     .default_value(0)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecEnum::builder_with_default("dla-mode", DlaMode::Auto)
+                    .nick("cuDLA mode")
+                    .blurb(
+                        "How DLA loadables run: standalone (NvSciBuf tensors shared with the \
+                         GPU, NvSciSync fences between the GPU and the DLA, no CPU wait), \
+                         hybrid (tasks on the element's CUDA stream), or auto: standalone where \
+                         NvSci and cuDLA offer it, else hybrid with the reason logged",
+                    )
                     .mutable_ready()
                     .build(),
             ];
@@ -78,6 +90,11 @@ impl ObjectImpl for DlaInfer {
                     trt.set_property_from_value("use-dla-core", &(core as u32).to_value());
                 }
             }
+            "dla-mode" => {
+                ferrostream_core::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
+                *self.mode.lock().unwrap_or_else(|e| e.into_inner()) =
+                    value.get().expect("type checked upstream");
+            }
             _ => {
                 ferrostream_core::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
                 trt.set_setting(pspec, value)
@@ -93,6 +110,7 @@ impl ObjectImpl for DlaInfer {
                 (-1i32).to_value()
             }
             "dla-core" => (trt.setting("use-dla-core").get::<u32>().unwrap_or(0) as i32).to_value(),
+            "dla-mode" => self.mode().to_value(),
             other => trt.setting(other),
         }
     }
@@ -142,13 +160,21 @@ impl TrtInferImpl for DlaInfer {
         if self.all_cores.load(std::sync::atomic::Ordering::SeqCst) {
             let workers = route::plan_all_cores(&config, &presence).map_err(settings)?;
             if workers.len() > 1 {
-                let inference = open_workers(config, workers, threads, log)?;
+                let inference = self.open_workers(config, workers, threads, log)?;
                 self.post_report(&inference);
                 return Ok(inference);
             }
         }
         let inference = match route::plan(&config, &presence).map_err(settings)? {
-            Plan::Cudla { loadable, core } => open_loadable(config, &loadable, core)?,
+            Plan::Cudla { loadable, core } => self.open_loadable(config, &loadable, core)?,
+            Plan::TensorRtDla(_) if self.mode() == DlaMode::Standalone => {
+                return Err(settings(
+                    "dla-mode=standalone runs DLA standalone loadables \
+                     (model-engine-file=*.loadable) through cuDLA; this model runs through \
+                     TensorRT, which drives the DLA itself: use dla-mode=auto or hybrid"
+                        .into(),
+                ));
+            }
             Plan::TensorRtDla(config) => {
                 let inference = open_inference(config, threads, log)?;
                 // backend=auto may end on an engine that cannot reach the DLA (no TensorRT, an
@@ -185,63 +211,83 @@ impl TrtInferImpl for DlaInfer {
     }
 }
 
-/// Opens one engine per worker plan and runs them as one ([`WorkerPool`]).
-fn open_workers(
-    config: InferConfig,
-    workers: Vec<(String, Plan)>,
-    threads: usize,
-    log: EngineLog,
-) -> Result<Inference, gst::ErrorMessage> {
-    let mut model_path = None;
-    let mut engines = Vec::with_capacity(workers.len());
-    for (name, plan) in workers {
-        let inference = match plan {
-            Plan::Cudla { loadable, core } => open_loadable(config.clone(), &loadable, core)?,
-            Plan::TensorRtDla(c) | Plan::Fallback { config: c, .. } => {
-                open_inference(c, threads, log.clone())?
-            }
-        };
-        model_path.get_or_insert_with(|| inference.model_path().to_owned());
-        engines.push(Worker {
-            name,
-            engine: inference.into_engine(),
-        });
-    }
-    let pool = WorkerPool::new(engines)
-        .map_err(|e| setup_error(e.into()))?
-        .with_log(log);
-    Inference::with_engine(config, model_path.unwrap_or_default(), Box::new(pool))
-        .map_err(setup_error)
-}
-
-#[cfg(feature = "cudla")]
-fn open_loadable(
-    config: InferConfig,
-    loadable: &std::path::Path,
-    core: u32,
-) -> Result<Inference, gst::ErrorMessage> {
-    let engine = crate::cudla::CudlaEngine::open(loadable, core, config.gpu_id)
-        .map_err(|e| setup_error(e.into()))?;
-    Inference::with_engine(config, loadable.to_owned(), Box::new(engine)).map_err(setup_error)
-}
-
-#[cfg(not(feature = "cudla"))]
-fn open_loadable(
-    _config: InferConfig,
-    loadable: &std::path::Path,
-    _core: u32,
-) -> Result<Inference, gst::ErrorMessage> {
-    Err(gst::error_msg!(
-        gst::CoreError::NotImplemented,
-        (
-            "{} is a DLA standalone loadable, but this build has no cuDLA support (the `cudla` \
-             feature)",
-            loadable.display()
-        )
-    ))
-}
-
 impl DlaInfer {
+    fn mode(&self) -> DlaMode {
+        *self.mode.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Opens one engine per worker plan and runs them as one ([`WorkerPool`]).
+    fn open_workers(
+        &self,
+        config: InferConfig,
+        workers: Vec<(String, Plan)>,
+        threads: usize,
+        log: EngineLog,
+    ) -> Result<Inference, gst::ErrorMessage> {
+        let mut model_path = None;
+        let mut engines = Vec::with_capacity(workers.len());
+        for (name, plan) in workers {
+            let inference = match plan {
+                Plan::Cudla { loadable, core } => {
+                    self.open_loadable(config.clone(), &loadable, core)?
+                }
+                Plan::TensorRtDla(c) | Plan::Fallback { config: c, .. } => {
+                    open_inference(c, threads, log.clone())?
+                }
+            };
+            model_path.get_or_insert_with(|| inference.model_path().to_owned());
+            engines.push(Worker {
+                name,
+                engine: inference.into_engine(),
+            });
+        }
+        let pool = WorkerPool::new(engines)
+            .map_err(|e| setup_error(e.into()))?
+            .with_log(log);
+        Inference::with_engine(config, model_path.unwrap_or_default(), Box::new(pool))
+            .map_err(setup_error)
+    }
+
+    /// Opens a DLA loadable in the mode `dla-mode` asks for; where auto falls back to hybrid
+    /// mode, the reason goes to the bus as an info message.
+    #[cfg(feature = "cudla")]
+    fn open_loadable(
+        &self,
+        config: InferConfig,
+        loadable: &std::path::Path,
+        core: u32,
+    ) -> Result<Inference, gst::ErrorMessage> {
+        let (engine, fallback) =
+            crate::cudla::open_loadable(loadable, core, config.gpu_id, self.mode())
+                .map_err(|e| setup_error(e.into()))?;
+        if let Some(reason) = fallback {
+            gst::element_imp_info!(
+                self,
+                gst::LibraryError::Init,
+                ("DLA{core} runs in cuDLA's hybrid mode: standalone mode is not available"),
+                ["{reason}"]
+            );
+        }
+        Inference::with_engine(config, loadable.to_owned(), Box::new(engine)).map_err(setup_error)
+    }
+
+    #[cfg(not(feature = "cudla"))]
+    fn open_loadable(
+        &self,
+        _config: InferConfig,
+        loadable: &std::path::Path,
+        _core: u32,
+    ) -> Result<Inference, gst::ErrorMessage> {
+        Err(gst::error_msg!(
+            gst::CoreError::NotImplemented,
+            (
+                "{} is a DLA standalone loadable, but this build has no cuDLA support (the \
+                 `cudla` feature)",
+                loadable.display()
+            )
+        ))
+    }
+
     /// Warns that the model does not run on the DLA, and says where it does (and why there,
     /// when `backend=auto` chose).
     fn warn_placement(&self, inference: &Inference, headline: &str, detail: &str) {

@@ -34,6 +34,8 @@ pub mod meta;
 pub mod metrics;
 #[cfg(feature = "gst")]
 pub mod nvmm;
+#[cfg(feature = "nvsci")]
+pub mod nvsci;
 pub mod oriented;
 pub mod paths;
 pub mod settings;

@@ -93,9 +93,21 @@ pub struct DeviceBuffer {
     ptr: u64,
     len: usize,
     ctx: Arc<Context>,
-    /// Set when the memory is a [`SharedAllocation`] (other processes can map it), which then
-    /// frees it.
-    shared: Option<SharedAllocation>,
+    backing: Backing,
+}
+
+/// Where a [`DeviceBuffer`]'s memory comes from, and so how it is released.
+#[derive(Debug)]
+enum Backing {
+    /// `cuMemAlloc`: freed with `cuMemFree`.
+    Allocated,
+    /// A [`SharedAllocation`] (other processes can map it), which frees itself.
+    Shared { _allocation: SharedAllocation },
+    /// Memory another API allocated (an NvSciBuf buffer, a descriptor), imported into CUDA; the
+    /// import releases it.
+    External {
+        _import: super::external::ExternalMemory,
+    },
 }
 
 impl DeviceBuffer {
@@ -111,7 +123,7 @@ impl DeviceBuffer {
             ptr,
             len,
             ctx: ctx.clone(),
-            shared: None,
+            backing: Backing::Allocated,
         })
     }
 
@@ -122,7 +134,26 @@ impl DeviceBuffer {
             ptr: shared.ptr(),
             len,
             ctx: ctx.clone(),
-            shared: Some(shared),
+            backing: Backing::Shared {
+                _allocation: shared,
+            },
+        })
+    }
+
+    /// Imported memory as a buffer of its whole size, used like any other (copies are counted
+    /// in [`Transfers`] alike); the import is released on drop.
+    pub fn from_external(memory: super::external::ExternalMemory) -> Result<Self> {
+        let len = usize::try_from(memory.size()).map_err(|_| {
+            CudaError::Invalid(format!(
+                "external memory of {} bytes does not fit this machine's addresses",
+                memory.size()
+            ))
+        })?;
+        Ok(Self {
+            ptr: memory.ptr(),
+            len,
+            ctx: memory.context().clone(),
+            backing: Backing::External { _import: memory },
         })
     }
 
@@ -252,8 +283,8 @@ impl DeviceBuffer {
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
-        // A lost context took it along already; a shared allocation frees itself.
-        if self.shared.is_none()
+        // A lost context took it along already; shared and imported memory free themselves.
+        if matches!(self.backing, Backing::Allocated)
             && !self.ctx.lost()
             && let Ok(_bound) = self.ctx.bind()
         {

@@ -11,6 +11,7 @@
 
 mod context;
 mod error;
+pub mod external;
 pub mod frames;
 pub mod gst_cuda;
 mod kernel;
