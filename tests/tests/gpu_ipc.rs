@@ -214,3 +214,58 @@ fn gpu_consumers_killed_50_times_leak_no_device_memory() {
     assert!(warnings.is_empty(), "{warnings:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// CUDA external memory, the import rsdlainfer's standalone mode gives its NvSciBuf tensors
+/// (`ExternalMemory`, `DeviceBuffer::from_external`), run here with the one source an x86 GPU
+/// offers: a shareable allocation's descriptor, imported as opaque-fd memory. The import maps the
+/// allocation's bytes both ways, and 50 imports released leave the GPU's free memory as it was.
+#[test]
+#[ignore = "needs a CUDA GPU; run by scripts/gpu-check.sh"]
+fn gpu_external_memory_maps_an_exported_allocation_and_releases_it() {
+    use ferrostream_core::cuda::external::ExternalMemory;
+    use ferrostream_core::cuda::{DeviceBuffer, Stream, shared};
+    let Some(ctx) = ferrostream_tests::gpu("gpu_external_memory") else {
+        return;
+    };
+    let stream = Stream::new(&ctx, 0).unwrap();
+    let original = DeviceBuffer::new_shared(&ctx, 4 << 20).unwrap();
+    let pattern: Vec<u8> = (0..original.len()).map(|i| (i * 7 % 251) as u8).collect();
+    original.upload(&stream, &pattern).unwrap();
+    let at = shared::find(original.ptr(), original.len()).expect("a shared allocation");
+    let import = || {
+        let fd = shared::export(at.base, at.serial).unwrap();
+        DeviceBuffer::from_external(ExternalMemory::from_fd(&ctx, fd, at.size as u64).unwrap())
+            .unwrap()
+    };
+    let imported = import();
+    assert_ne!(imported.ptr(), original.ptr(), "a mapping of its own");
+    let mut seen = vec![0u8; pattern.len()];
+    imported.download(&stream, &mut seen).unwrap();
+    assert!(seen == pattern, "the import reads the allocation's bytes");
+    // Written through the import, read through the original.
+    let inverse: Vec<u8> = pattern.iter().map(|b| !b).collect();
+    imported.upload(&stream, &inverse).unwrap();
+    original.download(&stream, &mut seen).unwrap();
+    assert!(seen == inverse, "the original sees what the import wrote");
+    drop(imported);
+    let settle = || {
+        ctx.synchronize().unwrap();
+        shared::memory_info(&ctx).unwrap().0
+    };
+    for _ in 0..5 {
+        drop(import());
+    }
+    let free = settle();
+    for _ in 0..50 {
+        drop(import());
+    }
+    assert_eq!(
+        settle(),
+        free,
+        "50 imports released leave free memory as it was"
+    );
+    eprintln!(
+        "free device memory after 5 and 55 imports: {} MiB",
+        free >> 20
+    );
+}

@@ -18,6 +18,36 @@ use cudarc::driver::sys;
 use super::context::Context;
 use super::error::{CudaError, Result, check};
 
+/// A memory import descriptor. Built field by field: the handle type is a Rust enum with no
+/// zero value, so the descriptor cannot start zeroed.
+fn memory_desc(
+    kind: sys::CUexternalMemoryHandleType,
+    handle: sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1,
+    size: u64,
+) -> sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
+    sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
+        type_: kind,
+        handle,
+        size,
+        flags: 0,
+        reserved: [0; 16],
+    }
+}
+
+/// A semaphore import descriptor for an NvSciSync object (built field by field, as
+/// [`memory_desc`]).
+#[cfg(feature = "nvsci")]
+fn nvscisync_desc(obj: *mut std::ffi::c_void) -> sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
+    sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
+        type_: sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_NVSCISYNC,
+        handle: sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1 {
+            nvSciSyncObj: obj.cast_const(),
+        },
+        flags: 0,
+        reserved: [0; 16],
+    }
+}
+
 /// External memory mapped as one device buffer; unmapped and released on drop.
 #[derive(Debug)]
 pub struct ExternalMemory {
@@ -36,12 +66,12 @@ impl ExternalMemory {
     /// Imports `size` bytes behind an opaque descriptor. CUDA owns the descriptor once the
     /// import succeeds; on failure it is closed here.
     pub fn from_fd(ctx: &Arc<Context>, fd: OwnedFd, size: u64) -> Result<Self> {
-        // SAFETY: a plain C struct; all-zero is its documented default.
-        let mut desc: sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC = unsafe { std::mem::zeroed() };
-        desc.type_ = sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
-        desc.size = size;
         let raw_fd = fd.into_raw_fd();
-        desc.handle.fd = raw_fd;
+        let desc = memory_desc(
+            sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD,
+            sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1 { fd: raw_fd },
+            size,
+        );
         let imported = Self::import(ctx, &desc, size);
         if imported.is_err() {
             // SAFETY: the import failed, so the descriptor is still ours (CUDA takes it only on
@@ -54,11 +84,13 @@ impl ExternalMemory {
     /// Imports an NvSciBuf object (allocated with this GPU among its accessors).
     #[cfg(feature = "nvsci")]
     pub fn from_nvscibuf(ctx: &Arc<Context>, obj: &crate::nvsci::BufObj) -> Result<Self> {
-        // SAFETY: a plain C struct; all-zero is its documented default.
-        let mut desc: sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC = unsafe { std::mem::zeroed() };
-        desc.type_ = sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF;
-        desc.size = obj.size();
-        desc.handle.nvSciBufObject = obj.as_raw().cast_const();
+        let desc = memory_desc(
+            sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF,
+            sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1 {
+                nvSciBufObject: obj.as_raw().cast_const(),
+            },
+            obj.size(),
+        );
         Self::import(ctx, &desc, obj.size())
     }
 
@@ -78,9 +110,12 @@ impl ExternalMemory {
         check("cuImportExternalMemory", unsafe {
             sys::cuImportExternalMemory(&mut raw, desc)
         })?;
-        // SAFETY: a plain C struct; all-zero is its documented default.
-        let mut buffer: sys::CUDA_EXTERNAL_MEMORY_BUFFER_DESC = unsafe { std::mem::zeroed() };
-        buffer.size = size;
+        let buffer = sys::CUDA_EXTERNAL_MEMORY_BUFFER_DESC {
+            offset: 0,
+            size,
+            flags: 0,
+            reserved: [0; 16],
+        };
         let mut ptr = 0;
         // SAFETY: the whole imported range, from offset 0; a valid out pointer.
         let mapped = check("cuExternalMemoryGetMappedBuffer", unsafe {
@@ -144,11 +179,7 @@ impl ExternalSemaphore {
     /// ([`nvscisync_attributes`]).
     #[cfg(feature = "nvsci")]
     pub fn from_nvscisync(ctx: &Arc<Context>, obj: &crate::nvsci::SyncObj) -> Result<Self> {
-        // SAFETY: a plain C struct; all-zero is its documented default.
-        let mut desc: sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC = unsafe { std::mem::zeroed() };
-        desc.type_ =
-            sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_NVSCISYNC;
-        desc.handle.nvSciSyncObj = obj.as_raw().cast_const();
+        let desc = nvscisync_desc(obj.as_raw());
         let _bound = ctx.bind()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: a filled descriptor; a valid out pointer.
@@ -218,11 +249,13 @@ impl SyncRole {
 }
 
 /// `cuDeviceGetNvSciSyncAttributes(void *attrList, CUdevice dev, int flags)`.
+#[cfg(feature = "nvsci")]
 type DeviceGetNvSciSyncAttributes =
     unsafe extern "C" fn(*mut std::ffi::c_void, sys::CUdevice, i32) -> sys::CUresult;
 
 /// The driver's `cuDeviceGetNvSciSyncAttributes`, found with `cuGetProcAddress` (present in
 /// every driver since CUDA 10.2; it succeeds only where NvSci exists).
+#[cfg(feature = "nvsci")]
 fn nvscisync_attributes_entry() -> Result<DeviceGetNvSciSyncAttributes> {
     let mut pfn = std::ptr::null_mut();
     let mut found = sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS;
@@ -276,6 +309,33 @@ pub fn gpu_uuid(ctx: &Context) -> Result<[u8; 16]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn import_descriptors_are_valid_values() {
+        // Regression (GPU lane): a zeroed descriptor is not a valid value (its handle type is a
+        // Rust enum with no zero), which aborted the process at the first import. Built here,
+        // every descriptor must carry its handle type and handle.
+        let fd = memory_desc(
+            sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD,
+            sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1 { fd: 7 },
+            4096,
+        );
+        // SAFETY: the union was written through `fd`.
+        assert_eq!(
+            (fd.type_ as u32, unsafe { fd.handle.fd }, fd.size),
+            (1, 7, 4096)
+        );
+    }
+
+    #[cfg(feature = "nvsci")]
+    #[test]
+    fn semaphore_descriptors_are_valid_values() {
+        let object = 0x1000 as *mut std::ffi::c_void;
+        let sync = nvscisync_desc(object);
+        assert_eq!(sync.type_ as u32, 6);
+        // SAFETY: the union was written through `nvSciSyncObj`.
+        assert_eq!(unsafe { sync.handle.nvSciSyncObj }, object.cast_const());
+    }
 
     #[test]
     fn roles_carry_cuda_h_flags() {
