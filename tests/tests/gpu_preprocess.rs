@@ -445,3 +445,77 @@ fn real_frames_match_the_cpu_preprocessor() {
     }
     report(&totals, "carphone");
 }
+
+/// An engine that reads its input from a tensor of its own (a DLA's registered or NvSciBuf
+/// tensor, `DeviceEngine::input_tensor`) gets the batch pre-processed straight into it: the
+/// runner's input is the engine's tensor, zero-filled first (for the slots a partial batch leaves),
+/// and it then holds exactly what pre-processing into a tensor of the runner's own holds. A
+/// tensor too small for the batch is not used.
+#[test]
+#[ignore = "needs a CUDA GPU; run by scripts/gpu-check.sh"]
+fn preprocessing_writes_into_the_engines_own_input_tensor() {
+    use gst_trtinfer::gpu::run::DeviceRunner;
+    let Some(ctx) = gpu("preprocessing_writes_into_the_engines_own_input_tensor") else {
+        return;
+    };
+    let stream = Arc::new(Stream::new(&ctx, 0).unwrap());
+    let mut rng = Rng::new(0xd1a);
+    let frame = TestFrame::new(&ctx, &stream, VideoFormat::Nv12, 641, 359, 64, |b| {
+        rng.fill(b)
+    });
+    let jobs = [GpuJob {
+        image: frame.device_image(),
+        roi: BBox::new(0.0, 0.0, 641.0, 359.0),
+        matrix: gst_trtinfer::rstrtinfer::frames::yuv_to_rgb(
+            VideoColorMatrix::Bt709,
+            VideoColorRange::Range16_235,
+        ),
+    }];
+    let net = net(300, 300, ColorFormat::Rgb, true, true);
+    // Two slots, as a batch of two with one frame in it.
+    let bytes = 2 * net.frame_len() * 2;
+    let engines = DeviceBuffer::new(&ctx, bytes).unwrap();
+    engines.fill(&stream, 0xff).unwrap();
+    let runner = |engine_input| {
+        // SAFETY: `engines` outlives every runner made here.
+        unsafe { DeviceRunner::new(ctx.clone(), stream.clone(), bytes, engine_input) }.unwrap()
+    };
+    let mut own = runner(None);
+    let mut direct = runner(Some((engines.ptr(), engines.len())));
+    assert_eq!(
+        direct.input(),
+        engines.ptr(),
+        "pre-processing targets the engine's tensor"
+    );
+    assert_ne!(own.input(), engines.ptr());
+    let small = runner(Some((engines.ptr(), bytes - 1)));
+    assert_ne!(
+        small.input(),
+        engines.ptr(),
+        "a tensor too small is not used"
+    );
+    for r in [&mut own, &mut direct] {
+        r.preprocess(&jobs, &ctx, &net, ElementType::F16, 0)
+            .unwrap();
+    }
+    stream.synchronize().unwrap();
+    let read = |ptr: u64| {
+        let mut out = vec![0u8; bytes];
+        // SAFETY: both tensors hold `bytes` bytes of this context, written on `stream`.
+        unsafe { ferrostream_core::cuda::download(&stream, ptr, &mut out) }.unwrap();
+        out
+    };
+    let (expected, written) = (read(own.input()), read(engines.ptr()));
+    assert!(
+        expected[..bytes / 2].iter().any(|&b| b != 0),
+        "the first slot holds the frame"
+    );
+    assert!(
+        written == expected,
+        "the engine's tensor holds what the runner's own holds"
+    );
+    assert!(
+        written[bytes / 2..].iter().all(|&b| b == 0),
+        "the unwritten slot is zeros, not the 0xff that was there"
+    );
+}

@@ -435,6 +435,12 @@ impl DeviceEngine for CudlaEngine {
         Ok(&self.device_outputs)
     }
 
+    fn input_tensor(&self) -> Option<(u64, usize)> {
+        // Pre-processing writes the batch straight into the tensor the DLA reads (registered
+        // CUDA memory, or the NvSciBuf buffer in standalone mode): `enqueue` copies nothing.
+        Some((self.input.buffer.ptr(), self.input.buffer.len()))
+    }
+
     fn explain(&self, e: CudaError) -> EngineError {
         let device = self.module.device().clone();
         task_error(e, || device.last_error())

@@ -163,6 +163,10 @@ pub struct RemoteBatch {
 pub struct Inference {
     config: InferConfig,
     model_path: PathBuf,
+    /// The device engine's GPU state, made at the first batch on the GPU. Declared before the
+    /// engine, so dropped first: its input tensor may be the engine's own.
+    #[cfg(feature = "cuda")]
+    runner: Option<crate::gpu::run::DeviceRunner>,
     engine: Box<dyn Engine>,
     network: NetworkInput,
     /// Shape of the last engine call's input (batch first).
@@ -202,9 +206,6 @@ pub struct Inference {
     backend_choice: Option<String>,
     /// Letterbox of the frame in each tensor slot, once filled.
     letterboxes: Vec<Option<Letterbox>>,
-    /// The device engine's GPU state, made at the first batch on the GPU.
-    #[cfg(feature = "cuda")]
-    runner: Option<crate::gpu::run::DeviceRunner>,
 }
 
 impl Inference {
@@ -660,11 +661,16 @@ impl Inference {
         let device = self.engine.device()?;
         let runner = match &mut self.runner {
             Some(r) => r,
-            r => match crate::gpu::run::DeviceRunner::new(
-                device.context().clone(),
-                device.stream().clone(),
-                tensor_bytes,
-            ) {
+            // SAFETY: the engine's input tensor lives as long as the engine, which outlives the
+            // runner: both belong to this Inference, whose runner field drops first.
+            r => match unsafe {
+                crate::gpu::run::DeviceRunner::new(
+                    device.context().clone(),
+                    device.stream().clone(),
+                    tensor_bytes,
+                    device.input_tensor(),
+                )
+            } {
                 Ok(new) => r.insert(new),
                 Err(e) => return Some(Err(format!("CUDA: {e}"))),
             },

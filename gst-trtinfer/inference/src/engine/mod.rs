@@ -231,6 +231,15 @@ pub trait DeviceEngine: Send {
         shape: &[usize],
     ) -> Result<&[DeviceTensor], EngineError>;
 
+    /// The engine's own input tensor (device address and bytes), where it reads its input from
+    /// memory of its own that the caller cannot replace (a DLA task's registered or NvSciBuf
+    /// tensor): pre-processing then writes there directly and [`DeviceEngine::enqueue`] is
+    /// given that address, so the engine copies nothing. `None` (the default): the caller
+    /// allocates the tensor and the engine reads it in place.
+    fn input_tensor(&self) -> Option<(u64, usize)> {
+        None
+    }
+
     /// The engine error for a failure seen while waiting for the engine's stream (work fails
     /// asynchronously: a DLA task's failure surfaces as a CUDA error on the stream).
     fn explain(&self, e: ferrostream_core::cuda::CudaError) -> EngineError {

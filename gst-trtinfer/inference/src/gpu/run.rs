@@ -82,12 +82,28 @@ pub struct DeviceRunner {
 }
 
 impl DeviceRunner {
-    pub fn new(
+    /// A runner whose pre-processing writes `tensor_bytes` into the engine's own input tensor
+    /// when `engine_input` offers one that large ([`DeviceEngine::input_tensor`]), else into a
+    /// tensor of its own.
+    ///
+    /// # Safety
+    /// `engine_input` must be device memory of `context` that outlives the runner (the engine's,
+    /// which the runner's owner keeps longer).
+    ///
+    /// [`DeviceEngine::input_tensor`]: crate::engine::DeviceEngine::input_tensor
+    pub unsafe fn new(
         context: Arc<Context>,
         stream: Arc<Stream>,
         tensor_bytes: usize,
+        engine_input: Option<(u64, usize)>,
     ) -> Result<Self, CudaError> {
-        let input = DeviceBuffer::new(&context, tensor_bytes)?;
+        let input = match engine_input {
+            // SAFETY: the caller vouches for the engine's tensor.
+            Some((ptr, len)) if len >= tensor_bytes => unsafe {
+                DeviceBuffer::borrowed(&context, ptr, len)
+            },
+            _ => DeviceBuffer::new(&context, tensor_bytes)?,
+        };
         // Slots a partial batch leaves unwritten are run too: zeros, not whatever was there.
         input.fill(&stream, 0)?;
         Ok(Self {

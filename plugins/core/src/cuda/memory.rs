@@ -108,6 +108,8 @@ enum Backing {
     External {
         _import: super::external::ExternalMemory,
     },
+    /// Memory another owner keeps (an engine's own input tensor); never released here.
+    Borrowed,
 }
 
 impl DeviceBuffer {
@@ -138,6 +140,20 @@ impl DeviceBuffer {
                 _allocation: shared,
             },
         })
+    }
+
+    /// `len` bytes at `ptr` that another owner allocated and releases, used as a buffer (copies
+    /// through it are counted in [`Transfers`] like any other).
+    ///
+    /// # Safety
+    /// `ptr..ptr + len` must be device memory of `ctx` that outlives the returned buffer.
+    pub unsafe fn borrowed(ctx: &Arc<Context>, ptr: u64, len: usize) -> Self {
+        Self {
+            ptr,
+            len,
+            ctx: ctx.clone(),
+            backing: Backing::Borrowed,
+        }
     }
 
     /// Imported memory as a buffer of its whole size, used like any other (copies are counted
