@@ -13,7 +13,20 @@
 //!
 //! Engine routes, in order:
 //! - `model-engine-file=*.loadable`: a DLA standalone loadable (`trtexec
-//!   --buildDLAStandalone`) run through cuDLA in hybrid mode, on the element's CUDA stream;
+//!   --buildDLAStandalone`) run through cuDLA in the mode `dla-mode` asks for:
+//!   - `standalone`: the tensors are NvSciBuf buffers that the GPU and the DLA both map, and each
+//!     task waits on an NvSciSync fence the GPU signals after the pre-processing and signals one
+//!     the GPU waits on before the post-processing: a batch goes GPU -> DLA -> GPU with no CPU
+//!     thread waiting in between. Where NvSci or cuDLA's standalone mode is missing, start fails
+//!     naming what;
+//!   - `hybrid`: each task on the element's CUDA stream, the tensors CUDA memory registered with
+//!     the DLA;
+//!   - `auto` (the default): standalone where it opens, else hybrid, with the reason posted as an
+//!     info message.
+//!
+//!   Either way the pre-processing writes each batch straight into the DLA's input tensor.
+//!   Standalone mode is compiled and checked against NVIDIA's headers but has not run on a
+//!   Jetson (README, Platforms);
 //! - an ONNX model or TensorRT engine: TensorRT with the DLA as default device (layers the DLA
 //!   cannot run fall back to the GPU with `allow-gpu-fallback`), or with
 //!   `backend=onnxruntime`, ONNX Runtime's TensorRT provider with its DLA options.
@@ -31,6 +44,15 @@
 //! ```text
 //! gst-launch-1.0 filesrc location=vtest.avi ! decodebin ! videoconvert \
 //!     ! rsdlainfer config-file-path=pipelines/coco_ssd.txt dla-core=0 \
+//!     ! rsmetaexport location=objects.jsonl ! fakesink
+//! ```
+//!
+//! On a Jetson, a loadable in standalone mode (frames from the hardware decoder):
+//!
+//! ```text
+//! gst-launch-1.0 filesrc location=cam.mp4 ! qtdemux ! h264parse ! nvv4l2decoder \
+//!     ! rsdlainfer config-file-path=pipelines/coco_ssd.txt \
+//!         model-engine-file=coco_ssd.loadable dla-mode=standalone \
 //!     ! rsmetaexport location=objects.jsonl ! fakesink
 //! ```
 
