@@ -5,5 +5,6 @@
 pub use ferrostream_dla_check as check;
 #[cfg(feature = "cudla")]
 pub mod cudla;
+pub mod mode;
 pub mod route;
 pub mod rsdlainfer;

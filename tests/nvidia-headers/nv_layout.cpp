@@ -220,6 +220,7 @@ static void cudla() {
     VAL(CUDLA_NVSCISYNC_FENCE_SOF);
     VAL(CUDLA_READ_WRITE_PERM);
     VAL(CUDLA_READ_ONLY_PERM);
+    VAL(CUDLA_SUBMIT_NOOP);
 }
 #else
 static void cudla() {}
@@ -292,40 +293,7 @@ static void nvsci() {
     VAL(NvSciSyncAccessPerm_WaitOnly);
     VAL(NvSciSyncAccessPerm_SignalOnly);
     VAL(NvSciSyncAccessPerm_WaitSignal);
-    // Every error Ferrostream names.
-    VAL(NvSciError_Success);
-    VAL(NvSciError_Unknown);
-    VAL(NvSciError_NotImplemented);
-    VAL(NvSciError_NotSupported);
-    VAL(NvSciError_AccessDenied);
-    VAL(NvSciError_NotPermitted);
-    VAL(NvSciError_InvalidState);
-    VAL(NvSciError_InvalidOperation);
-    VAL(NvSciError_NotInitialized);
-    VAL(NvSciError_AlreadyInUse);
-    VAL(NvSciError_AlreadyDone);
-    VAL(NvSciError_NotYetAvailable);
-    VAL(NvSciError_NoLongerAvailable);
-    VAL(NvSciError_InsufficientMemory);
-    VAL(NvSciError_InsufficientResource);
-    VAL(NvSciError_ResourceError);
-    VAL(NvSciError_BadParameter);
-    VAL(NvSciError_BadAddress);
-    VAL(NvSciError_TooBig);
-    VAL(NvSciError_Overflow);
-    VAL(NvSciError_InconsistentData);
-    VAL(NvSciError_InsufficientData);
-    VAL(NvSciError_IndexOutOfRange);
-    VAL(NvSciError_ValueOutOfRange);
-    VAL(NvSciError_Timeout);
-    VAL(NvSciError_TryItAgain);
-    VAL(NvSciError_Busy);
-    VAL(NvSciError_InterruptedCall);
-    VAL(NvSciError_NoSuchDevice);
-    VAL(NvSciError_NoSpace);
-    VAL(NvSciError_IO);
-    VAL(NvSciError_ReconciliationFailed);
-    VAL(NvSciError_AttrListValidationFailed);
+    VAL(NvSciSyncFenceMaxTimeout);
 }
 #else
 static void nvsci() {}

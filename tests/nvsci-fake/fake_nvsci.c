@@ -183,17 +183,23 @@ NvSciError NvSciBufAttrListReconcile(BufList *const inputs[], size_t count, BufL
     if (!inputs || count == 0 || !out || !conflicts) return BadParameter;
     BufList merged = {0};
     merged.align = 1;
+    bool sizes_differ = false;
     for (size_t i = 0; i < count; i++) {
         const BufList *l = inputs[i];
         if (!alive(l) || l->reconciled) return BadParameter;
+        // nvscibuf.h: every list must come from the same module.
+        if (i > 0 && l->module != inputs[0]->module) return BadParameter;
         if (l->type_set) merged.type = l->type, merged.type_set = true;
         merged.cpu_access |= l->cpu_access;
-        merged.size = l->size > merged.size ? l->size : merged.size;
+        // nvscibuf.h: raw-buffer sizes reconcile only when they match.
+        if (l->size && merged.size && l->size != merged.size) sizes_differ = true;
+        if (l->size) merged.size = l->size;
         merged.align = l->align > merged.align ? l->align : merged.align;
         merged.perm = l->perm > merged.perm ? l->perm : merged.perm;
         merged.module = l->module;
     }
-    if (!merged.type_set || merged.type != 1 || merged.size == 0 || merged.perm == 0) {
+    if (!merged.type_set || merged.type != 1 || merged.size == 0 || merged.perm == 0 ||
+        sizes_differ) {
         NvSciBufAttrListCreate(merged.module, conflicts);
         return ReconciliationFailed;
     }

@@ -218,7 +218,9 @@ fn gpu_consumers_killed_50_times_leak_no_device_memory() {
 /// CUDA external memory, the import rsdlainfer's standalone mode gives its NvSciBuf tensors
 /// (`ExternalMemory`, `DeviceBuffer::from_external`), run here with the one source an x86 GPU
 /// offers: a shareable allocation's descriptor, imported as opaque-fd memory. The import maps the
-/// allocation's bytes both ways, and 50 imports released leave the GPU's free memory as it was.
+/// allocation's bytes both ways; 50 imports released leave no descriptor open (CUDA owns each
+/// one from its import); and once the original is freed too, the GPU's free memory is back where
+/// it was before the allocation, which it would not be if an import still held the memory.
 #[test]
 #[ignore = "needs a CUDA GPU; run by scripts/gpu-check.sh"]
 fn gpu_external_memory_maps_an_exported_allocation_and_releases_it() {
@@ -228,7 +230,13 @@ fn gpu_external_memory_maps_an_exported_allocation_and_releases_it() {
         return;
     };
     let stream = Stream::new(&ctx, 0).unwrap();
-    let original = DeviceBuffer::new_shared(&ctx, 4 << 20).unwrap();
+    let free = || {
+        ctx.synchronize().unwrap();
+        shared::memory_info(&ctx).unwrap().0
+    };
+    let descriptors = || std::fs::read_dir("/proc/self/fd").unwrap().count();
+    let before = free();
+    let original = DeviceBuffer::new_shared(&ctx, 64 << 20).unwrap();
     let pattern: Vec<u8> = (0..original.len()).map(|i| (i * 7 % 251) as u8).collect();
     original.upload(&stream, &pattern).unwrap();
     let at = shared::find(original.ptr(), original.len()).expect("a shared allocation");
@@ -248,24 +256,20 @@ fn gpu_external_memory_maps_an_exported_allocation_and_releases_it() {
     original.download(&stream, &mut seen).unwrap();
     assert!(seen == inverse, "the original sees what the import wrote");
     drop(imported);
-    let settle = || {
-        ctx.synchronize().unwrap();
-        shared::memory_info(&ctx).unwrap().0
-    };
-    for _ in 0..5 {
-        drop(import());
-    }
-    let free = settle();
+    let open = descriptors();
     for _ in 0..50 {
         drop(import());
     }
-    assert_eq!(
-        settle(),
-        free,
-        "50 imports released leave free memory as it was"
-    );
+    assert_eq!(descriptors(), open, "no descriptor left open by 50 imports");
+    drop(original);
+    let after = free();
     eprintln!(
-        "free device memory after 5 and 55 imports: {} MiB",
-        free >> 20
+        "free device memory before the allocation {} MiB, after it and 51 imports were released {} MiB",
+        before >> 20,
+        after >> 20
+    );
+    assert_eq!(
+        after, before,
+        "every import released its hold on the memory"
     );
 }

@@ -370,6 +370,7 @@ fn cudla_facts() -> Vec<(&'static str, i64)> {
         val!("CUDLA_NVSCISYNC_FENCE_SOF", cudla::NVSCISYNC_FENCE_SOF),
         val!("CUDLA_READ_WRITE_PERM", cudla::READ_WRITE_PERM),
         val!("CUDLA_READ_ONLY_PERM", cudla::READ_ONLY_PERM),
+        val!("CUDLA_SUBMIT_NOOP", cudla::SUBMIT_NOOP),
     ]
 }
 
@@ -448,10 +449,11 @@ fn nvsci_facts() -> Vec<(&'static str, i64)> {
         off!("NvSciSyncAttrKeyValuePair.len", S, len),
         size!("NvSciSyncFence.sizeof", nvsci::SyncFence),
         size!("NvSciRmGpuId.sizeof", nvsci::GpuId),
-        // The value types Ferrostream passes: u32 enums, a u64 permission.
-        size!("NvSciBufAttrValAccessPerm.sizeof", u32),
-        size!("NvSciBufType.sizeof", u32),
-        size!("NvSciSyncAccessPerm.sizeof", u64),
+        // The value types Ferrostream passes.
+        size!("NvSciBufAttrValAccessPerm.sizeof", nvsci::BufAccessPerm),
+        size!("NvSciBufType.sizeof", nvsci::BufType),
+        size!("NvSciSyncAccessPerm.sizeof", nvsci::SyncAccessPerm),
+        val!("NvSciSyncFenceMaxTimeout", nvsci::FENCE_MAX_TIMEOUT_US),
         val!("NvSciBufType_RawBuffer", nvsci::BUF_TYPE_RAW_BUFFER),
         val!("NvSciBufType_Tensor", nvsci::BUF_TYPE_TENSOR),
         val!("NvSciBufGeneralAttrKey_Types", nvsci::BUF_KEY_TYPES),
@@ -669,15 +671,31 @@ fn mirrors_match_nvidia_headers() {
         let facts = layout_facts("nvsci", &[], &[dir]);
         let sci = &facts["nvsci"];
         differences.extend(compare("nvscibuf.h, nvscisync.h", sci, &nvsci_facts()));
-        // Every error of the header that Ferrostream names has the header's name.
-        for (key, value) in sci.iter().filter(|(k, _)| k.starts_with("NvSciError_")) {
-            let name = nvsci::error_name(*value as u32);
-            if name != *key {
+        // Every error of nvscierror.h, read from its text, has its name and value in
+        // Ferrostream's table (so no error prints as a bare number).
+        let text = std::fs::read_to_string(dir.join("nvscierror.h")).unwrap();
+        let mut errors = 0;
+        for line in text.lines() {
+            let Some((name, value)) = line.trim().split_once('=') else {
+                continue;
+            };
+            let (name, value) = (name.trim(), value.trim().trim_end_matches(','));
+            let Some(hex) = value.strip_prefix("0x") else {
+                continue;
+            };
+            if !name.starts_with("NvSciError_") {
+                continue;
+            }
+            let value = u32::from_str_radix(hex, 16).unwrap();
+            errors += 1;
+            let ours = nvsci::error_name(value);
+            if ours != name {
                 differences.push(format!(
-                    "nvscierror.h: error {value:#x} is {key}, Ferrostream says {name}"
+                    "nvscierror.h: error {value:#x} is {name}, Ferrostream says {ours}"
                 ));
             }
         }
+        assert!(errors > 50, "nvscierror.h: only {errors} errors read");
         checked.push(format!(
             "nvscibuf.h {}.{}, nvscisync.h {}.{}",
             sci["NvSciBufMajorVersion"],

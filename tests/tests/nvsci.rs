@@ -16,7 +16,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use ferrostream_core::nvsci::{
-    self, BufAttrList, CpuWaitContext, Fence, Libraries, RawBuffer, SyncAttrList, SyncObj, ffi,
+    self, BufAttrList, CpuWaitContext, Fence, LIBRARY_DIR_VARIABLE, Libraries, RawBuffer,
+    SyncAttrList, SyncObj, ffi,
 };
 use ferrostream_tests::{assert_passes_in_child, is_child, repo_root};
 
@@ -73,20 +74,14 @@ impl Counters {
 }
 
 fn child_dir() -> PathBuf {
-    PathBuf::from(std::env::var_os("FERROSTREAM_NVSCI_STAND_IN").expect("set by the parent"))
+    PathBuf::from(std::env::var_os(LIBRARY_DIR_VARIABLE).expect("set by the parent"))
 }
 
-/// Runs `test` again in a child process whose loader finds the stand-in first.
+/// Runs `test` again in a child process whose NvSci layer loads the stand-in (the folder it
+/// tries first, before a Jetson's own libraries).
 fn in_child_with_stand_in(test: &str) {
     let dir = build_stand_in();
-    let dir = dir.to_str().unwrap();
-    assert_passes_in_child(
-        test,
-        &[
-            ("LD_LIBRARY_PATH", dir),
-            ("FERROSTREAM_NVSCI_STAND_IN", dir),
-        ],
-    );
+    assert_passes_in_child(test, &[(LIBRARY_DIR_VARIABLE, dir.to_str().unwrap())]);
 }
 
 #[test]
@@ -132,17 +127,27 @@ fn raw_buffers_are_allocated_with_the_header_types_and_freed_once() {
             "{e}"
         );
 
-        // Another accessor's list joins the reconciliation.
-        let other = RawBuffer {
-            size: 4096,
-            align: 256,
-            gpu: None,
-            cpu_access: false,
-        }
-        .attributes(&nvsci)
-        .unwrap();
-        let joint = request.allocate(&nvsci, &[&other]).unwrap();
-        assert_eq!(joint.size(), 4096, "the largest request wins");
+        // Another accessor's list joins the reconciliation when its size is the same; a list
+        // asking another size does not reconcile (nvscibuf.h: raw sizes must match).
+        let other = |size| {
+            RawBuffer {
+                size,
+                align: 256,
+                gpu: None,
+                cpu_access: false,
+            }
+            .attributes(&nvsci)
+            .unwrap()
+        };
+        let joint = request.allocate(&nvsci, &[&other(1000)]).unwrap();
+        assert_eq!(joint.size(), 1000);
+        let Err(e) = request.allocate(&nvsci, &[&other(4096)]) else {
+            panic!("raw buffers of 1000 and 4096 bytes reconciled");
+        };
+        assert!(
+            e.to_string().contains("NvSciError_ReconciliationFailed"),
+            "{e}"
+        );
 
         // A request the library refuses fails by name, and the conflict list it returned is
         // freed too.

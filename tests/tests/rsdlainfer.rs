@@ -174,7 +174,7 @@ fn it_shares_rstrtinfer_properties_with_dla_defaults() {
     assert_eq!(dla.property::<i32>("dla-core"), -1);
     assert_eq!(dla.property::<u32>("use-dla-core"), 1);
     // cuDLA's mode: auto by default (standalone where available), settable by nick.
-    use gst_dlainfer::route::DlaMode;
+    use gst_dlainfer::mode::DlaMode;
     assert_eq!(dla.property::<DlaMode>("dla-mode"), DlaMode::Auto);
     assert_eq!(
         default_of(&dla, "dla-mode").get::<DlaMode>().unwrap(),

@@ -83,6 +83,9 @@ pub struct Task {
     pub signal_events: *mut SignalEvents,
 }
 
+/// `cudlaSubmissionFlags`: the task is skipped, its wait and signal events still honoured.
+pub const SUBMIT_NOOP: u32 = 1;
+
 /// `cudlaNvSciSyncAttributes` (the reverse of CUDA's `CUDA_NVSCISYNC_ATTR_*`).
 pub const NVSCISYNC_ATTR_WAIT: u32 = 1;
 pub const NVSCISYNC_ATTR_SIGNAL: u32 = 2;

@@ -15,6 +15,7 @@
 pub mod engine;
 pub mod ffi;
 pub mod standalone;
+pub mod tensor;
 
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -23,17 +24,20 @@ pub use engine::CudlaEngine;
 
 use ferrostream_core::nvsci;
 
-use crate::route::DlaMode;
+use gst_trtinfer::engine::EngineError;
+
+use crate::mode::DlaMode;
 
 /// Opens `loadable` on DLA core `core` in the mode `request` asks for. With
-/// [`DlaMode::Auto`], standalone mode where it opens, else hybrid mode and the reason
-/// standalone did not open (for the element to log).
+/// [`DlaMode::Auto`], standalone mode where it opens (and passes its check at open), else hybrid
+/// mode and why standalone did not open, for the element to report: `ProviderUnavailable` where
+/// NvSci or cuDLA's standalone mode is missing, another error where it failed.
 pub fn open_loadable(
     loadable: &std::path::Path,
     core: u32,
     gpu_id: u32,
     request: DlaMode,
-) -> Result<(CudlaEngine, Option<String>), gst_trtinfer::engine::EngineError> {
+) -> Result<(CudlaEngine, Option<EngineError>), EngineError> {
     choose_mode(request, |mode| {
         CudlaEngine::open(loadable, core, gpu_id, mode)
     })
@@ -42,24 +46,37 @@ pub fn open_loadable(
 /// The mode policy of [`open_loadable`], over any opener.
 fn choose_mode<E>(
     request: DlaMode,
-    mut open: impl FnMut(Mode) -> Result<E, gst_trtinfer::engine::EngineError>,
-) -> Result<(E, Option<String>), gst_trtinfer::engine::EngineError> {
-    use gst_trtinfer::engine::EngineError;
+    mut open: impl FnMut(Mode) -> Result<E, EngineError>,
+) -> Result<(E, Option<EngineError>), EngineError> {
+    let way_out = "dla-mode=auto or hybrid runs cuDLA's hybrid mode";
     match request {
         DlaMode::Hybrid => Ok((open(Mode::Hybrid)?, None)),
         DlaMode::Standalone => open(Mode::Standalone)
             .map(|e| (e, None))
             .map_err(|e| match e {
                 EngineError::ProviderUnavailable(m) => EngineError::ProviderUnavailable(format!(
-                    "dla-mode=standalone is not available here: {m}; dla-mode=auto or hybrid runs \
-                 cuDLA's hybrid mode"
+                    "dla-mode=standalone is not available here: {m}; {way_out}"
                 )),
-                other => other,
+                other => {
+                    EngineError::Run(format!("dla-mode=standalone failed: {other}; {way_out}"))
+                }
             }),
         DlaMode::Auto => match open(Mode::Standalone) {
             Ok(engine) => Ok((engine, None)),
-            Err(why) => Ok((open(Mode::Hybrid)?, Some(why.to_string()))),
+            Err(why) => Ok((open(Mode::Hybrid)?, Some(why))),
         },
+    }
+}
+
+fn cuda_error(e: ferrostream_core::cuda::CudaError) -> EngineError {
+    EngineError::Run(e.to_string())
+}
+
+/// A cuDLA failure as an engine error: a missing library or entry point is "unavailable".
+fn cudla_error(e: CudlaError) -> EngineError {
+    match e {
+        CudlaError::Missing(m) => EngineError::ProviderUnavailable(m),
+        other => EngineError::Run(other.to_string()),
     }
 }
 
@@ -98,8 +115,8 @@ pub struct Library {
     module_unload: ffi::ModuleUnload,
     submit_task: ffi::SubmitTask,
     get_last_error: ffi::GetLastError,
-    /// The standalone-mode entry points, where this libcudla has them.
-    standalone: Option<StandaloneEntries>,
+    /// The standalone-mode entry points, or which one this libcudla lacks.
+    standalone: Result<StandaloneEntries, CudlaError>,
     // Keeps the entry points above valid.
     _lib: libloading::Library,
 }
@@ -159,7 +176,7 @@ impl Library {
             module_unload: sym!("cudlaModuleUnload"),
             submit_task: sym!("cudlaSubmitTask"),
             get_last_error: sym!("cudlaGetLastError"),
-            standalone: Self::resolve_standalone(&lib).ok(),
+            standalone: Self::resolve_standalone(&lib),
             _lib: lib,
         })
     }
@@ -180,12 +197,8 @@ impl Library {
     }
 
     fn standalone(&self) -> Result<&StandaloneEntries, CudlaError> {
-        self.standalone.as_ref().ok_or_else(|| {
-            CudlaError::Missing(
-                "this libcudla has no standalone-mode entry points (cudlaImportExternalMemory, \
-                 cudlaImportExternalSemaphore, cudlaGetNvSciSyncAttributes)"
-                    .into(),
-            )
+        self.standalone.as_ref().map_err(|e| {
+            CudlaError::Missing(format!("cuDLA's standalone mode is not available: {e}"))
         })
     }
 
@@ -194,11 +207,11 @@ impl Library {
     pub fn nvscisync_attributes(
         &self,
         list: &nvsci::SyncAttrList,
-        role: SyncRole,
+        role: nvsci::SyncRole,
     ) -> Result<(), CudlaError> {
         let flags = match role {
-            SyncRole::Wait => ffi::NVSCISYNC_ATTR_WAIT,
-            SyncRole::Signal => ffi::NVSCISYNC_ATTR_SIGNAL,
+            nvsci::SyncRole::Wait => ffi::NVSCISYNC_ATTR_WAIT,
+            nvsci::SyncRole::Signal => ffi::NVSCISYNC_ATTR_SIGNAL,
         };
         // SAFETY: a valid, unreconciled attribute list (cuDLA's `uint64_t*` is the handle).
         check("cudlaGetNvSciSyncAttributes", unsafe {
@@ -225,11 +238,12 @@ impl Library {
     }
 }
 
-/// Whether the DLA waits on a sync object or signals it.
+/// Whether a standalone task runs, or only passes through its wait and signal events
+/// (`CUDLA_SUBMIT_NOOP`: how a standalone engine proves its fence chain at open).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SyncRole {
-    Wait,
-    Signal,
+pub enum Submission {
+    Run,
+    NoOp,
 }
 
 /// cuDLA's two modes (`cudlaCreateDevice` flags).
@@ -315,6 +329,9 @@ impl Drop for Device {
 pub struct Registered {
     dla_ptr: NonNull<u64>,
     device: Arc<Device>,
+    /// What an import keeps alive (its NvSciBuf buffer or NvSciSync object), released after the
+    /// registration.
+    _source: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 // SAFETY: the registration is a pair of addresses; cuDLA calls on it are serialised by the owner.
@@ -337,14 +354,15 @@ impl Registered {
         Ok(Self {
             dla_ptr,
             device: device.clone(),
+            _source: None,
         })
     }
 
-    /// Imports an NvSciBuf buffer into a standalone-mode device. The buffer must outlive the
-    /// registration (its owner drops the registration first).
+    /// Imports an NvSciBuf buffer into a standalone-mode device; the registration keeps it
+    /// alive.
     pub fn import_memory(
         device: &Arc<Device>,
-        buffer: &nvsci::BufObj,
+        buffer: &Arc<nvsci::BufObj>,
         read_only: bool,
     ) -> Result<Self, CudlaError> {
         let entries = device.lib.standalone()?;
@@ -362,13 +380,14 @@ impl Registered {
         check("cudlaImportExternalMemory", unsafe {
             (entries.import_external_memory)(device.raw.as_ptr(), &desc, &mut dla, flags)
         })?;
-        Self::from_address(device, dla, "cudlaImportExternalMemory")
+        Self::from_address(device, dla, "cudlaImportExternalMemory", buffer.clone())
     }
 
-    /// Imports an NvSciSync object into a standalone-mode device, for tasks to signal.
+    /// Imports an NvSciSync object into a standalone-mode device, for tasks to wait on or
+    /// signal; the registration keeps it alive.
     pub fn import_semaphore(
         device: &Arc<Device>,
-        sync: &nvsci::SyncObj,
+        sync: &Arc<nvsci::SyncObj>,
     ) -> Result<Self, CudlaError> {
         let entries = device.lib.standalone()?;
         let desc = ffi::ExternalSemaphoreHandleDesc {
@@ -380,15 +399,21 @@ impl Registered {
         check("cudlaImportExternalSemaphore", unsafe {
             (entries.import_external_semaphore)(device.raw.as_ptr(), &desc, &mut dla, 0)
         })?;
-        Self::from_address(device, dla, "cudlaImportExternalSemaphore")
+        Self::from_address(device, dla, "cudlaImportExternalSemaphore", sync.clone())
     }
 
-    fn from_address(device: &Arc<Device>, dla: *mut u64, call: &str) -> Result<Self, CudlaError> {
+    fn from_address(
+        device: &Arc<Device>,
+        dla: *mut u64,
+        call: &str,
+        source: Arc<dyn std::any::Any + Send + Sync>,
+    ) -> Result<Self, CudlaError> {
         let dla_ptr = NonNull::new(dla)
             .ok_or_else(|| CudlaError::Invalid(format!("{call} returned no address")))?;
         Ok(Self {
             dla_ptr,
             device: device.clone(),
+            _source: Some(source),
         })
     }
 
@@ -510,6 +535,7 @@ impl Module {
         wait: &[&nvsci::Fence],
         signal: &Registered,
         eof: &mut nvsci::Fence,
+        submission: Submission,
     ) -> Result<(), CudlaError> {
         let (ins, outs) = (&tensors.inputs, &tensors.outputs);
         let pre: Vec<ffi::Fence> = wait
@@ -547,6 +573,10 @@ impl Module {
             },
             signal_events: &mut signal_events,
         };
+        let flags = match submission {
+            Submission::Run => 0,
+            Submission::NoOp => ffi::SUBMIT_NOOP,
+        };
         // SAFETY: every array and fence the task points at lives through the call (cuDLA reads
         // the pre-fences and fills the EOF fence during it); standalone mode takes no stream.
         check("cudlaSubmitTask", unsafe {
@@ -555,7 +585,7 @@ impl Module {
                 &task,
                 1,
                 std::ptr::null_mut(),
-                0,
+                flags,
             )
         })
     }
@@ -606,8 +636,6 @@ pub fn tensor_name(d: &ffi::TensorDescriptor) -> String {
 
 #[cfg(test)]
 mod tests {
-    use gst_trtinfer::engine::EngineError;
-
     use super::*;
 
     #[test]
@@ -623,12 +651,15 @@ mod tests {
         };
         let (engine, reason) = choose_mode(DlaMode::Auto, |m| opener(&mut tried, m)).unwrap();
         assert_eq!(engine, "hybrid engine");
-        assert!(reason.unwrap().contains("libnvscibuf.so.1"));
+        let Some(EngineError::ProviderUnavailable(why)) = reason else {
+            panic!("the reason is that standalone mode is unavailable");
+        };
+        assert!(why.contains("libnvscibuf.so.1"), "{why}");
         assert_eq!(tried, [Mode::Standalone, Mode::Hybrid]);
 
         // Where standalone opens, auto takes it, with nothing to report.
         let (engine, reason) = choose_mode(DlaMode::Auto, Ok::<_, EngineError>).unwrap();
-        assert_eq!((engine, reason), (Mode::Standalone, None));
+        assert!(engine == Mode::Standalone && reason.is_none());
 
         // Asked for explicitly, standalone's absence is an error naming the way out.
         let Err(EngineError::ProviderUnavailable(m)) =
@@ -649,5 +680,13 @@ mod tests {
         // A model error in both modes is the hybrid error, not a silent success.
         let broken = |_| Err::<(), _>(EngineError::Run("bad loadable".into()));
         assert!(choose_mode(DlaMode::Auto, broken).is_err());
+        // Standalone failing for another reason (its check at open) says so, and the way out.
+        let Err(EngineError::Run(m)) = choose_mode(DlaMode::Standalone, broken) else {
+            panic!("a run error");
+        };
+        assert!(
+            m.contains("bad loadable") && m.contains("dla-mode=auto"),
+            "{m}"
+        );
     }
 }

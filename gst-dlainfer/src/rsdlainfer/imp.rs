@@ -15,7 +15,13 @@ use gst_trtinfer::rstrtinfer::{TrtInfer, open_inference, setup_error};
 use gst_trtinfer::settings::SETTINGS;
 
 use crate::check::{self, CheckOptions, Precision};
-use crate::route::{self, DlaMode, Plan};
+use crate::mode::DlaMode;
+use crate::route::{self, Plan};
+
+/// Why `dla-mode=standalone` refuses a model that TensorRT runs on the DLA.
+const STANDALONE_NEEDS_A_LOADABLE: &str = "dla-mode=standalone runs DLA standalone loadables \
+     (model-engine-file=*.loadable) through cuDLA; this model runs through TensorRT, which \
+     drives the DLA itself: use dla-mode=auto or hybrid";
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(
@@ -168,12 +174,7 @@ impl TrtInferImpl for DlaInfer {
         let inference = match route::plan(&config, &presence).map_err(settings)? {
             Plan::Cudla { loadable, core } => self.open_loadable(config, &loadable, core)?,
             Plan::TensorRtDla(_) if self.mode() == DlaMode::Standalone => {
-                return Err(settings(
-                    "dla-mode=standalone runs DLA standalone loadables \
-                     (model-engine-file=*.loadable) through cuDLA; this model runs through \
-                     TensorRT, which drives the DLA itself: use dla-mode=auto or hybrid"
-                        .into(),
-                ));
+                return Err(settings(STANDALONE_NEEDS_A_LOADABLE.into()));
             }
             Plan::TensorRtDla(config) => {
                 let inference = open_inference(config, threads, log)?;
@@ -231,6 +232,12 @@ impl DlaInfer {
                 Plan::Cudla { loadable, core } => {
                     self.open_loadable(config.clone(), &loadable, core)?
                 }
+                Plan::TensorRtDla(_) if self.mode() == DlaMode::Standalone => {
+                    return Err(gst::error_msg!(
+                        gst::LibraryError::Settings,
+                        ("{STANDALONE_NEEDS_A_LOADABLE}")
+                    ));
+                }
                 Plan::TensorRtDla(c) | Plan::Fallback { config: c, .. } => {
                     open_inference(c, threads, log.clone())?
                 }
@@ -260,13 +267,26 @@ impl DlaInfer {
         let (engine, fallback) =
             crate::cudla::open_loadable(loadable, core, config.gpu_id, self.mode())
                 .map_err(|e| setup_error(e.into()))?;
-        if let Some(reason) = fallback {
-            gst::element_imp_info!(
-                self,
-                gst::LibraryError::Init,
-                ("DLA{core} runs in cuDLA's hybrid mode: standalone mode is not available"),
-                ["{reason}"]
-            );
+        match fallback {
+            // NvSci or cuDLA's standalone mode is not there: hybrid is the platform's mode.
+            Some(gst_trtinfer::engine::EngineError::ProviderUnavailable(reason)) => {
+                gst::element_imp_info!(
+                    self,
+                    gst::LibraryError::Init,
+                    ("DLA{core} runs in cuDLA's hybrid mode: standalone mode is not available"),
+                    ["{reason}"]
+                );
+            }
+            // It is there and failed: worth a warning.
+            Some(reason) => {
+                gst::element_imp_warning!(
+                    self,
+                    gst::LibraryError::Init,
+                    ("DLA{core} runs in cuDLA's hybrid mode: standalone mode failed to open"),
+                    ["{reason}"]
+                );
+            }
+            None => {}
         }
         Inference::with_engine(config, loadable.to_owned(), Box::new(engine)).map_err(setup_error)
     }

@@ -21,10 +21,12 @@
 //!     naming what;
 //!   - `hybrid`: each task on the element's CUDA stream, the tensors CUDA memory registered with
 //!     the DLA;
-//!   - `auto` (the default): standalone where it opens, else hybrid, with the reason posted as an
-//!     info message.
+//!   - `auto` (the default): standalone where it opens and a no-op task passes through the whole
+//!     fence chain at start, else hybrid, with the reason posted (an info message where NvSci or
+//!     standalone mode is missing, a warning where it failed).
 //!
-//!   Either way the pre-processing writes each batch straight into the DLA's input tensor.
+//!   Either way, for a loadable with a dense NCHW input, the GPU pre-processing writes each batch
+//!   straight into the DLA's input tensor (other input layouts are repacked on the host).
 //!   Standalone mode is compiled and checked against NVIDIA's headers but has not run on a
 //!   Jetson (README, Platforms);
 //! - an ONNX model or TensorRT engine: TensorRT with the DLA as default device (layers the DLA

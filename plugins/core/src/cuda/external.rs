@@ -48,13 +48,27 @@ fn nvscisync_desc(obj: *mut std::ffi::c_void) -> sys::CUDA_EXTERNAL_SEMAPHORE_HA
     }
 }
 
-/// External memory mapped as one device buffer; unmapped and released on drop.
-#[derive(Debug)]
+/// What an import keeps alive: the object it was imported from (an NvSciBuf buffer, an
+/// NvSciSync object), released after the import.
+type Source = Option<Arc<dyn std::any::Any + Send + Sync>>;
+
+/// External memory mapped as one device buffer; unmapped and released on drop, then the object it
+/// came from.
 pub struct ExternalMemory {
     raw: sys::CUexternalMemory,
     ptr: u64,
     size: u64,
     ctx: Arc<Context>,
+    _source: Source,
+}
+
+impl std::fmt::Debug for ExternalMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExternalMemory")
+            .field("ptr", &self.ptr)
+            .field("size", &self.size)
+            .finish()
+    }
 }
 
 // SAFETY: the handle and the device address may be used from any thread; the driver orders work.
@@ -66,24 +80,24 @@ impl ExternalMemory {
     /// Imports `size` bytes behind an opaque descriptor. CUDA owns the descriptor once the
     /// import succeeds; on failure it is closed here.
     pub fn from_fd(ctx: &Arc<Context>, fd: OwnedFd, size: u64) -> Result<Self> {
-        let raw_fd = fd.into_raw_fd();
         let desc = memory_desc(
             sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD,
-            sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1 { fd: raw_fd },
+            sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1 {
+                fd: std::os::fd::AsRawFd::as_raw_fd(&fd),
+            },
             size,
         );
-        let imported = Self::import(ctx, &desc, size);
-        if imported.is_err() {
-            // SAFETY: the import failed, so the descriptor is still ours (CUDA takes it only on
-            // success).
-            drop(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw_fd) });
-        }
-        imported
+        // A failed import leaves the descriptor ours: `fd` closes it.
+        let raw = import(ctx, &desc, size)?;
+        // CUDA owns the descriptor from here (cuda.h), whatever happens to the mapping.
+        let _ = fd.into_raw_fd();
+        Self::map(ctx, raw, size, None)
     }
 
-    /// Imports an NvSciBuf object (allocated with this GPU among its accessors).
+    /// Imports an NvSciBuf object (allocated with this GPU among its accessors), which the
+    /// import keeps alive.
     #[cfg(feature = "nvsci")]
-    pub fn from_nvscibuf(ctx: &Arc<Context>, obj: &crate::nvsci::BufObj) -> Result<Self> {
+    pub fn from_nvscibuf(ctx: &Arc<Context>, obj: &Arc<crate::nvsci::BufObj>) -> Result<Self> {
         let desc = memory_desc(
             sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF,
             sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1 {
@@ -91,25 +105,18 @@ impl ExternalMemory {
             },
             obj.size(),
         );
-        Self::import(ctx, &desc, obj.size())
+        let raw = import(ctx, &desc, obj.size())?;
+        Self::map(ctx, raw, obj.size(), Some(obj.clone()))
     }
 
-    fn import(
+    /// Maps the whole of an import; on failure the import is destroyed.
+    fn map(
         ctx: &Arc<Context>,
-        desc: &sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC,
+        raw: sys::CUexternalMemory,
         size: u64,
+        source: Source,
     ) -> Result<Self> {
-        if size == 0 {
-            return Err(CudaError::Invalid(
-                "external memory of 0 bytes cannot be imported".into(),
-            ));
-        }
         let _bound = ctx.bind()?;
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: a filled descriptor; a valid out pointer.
-        check("cuImportExternalMemory", unsafe {
-            sys::cuImportExternalMemory(&mut raw, desc)
-        })?;
         let buffer = sys::CUDA_EXTERNAL_MEMORY_BUFFER_DESC {
             offset: 0,
             size,
@@ -131,6 +138,7 @@ impl ExternalMemory {
             ptr,
             size,
             ctx: ctx.clone(),
+            _source: source,
         })
     }
 
@@ -148,9 +156,32 @@ impl ExternalMemory {
     }
 }
 
+/// `cuImportExternalMemory` of `size` bytes.
+fn import(
+    ctx: &Arc<Context>,
+    desc: &sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC,
+    size: u64,
+) -> Result<sys::CUexternalMemory> {
+    if size == 0 {
+        return Err(CudaError::Invalid(
+            "external memory of 0 bytes cannot be imported".into(),
+        ));
+    }
+    let _bound = ctx.bind()?;
+    let mut raw = std::ptr::null_mut();
+    // SAFETY: a filled descriptor; a valid out pointer.
+    check("cuImportExternalMemory", unsafe {
+        sys::cuImportExternalMemory(&mut raw, desc)
+    })?;
+    Ok(raw)
+}
+
 impl Drop for ExternalMemory {
     fn drop(&mut self) {
-        if let Ok(_bound) = self.ctx.bind() {
+        // A lost context took the mapping along already.
+        if !self.ctx.lost()
+            && let Ok(_bound) = self.ctx.bind()
+        {
             // SAFETY: the mapping is freed with cuMemFree (CUDA's rule for mapped external
             // buffers) before the memory object is destroyed; owners finish their stream work
             // on it first.
@@ -162,11 +193,18 @@ impl Drop for ExternalMemory {
     }
 }
 
-/// An external semaphore (an NvSciSync object on Jetson) that streams signal and wait on.
-#[derive(Debug)]
+/// An external semaphore (an NvSciSync object on Jetson) that streams signal and wait on; the
+/// object it was imported from lives as long as it does.
 pub struct ExternalSemaphore {
     raw: sys::CUexternalSemaphore,
     ctx: Arc<Context>,
+    _source: Source,
+}
+
+impl std::fmt::Debug for ExternalSemaphore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExternalSemaphore").finish_non_exhaustive()
+    }
 }
 
 // SAFETY: as `ExternalMemory`.
@@ -178,7 +216,7 @@ impl ExternalSemaphore {
     /// Imports an NvSciSync object whose attribute lists included this GPU's
     /// ([`nvscisync_attributes`]).
     #[cfg(feature = "nvsci")]
-    pub fn from_nvscisync(ctx: &Arc<Context>, obj: &crate::nvsci::SyncObj) -> Result<Self> {
+    pub fn from_nvscisync(ctx: &Arc<Context>, obj: &Arc<crate::nvsci::SyncObj>) -> Result<Self> {
         let desc = nvscisync_desc(obj.as_raw());
         let _bound = ctx.bind()?;
         let mut raw = std::ptr::null_mut();
@@ -189,6 +227,7 @@ impl ExternalSemaphore {
         Ok(Self {
             raw,
             ctx: ctx.clone(),
+            _source: Some(obj.clone()),
         })
     }
 
@@ -224,26 +263,11 @@ impl ExternalSemaphore {
 
 impl Drop for ExternalSemaphore {
     fn drop(&mut self) {
-        if let Ok(_bound) = self.ctx.bind() {
+        if !self.ctx.lost()
+            && let Ok(_bound) = self.ctx.bind()
+        {
             // SAFETY: imported above; owners finish stream work using it first.
             unsafe { sys::cuDestroyExternalSemaphore(self.raw) };
-        }
-    }
-}
-
-/// Whether the GPU signals or waits on an NvSciSync object (`CUDA_NVSCISYNC_ATTR_SIGNAL`,
-/// `CUDA_NVSCISYNC_ATTR_WAIT` of cuda.h).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SyncRole {
-    Signal,
-    Wait,
-}
-
-impl SyncRole {
-    pub fn flags(self) -> i32 {
-        match self {
-            Self::Signal => sys::CUDA_NVSCISYNC_ATTR_SIGNAL as i32,
-            Self::Wait => sys::CUDA_NVSCISYNC_ATTR_WAIT as i32,
         }
     }
 }
@@ -253,30 +277,31 @@ impl SyncRole {
 type DeviceGetNvSciSyncAttributes =
     unsafe extern "C" fn(*mut std::ffi::c_void, sys::CUdevice, i32) -> sys::CUresult;
 
-/// The driver's `cuDeviceGetNvSciSyncAttributes`, found with `cuGetProcAddress` (present in
-/// every driver since CUDA 10.2; it succeeds only where NvSci exists).
+/// The driver's `cuDeviceGetNvSciSyncAttributes`, looked up in libcuda itself (cudarc does not
+/// bind it, and `cuGetProcAddress_v2` is missing from drivers before CUDA 12, where cudarc
+/// would panic).
 #[cfg(feature = "nvsci")]
 fn nvscisync_attributes_entry() -> Result<DeviceGetNvSciSyncAttributes> {
-    let mut pfn = std::ptr::null_mut();
-    let mut found = sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS;
-    // SAFETY: a NUL-terminated name and valid out pointers; 12000 asks for the CUDA 12 ABI of
-    // the symbol, which is unchanged since 10.2.
-    check("cuGetProcAddress", unsafe {
-        sys::cuGetProcAddress_v2(
-            c"cuDeviceGetNvSciSyncAttributes".as_ptr(),
-            &mut pfn,
-            12000,
-            sys::CUdriverProcAddress_flags::CU_GET_PROC_ADDRESS_DEFAULT as u64,
-            &mut found,
-        )
-    })?;
-    if pfn.is_null() || found != sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS {
-        return Err(CudaError::Invalid(
-            "this CUDA driver has no cuDeviceGetNvSciSyncAttributes".into(),
-        ));
-    }
-    // SAFETY: the driver's symbol has the signature cuda.h declares, as the type above.
-    Ok(unsafe { std::mem::transmute::<*mut std::ffi::c_void, DeviceGetNvSciSyncAttributes>(pfn) })
+    use std::sync::OnceLock;
+    static ENTRY: OnceLock<std::result::Result<DeviceGetNvSciSyncAttributes, String>> =
+        OnceLock::new();
+    ENTRY
+        .get_or_init(|| {
+            // SAFETY: libcuda is already loaded by the CUDA layer (this only takes another
+            // reference); the library is never unloaded (the handle is leaked below).
+            let lib = unsafe { libloading::Library::new("libcuda.so.1") }
+                .map_err(|e| format!("libcuda.so.1 cannot be loaded: {e}"))?;
+            // SAFETY: the symbol has the signature cuda.h declares, as the type above.
+            let entry = unsafe {
+                lib.get::<DeviceGetNvSciSyncAttributes>(b"cuDeviceGetNvSciSyncAttributes\0")
+            }
+            .map(|f| *f)
+            .map_err(|e| format!("this CUDA driver has no cuDeviceGetNvSciSyncAttributes: {e}"))?;
+            std::mem::forget(lib);
+            Ok(entry)
+        })
+        .clone()
+        .map_err(CudaError::Invalid)
 }
 
 /// Fills `list` with what `ctx`'s GPU needs to signal or wait on the NvSciSync object that
@@ -285,14 +310,24 @@ fn nvscisync_attributes_entry() -> Result<DeviceGetNvSciSyncAttributes> {
 pub fn nvscisync_attributes(
     ctx: &Context,
     list: &crate::nvsci::SyncAttrList,
-    role: SyncRole,
+    role: crate::nvsci::SyncRole,
 ) -> Result<()> {
     let entry = nvscisync_attributes_entry()?;
     let _bound = ctx.bind()?;
     // SAFETY: a valid, unreconciled attribute list and device.
     check("cuDeviceGetNvSciSyncAttributes", unsafe {
-        entry(list.as_raw(), ctx.device(), role.flags())
+        entry(list.as_raw(), ctx.device(), nvscisync_flags(role))
     })
+}
+
+/// cuda.h's flags for a role: `CUDA_NVSCISYNC_ATTR_SIGNAL` 1, `CUDA_NVSCISYNC_ATTR_WAIT` 2 (cuDLA's
+/// are the other way round).
+#[cfg(feature = "nvsci")]
+fn nvscisync_flags(role: crate::nvsci::SyncRole) -> i32 {
+    match role {
+        crate::nvsci::SyncRole::Signal => sys::CUDA_NVSCISYNC_ATTR_SIGNAL as i32,
+        crate::nvsci::SyncRole::Wait => sys::CUDA_NVSCISYNC_ATTR_WAIT as i32,
+    }
 }
 
 /// The UUID of `ctx`'s GPU: how NvSciBuf names a GPU accessor (`NvSciRmGpuId`).
@@ -337,11 +372,11 @@ mod tests {
         assert_eq!(unsafe { sync.handle.nvSciSyncObj }, object.cast_const());
     }
 
+    #[cfg(feature = "nvsci")]
     #[test]
     fn roles_carry_cuda_h_flags() {
-        // cuda.h: CUDA_NVSCISYNC_ATTR_SIGNAL 0x1, CUDA_NVSCISYNC_ATTR_WAIT 0x2 (cuDLA's are the
-        // other way round).
-        assert_eq!(SyncRole::Signal.flags(), 1);
-        assert_eq!(SyncRole::Wait.flags(), 2);
+        use crate::nvsci::SyncRole;
+        assert_eq!(nvscisync_flags(SyncRole::Signal), 1);
+        assert_eq!(nvscisync_flags(SyncRole::Wait), 2);
     }
 }

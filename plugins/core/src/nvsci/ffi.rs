@@ -22,9 +22,10 @@ pub type SyncAttrList = *mut c_void;
 pub type SyncObj = *mut c_void;
 pub type SyncCpuWaitContext = *mut c_void;
 
-/// `NvSciBufType`.
-pub const BUF_TYPE_RAW_BUFFER: u32 = 1;
-pub const BUF_TYPE_TENSOR: u32 = 3;
+/// `NvSciBufType` (an enum: 4 bytes).
+pub type BufType = u32;
+pub const BUF_TYPE_RAW_BUFFER: BufType = 1;
+pub const BUF_TYPE_TENSOR: BufType = 3;
 
 /// `NvSciBufAttrKey`: general keys start at 0, raw-buffer keys at `1 << 16` (the type in bits
 /// 16..26, `NV_SCI_BUF_ATTRKEY_BIT_COUNT`).
@@ -36,9 +37,10 @@ pub const BUF_KEY_GPU_ID: u32 = 5;
 pub const BUF_KEY_RAW_SIZE: u32 = BUF_TYPE_RAW_BUFFER << 16;
 pub const BUF_KEY_RAW_ALIGN: u32 = BUF_KEY_RAW_SIZE + 1;
 
-/// `NvSciBufAttrValAccessPerm`.
-pub const BUF_PERM_READ_ONLY: u32 = 1;
-pub const BUF_PERM_READ_WRITE: u32 = 3;
+/// `NvSciBufAttrValAccessPerm` (an enum: 4 bytes).
+pub type BufAccessPerm = u32;
+pub const BUF_PERM_READ_ONLY: BufAccessPerm = 1;
+pub const BUF_PERM_READ_WRITE: BufAccessPerm = 3;
 
 /// `NvSciBufAttrKeyValuePair` (24 bytes): `value` points at `len` bytes of the key's type.
 #[repr(C)]
@@ -61,9 +63,13 @@ pub const SYNC_KEY_NEED_CPU_ACCESS: u32 = 1;
 pub const SYNC_KEY_REQUIRED_PERM: u32 = 2;
 
 /// `NvSciSyncAccessPerm` (a `uint64_t`).
-pub const SYNC_PERM_WAIT_ONLY: u64 = 1;
-pub const SYNC_PERM_SIGNAL_ONLY: u64 = 2;
-pub const SYNC_PERM_WAIT_SIGNAL: u64 = 3;
+pub type SyncAccessPerm = u64;
+pub const SYNC_PERM_WAIT_ONLY: SyncAccessPerm = 1;
+pub const SYNC_PERM_SIGNAL_ONLY: SyncAccessPerm = 2;
+pub const SYNC_PERM_WAIT_SIGNAL: SyncAccessPerm = 3;
+
+/// `NvSciSyncFenceMaxTimeout`: the longest wait `NvSciSyncFenceWait` accepts, in microseconds.
+pub const FENCE_MAX_TIMEOUT_US: i64 = i64::MAX / 1000;
 
 /// `NvSciSyncAttrKeyValuePair` (24 bytes).
 #[repr(C)]
@@ -123,46 +129,109 @@ pub type SyncCpuWaitContextFree = unsafe extern "C" fn(SyncCpuWaitContext);
 pub type SyncFenceWait =
     unsafe extern "C" fn(*const SyncFence, SyncCpuWaitContext, i64) -> NvSciError;
 
+/// Every `NvSciError` of `nvscierror.h` (DRIVE OS 6.0.10's, the fullest published set; Jetson
+/// Linux's is a subset), by value. tests/tests/nvidia_headers.rs checks each header's list
+/// against it.
+pub const ERRORS: &[(NvSciError, &str)] = &[
+    (0x0, "NvSciError_Success"),
+    (0x1, "NvSciError_Unknown"),
+    (0x10, "NvSciError_NotImplemented"),
+    (0x11, "NvSciError_NotSupported"),
+    (0x20, "NvSciError_AccessDenied"),
+    (0x21, "NvSciError_NotPermitted"),
+    (0x22, "NvSciError_InvalidState"),
+    (0x23, "NvSciError_InvalidOperation"),
+    (0x24, "NvSciError_NotInitialized"),
+    (0x25, "NvSciError_AlreadyInUse"),
+    (0x26, "NvSciError_AlreadyDone"),
+    (0x27, "NvSciError_NotYetAvailable"),
+    (0x28, "NvSciError_NoLongerAvailable"),
+    (0x30, "NvSciError_InsufficientMemory"),
+    (0x31, "NvSciError_InsufficientResource"),
+    (0x32, "NvSciError_ResourceError"),
+    (0x100, "NvSciError_BadParameter"),
+    (0x101, "NvSciError_BadAddress"),
+    (0x102, "NvSciError_TooBig"),
+    (0x103, "NvSciError_Overflow"),
+    (0x104, "NvSciError_InconsistentData"),
+    (0x105, "NvSciError_InsufficientData"),
+    (0x106, "NvSciError_IndexOutOfRange"),
+    (0x107, "NvSciError_ValueOutOfRange"),
+    (0x108, "NvSciError_Revalidation_Success"),
+    (0x200, "NvSciError_Timeout"),
+    (0x201, "NvSciError_TryItAgain"),
+    (0x202, "NvSciError_Busy"),
+    (0x203, "NvSciError_InterruptedCall"),
+    (0x1000, "NvSciError_NoSuchDevice"),
+    (0x1001, "NvSciError_NoSpace"),
+    (0x1002, "NvSciError_NoSuchDevAddr"),
+    (0x1003, "NvSciError_IO"),
+    (0x1004, "NvSciError_InvalidIoctlNum"),
+    (0x1100, "NvSciError_NoSuchEntry"),
+    (0x1101, "NvSciError_BadFileDesc"),
+    (0x1102, "NvSciError_CorruptedFileSys"),
+    (0x1103, "NvSciError_FileExists"),
+    (0x1104, "NvSciError_IsDirectory"),
+    (0x1105, "NvSciError_ReadOnlyFileSys"),
+    (0x1106, "NvSciError_TextFileBusy"),
+    (0x1107, "NvSciError_FileNameTooLong"),
+    (0x1108, "NvSciError_FileTooBig"),
+    (0x1109, "NvSciError_TooManySymbolLinks"),
+    (0x110a, "NvSciError_TooManyOpenFiles"),
+    (0x110b, "NvSciError_FileTableOverflow"),
+    (0x110c, "NvSciError_EndOfFile"),
+    (0x1200, "NvSciError_ConnectionReset"),
+    (0x1201, "NvSciError_AlreadyInProgress"),
+    (0x1202, "NvSciError_NoData"),
+    (0x1203, "NvSciError_NoDesiredMessage"),
+    (0x1204, "NvSciError_MessageSize"),
+    (0x1205, "NvSciError_NoRemote"),
+    (0x2000, "NvSciError_NoSuchProcess"),
+    (0x2100, "NvSciError_MutexNotRecoverable"),
+    (0x2101, "NvSciError_LockOwnerDead"),
+    (0x2102, "NvSciError_ResourceDeadlock"),
+    (0x10100, "NvSciError_ReconciliationFailed"),
+    (0x10101, "NvSciError_AttrListValidationFailed"),
+    (0x10102, "NvSciError_ObjValidationFailed"),
+    (0xffffff, "NvSciError_CommonEnd"),
+    (0x1000000, "NvSciError_NvSciBufUnknown"),
+    (0x1ffffff, "NvSciError_NvSciBufEnd"),
+    (0x2000000, "NvSciError_NvSciSyncUnknown"),
+    (0x2000001, "NvSciError_UnsupportedConfig"),
+    (0x2000002, "NvSciError_ClearedFence"),
+    (0x2ffffff, "NvSciError_NvSciSyncEnd"),
+    (0x3000000, "NvSciError_NvSciStreamUnknown"),
+    (0x3000001, "NvSciError_StreamInternalError"),
+    (0x3000100, "NvSciError_StreamBadBlock"),
+    (0x3000101, "NvSciError_StreamBadPacket"),
+    (0x3000102, "NvSciError_StreamBadCookie"),
+    (0x3000200, "NvSciError_StreamNotConnected"),
+    (0x3000201, "NvSciError_StreamNotSetupPhase"),
+    (0x3000202, "NvSciError_StreamNotSafetyPhase"),
+    (0x3001000, "NvSciError_NoStreamPacket"),
+    (0x3001001, "NvSciError_StreamPacketInaccessible"),
+    (0x3001002, "NvSciError_StreamPacketDeleted"),
+    (0x3003000, "NvSciError_StreamInfoNotProvided"),
+    (0x3400000, "NvSciError_StreamLockFailed"),
+    (0x3800000, "NvSciError_StreamBadSrcIndex"),
+    (0x3800001, "NvSciError_StreamBadDstIndex"),
+    (0x3ffffff, "NvSciError_NvSciStreamEnd"),
+    (0x4000000, "NvSciError_NvSciIpcUnknown"),
+    (0x4000001, "NvSciError_PcieUncorrectableFatal"),
+    (0x4000002, "NvSciError_PcieUncorrectableNonFatal"),
+    (0x4000003, "NvSciError_PcieEdmaTransferErr"),
+    (0x4000004, "NvSciError_PcieValidationError"),
+    (0x4ffffff, "NvSciError_NvSciIpcEnd"),
+    (0x5000000, "NvSciError_NvSciEventUnknown"),
+    (0x5ffffff, "NvSciError_NvSciEventEnd"),
+];
+
 /// The name of an `NvSciError`, as `nvscierror.h` spells it.
 pub fn error_name(code: NvSciError) -> String {
-    let name = match code {
-        0x0 => "NvSciError_Success",
-        0x1 => "NvSciError_Unknown",
-        0x10 => "NvSciError_NotImplemented",
-        0x11 => "NvSciError_NotSupported",
-        0x20 => "NvSciError_AccessDenied",
-        0x21 => "NvSciError_NotPermitted",
-        0x22 => "NvSciError_InvalidState",
-        0x23 => "NvSciError_InvalidOperation",
-        0x24 => "NvSciError_NotInitialized",
-        0x25 => "NvSciError_AlreadyInUse",
-        0x26 => "NvSciError_AlreadyDone",
-        0x27 => "NvSciError_NotYetAvailable",
-        0x28 => "NvSciError_NoLongerAvailable",
-        0x30 => "NvSciError_InsufficientMemory",
-        0x31 => "NvSciError_InsufficientResource",
-        0x32 => "NvSciError_ResourceError",
-        0x100 => "NvSciError_BadParameter",
-        0x101 => "NvSciError_BadAddress",
-        0x102 => "NvSciError_TooBig",
-        0x103 => "NvSciError_Overflow",
-        0x104 => "NvSciError_InconsistentData",
-        0x105 => "NvSciError_InsufficientData",
-        0x106 => "NvSciError_IndexOutOfRange",
-        0x107 => "NvSciError_ValueOutOfRange",
-        0x200 => "NvSciError_Timeout",
-        0x201 => "NvSciError_TryItAgain",
-        0x202 => "NvSciError_Busy",
-        0x203 => "NvSciError_InterruptedCall",
-        0x1000 => "NvSciError_NoSuchDevice",
-        0x1001 => "NvSciError_NoSpace",
-        0x1003 => "NvSciError_IO",
-        0x10100 => "NvSciError_ReconciliationFailed",
-        0x10101 => "NvSciError_AttrListValidationFailed",
-        0x10102 => "NvSciError_ObjValidationFailed",
-        other => return format!("NvSciError {other:#x}"),
-    };
-    name.to_string()
+    match ERRORS.binary_search_by_key(&code, |&(value, _)| value) {
+        Ok(i) => ERRORS[i].1.to_string(),
+        Err(_) => format!("NvSciError {code:#x}"),
+    }
 }
 
 #[cfg(test)]
@@ -201,6 +270,12 @@ mod tests {
         assert_eq!(error_name(0), "NvSciError_Success");
         assert_eq!(error_name(0x11), "NvSciError_NotSupported");
         assert_eq!(error_name(0x10100), "NvSciError_ReconciliationFailed");
+        // What NvSciSync reconciliation returns for a signaler/waiter mismatch.
+        assert_eq!(error_name(0x0200_0001), "NvSciError_UnsupportedConfig");
+        assert!(
+            ERRORS.windows(2).all(|w| w[0].0 < w[1].0),
+            "sorted, no duplicates"
+        );
         assert_eq!(error_name(0x4242), "NvSciError 0x4242");
     }
 }

@@ -40,13 +40,21 @@ fn check(call: &'static str, code: ffi::NvSciError) -> Result<()> {
     }
 }
 
-/// Where Jetson Linux (and DRIVE OS) install the NvSci libraries, then the loader's own path.
-fn candidates(name: &str) -> [String; 3] {
-    [
-        format!("/usr/lib/aarch64-linux-gnu/nvidia/{name}"),
-        format!("/usr/lib/aarch64-linux-gnu/tegra/{name}"),
-        name.to_string(),
-    ]
+/// Names a folder to load the NvSci libraries from before the usual places (an SDK installed
+/// elsewhere; the tests' stand-in).
+pub const LIBRARY_DIR_VARIABLE: &str = "FERROSTREAM_NVSCI_LIBRARY_DIR";
+
+/// The folder of [`LIBRARY_DIR_VARIABLE`], then where Jetson Linux (and DRIVE OS) install the
+/// NvSci libraries, then the loader's own path.
+fn candidates(name: &str) -> Vec<String> {
+    let mut paths = Vec::with_capacity(4);
+    if let Some(dir) = std::env::var_os(LIBRARY_DIR_VARIABLE) {
+        paths.push(std::path::Path::new(&dir).join(name).display().to_string());
+    }
+    paths.push(format!("/usr/lib/aarch64-linux-gnu/nvidia/{name}"));
+    paths.push(format!("/usr/lib/aarch64-linux-gnu/tegra/{name}"));
+    paths.push(name.to_string());
+    paths
 }
 
 fn open(name: &str) -> Result<libloading::Library> {
@@ -154,9 +162,10 @@ pub struct Libraries {
     sync_module: NonNull<std::ffi::c_void>,
 }
 
-// SAFETY: NvSci modules are thread-safe (NVIDIA's NvSci documentation: every API may be called
-// from any thread, with calls on one object serialised by the library), and the function
-// pointers are plain code addresses.
+// SAFETY: the function pointers are plain code addresses, and the modules are only passed to
+// NvSci's create and open calls, which nvscibuf.h and nvscisync.h allow from several threads at
+// once. Calls that change one list or object are not safe to overlap, and the owning types that
+// make them (`BufAttrList`, `SyncAttrList`, `Fence`) are not `Sync`.
 unsafe impl Send for Libraries {}
 // SAFETY: see `Send`.
 unsafe impl Sync for Libraries {}
@@ -377,8 +386,8 @@ pub struct RawBuffer {
 
 /// The values a [`RawBuffer`] sets, owned so that the pairs pointing at them stay valid.
 struct RawBufferValues {
-    buffer_type: u32,
-    perm: u32,
+    buffer_type: ffi::BufType,
+    perm: ffi::BufAccessPerm,
     cpu_access: bool,
     size: u64,
     align: u64,
@@ -428,7 +437,8 @@ impl RawBuffer {
     }
 
     /// Allocates a buffer every accessor of `others` (already filled by them) and this request
-    /// accept.
+    /// accept. NvSciBuf reconciles raw buffers only when every list that sets the size sets the
+    /// same one.
     pub fn allocate(&self, nvsci: &Arc<Libraries>, others: &[&BufAttrList]) -> Result<BufObj> {
         let mine = self.attributes(nvsci)?;
         let mut lists = vec![&mine];
@@ -436,6 +446,14 @@ impl RawBuffer {
         let reconciled = BufAttrList::reconcile(&lists)?;
         BufObj::alloc(&reconciled)
     }
+}
+
+/// What an engine does with an NvSciSync object: signal it, or wait on it. Each accessor's
+/// library (CUDA, cuDLA) turns it into its own flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncRole {
+    Signal,
+    Wait,
 }
 
 /// An NvSciSync attribute list; freed on drop.
@@ -464,7 +482,7 @@ impl SyncAttrList {
     }
 
     /// The CPU's own wishes: a list saying the CPU waits on (or signals) the object.
-    pub fn cpu(nvsci: &Arc<Libraries>, perm: u64) -> Result<Self> {
+    pub fn cpu(nvsci: &Arc<Libraries>, perm: ffi::SyncAccessPerm) -> Result<Self> {
         let list = Self::new(nvsci)?;
         let cpu = true;
         let pairs = [
@@ -596,7 +614,10 @@ impl Fence {
 
     /// Waits on the CPU, at most `timeout`, for the fence to be reached.
     pub fn wait(&self, context: &CpuWaitContext, timeout: std::time::Duration) -> Result<()> {
-        let micros = i64::try_from(timeout.as_micros()).unwrap_or(i64::MAX);
+        // NvSciSync refuses a timeout above `NvSciSyncFenceMaxTimeout`.
+        let micros = i64::try_from(timeout.as_micros())
+            .unwrap_or(i64::MAX)
+            .min(ffi::FENCE_MAX_TIMEOUT_US);
         // SAFETY: a valid fence and wait context of the same module.
         check("NvSciSyncFenceWait", unsafe {
             (self.nvsci.sync.fence_wait)(&self.raw, context.raw.as_ptr(), micros)
