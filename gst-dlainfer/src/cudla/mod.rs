@@ -121,6 +121,16 @@ pub struct Library {
     _lib: libloading::Library,
 }
 
+/// A libcudla entry point, or [`CudlaError::Missing`] naming it.
+macro_rules! entry {
+    ($lib:expr, $name:literal) => {
+        // SAFETY: the symbol has the signature of the field it is stored in, as declared in
+        // cudla.h; the library outlives the pointer (the `Library` keeps it in `_lib`).
+        *unsafe { $lib.get(concat!($name, "\0").as_bytes()) }
+            .map_err(|e| CudlaError::Missing(format!("libcudla has no {}: {e}", $name)))?
+    };
+}
+
 /// The entry points only standalone mode uses.
 struct StandaloneEntries {
     import_external_memory: ffi::ImportExternalMemory,
@@ -156,43 +166,28 @@ impl Library {
     }
 
     fn resolve(lib: libloading::Library) -> Result<Self, CudlaError> {
-        macro_rules! sym {
-            ($name:literal) => {
-                // SAFETY: the symbol has the signature of the field it is stored in, as declared
-                // in cudla.h; the library outlives the pointer (it is kept in `_lib`).
-                *unsafe { lib.get(concat!($name, "\0").as_bytes()) }
-                    .map_err(|e| CudlaError::Missing(format!("libcudla has no {}: {e}", $name)))?
-            };
-        }
         Ok(Self {
-            get_version: sym!("cudlaGetVersion"),
-            device_get_count: sym!("cudlaDeviceGetCount"),
-            create_device: sym!("cudlaCreateDevice"),
-            destroy_device: sym!("cudlaDestroyDevice"),
-            mem_register: sym!("cudlaMemRegister"),
-            mem_unregister: sym!("cudlaMemUnregister"),
-            module_load: sym!("cudlaModuleLoadFromMemory"),
-            module_attributes: sym!("cudlaModuleGetAttributes"),
-            module_unload: sym!("cudlaModuleUnload"),
-            submit_task: sym!("cudlaSubmitTask"),
-            get_last_error: sym!("cudlaGetLastError"),
+            get_version: entry!(lib, "cudlaGetVersion"),
+            device_get_count: entry!(lib, "cudlaDeviceGetCount"),
+            create_device: entry!(lib, "cudlaCreateDevice"),
+            destroy_device: entry!(lib, "cudlaDestroyDevice"),
+            mem_register: entry!(lib, "cudlaMemRegister"),
+            mem_unregister: entry!(lib, "cudlaMemUnregister"),
+            module_load: entry!(lib, "cudlaModuleLoadFromMemory"),
+            module_attributes: entry!(lib, "cudlaModuleGetAttributes"),
+            module_unload: entry!(lib, "cudlaModuleUnload"),
+            submit_task: entry!(lib, "cudlaSubmitTask"),
+            get_last_error: entry!(lib, "cudlaGetLastError"),
             standalone: Self::resolve_standalone(&lib),
             _lib: lib,
         })
     }
 
     fn resolve_standalone(lib: &libloading::Library) -> Result<StandaloneEntries, CudlaError> {
-        macro_rules! sym {
-            ($name:literal) => {
-                // SAFETY: as in `resolve`.
-                *unsafe { lib.get(concat!($name, "\0").as_bytes()) }
-                    .map_err(|e| CudlaError::Missing(format!("libcudla has no {}: {e}", $name)))?
-            };
-        }
         Ok(StandaloneEntries {
-            import_external_memory: sym!("cudlaImportExternalMemory"),
-            import_external_semaphore: sym!("cudlaImportExternalSemaphore"),
-            get_nvscisync_attributes: sym!("cudlaGetNvSciSyncAttributes"),
+            import_external_memory: entry!(lib, "cudlaImportExternalMemory"),
+            import_external_semaphore: entry!(lib, "cudlaImportExternalSemaphore"),
+            get_nvscisync_attributes: entry!(lib, "cudlaGetNvSciSyncAttributes"),
         })
     }
 

@@ -217,6 +217,28 @@ impl Drop for Libraries {
     }
 }
 
+/// Runs a reconciliation (`NvSciBufAttrListReconcile` and `NvSciSyncAttrListReconcile` have one
+/// shape), frees the conflict list it may return, and gives the reconciled list.
+///
+/// # Safety
+/// `lists` are valid lists of one module of the library `reconcile` and `free` belong to.
+unsafe fn reconcile(
+    call: &'static str,
+    lists: &[*mut std::ffi::c_void],
+    reconcile: ffi::BufAttrListReconcile,
+    free: ffi::BufAttrListFree,
+) -> Result<NonNull<std::ffi::c_void>> {
+    let (mut reconciled, mut conflicts) = (std::ptr::null_mut(), std::ptr::null_mut());
+    // SAFETY: the caller vouches for the lists; valid out pointers.
+    let status = unsafe { reconcile(lists.as_ptr(), lists.len(), &mut reconciled, &mut conflicts) };
+    if !conflicts.is_null() {
+        // SAFETY: the conflict list is the caller's to free.
+        unsafe { free(conflicts) };
+    }
+    check(call, status)?;
+    NonNull::new(reconciled).ok_or_else(|| NvSciError::Invalid(format!("{call} returned no list")))
+}
+
 /// An NvSciBuf attribute list; freed on drop.
 pub struct BufAttrList {
     raw: NonNull<std::ffi::c_void>,
@@ -260,24 +282,15 @@ impl BufAttrList {
             .nvsci
             .clone();
         let raw: Vec<ffi::BufAttrList> = lists.iter().map(|l| l.raw.as_ptr()).collect();
-        let (mut reconciled, mut conflicts) = (std::ptr::null_mut(), std::ptr::null_mut());
-        // SAFETY: `raw` holds valid lists of the same module; valid out pointers.
-        let status = unsafe {
-            (nvsci.buf.attr_list_reconcile)(
-                raw.as_ptr(),
-                raw.len(),
-                &mut reconciled,
-                &mut conflicts,
+        // SAFETY: `raw` holds valid lists (each alive through `lists`); NvSciBuf's own calls.
+        let raw = unsafe {
+            reconcile(
+                "NvSciBufAttrListReconcile",
+                &raw,
+                nvsci.buf.attr_list_reconcile,
+                nvsci.buf.attr_list_free,
             )
-        };
-        if !conflicts.is_null() {
-            // SAFETY: the conflict list is the caller's to free.
-            unsafe { (nvsci.buf.attr_list_free)(conflicts) };
-        }
-        check("NvSciBufAttrListReconcile", status)?;
-        let raw = NonNull::new(reconciled).ok_or_else(|| {
-            NvSciError::Invalid("NvSciBufAttrListReconcile returned no list".into())
-        })?;
+        }?;
         Ok(BufAttrList { raw, nvsci })
     }
 
@@ -538,25 +551,16 @@ impl SyncObj {
             .nvsci
             .clone();
         let raw: Vec<ffi::SyncAttrList> = lists.iter().map(|l| l.raw.as_ptr()).collect();
-        let (mut reconciled, mut conflicts) = (std::ptr::null_mut(), std::ptr::null_mut());
-        // SAFETY: `raw` holds valid lists of one module; valid out pointers.
-        let status = unsafe {
-            (nvsci.sync.attr_list_reconcile)(
-                raw.as_ptr(),
-                raw.len(),
-                &mut reconciled,
-                &mut conflicts,
-            )
-        };
-        if !conflicts.is_null() {
-            // SAFETY: the conflict list is the caller's to free.
-            unsafe { (nvsci.sync.attr_list_free)(conflicts) };
-        }
-        check("NvSciSyncAttrListReconcile", status)?;
+        // SAFETY: `raw` holds valid lists (each alive through `lists`); NvSciSync's own calls.
         let reconciled = SyncAttrList {
-            raw: NonNull::new(reconciled).ok_or_else(|| {
-                NvSciError::Invalid("NvSciSyncAttrListReconcile returned no list".into())
-            })?,
+            raw: unsafe {
+                reconcile(
+                    "NvSciSyncAttrListReconcile",
+                    &raw,
+                    nvsci.sync.attr_list_reconcile,
+                    nvsci.sync.attr_list_free,
+                )
+            }?,
             nvsci: nvsci.clone(),
         };
         let mut obj = std::ptr::null_mut();
