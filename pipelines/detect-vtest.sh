@@ -7,26 +7,14 @@
 # Needs the ferrostream plugin (installed, or on GST_PLUGIN_PATH) and the models (see README).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cache="${FERROSTREAM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ferrostream}"
+# shellcheck source=pipelines/demo-common.sh
+. "$here/demo-common.sh"
 input=""
 output="detections.jsonl"
 config="$here/coco_ssd.txt"
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --input) input="$2"; shift 2 ;;
-        --output) output="$2"; shift 2 ;;
-        --config) config="$2"; shift 2 ;;
-        -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
-        *) echo "unknown option $1" >&2; exit 2 ;;
-    esac
-done
-if [ -z "$input" ]; then
-    for dir in ${FERROSTREAM_MEDIA_DIR:-} "$cache/media"; do
-        [ -f "$dir/vtest.avi" ] && input="$dir/vtest.avi" && break
-    done
-fi
-[ -n "$input" ] && [ -f "$input" ] || { echo "error: input video not found (run scripts/fetch-models.sh or pass --input)" >&2; exit 1; }
-gst-inspect-1.0 rstrtinfer >/dev/null 2>&1 || { echo "error: the ferrostream plugin is not installed (meson install, or set GST_PLUGIN_PATH)" >&2; exit 1; }
+demo_options 7 "$@"
+demo_input
+demo_require rstrtinfer
 
 echo "Detecting objects in $input -> $output"
 start=$(date +%s.%N)

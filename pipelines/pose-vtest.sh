@@ -10,7 +10,8 @@
 # Needs the ferrostream plugin (installed, or on GST_PLUGIN_PATH) and the models (see README).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cache="${FERROSTREAM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ferrostream}"
+# shellcheck source=pipelines/demo-common.sh
+. "$here/demo-common.sh"
 input=""
 output="poses.mp4"
 json=""
@@ -28,13 +29,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 [[ "$frames" =~ ^-?[0-9]+$ ]] || { echo "error: --frames takes a number, not '$frames'" >&2; exit 2; }
-if [ -z "$input" ]; then
-    for dir in ${FERROSTREAM_MEDIA_DIR:-} "$cache/media"; do
-        [ -f "$dir/vtest.avi" ] && input="$dir/vtest.avi" && break
-    done
-fi
-[ -n "$input" ] && [ -f "$input" ] || { echo "error: input video not found (run scripts/fetch-models.sh or pass --input)" >&2; exit 1; }
-gst-inspect-1.0 rstrtinfer >/dev/null 2>&1 || { echo "error: the ferrostream plugin is not installed (meson install, or set GST_PLUGIN_PATH)" >&2; exit 1; }
+demo_input
+demo_require rstrtinfer
 [ -n "$json" ] || json="${output%.*}.jsonl"
 
 # H.264 in MP4 where an encoder is installed (x264enc: gstreamer1.0-plugins-ugly; openh264enc:

@@ -95,6 +95,43 @@ fn detect_script_runs_and_summarises() {
     );
 }
 
+/// `pipelines/detect-dla-gpu.sh` (rsdlainfer `dla-core=-1`): without a DLA the element runs one
+/// engine instead and says so in a warning; every frame is written, with the people found.
+#[test]
+fn dla_gpu_script_falls_back_without_a_dla_and_detects() {
+    let plugins = plugin_dir();
+    let output = plugins.join("detections-dla-gpu.jsonl");
+    let models = model("coco_ssdlite_mobilenet_v2.onnx")
+        .parent()
+        .unwrap()
+        .to_owned();
+    let mut script = Command::new(repo_root().join("pipelines/detect-dla-gpu.sh"));
+    script
+        .args(["--input", media("carphone_pristine.mp4").to_str().unwrap()])
+        .args(["--output", output.to_str().unwrap()])
+        .env("GST_PLUGIN_PATH", &plugins)
+        .env("GST_REGISTRY", plugins.join("registry-dla.bin"))
+        .env("FERROSTREAM_MODEL_DIR", &models);
+    let run = ferrostream_tests::output_within(&mut script, Duration::from_secs(300));
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("rsdlainfer-engine") && stdout.contains("No DLA on this machine"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("120 frames written"), "{stdout}");
+    let lines = std::fs::read_to_string(&output).unwrap();
+    let with_person = lines
+        .lines()
+        .filter(|l| l.contains("\"label\":\"person\""))
+        .count();
+    assert!(
+        with_person >= 60,
+        "{with_person} of 120 frames with a person"
+    );
+}
+
 #[test]
 fn metaexport_writes_to_stdout_without_location() {
     let plugins = plugin_dir();

@@ -249,8 +249,12 @@ impl Drop for CudlaEngine {
         // Tasks still queued read and write the tensors: let them finish before anything is
         // released. In standalone mode the DLA's last task is waited for on its own fence too
         // (the stream may not be waiting for it, when a chain broke).
-        if let Some(fences) = &self.fences {
-            let _ = fences.drain(super::standalone::CLOSE_WAIT);
+        // A DLA task that does not end within the bound leaves the stream waiting on its fence:
+        // synchronising would never return, so the stream is left as it is.
+        if let Some(fences) = &self.fences
+            && fences.drain(super::standalone::CLOSE_WAIT).is_err()
+        {
+            return;
         }
         if let Ok(_bound) = self.cuda.bind() {
             let _ = self.stream.synchronize();

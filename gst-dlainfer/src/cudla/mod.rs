@@ -299,7 +299,8 @@ impl Device {
         self.mode
     }
 
-    pub fn library(&self) -> &Arc<Library> {
+    /// The cuDLA entry points the device was opened with.
+    pub fn cudla(&self) -> &Arc<Library> {
         &self.lib
     }
 
@@ -500,16 +501,7 @@ impl Module {
         tensors: &TaskTensors,
         stream: *mut std::ffi::c_void,
     ) -> Result<(), CudlaError> {
-        let (ins, outs) = (&tensors.inputs, &tensors.outputs);
-        let task = ffi::Task {
-            module_handle: self.raw.as_ptr(),
-            output_tensor: outs.as_ptr(),
-            num_output_tensors: outs.len() as u32,
-            num_input_tensors: ins.len() as u32,
-            input_tensor: ins.as_ptr(),
-            wait_events: std::ptr::null(),
-            signal_events: std::ptr::null_mut(),
-        };
+        let task = self.task(tensors, std::ptr::null(), std::ptr::null_mut());
         // SAFETY: the task's arrays live through the call (cuDLA copies them); the caller
         // vouches for the buffers and the stream.
         check("cudlaSubmitTask", unsafe {
@@ -517,9 +509,28 @@ impl Module {
         })
     }
 
-    /// Submits one inference in standalone mode: the task starts once every fence of `wait`
-    /// is reached, and at submission cuDLA fills `eof` with the point `signal` (an imported
-    /// sync object) reaches when the task ends.
+    /// A task of this module on `tensors`, with its events (NULL in hybrid mode).
+    fn task(
+        &self,
+        tensors: &TaskTensors,
+        wait_events: *const ffi::WaitEvents,
+        signal_events: *mut ffi::SignalEvents,
+    ) -> ffi::Task {
+        let (ins, outs) = (&tensors.inputs, &tensors.outputs);
+        ffi::Task {
+            module_handle: self.raw.as_ptr(),
+            output_tensor: outs.as_ptr(),
+            num_output_tensors: outs.len() as u32,
+            num_input_tensors: ins.len() as u32,
+            input_tensor: ins.as_ptr(),
+            wait_events,
+            signal_events,
+        }
+    }
+
+    /// Submits one inference in standalone mode: the task starts once the fence `wait` is
+    /// reached, and at submission cuDLA fills `eof` with the point `signal` (an imported sync
+    /// object) reaches when the task ends. Nothing is allocated per submission.
     ///
     /// # Safety
     /// As [`Module::submit`] for the tensors (here NvSciBuf imports); `signal` must be a sync
@@ -527,22 +538,18 @@ impl Module {
     pub unsafe fn submit_standalone(
         &self,
         tensors: &TaskTensors,
-        wait: &[&nvsci::Fence],
+        wait: &nvsci::Fence,
         signal: &Registered,
         eof: &mut nvsci::Fence,
         submission: Submission,
     ) -> Result<(), CudlaError> {
-        let (ins, outs) = (&tensors.inputs, &tensors.outputs);
-        let pre: Vec<ffi::Fence> = wait
-            .iter()
-            .map(|f| ffi::Fence {
-                fence: f.as_ptr().cast_mut().cast(),
-                fence_type: ffi::NVSCISYNC_FENCE,
-            })
-            .collect();
+        let pre = ffi::Fence {
+            fence: wait.as_ptr().cast_mut().cast(),
+            fence_type: ffi::NVSCISYNC_FENCE,
+        };
         let wait_events = ffi::WaitEvents {
-            pre_fences: pre.as_ptr(),
-            num_events: pre.len() as u32,
+            pre_fences: &pre,
+            num_events: 1,
         };
         eof.clear();
         let mut eof_fence = ffi::Fence {
@@ -555,19 +562,7 @@ impl Module {
             eof_fences: &mut eof_fence,
             num_events: 1,
         };
-        let task = ffi::Task {
-            module_handle: self.raw.as_ptr(),
-            output_tensor: outs.as_ptr(),
-            num_output_tensors: outs.len() as u32,
-            num_input_tensors: ins.len() as u32,
-            input_tensor: ins.as_ptr(),
-            wait_events: if pre.is_empty() {
-                std::ptr::null()
-            } else {
-                &wait_events
-            },
-            signal_events: &mut signal_events,
-        };
+        let task = self.task(tensors, &wait_events, &mut signal_events);
         let flags = match submission {
             Submission::Run => 0,
             Submission::NoOp => ffi::SUBMIT_NOOP,

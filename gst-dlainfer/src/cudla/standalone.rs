@@ -75,7 +75,7 @@ impl Fences {
     /// standalone mode.
     pub fn new(cuda: &Arc<Context>, device: &Arc<Device>) -> Result<Self, EngineError> {
         let nvsci = Libraries::load().map_err(nvsci_error("NvSci"))?;
-        let lib = device.library();
+        let lib = device.cudla();
         // What the GPU and the DLA each need of a sync object, as signaler or waiter.
         let gpu = |role| -> Result<SyncAttrList, EngineError> {
             let list = SyncAttrList::new(&nvsci).map_err(nvsci_error("an NvSciSync list"))?;
@@ -189,7 +189,7 @@ impl Fences {
         unsafe {
             module.submit_standalone(
                 task,
-                &[&self.ready],
+                &self.ready,
                 &self.dla_signals,
                 &mut self.done,
                 submission,

@@ -274,7 +274,7 @@ mod tests {
         assert_eq!(error_name(0x0200_0001), "NvSciError_UnsupportedConfig");
         assert!(
             ERRORS.windows(2).all(|w| w[0].0 < w[1].0),
-            "sorted, no duplicates"
+            "sorted, each value once"
         );
         assert_eq!(error_name(0x4242), "NvSciError 0x4242");
     }
