@@ -41,6 +41,7 @@ pub mod paths;
 pub mod settings;
 #[cfg(feature = "gst")]
 pub mod surface;
+pub mod yaml;
 
 pub use analytics::{
     AttributeValue, BBox, Classification, ComponentLatency, Crossing, Crowding, FrameAnalytics,
