@@ -6,21 +6,44 @@
 //!
 //! ```toml
 //! algorithm = "bytetrack"          # iou | sort | bytetrack
-//! probation-age = 2                # consecutive matches before a target is reported
+//! probation-age = 2                # matches before a target is reported
+//! early-termination-age = 1        # misses in a row that end a target on probation
 //! max-shadow-age = 30              # frames a lost target is predicted before it ends
+//! max-targets-per-stream = 0       # targets per source (0: no limit)
+//! new-target-max-iou = 1.0         # an unmatched detection over a target starts none
 //! min-detector-confidence = 0.1    # detections below are ignored
 //! high-confidence = 0.5            # ByteTrack: first-stage detections, and new targets
 //! min-tracker-confidence = 0.2     # shadow targets below are not reported
 //! iou-threshold = 0.2              # minimum overlap to associate
+//! low-confidence-iou-threshold = 0.5 # ByteTrack: minimum overlap for weak detections
+//! iou-weight = 1.0                 # matching score = iou-weight * IoU
+//! size-similarity-weight = 0.0     #   + size-similarity-weight * size similarity
+//! min-size-similarity = 0.0        # minimum size similarity to associate
+//! min-matching-score = 0.0         # minimum matching score to associate
+//! association-matcher = "auto"     # auto | greedy | optimal
+//! check-class-match = true         # associate the same class only
 //! operate-on-class-ids = [0, 2]    # classes to track (empty or absent: all)
 //! report-shadow-tracks = true
 //! report-terminated-tracks = true  # list ended ids in each frame's terminated_ids
 //! appearance-weight = 0.0          # weight of embedding cosine distance
 //! embedding-attribute = "embedding" # object attribute holding the embedding
+//! kalman-noise = "height-relative" # height-relative | absolute
+//! noise-weight-position = 0.05     # height-relative: std of position / box height
+//! noise-weight-velocity = 0.00625  # height-relative: std of velocity / box height
+//! process-noise-var-location = 2.0 # absolute: variances in pixels²
+//! process-noise-var-size = 1.0
+//! process-noise-var-velocity = 0.1
+//! measurement-noise-var = 4.0
 //! ```
 //!
 //! Every key is optional and takes what the property takes (same ranges); unknown keys give a
 //! warning naming them. Properties set on the element override the file.
+//!
+//! The file may also be an NvMultiObjectTracker configuration, the YAML that DeepStream's
+//! `nvtracker` takes as `ll-config-file` (`config_tracker_NvDCF_perf.yml`, ...): a name ending
+//! in `.yml` or `.yaml`, or a text that is no TOML and has one of its sections
+//! (`BaseConfig:`, `TargetManagement:`, ...). [`crate::nvyaml`] says how its keys map onto the
+//! settings above.
 
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
@@ -29,14 +52,16 @@ use ferrostream_core::field;
 use ferrostream_core::ini::{Entry, IniFile, Section};
 use ferrostream_core::settings::{Bool, Enum, Float, List, Table, Text, UInt, setting};
 
-use crate::tracker::{Algorithm, TrackerConfig};
+use crate::kalman::NoiseModel;
+use crate::tracker::{Algorithm, Matcher, TrackerConfig};
 
 /// Every setting of `rstracker`: its properties and the file's keys.
 pub static SETTINGS: LazyLock<Table<TrackerConfig>> = LazyLock::new(|| {
     let mut t: Table<TrackerConfig> = Table::new("");
     t.file_property(
-        "TOML file with the tracker settings (keys named like the properties); properties set \
-         on the element override it",
+        "TOML file with the tracker settings (keys named like the properties), or a DeepStream \
+         NvMultiObjectTracker YAML (nvtracker's ll-config-file); properties set on the element \
+         override it",
     );
     t.add(
         setting::<TrackerConfig, _>(
@@ -51,12 +76,44 @@ pub static SETTINGS: LazyLock<Table<TrackerConfig>> = LazyLock::new(|| {
     .add(
         setting::<TrackerConfig, _>("probation-age", field!(probation_age), UInt::at_least(1))
             .nick("Probation age")
-            .blurb("Consecutive matches before a new target is reported"),
+            .blurb(
+                "Matches before a new target is reported (in a row, unless \
+                 early-termination-age lets it miss)",
+            ),
+    )
+    .add(
+        setting::<TrackerConfig, _>(
+            "early-termination-age",
+            field!(early_termination_age),
+            UInt::at_least(1),
+        )
+        .nick("Early termination age")
+        .blurb("Consecutive misses that end a target still on probation (1: the first miss)"),
     )
     .add(
         setting::<TrackerConfig, _>("max-shadow-age", field!(max_shadow_age), UInt::any())
             .nick("Max shadow age")
             .blurb("Frames a lost target is predicted before it is terminated"),
+    )
+    .add(
+        setting::<TrackerConfig, _>("max-targets-per-stream", field!(max_targets), UInt::any())
+            .nick("Max targets per stream")
+            .blurb(
+                "Most targets of one source, lost and on-probation ones included; detections \
+                 beyond it start none (0: no limit)",
+            ),
+    )
+    .add(
+        setting::<TrackerConfig, _>(
+            "new-target-max-iou",
+            field!(new_target_max_iou),
+            Float::unit(),
+        )
+        .nick("New target max IoU")
+        .blurb(
+            "An unmatched detection starts a target only if its overlap with every target is \
+             at most this (1: always)",
+        ),
     )
     .add(
         setting::<TrackerConfig, _>(
@@ -85,6 +142,67 @@ pub static SETTINGS: LazyLock<Table<TrackerConfig>> = LazyLock::new(|| {
         setting::<TrackerConfig, _>("iou-threshold", field!(iou_threshold), Float::unit())
             .nick("IoU threshold")
             .blurb("Minimum overlap between a target and a detection to associate them"),
+    )
+    .add(
+        setting::<TrackerConfig, _>(
+            "low-confidence-iou-threshold",
+            field!(low_confidence_iou_threshold),
+            Float::unit(),
+        )
+        .nick("Low-confidence IoU threshold")
+        .blurb("ByteTrack: minimum overlap for a low-confidence detection to continue a target"),
+    )
+    .add(
+        setting::<TrackerConfig, _>("iou-weight", field!(iou_weight), Float::at_least(0.0))
+            .nick("IoU weight")
+            .blurb("Weight of the overlap in the matching score"),
+    )
+    .add(
+        setting::<TrackerConfig, _>(
+            "size-similarity-weight",
+            field!(size_weight),
+            Float::at_least(0.0),
+        )
+        .nick("Size similarity weight")
+        .blurb(
+            "Weight of the size similarity (width ratio times height ratio) in the matching \
+             score",
+        ),
+    )
+    .add(
+        setting::<TrackerConfig, _>(
+            "min-size-similarity",
+            field!(min_size_similarity),
+            Float::unit(),
+        )
+        .nick("Min size similarity")
+        .blurb("Minimum size similarity between a target and a detection to associate them"),
+    )
+    .add(
+        setting::<TrackerConfig, _>(
+            "min-matching-score",
+            field!(min_matching_score),
+            Float::at_least(0.0),
+        )
+        .nick("Min matching score")
+        .blurb(
+            "Minimum matching score (weighted overlap and size, blended with appearance) to \
+             associate",
+        ),
+    )
+    .add(
+        setting::<TrackerConfig, _>(
+            "association-matcher",
+            field!(matcher),
+            Enum::<Matcher>::new(),
+        )
+        .nick("Association matcher")
+        .blurb("How each association stage pairs targets with detections"),
+    )
+    .add(
+        setting::<TrackerConfig, _>("check-class-match", field!(check_class_match), Bool)
+            .nick("Check class match")
+            .blurb("Associate only detections and targets of the same class"),
     )
     .add(
         setting::<TrackerConfig, _>(
@@ -128,16 +246,81 @@ pub static SETTINGS: LazyLock<Table<TrackerConfig>> = LazyLock::new(|| {
         setting::<TrackerConfig, _>("report-shadow-tracks", field!(report_shadow), Bool)
             .nick("Report shadows")
             .blurb("Report lost targets, predicted by their motion, until they terminate"),
+    )
+    .add(
+        setting::<TrackerConfig, _>(
+            "kalman-noise",
+            field!(kalman.model),
+            Enum::<NoiseModel>::new(),
+        )
+        .nick("Kalman noise")
+        .blurb(
+            "How the Kalman filter's noise is given: proportional to the box height \
+                 (noise-weight-*) or as fixed variances (process-noise-var-*, \
+                 measurement-noise-var)",
+        ),
+    )
+    .add(
+        setting::<TrackerConfig, _>(
+            "noise-weight-position",
+            field!(kalman.position_weight),
+            Float::range(1e-6, 1.0),
+        )
+        .nick("Position noise weight")
+        .blurb(
+            "height-relative: standard deviation of position and size, of the motion and of a \
+             detection, as a fraction of the box height",
+        ),
+    )
+    .add(
+        setting::<TrackerConfig, _>(
+            "noise-weight-velocity",
+            field!(kalman.velocity_weight),
+            Float::range(1e-6, 1.0),
+        )
+        .nick("Velocity noise weight")
+        .blurb(
+            "height-relative: standard deviation of the velocity, as a fraction of the box height",
+        ),
+    )
+    .add(
+        setting::<TrackerConfig, _>(
+            "process-noise-var-location",
+            field!(kalman.location_variance),
+            Float::at_least(0.0),
+        )
+        .nick("Location process noise")
+        .blurb("absolute: variance of the box centre's motion per frame, in pixels squared"),
+    )
+    .add(
+        setting::<TrackerConfig, _>(
+            "process-noise-var-size",
+            field!(kalman.size_variance),
+            Float::at_least(0.0),
+        )
+        .nick("Size process noise")
+        .blurb("absolute: variance of the box size's change per frame, in pixels squared"),
+    )
+    .add(
+        setting::<TrackerConfig, _>(
+            "process-noise-var-velocity",
+            field!(kalman.velocity_variance),
+            Float::at_least(0.0),
+        )
+        .nick("Velocity process noise")
+        .blurb("absolute: variance of the velocity's change per frame, in pixels squared"),
+    )
+    .add(
+        setting::<TrackerConfig, _>(
+            "measurement-noise-var",
+            field!(kalman.measurement_variance),
+            Float::at_least(1e-6),
+        )
+        .nick("Measurement noise")
+        .blurb("absolute: variance of a detection's centre and size, in pixels squared"),
     );
     t
 });
-
-/// Reads `path` over the defaults. Returns the configuration and the warnings to post.
-pub fn load(path: &Path) -> Result<(TrackerConfig, Vec<String>), String> {
-    let text = ferrostream_core::files::read_text(path)
-        .map_err(|e| format!("cannot read tracker configuration: {e}"))?;
-    parse(path, &text)
-}
 
 /// Reads the TOML `text` of the file `path` over the defaults.
 pub fn parse(path: &Path, text: &str) -> Result<(TrackerConfig, Vec<String>), String> {
@@ -224,9 +407,38 @@ mod tests {
             "algorithm = \"sort\"\nprobation-age = 4\nmax-shadow-age = 12\nmin-detector-confidence = 0.3\n\
              high-confidence = 0.6\nmin-tracker-confidence = 0.4\niou-threshold = 0.35\n\
              operate-on-class-ids = [0, 2]\nreport-shadow-tracks = false\nreport-terminated-tracks = false\n\
-             appearance-weight = 0.5\nembedding-attribute = \"tensor:3:reid\"\nfrobnicate = 1\n",
+             appearance-weight = 0.5\nembedding-attribute = \"tensor:3:reid\"\nfrobnicate = 1\n\
+             early-termination-age = 3\nmax-targets-per-stream = 50\nnew-target-max-iou = 0.8\n\
+             low-confidence-iou-threshold = 0.4\niou-weight = 0.6\nsize-similarity-weight = 0.4\n\
+             min-size-similarity = 0.5\nmin-matching-score = 0.3\nassociation-matcher = \"greedy\"\n\
+             check-class-match = false\nkalman-noise = \"absolute\"\nnoise-weight-position = 0.04\n\
+             noise-weight-velocity = 0.002\nprocess-noise-var-location = 3\n\
+             process-noise-var-size = 2\nprocess-noise-var-velocity = 0.5\nmeasurement-noise-var = 9\n",
         )
         .unwrap();
+        assert_eq!(
+            (c.early_termination_age, c.max_targets, c.new_target_max_iou),
+            (3, 50, 0.8)
+        );
+        assert_eq!(
+            (c.low_confidence_iou_threshold, c.iou_weight, c.size_weight),
+            (0.4, 0.6, 0.4)
+        );
+        assert_eq!((c.min_size_similarity, c.min_matching_score), (0.5, 0.3));
+        assert_eq!(c.matcher, Matcher::Greedy);
+        assert!(!c.check_class_match);
+        let k = c.kalman;
+        assert_eq!(k.model, NoiseModel::Absolute);
+        assert_eq!((k.position_weight, k.velocity_weight), (0.04, 0.002));
+        assert_eq!(
+            (
+                k.location_variance,
+                k.size_variance,
+                k.velocity_variance,
+                k.measurement_variance
+            ),
+            (3.0, 2.0, 0.5, 9.0)
+        );
         assert_eq!(c.algorithm, Algorithm::Sort);
         assert_eq!((c.probation_age, c.max_shadow_age), (4, 12));
         assert_eq!(
@@ -246,6 +458,8 @@ mod tests {
             vec!["t.toml:13: unknown key `frobnicate` ignored".to_owned()]
         );
     }
+
+    /// The file's form comes from its name, else from its text.
 
     #[test]
     fn bad_values_name_the_file_line_and_key() {

@@ -2,7 +2,10 @@
 //! Constant-velocity Kalman filter on boxes, as in SORT/DeepSORT/ByteTrack.
 //!
 //! State: centre x, centre y, aspect ratio (w/h), height, and their velocities. Measurement: the
-//! first four. Noise scales with the box height, so small and large objects behave alike.
+//! first four. The noise is set by [`Noise`]: by default it scales with the box height
+//! (DeepSORT's weights; NvMultiObjectTracker's `REGULAR_BBOX_KF`), so small and large objects
+//! behave alike; it can also be given as fixed variances in pixels² (NvMultiObjectTracker's
+//! `SIMPLE_BBOX_KF`).
 
 // Small fixed-size matrix algebra reads best with explicit indices.
 #![allow(clippy::needless_range_loop)]
@@ -11,9 +14,121 @@ use ferrostream_core::BBox;
 
 const DIM: usize = 8;
 const MEAS: usize = 4;
-/// Process and measurement noise relative to the box height (DeepSORT's values).
-const STD_POSITION: f32 = 1.0 / 20.0;
-const STD_VELOCITY: f32 = 1.0 / 160.0;
+/// Process and measurement noise relative to the box height (DeepSORT's values): the defaults
+/// of [`Noise::position_weight`] and [`Noise::velocity_weight`].
+pub const STD_POSITION: f32 = 1.0 / 20.0;
+pub const STD_VELOCITY: f32 = 1.0 / 160.0;
+/// Standard deviations of the aspect ratio and of its velocity, which no configuration sets:
+/// the aspect ratio of a walking person or a turning car changes slowly whatever its size.
+const STD_ASPECT: f32 = 1e-2;
+const STD_ASPECT_VELOCITY: f32 = 1e-5;
+const STD_ASPECT_MEASUREMENT: f32 = 1e-1;
+
+ferrostream_core::choice_enum! {
+    /// How the filter's noise is given (property `kalman-noise`).
+    #[derive(Default)]
+    pub enum NoiseModel: "GstRsTrackerKalmanNoise" {
+        /// Standard deviations proportional to the box height, weighted by `noise-weight-*`.
+        #[default]
+        HeightRelative = 0 => ("height-relative", "Standard deviations proportional to the box height"),
+        /// Fixed variances in pixels² (`process-noise-var-*`, `measurement-noise-var`).
+        Absolute = 1 => ("absolute", "Fixed variances in pixels squared"),
+    }
+}
+
+/// The filter's noise. With [`NoiseModel::HeightRelative`] only the two weights count, with
+/// [`NoiseModel::Absolute`] only the variances.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Noise {
+    pub model: NoiseModel,
+    /// Standard deviation of the position and height, as a fraction of the box height, both of
+    /// the motion per frame and of a measurement.
+    pub position_weight: f32,
+    /// Standard deviation of the velocities per frame, as a fraction of the box height.
+    pub velocity_weight: f32,
+    /// Variance of the centre's motion per frame, in pixels².
+    pub location_variance: f32,
+    /// Variance of the size's change per frame, in pixels² (the aspect ratio gets it divided by
+    /// the height², as a = w / h).
+    pub size_variance: f32,
+    /// Variance of the velocities' change per frame, in (pixels per frame)².
+    pub velocity_variance: f32,
+    /// Variance of a detection's centre and height, in pixels².
+    pub measurement_variance: f32,
+}
+
+impl Default for Noise {
+    fn default() -> Self {
+        Self {
+            model: NoiseModel::HeightRelative,
+            position_weight: STD_POSITION,
+            velocity_weight: STD_VELOCITY,
+            location_variance: 2.0,
+            size_variance: 1.0,
+            velocity_variance: 0.1,
+            measurement_variance: 4.0,
+        }
+    }
+}
+
+impl Noise {
+    /// The process noise variances of the eight states for a box of height `h`.
+    fn process(&self, h: f32) -> [f32; DIM] {
+        match self.model {
+            NoiseModel::HeightRelative => {
+                let (p, v) = (self.position_weight * h, self.velocity_weight * h);
+                [p, p, STD_ASPECT, p, v, v, STD_ASPECT_VELOCITY, v].map(|std| std * std)
+            }
+            NoiseModel::Absolute => {
+                let (l, v) = (self.location_variance, self.velocity_variance);
+                [
+                    l,
+                    l,
+                    self.size_variance / (h * h),
+                    self.size_variance,
+                    v,
+                    v,
+                    STD_ASPECT_VELOCITY * STD_ASPECT_VELOCITY,
+                    v,
+                ]
+            }
+        }
+    }
+
+    /// The measurement noise variances of centre x, centre y, aspect ratio and height.
+    fn measurement(&self, h: f32) -> [f32; MEAS] {
+        match self.model {
+            NoiseModel::HeightRelative => {
+                let p = self.position_weight * h;
+                [p, p, STD_ASPECT_MEASUREMENT, p].map(|std| std * std)
+            }
+            NoiseModel::Absolute => {
+                let m = self.measurement_variance;
+                [m, m, m / (h * h), m]
+            }
+        }
+    }
+
+    /// The variances of a new track. The position is about as uncertain as a measurement (twice
+    /// the weight, as DeepSORT starts); the velocity is unknown, so its prior is wide and scales
+    /// with the height in both models (a fixed pixel speed means nothing before a box is seen).
+    fn initial(&self, h: f32) -> [f32; DIM] {
+        let v = 10.0 * self.velocity_weight * h;
+        let (a, va) = (STD_ASPECT, STD_ASPECT_VELOCITY);
+        let (v, a, va) = (v * v, a * a, va * va);
+        match self.model {
+            NoiseModel::HeightRelative => {
+                let p = 2.0 * self.position_weight * h;
+                let p = p * p;
+                [p, p, a, p, v, v, va, v]
+            }
+            NoiseModel::Absolute => {
+                let m = self.measurement_variance;
+                [m, m, m / (h * h), m, v, v, va, v]
+            }
+        }
+    }
+}
 
 type Mat8 = [[f32; DIM]; DIM];
 
@@ -31,22 +146,12 @@ fn to_measurement(b: &BBox) -> [f32; MEAS] {
 
 impl KalmanBox {
     /// A new track at `b`, not moving, with a wide velocity uncertainty.
-    pub fn new(b: &BBox) -> Self {
+    pub fn new(b: &BBox, noise: &Noise) -> Self {
         let m = to_measurement(b);
-        let h = m[3];
-        let std = [
-            2.0 * STD_POSITION * h,
-            2.0 * STD_POSITION * h,
-            1e-2,
-            2.0 * STD_POSITION * h,
-            10.0 * STD_VELOCITY * h,
-            10.0 * STD_VELOCITY * h,
-            1e-5,
-            10.0 * STD_VELOCITY * h,
-        ];
+        let variances = noise.initial(m[3]);
         let mut cov = [[0.0; DIM]; DIM];
         for i in 0..DIM {
-            cov[i][i] = std[i] * std[i];
+            cov[i][i] = variances[i];
         }
         let mut mean = [0.0; DIM];
         mean[..MEAS].copy_from_slice(&m);
@@ -62,7 +167,7 @@ impl KalmanBox {
     }
 
     /// Advances one frame: x += v, P = F P F' + Q.
-    pub fn predict(&mut self) {
+    pub fn predict(&mut self, noise: &Noise) {
         let h = self.mean[3].max(1e-3);
         for i in 0..MEAS {
             self.mean[i] += self.mean[i + MEAS];
@@ -85,34 +190,25 @@ impl KalmanBox {
                 out[i][j] = v;
             }
         }
-        let q = [
-            STD_POSITION * h,
-            STD_POSITION * h,
-            1e-2,
-            STD_POSITION * h,
-            STD_VELOCITY * h,
-            STD_VELOCITY * h,
-            1e-5,
-            STD_VELOCITY * h,
-        ];
+        let q = noise.process(h);
         for i in 0..DIM {
-            out[i][i] += q[i] * q[i];
+            out[i][i] += q[i];
         }
         self.cov = out;
     }
 
     /// Corrects with a measured box.
-    pub fn update(&mut self, b: &BBox) {
+    pub fn update(&mut self, b: &BBox, noise: &Noise) {
         let z = to_measurement(b);
         let h = self.mean[3].max(1e-3);
-        let r = [STD_POSITION * h, STD_POSITION * h, 1e-1, STD_POSITION * h];
+        let r = noise.measurement(h);
         // S = H P H' + R (the top-left 4x4 block of P plus R).
         let mut s = [[0.0f32; MEAS]; MEAS];
         for i in 0..MEAS {
             for j in 0..MEAS {
                 s[i][j] = self.cov[i][j];
             }
-            s[i][i] += r[i] * r[i];
+            s[i][i] += r[i];
         }
         let Some(s_inv) = invert4(&s) else {
             return; // degenerate covariance: keep the prediction
@@ -196,17 +292,71 @@ mod tests {
     fn learns_constant_velocity_and_predicts_through_a_gap() {
         // A 20x40 box moving 3 px right and 1 px down per frame.
         let at = |t: f32| BBox::new(10.0 + 3.0 * t, 50.0 + t, 20.0, 40.0);
-        let mut kf = KalmanBox::new(&at(0.0));
-        for t in 1..20 {
-            kf.predict();
-            kf.update(&at(t as f32));
+        let absolute = Noise {
+            model: NoiseModel::Absolute,
+            ..Noise::default()
+        };
+        for noise in [Noise::default(), absolute] {
+            let mut kf = KalmanBox::new(&at(0.0), &noise);
+            for t in 1..20 {
+                kf.predict(&noise);
+                kf.update(&at(t as f32), &noise);
+            }
+            // Five frames without measurements: the prediction keeps moving with the object.
+            for _ in 0..5 {
+                kf.predict(&noise);
+            }
+            let predicted = kf.bbox();
+            let truth = at(24.0);
+            assert!(
+                predicted.iou(&truth) > 0.9,
+                "{noise:?}: {predicted:?} vs {truth:?}"
+            );
         }
-        // Five frames without measurements: the prediction keeps moving with the object.
-        for _ in 0..5 {
-            kf.predict();
-        }
-        let predicted = kf.bbox();
-        let truth = at(24.0);
-        assert!(predicted.iou(&truth) > 0.9, "{predicted:?} vs {truth:?}");
+    }
+
+    /// The absolute variances weigh a detection against the motion as a Kalman filter should: a
+    /// noisier detector (larger measurement variance) moves the estimate less towards a jump,
+    /// a livelier motion (larger location variance) more.
+    #[test]
+    fn absolute_variances_set_how_far_a_detection_pulls() {
+        let still = BBox::new(100.0, 100.0, 40.0, 80.0);
+        let jumped = BBox::new(110.0, 100.0, 40.0, 80.0);
+        let pull = |location_variance: f32, measurement_variance: f32| {
+            let noise = Noise {
+                model: NoiseModel::Absolute,
+                location_variance,
+                measurement_variance,
+                ..Noise::default()
+            };
+            let mut kf = KalmanBox::new(&still, &noise);
+            for _ in 0..30 {
+                kf.predict(&noise);
+                kf.update(&still, &noise);
+            }
+            kf.predict(&noise);
+            kf.update(&jumped, &noise);
+            kf.bbox().left - still.left
+        };
+        let (trusting, doubting) = (pull(2.0, 1.0), pull(2.0, 100.0));
+        assert!(
+            trusting > 5.0 && trusting > 2.0 * doubting,
+            "{trusting} vs {doubting}"
+        );
+        assert!(pull(50.0, 100.0) > doubting);
+    }
+
+    /// The height-relative defaults are DeepSORT's weights: a configuration that only names the
+    /// model keeps the filter it had.
+    #[test]
+    fn default_noise_is_height_relative_with_deepsort_weights() {
+        let noise = Noise::default();
+        assert_eq!(noise.model, NoiseModel::HeightRelative);
+        assert_eq!(
+            (noise.position_weight, noise.velocity_weight),
+            (0.05, 0.00625)
+        );
+        assert_eq!(noise.process(100.0)[0], 25.0);
+        assert_eq!(noise.measurement(100.0)[3], 25.0);
     }
 }

@@ -3,8 +3,10 @@
 
 pub mod assignment;
 pub mod config;
+pub mod config_file;
 pub mod grid;
 pub mod kalman;
+pub mod nvyaml;
 pub mod rstracker;
 pub mod synthetic;
 pub mod tracker;

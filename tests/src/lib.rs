@@ -28,13 +28,17 @@ pub fn init() {
 pub fn repo_root() -> PathBuf {
     // At run time first: cargo sets it, and so does scripts/gpu-check.sh, which runs the test
     // binaries in a copy of the repository on another machine, where the build path is absent.
+    // Crates elsewhere in the workspace (apps/ferrostream-app) use these helpers too: the root
+    // is the nearest folder above the manifest that holds the workspace's Cargo.lock.
     let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
         .map(PathBuf::from)
         .filter(|dir| dir.join("Cargo.toml").is_file())
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
     manifest
-        .parent()
-        .expect("the tests crate sits in the repository")
+        .ancestors()
+        .skip(1)
+        .find(|dir| dir.join("Cargo.lock").is_file())
+        .expect("the crate sits in the repository")
         .to_owned()
 }
 

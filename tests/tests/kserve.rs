@@ -4,7 +4,8 @@
 //! killed by the tests on loopback): detections equal the local engine's, single stream and
 //! batched; the server killed and restarted mid-stream (waiting: every frame still gets the
 //! same results; dropping: the frames without results are exactly the counted ones); a server
-//! that stops answering; a slow server; TLS, client certificates and headers; start errors.
+//! that stops answering; a slow server; TLS, client certificates and headers; start errors; an
+//! nvinferserver (Triton) gRPC configuration file finding what its nvinfer equivalent finds.
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -218,6 +219,19 @@ fn stream_through(
     props: &str,
     pace: Duration,
     limit: Duration,
+    during: impl FnMut(&Progress),
+) -> Outcome {
+    let config = repo_root().join("pipelines/coco_ssd.txt");
+    stream_configured(factory, &config, props, pace, limit, during)
+}
+
+/// As [`stream_through`], with the configuration file `config`.
+fn stream_configured(
+    factory: &str,
+    config: &Path,
+    props: &str,
+    pace: Duration,
+    limit: Duration,
     mut during: impl FnMut(&Progress),
 ) -> Outcome {
     init();
@@ -225,7 +239,7 @@ fn stream_through(
         "appsrc name=src format=time max-bytes=0 \
            caps=video/x-raw,format=RGB,width={WIDTH},height={HEIGHT},framerate=10/1 \
          ! {factory} name=infer config-file-path={} {props} ! appsink name=sink sync=false",
-        quoted(&repo_root().join("pipelines/coco_ssd.txt"))
+        quoted(config)
     );
     let pipeline = gst::parse::launch(&desc)
         .unwrap()
@@ -415,6 +429,175 @@ fn detections_from_the_server_equal_the_local_engine() {
         "{engine}"
     );
     assert!(o.warnings.is_empty(), "{:?}", o.warnings);
+}
+
+/// A detector configured by an nvinferserver (Triton) gRPC file, as deepstream-app's
+/// `plugin-type=1` gives it, and by the nvinfer file that says the same.
+fn nvinferserver_and_nvinfer_files(dir: &Path, server: &Server) -> (PathBuf, PathBuf) {
+    let labels = model("object_detection_classes_coco.txt")
+        .display()
+        .to_string();
+    let quoted_labels = labels.replace('\\', "\\\\").replace('"', "\\\"");
+    let url = server.url();
+    let triton = dir.join("config_triton_grpc.txt");
+    std::fs::write(
+        &triton,
+        format!(
+            r#"# COCO SSDLite on a KServe v2 / Triton server, as nvinferserver reads it.
+infer_config {{
+  unique_id: 1
+  gpu_ids: [0]
+  max_batch_size: 1
+  backend {{
+    # uint8 NHWC, any size: the model resizes and normalises internally.
+    inputs: [ {{ name: "image_tensor:0" dims: [300, 300, 3] }} ]
+    triton {{
+      model_name: "{MODEL}"
+      version: -1
+      grpc {{ url: "{url}" }}
+    }}
+  }}
+  preprocess {{
+    network_format: IMAGE_FORMAT_RGB
+    tensor_order: TENSOR_ORDER_NHWC
+    maintain_aspect_ratio: 0
+    frame_scaling_filter: 1
+    normalize {{ scale_factor: 1.0 }}
+  }}
+  postprocess {{
+    labelfile_path: "{quoted_labels}"
+    detection {{
+      num_detected_classes: 90
+      nms {{ confidence_threshold: 0.4 iou_threshold: 0.5 topk: 50 }}
+    }}
+  }}
+}}
+input_control {{
+  process_mode: PROCESS_MODE_FULL_FRAME
+  interval: 0
+}}
+output_control {{
+  detect_control {{ default_filter {{ bbox_filter {{ min_width: 4 min_height: 4 }} }} }}
+}}
+"#
+        ),
+    )
+    .unwrap();
+    let nvinfer = dir.join("config_nvinfer.txt");
+    std::fs::write(
+        &nvinfer,
+        format!(
+            "[property]\nlabelfile-path={labels}\ngie-unique-id=1\nbatch-size=1\nnetwork-type=0\n\
+             network-input-order=1\nmodel-color-format=0\nnet-scale-factor=1.0\n\
+             infer-dims=3;300;300\nmaintain-aspect-ratio=0\noutput-parser=ssd\nbox-format=yxyx\n\
+             num-detected-classes=90\ncluster-mode=2\n\
+             [class-attrs-all]\npre-cluster-threshold=0.4\nnms-iou-threshold=0.5\ntopk=50\n\
+             detected-min-w=4\ndetected-min-h=4\n"
+        ),
+    )
+    .unwrap();
+    (triton, nvinfer)
+}
+
+/// rstrtinfer runs an nvinferserver gRPC configuration file on the server and finds the same
+/// objects, frame by frame, as with the nvinfer configuration that says the same (whose output
+/// parser is named; the nvinferserver file's is guessed). A file naming Triton's in-process
+/// model repository fails the start, naming the file, the line and what to do instead.
+#[test]
+fn an_nvinferserver_grpc_file_finds_what_its_nvinfer_equivalent_finds() {
+    let server = Server::start(&[]);
+    let dir = std::env::temp_dir().join(format!(
+        "ferrostream-kserve-nvinferserver-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (triton, nvinfer) = nvinferserver_and_nvinfer_files(&dir, &server);
+    let run = |config: &Path, props: &str| {
+        let o = stream_configured(
+            "rstrtinfer",
+            config,
+            props,
+            Duration::ZERO,
+            Duration::from_secs(300),
+            |_| {},
+        );
+        assert_eq!(o.error, None, "{}: {:?}", config.display(), o.warnings);
+        assert_eq!(o.frames.len(), FRAMES);
+        assert!(o.frames.iter().all(inferred));
+        o
+    };
+    let expected = run(&nvinfer, &server_props(&server, ""));
+    let o = run(&triton, "");
+    let objects: usize = o.frames.iter().map(|f| f.objects.len()).sum();
+    assert!(
+        objects > FRAMES * 2,
+        "vtest has people in every frame: {objects}"
+    );
+    for (got, want) in o.frames.iter().zip(&expected.frames) {
+        same_detections(got, want).unwrap();
+    }
+    let engine = o.messages_named("-engine");
+    let engine = engine.first().expect("an rstrtinfer-engine message");
+    assert!(
+        engine
+            .get::<String>("providers")
+            .unwrap()
+            .contains(&server.url()),
+        "{engine}"
+    );
+    // The file's fields without effect, each said once with its line.
+    let file = triton.display().to_string();
+    assert_eq!(o.warnings.len(), 2, "{:#?}", o.warnings);
+    assert!(
+        o.warnings[0].contains(&format!(
+            "{file}:8: field `infer_config.backend.inputs.name`"
+        )),
+        "{:?}",
+        o.warnings
+    );
+    assert!(
+        o.warnings[1].contains(&format!(
+            "{file}:26: field `infer_config.postprocess.detection.nms.topk`"
+        )),
+        "{:?}",
+        o.warnings
+    );
+    // A property still overrides the file.
+    let o = run(&triton, "pre-cluster-threshold=0.99");
+    assert!(
+        o.frames.iter().map(|f| f.objects.len()).sum::<usize>() < objects,
+        "a stricter threshold set as a property keeps fewer objects"
+    );
+
+    let repo = dir.join("config_triton_repo.txt");
+    let text = std::fs::read_to_string(&triton).unwrap().replace(
+        &format!("grpc {{ url: \"{}\" }}", server.url()),
+        "model_repo { root: \"triton_model_repo\" strict_model_config: true }",
+    );
+    std::fs::write(&repo, text).unwrap();
+    let o = stream_configured(
+        "rstrtinfer",
+        &repo,
+        "",
+        Duration::ZERO,
+        Duration::from_secs(60),
+        |_| {},
+    );
+    let e = o.error.expect("model_repo is refused");
+    for part in [
+        format!(
+            "{}:12: field `infer_config.backend.triton.model_repo`",
+            repo.display()
+        ),
+        format!(
+            "tritonserver --model-repository={}",
+            dir.join("triton_model_repo").display()
+        ),
+        "grpc { url: \"localhost:8001\" }".to_string(),
+    ] {
+        assert!(e.contains(&part), "{part:?} not in {e}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// rsdlainfer on a machine without a DLA falls back to the server of backend=kserve.

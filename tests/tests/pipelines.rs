@@ -169,7 +169,7 @@ fn metaexport_writes_to_stdout_without_location() {
 #[test]
 fn shipped_tracker_config_loads_without_warnings() {
     let (config, warnings) =
-        gst_tracker::config::load(&repo_root().join("pipelines/tracker.toml")).unwrap();
+        gst_tracker::config_file::load(&repo_root().join("pipelines/tracker.toml")).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(
         config,

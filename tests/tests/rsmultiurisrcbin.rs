@@ -793,3 +793,40 @@ fn smart_record_write_failure_keeps_the_stream() {
     drop(run);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `drop-frame-interval=2` reaches every camera: each gives every other frame of the file (the
+/// first of it included), exactly; set while PLAYING, it reaches the cameras playing.
+#[test]
+fn drop_frame_interval_halves_every_camera() {
+    let frames = pull_samples(
+        &format!("rsurisrcbin uri={} ! appsink name=sink", vtest_uri()),
+        usize::MAX,
+    )
+    .len() as u64;
+    assert!(frames > 100, "vtest.avi gave {frames} frames");
+    let run = Running::start(&format!(
+        "rsmultiurisrcbin name=halving rest-port=0 batch-size=2 batched-push-timeout=100000 \
+             uri-list={v},{v} sensor-id-list=a,b drop-frame-interval=2 \
+         ! fakesink name=sink sync=false",
+        v = vtest_uri()
+    ));
+    let half = frames.div_ceil(2);
+    run.wait(
+        "every other frame of both cameras",
+        Duration::from_secs(60),
+        |r| r.frames(0) >= half && r.frames(1) >= half,
+    );
+    // Nothing more comes: the files ended.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!((run.frames(0), run.frames(1)), (half, half), "of {frames}");
+    let bin: gst::Element = element(&run.pipeline, "halving");
+    bin.set_property("drop-frame-interval", 3u32);
+    for id in 0..2 {
+        let camera: gst::Element = element(&run.pipeline, &format!("halving-source-{id}"));
+        assert_eq!(
+            camera.property::<u32>("drop-frame-interval"),
+            3,
+            "camera {id}"
+        );
+    }
+}

@@ -2,14 +2,16 @@
 //! rsurisrcbin against a real RTSP server on loopback (GStreamer's RTSP server library, started
 //! and killed by the test): frames resume after the server dies and comes back, the other
 //! camera of the batch never stalls, the tracker hears that the source restarted, and memory
-//! stays flat over many reconnections. Also: files that loop, and bad URIs.
+//! stays flat over many reconnections; `rtp-protocol=tcp` has rtspsrc use TCP only. Also: files
+//! that loop, bad URIs, `drop-frame-interval` (exact frames, changed while playing) and
+//! `initial-reconnect-interval`.
 
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ferrostream_core::BatchMeta;
-use ferrostream_tests::{RtspServer, element, free_port, init, media, rss_kib};
+use ferrostream_tests::{RtspServer, element, free_port, init, launch, media, rss_kib};
 use gst::prelude::*;
 
 /// The RTSP tests one at a time: the memory test measures the whole process, and the other's
@@ -402,4 +404,224 @@ fn http_uris_are_decoded() {
     pipeline.set_state(gst::State::Null).unwrap();
     let _ = server.kill();
     let _ = server.wait();
+}
+
+/// Pulls the frames of `pipeline`'s appsink `sink` (set PLAYING here) until the end of stream,
+/// failing on an error message or after `limit`; `before(n)` runs before the nth frame is
+/// pulled. Returns the frames' PTS.
+fn pts_to_eos(
+    pipeline: &gst::Pipeline,
+    limit: Duration,
+    mut before: impl FnMut(usize),
+) -> Vec<gst::ClockTime> {
+    let sink: gst_app::AppSink = element(pipeline, "sink");
+    let bus = pipeline.bus().unwrap();
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let deadline = Instant::now() + limit;
+    let mut pts = Vec::new();
+    loop {
+        if let Some(m) = bus.pop_filtered(&[gst::MessageType::Error]) {
+            let gst::MessageView::Error(e) = m.view() else {
+                unreachable!("filtered")
+            };
+            panic!(
+                "error after {} frames: {} {:?}",
+                pts.len(),
+                e.error(),
+                e.debug()
+            );
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no end of stream within {limit:?} ({} frames)",
+            pts.len()
+        );
+        before(pts.len());
+        match sink.try_pull_sample(gst::ClockTime::from_mseconds(500)) {
+            Some(sample) => pts.push(sample.buffer().unwrap().pts().unwrap()),
+            None if sink.is_eos() => break,
+            None => {}
+        }
+    }
+    pipeline.set_state(gst::State::Null).unwrap();
+    pts
+}
+
+/// The PTS of the frames `rsurisrcbin uri=<vtest.avi> <properties>` gives, to the file's end.
+fn vtest_pts(properties: &str) -> Vec<gst::ClockTime> {
+    let uri = gst::glib::filename_to_uri(media("vtest.avi"), None).unwrap();
+    // Unnamed, so named apart: a bin's metrics series, which num-buffers counts on, is shared
+    // with a bin of the same name in a test running beside.
+    let pipeline = launch(&format!(
+        "rsurisrcbin uri={uri} {properties} ! appsink name=sink sync=false"
+    ));
+    pts_to_eos(&pipeline, Duration::from_secs(60), |_| {})
+}
+
+#[test]
+fn drop_frame_interval_gives_every_third_frame() {
+    let all = vtest_pts("");
+    assert!(all.len() > 100, "vtest.avi gave {} frames", all.len());
+    let kept = vtest_pts("drop-frame-interval=3");
+    let expected: Vec<gst::ClockTime> = all.iter().copied().step_by(3).collect();
+    assert_eq!(kept.len(), all.len().div_ceil(3), "of {} frames", all.len());
+    assert_eq!(kept, expected, "not the frames 0, 3, 6, ...");
+    // 0 and 1 keep every frame.
+    assert_eq!(vtest_pts("drop-frame-interval=1"), all);
+    // num-buffers counts the frames given: ten of them, frames 0, 3, ..., 27.
+    let limited = vtest_pts("drop-frame-interval=3 num-buffers=10");
+    assert_eq!(limited, expected[..10]);
+}
+
+#[test]
+fn drop_frame_interval_changes_while_playing() {
+    let all = vtest_pts("");
+    let uri = gst::glib::filename_to_uri(media("vtest.avi"), None).unwrap();
+    // One frame waits in the sink at most: the change reaches the frames still in the file.
+    let pipeline = launch(&format!(
+        "rsurisrcbin name=changing uri={uri} ! appsink name=sink sync=false max-buffers=1"
+    ));
+    let src: gst::Element = element(&pipeline, "changing");
+    let pts = pts_to_eos(&pipeline, Duration::from_secs(60), |n| {
+        if n == 20 {
+            src.set_property("drop-frame-interval", 4u32);
+        }
+    });
+    let index: Vec<usize> = pts
+        .iter()
+        .map(|p| {
+            all.iter()
+                .position(|a| a == p)
+                .unwrap_or_else(|| panic!("{p} is no frame of the file"))
+        })
+        .collect();
+    let steps: Vec<usize> = index.windows(2).map(|w| w[1] - w[0]).collect();
+    // Every frame up to the change (and the few already past the bin), then every fourth,
+    // counted from the last frame given: never a step of 2 or 3.
+    assert_eq!(index[0], 0);
+    assert!(steps[..19].iter().all(|&s| s == 1), "{steps:?}");
+    let change = steps.iter().position(|&s| s != 1).expect("a change");
+    assert!(
+        change <= 25,
+        "the change came {change} frames late: {steps:?}"
+    );
+    assert!(steps[change..].iter().all(|&s| s == 4), "{steps:?}");
+    let rest = all.len() - 1 - index[change];
+    assert_eq!(pts.len(), change + 1 + rest / 4, "{steps:?}");
+}
+
+/// The rtspsrc elements made inside `bin` (they are configured after they are added: read
+/// them once frames came).
+fn rtspsrcs(bin: &gst::Bin) -> Arc<Mutex<Vec<gst::Element>>> {
+    let found = Arc::new(Mutex::new(Vec::new()));
+    let f = found.clone();
+    bin.connect_deep_element_added(move |_, _, e| {
+        if e.factory().is_some_and(|f| f.name() == "rtspsrc") {
+            f.lock().unwrap().push(e.clone());
+        }
+    });
+    found
+}
+
+/// The nicks of rtspsrc's `protocols` flags.
+fn protocols(rtspsrc: &gst::Element) -> Vec<String> {
+    let value = rtspsrc.property_value("protocols");
+    let (_, set) = gst::glib::FlagsValue::from_value(&value).expect("flags");
+    set.iter().map(|f| f.nick().to_string()).collect()
+}
+
+#[test]
+fn rtp_protocol_tcp_has_rtspsrc_use_tcp_only() {
+    let _serial = serial();
+    init();
+    let port = free_port();
+    let server = RtspServer::start(port);
+    // Without and with rtp-protocol=tcp: the first shows the check would see UDP.
+    for (protocol, udp) in [("auto", true), ("tcp", false)] {
+        let pipeline = launch(&format!(
+            "rsurisrcbin name=cam uri=rtsp://127.0.0.1:{port}/test latency=100 \
+             rtp-protocol={protocol} ! appsink name=sink sync=false"
+        ));
+        let cam: gst::Bin = element(&pipeline, "cam");
+        let made = rtspsrcs(&cam);
+        let sink: gst_app::AppSink = element(&pipeline, "sink");
+        pipeline.set_state(gst::State::Playing).unwrap();
+        for n in 0..10 {
+            assert!(
+                sink.try_pull_sample(gst::ClockTime::from_seconds(20))
+                    .is_some(),
+                "{protocol}: frame {n} within 20 s"
+            );
+        }
+        let made = made.lock().unwrap().clone();
+        assert_eq!(made.len(), 1, "{protocol}: rtspsrc elements {made:?}");
+        let set = protocols(&made[0]);
+        // UDP transports use udpsrc elements inside rtspsrc; interleaved TCP none.
+        let udpsrcs = cam
+            .iterate_recurse()
+            .into_iter()
+            .flatten()
+            .filter(|e| e.factory().is_some_and(|f| f.name() == "udpsrc"))
+            .count();
+        pipeline.set_state(gst::State::Null).unwrap();
+        if udp {
+            assert!(set.iter().any(|p| p == "udp"), "auto: {set:?}");
+            assert!(udpsrcs > 0, "auto: no udpsrc, no UDP to tell apart");
+        } else {
+            assert_eq!(set, ["tcp"]);
+            assert_eq!(udpsrcs, 0, "tcp: RTP came over UDP");
+        }
+    }
+    // DeepStream's number for TCP only is the same value.
+    let bin = gst::ElementFactory::make("rsurisrcbin").build().unwrap();
+    bin.set_property_from_str("rtp-protocol", "4");
+    assert_eq!(
+        gst::glib::EnumValue::from_value(&bin.property_value("rtp-protocol"))
+            .unwrap()
+            .1
+            .nick(),
+        "tcp"
+    );
+    drop(server);
+}
+
+#[test]
+fn initial_reconnect_interval_bounds_the_wait_for_the_first_frame() {
+    init();
+    // A server that never answers: the kernel completes the connection (the listener's
+    // backlog), nobody reads the request. rtspsrc would wait 20 s for a reply, and the bin's
+    // own rule 20 s for the first frame.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let pipeline = launch(&format!(
+        "rsurisrcbin uri=rtsp://127.0.0.1:{port}/mute reconnect-interval=1 \
+         initial-reconnect-interval=2 ! fakesink"
+    ));
+    let bus = pipeline.bus().unwrap();
+    let started = Instant::now();
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let reason = loop {
+        let left = Duration::from_secs(15).saturating_sub(started.elapsed());
+        assert!(!left.is_zero(), "no reconnection within 15 s");
+        let Some(msg) = bus.timed_pop(gst::ClockTime::from_mseconds(left.as_millis() as u64))
+        else {
+            continue;
+        };
+        if let gst::MessageView::Error(e) = msg.view() {
+            panic!("{} {:?}", e.error(), e.debug());
+        }
+        if let Some(s) = msg.structure()
+            && s.name() == "rsurisrcbin-disconnected"
+        {
+            break s.get::<String>("reason").unwrap();
+        }
+    };
+    let waited = started.elapsed();
+    pipeline.set_state(gst::State::Null).unwrap();
+    drop(silent);
+    assert!(reason.starts_with("no data for 2."), "{reason}");
+    assert!(
+        (Duration::from_secs(2)..Duration::from_secs(6)).contains(&waited),
+        "reconnected after {waited:?}"
+    );
 }

@@ -22,10 +22,15 @@ fn corners(b: &BBox) -> (f32, f32, f32, f32) {
     (b.left, b.top, b.left + b.width, b.top + b.height)
 }
 
-/// The detection lines of `frame`.
+/// The detection lines of `frame`: the objects a detector found in it (a tracker's shadow
+/// targets, predicted without a detection, have detector confidence 0 and are left out).
 pub fn detections(frame: &Frame) -> String {
     let mut out = String::new();
-    for o in &frame.objects {
+    for o in frame
+        .objects
+        .iter()
+        .filter(|o| !(o.object_id.is_some() && o.confidence == 0.0))
+    {
         let (l, t, r, b) = corners(&o.detector_bbox);
         let _ = writeln!(
             out,

@@ -24,7 +24,7 @@ static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
 
 /// The configuration file (if any) with the properties set on the element applied over it.
 fn resolve(props: &Props<TrackerConfig>) -> Result<(TrackerConfig, Vec<String>), String> {
-    let (file, warnings) = props.read_file(TrackerConfig::default, crate::config::load)?;
+    let (file, warnings) = props.read_file(TrackerConfig::default, crate::config_file::load)?;
     Ok((SETTINGS.resolve(file, props)?, warnings))
 }
 

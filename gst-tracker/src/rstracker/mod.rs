@@ -14,6 +14,20 @@
 //!     ! rstrtinfer config-file-path=pipelines/coco_ssd.txt ! rstracker \
 //!     ! rsmetaexport location=tracks.jsonl ! fakesink
 //! ```
+//!
+//! `config-file-path` takes rstracker's TOML (`pipelines/tracker.toml`) or a DeepStream
+//! NvMultiObjectTracker configuration, the YAML that `nvtracker` takes as `ll-config-file`; its
+//! keys map onto the properties (`probationAge`, `maxShadowTrackingAge`,
+//! `minMatchingScore4Iou`, ...) and its modules choose the algorithm (IOU: `iou`; NvSORT, NvDCF,
+//! NvDeepSORT: `bytetrack`, Kalman-predicted). A warning names the modules that are not run
+//! here (NvDCF's visual tracker, the ReID network, 3D and multi-view tracking):
+//!
+//! ```text
+//! gst-launch-1.0 filesrc location=vtest.avi ! decodebin ! videoconvert \
+//!     ! rstrtinfer config-file-path=pipelines/coco_ssd.txt \
+//!     ! rstracker config-file-path=config_tracker_NvDCF_perf.yml \
+//!     ! rsmetaexport location=tracks.jsonl ! fakesink
+//! ```
 
 use gst::glib;
 use gst::prelude::*;
@@ -27,6 +41,10 @@ glib::wrapper! {
 
 pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     ferrostream_core::settings::GEnum::<crate::tracker::Algorithm>::static_type()
+        .mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    ferrostream_core::settings::GEnum::<crate::tracker::Matcher>::static_type()
+        .mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    ferrostream_core::settings::GEnum::<crate::kalman::NoiseModel>::static_type()
         .mark_as_plugin_api(gst::PluginAPIFlags::empty());
     gst::Element::register(
         Some(plugin),

@@ -3,7 +3,8 @@
 //! program (and the Python bindings).
 //!
 //! - [`config`] and [`settings`]: nvinfer configurations, from files (`InferConfig::from_file`)
-//!   or set by name (`settings::SETTINGS.set_text`).
+//!   or set by name (`settings::SETTINGS.set_text`); [`nvinferserver`]: nvinferserver (Triton)
+//!   configuration files read onto the same settings, for the remote backend.
 //! - [`preprocess`]: a region of an image to the network's input tensor, with nvinfer's
 //!   semantics; [`gpu`] does the same on the GPU (feature `cuda`).
 //! - [`engine`]: ONNX Runtime, native TensorRT (feature `tensorrt`), KServe v2 / Triton servers
@@ -22,6 +23,7 @@
 pub mod cache;
 pub mod cluster;
 pub mod config;
+mod config_file;
 pub mod custom;
 pub mod engine;
 #[cfg(feature = "cuda")]
@@ -30,6 +32,7 @@ pub mod inference;
 pub mod labels;
 pub mod layout;
 pub mod masks;
+pub mod nvinferserver;
 pub mod onnx;
 pub mod parse;
 pub mod preprocess;

@@ -112,7 +112,8 @@ pub static CLASS_SETTINGS: LazyLock<Table<ClassAttrs>> = LazyLock::new(|| {
 pub static SETTINGS: LazyLock<Table<InferConfig>> = LazyLock::new(|| {
     let mut t: Table<InferConfig> = Table::new("property");
     t.file_property(
-        "nvinfer-style INI file ([property], [class-attrs-all], [class-attrs-N]); properties set \
+        "nvinfer-style INI file ([property], [class-attrs-all], [class-attrs-N]) or nvinferserver \
+         (Triton) text-format file (infer_config { ... }, run on backend=triton); properties set \
          on the element override it",
     );
     model(&mut t);
@@ -794,24 +795,18 @@ impl ClassAttrsTable {
     }
 }
 
-/// Reading nvinfer configuration files.
+/// Reading nvinfer INI files (`InferConfig::from_file` reads files of either format).
 impl InferConfig {
-    /// Reads an nvinfer-style configuration file.
-    pub fn from_file(path: &Path) -> Result<LoadedConfig, ConfigError> {
-        Self::from_ini(&IniFile::load(path)?)
-    }
-
-    /// Reads a configuration file over `base` (an element's defaults): keys the file leaves
-    /// out keep the base's values.
-    pub fn from_file_over(path: &Path, base: InferConfig) -> Result<LoadedConfig, ConfigError> {
-        Self::from_ini_over(&IniFile::load(path)?, base)
-    }
-
     pub fn from_ini(ini: &IniFile) -> Result<LoadedConfig, ConfigError> {
         Self::from_ini_over(ini, InferConfig::default())
     }
 
-    fn from_ini_over(ini: &IniFile, base: InferConfig) -> Result<LoadedConfig, ConfigError> {
+    /// Reads an INI file over `base` (an element's defaults): keys the file leaves out keep the
+    /// base's values.
+    pub(crate) fn from_ini_over(
+        ini: &IniFile,
+        base: InferConfig,
+    ) -> Result<LoadedConfig, ConfigError> {
         let mut config = base;
         let mut warnings = SETTINGS.read_ini(ini, &mut config, |section, config, warnings| {
             match class_section(&section.name) {

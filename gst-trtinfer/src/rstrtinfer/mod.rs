@@ -81,6 +81,23 @@
 //!     ! rsmetaexport location=objects.jsonl ! fakesink
 //! ```
 //!
+//! `config-file-path` also takes DeepStream `nvinferserver` configuration files (protobuf text
+//! format, `infer_config { ... }`; deepstream-app's `plugin-type=1`), told from nvinfer's INI
+//! by their first word and run on `backend=triton`: `backend.triton.grpc.url`, `model_name` and
+//! `version` become `server-url`, `model-name` and `model-version`, and the pre-processing,
+//! post-processing, `input_control` and `output_control` fields the nvinfer keys that mean the
+//! same. Fields without effect here are warnings naming file, line and field; `model_repo`
+//! (Triton in-process) is an error naming the file and line that says to serve the repository
+//! (`tritonserver --model-repository=<root>`) and write `grpc { url: "host:8001" }` instead.
+//! Properties set on the element override the file as ever.
+//!
+//! ```text
+//! # The detector of coco_ssd.txt written for nvinferserver, the model served as "coco"
+//! gst-launch-1.0 filesrc location=vtest.avi ! decodebin ! videoconvert \
+//!     ! rstrtinfer config-file-path=pipelines/coco_ssd_triton.txt server-url=127.0.0.1:8001 \
+//!     ! rsmetaexport location=objects.jsonl ! fakesink
+//! ```
+//!
 //! On a GPU (frames in CUDA memory or NVMM, and an engine with a device side: ONNX Runtime's
 //! CUDA provider, TensorRT, cuDLA) nothing goes through the host but a few kilobytes of
 //! results: the frames are pre-processed into the engine's input tensor, which the engine reads

@@ -17,7 +17,8 @@ use ferrostream_core::metrics;
 use super::ids::StreamIds;
 use super::rest::{self, Action, Camera, Reply, StreamRequest};
 use crate::record::{self, Container};
-use crate::urisrcbin::{RsUriSrcBin, SourceState, SourceStatus};
+use crate::urisrcbin::{RsUriSrcBin, RtpProtocol, SourceState, SourceStatus};
+use ferrostream_core::settings::GEnum;
 use ferrostream_streammux::streammux::StreamMux;
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
@@ -39,14 +40,19 @@ const MUX_PROPERTIES: &[&str] = &[
     "latency-tracking",
 ];
 
-/// Properties that go to every source as they are.
+/// Properties that go to every source as they are: to the sources made after they are set,
+/// and, for those an rsurisrcbin takes while PLAYING (`drop-frame-interval`), to the sources
+/// already there too.
 const SOURCE_PROPERTIES: &[&str] = &[
     "reconnect-interval",
+    "initial-reconnect-interval",
     "reconnect-attempts",
     "reconnect-backoff-max",
     "file-loop",
     "latency",
+    "rtp-protocol",
     "num-buffers",
+    "drop-frame-interval",
     "record-cache",
     "record-duration",
     "record-dir",
@@ -1004,16 +1010,24 @@ fn forwarded_pspec(
             .flags(flags)
             .build();
     }
-    if p.value_type() == Container::static_type() {
-        return glib::ParamSpecEnum::builder_with_default(name, Container::default())
-            .nick(&nick)
-            .blurb(&blurb)
-            .flags(flags)
-            .build();
+    macro_rules! enumerated {
+        ($enum:ty) => {
+            if let Some(p) = p.downcast_ref::<glib::ParamSpecEnum>()
+                && let Ok(default) = p.default_value::<$enum>()
+            {
+                return glib::ParamSpecEnum::builder_with_default(name, default)
+                    .nick(&nick)
+                    .blurb(&blurb)
+                    .flags(flags)
+                    .build();
+            }
+        };
     }
-    let p = p
-        .downcast_ref::<glib::ParamSpecString>()
-        .expect("forwarded properties are numbers, booleans, strings and the container");
+    enumerated!(Container);
+    enumerated!(GEnum<RtpProtocol>);
+    let p = p.downcast_ref::<glib::ParamSpecString>().expect(
+        "forwarded properties are numbers, booleans, strings, the container and the RTP protocol",
+    );
     glib::ParamSpecString::builder(name)
         .nick(&nick)
         .blurb(&blurb)
@@ -1097,13 +1111,18 @@ impl ObjectImpl for RsMultiUriSrcBin {
                     .mutable_ready()
                     .build(),
             ];
-            let ready = glib::ParamFlags::READWRITE | gst::PARAM_FLAG_MUTABLE_READY;
+            let when = gst::PARAM_FLAG_MUTABLE_PLAYING | gst::PARAM_FLAG_MUTABLE_READY;
+            let source = RsUriSrcBin::static_type();
             v.extend(SOURCE_PROPERTIES.iter().map(|n| {
+                let own = glib::object::ObjectClass::from_type(source)
+                    .and_then(|c| c.find_property(n))
+                    .expect("a property of rsurisrcbin")
+                    .flags();
                 forwarded_pspec(
-                    RsUriSrcBin::static_type(),
+                    source,
                     n,
                     "every camera's rsurisrcbin",
-                    ready,
+                    glib::ParamFlags::READWRITE | (own & when),
                 )
             }));
             let mux = StreamMux::static_type();
@@ -1221,6 +1240,16 @@ impl ObjectImpl for RsMultiUriSrcBin {
         ferrostream_core::element::warn_if_set_late(self.obj().upcast_ref(), pspec);
         if SOURCE_PROPERTIES.contains(&name) {
             self.template.set_property_from_value(name, value);
+            if pspec.flags().contains(gst::PARAM_FLAG_MUTABLE_PLAYING) {
+                // The cameras playing take it now (the lock is not held over their setters).
+                let bins: Vec<RsUriSrcBin> = {
+                    let sources = self.sources.lock().unwrap();
+                    sources.by_id.values().map(|s| s.bin.clone()).collect()
+                };
+                for bin in bins {
+                    bin.set_property_from_value(name, value);
+                }
+            }
             return;
         }
         let mut s = self.settings.lock().unwrap();

@@ -7,8 +7,15 @@
 //! sink pad whose index is the camera's stream id. The bin's `src` pad is the muxer's, so it
 //! replaces "N sources + rsstreammux" in a pipeline; the muxer's properties (`batch-size`,
 //! `batched-push-timeout`, `max-latency`, `sync-inputs`, `width`, `height`,
-//! `latency-tracking`) and the sources' (`reconnect-interval`, `reconnect-attempts`,
-//! `reconnect-backoff-max`, `file-loop`, `latency`, `num-buffers`, `record-*`) are the bin's.
+//! `latency-tracking`) and the sources' (`reconnect-interval`, `initial-reconnect-interval`,
+//! `reconnect-attempts`, `reconnect-backoff-max`, `file-loop`, `latency`, `rtp-protocol`,
+//! `num-buffers`, `drop-frame-interval`, `record-*`) are the bin's. A source property takes
+//! effect for the cameras added after it is set; `drop-frame-interval`, which may change while
+//! PLAYING, also for every camera already playing. DeepStream's `[source-attr-all]` keys are
+//! these: `latency`, `drop-frame-interval`, `rtsp-reconnect-interval-sec`
+//! (`reconnect-interval`), `rtsp-reconnect-attempts` (`reconnect-attempts`),
+//! `init-rtsp-reconnect-interval-sec` (`initial-reconnect-interval`) and `select-rtp-protocol`
+//! (`rtp-protocol`: 0 or `auto`, 4 or `tcp`), as on `rsurisrcbin`.
 //!
 //! Cameras come from `uri-list` (with `sensor-id-list` and `sensor-name-list`, in order) at
 //! start, and from the REST API or the `add-source` / `remove-source` action signals at any

@@ -11,7 +11,9 @@ use gst::subclass::prelude::*;
 
 use ferrostream_core::element::sync_state_with_parent;
 use ferrostream_core::metrics::{self, Counter, Gauge};
+use ferrostream_core::settings::GEnum;
 
+use super::RtpProtocol;
 use crate::record::{self, Container, RecordEvent, RecordSettings, Recorder};
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
@@ -41,6 +43,11 @@ struct Settings {
     latency_ms: u32,
     /// Frames given before the stream ends for good (`num-buffers`, -1: no limit).
     num_buffers: i32,
+    /// One decoded frame in every this many leaves the bin (0 or 1: all).
+    drop_frame_interval: u32,
+    rtp_protocol: RtpProtocol,
+    /// Seconds a new source has for its first frame (0: see [`Settings::first_frame_wait`]).
+    initial_reconnect_interval: u32,
     record: RecordSettings,
 }
 
@@ -54,6 +61,9 @@ impl Default for Settings {
             file_loop: false,
             latency_ms: 200,
             num_buffers: -1,
+            drop_frame_interval: 0,
+            rtp_protocol: RtpProtocol::Auto,
+            initial_reconnect_interval: 0,
             record: RecordSettings::default(),
         }
     }
@@ -78,9 +88,44 @@ impl Settings {
                 .is_some_and(|u| u.starts_with("file://"))
     }
 
+    /// How long a new source may take to give its first frame: `initial-reconnect-interval`
+    /// when set, else [`FIRST_FRAME_GRACE`] times `reconnect-interval`, at least
+    /// [`MIN_FIRST_FRAME_WAIT`] (a slow start, on a loaded machine, is not a lost camera).
+    fn first_frame_wait(&self) -> Duration {
+        if self.initial_reconnect_interval > 0 {
+            return Duration::from_secs(u64::from(self.initial_reconnect_interval));
+        }
+        let interval = Duration::from_secs(u64::from(self.reconnect_interval));
+        (interval * FIRST_FRAME_GRACE).max(MIN_FIRST_FRAME_WAIT)
+    }
+
     fn backoff(&self, attempt: u32) -> Duration {
         let doubled = FIRST_BACKOFF.saturating_mul(1 << attempt.saturating_sub(1).min(16));
         doubled.min(Duration::from_millis(u64::from(self.backoff_max_ms)))
+    }
+}
+
+/// Which decoded frames `drop-frame-interval` lets out of the bin: the first of a stream, then
+/// each that comes `interval` frames after the last one let out. Counting from the last frame
+/// let out (rather than from the stream's start) keeps the spacing even when the interval
+/// changes while playing.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct FrameGate {
+    /// Frames dropped since the last one let out; `None` until the stream's first frame.
+    dropped: Option<u32>,
+}
+
+impl FrameGate {
+    /// Whether the next decoded frame leaves the bin, with `interval` (0 or 1: all).
+    fn pass(&mut self, interval: u32) -> bool {
+        let pass = self
+            .dropped
+            .is_none_or(|dropped| dropped.saturating_add(1) >= interval);
+        self.dropped = Some(match (pass, self.dropped) {
+            (false, Some(dropped)) => dropped + 1,
+            _ => 0,
+        });
+        pass
     }
 }
 
@@ -131,6 +176,8 @@ struct Flow {
     metrics: Option<SourceMetrics>,
     /// `num-buffers`, from the start.
     limit: Option<u64>,
+    /// `drop-frame-interval`'s count, started again by every stream-start.
+    gate: FrameGate,
 }
 
 impl Default for Flow {
@@ -150,6 +197,7 @@ impl Default for Flow {
             ended: false,
             metrics: None,
             limit: None,
+            gate: FrameGate::default(),
         }
     }
 }
@@ -255,7 +303,7 @@ impl SourceMetrics {
         Self {
             frames: r.counter(
                 "ferrostream_source_frames_total",
-                "Decoded frames the source gave.",
+                "Decoded frames the source gave (those drop-frame-interval lets out).",
                 labels,
             ),
             dropped: r.counter(
@@ -321,6 +369,7 @@ impl RsUriSrcBin {
             .property("expose-all-streams", false)
             .build()?;
         let latency = settings.latency_ms;
+        let tcp_only = settings.rtp_protocol == RtpProtocol::Tcp;
         source.connect("source-setup", false, move |args| {
             let element = args[1]
                 .get::<gst::Element>()
@@ -331,6 +380,9 @@ impl RsUriSrcBin {
                 .is_some_and(|p| p.value_type() == u32::static_type())
             {
                 element.set_property("latency", latency);
+            }
+            if tcp_only {
+                rtp_over_tcp(&element);
             }
             None
         });
@@ -404,7 +456,12 @@ impl RsUriSrcBin {
         if let Some(gst::PadProbeData::Event(event)) = &info.data
             && let gst::EventView::StreamStart(s) = event.view()
         {
-            let generation = self.flow.lock().unwrap().generation;
+            let generation = {
+                let mut flow = self.flow.lock().unwrap();
+                // A new stream (a new source, a reconnection, a loop): its first frame passes.
+                flow.gate = FrameGate::default();
+                flow.generation
+            };
             if generation > 1 {
                 let id = format!("{}/{generation}", s.stream_id());
                 let mut renamed = gst::event::StreamStart::builder(&id)
@@ -419,7 +476,8 @@ impl RsUriSrcBin {
         }
         match &info.data {
             Some(gst::PadProbeData::Buffer(buffer)) => {
-                let returned = {
+                let interval = self.settings.lock().unwrap().drop_frame_interval;
+                let (returned, pass) = {
                     let mut flow = self.flow.lock().unwrap();
                     let given = flow.metrics.as_ref().map_or(0, |m| m.frames.get());
                     if flow.limit.is_some_and(|limit| given >= limit) {
@@ -434,17 +492,20 @@ impl RsUriSrcBin {
                     {
                         flow.last_end = Some(end + buffer.duration().unwrap_or_default());
                     }
-                    if let Some(m) = &flow.metrics {
+                    // A frame drop-frame-interval drops still shows that the source is alive.
+                    let pass = flow.gate.pass(interval);
+                    if pass && let Some(m) = &flow.metrics {
                         m.frames.inc();
                     }
-                    if flow.replacing {
+                    let returned = if flow.replacing {
                         None
                     } else {
                         flow.last_data = Instant::now();
                         flow.started = true;
                         flow.attempt = 0;
                         flow.outage_since.take()
-                    }
+                    };
+                    (returned, pass)
                 };
                 if let Some(since) = returned {
                     let uri = self
@@ -461,6 +522,18 @@ impl RsUriSrcBin {
                             .field("outage-ms", since.elapsed().as_millis() as u64)
                             .build(),
                     );
+                }
+                if !pass {
+                    gst::trace!(
+                        CAT,
+                        imp = self,
+                        "dropping {:?} (drop-frame-interval {interval})",
+                        buffer.pts()
+                    );
+                    // Consumed as handled, the push a success: with `Drop`, GStreamer (1.22)
+                    // unrefs the buffer the bindings already took, a critical per frame.
+                    info.flow_res = Ok(gst::FlowSuccess::Ok);
+                    return gst::PadProbeReturn::Handled;
                 }
             }
             Some(gst::PadProbeData::Event(event)) => match event.view() {
@@ -619,8 +692,7 @@ impl RsUriSrcBin {
 
     /// How long a network source that should be sending has been silent, past
     /// `reconnect-interval`; a source that has not given its first frame yet gets
-    /// [`FIRST_FRAME_GRACE`] times that (at least [`MIN_FIRST_FRAME_WAIT`]): a slow start, on a
-    /// loaded machine, is not a lost camera.
+    /// [`Settings::first_frame_wait`].
     fn silent_for(&self) -> Option<Duration> {
         let settings = self.settings.lock().unwrap();
         if !settings.reconnects() || self.obj().current_state() != gst::State::Playing {
@@ -628,11 +700,10 @@ impl RsUriSrcBin {
         }
         let flow = self.flow.lock().unwrap();
         let silence = flow.last_data.elapsed();
-        let interval = Duration::from_secs(u64::from(settings.reconnect_interval));
         let allowed = if flow.started {
-            interval
+            Duration::from_secs(u64::from(settings.reconnect_interval))
         } else {
-            (interval * FIRST_FRAME_GRACE).max(MIN_FIRST_FRAME_WAIT)
+            settings.first_frame_wait()
         };
         (!flow.gave_up && !flow.downstream_ended && silence >= allowed).then_some(silence)
     }
@@ -908,6 +979,31 @@ fn stop_all(element: &gst::Element) {
     }
 }
 
+/// Has `element`, when it is an RTSP source (rtspsrc: a `protocols` property of flags with
+/// `tcp`), take RTP in the RTSP connection only (`rtp-protocol=tcp`). Other sources (files,
+/// HTTP) have no such property and are left alone.
+fn rtp_over_tcp(element: &gst::Element) {
+    let Some(pspec) = element.find_property("protocols") else {
+        return;
+    };
+    let tcp = glib::FlagsClass::with_type(pspec.value_type())
+        .and_then(|class| class.to_value_by_nick("tcp"))
+        .filter(|_| pspec.flags().contains(glib::ParamFlags::WRITABLE));
+    match tcp {
+        Some(tcp) => {
+            element.set_property_from_value("protocols", &tcp);
+            gst::info!(CAT, obj = element, "RTP over TCP only (rtp-protocol=tcp)");
+        }
+        None => gst::warning!(
+            CAT,
+            obj = element,
+            "rtp-protocol=tcp: `protocols` of {} is not rtspsrc's (no writable tcp flag); left \
+             as it is",
+            element.name()
+        ),
+    }
+}
+
 /// Whether `element` decodes video (or images): the recorder taps its input.
 fn is_video_decoder(element: &gst::Element) -> bool {
     element.factory().is_some_and(|f| {
@@ -963,10 +1059,22 @@ impl ObjectImpl for RsUriSrcBin {
                     .nick("Reconnect interval")
                     .blurb(
                         "Seconds a network source may send nothing before it is reconnected \
-                         (a new source: three times this, at least 20 s, for its first frame; \
-                         0: never reconnect)",
+                         (a new source: initial-reconnect-interval, or else three times this, \
+                         at least 20 s, for its first frame; 0: never reconnect; DeepStream's \
+                         rtsp-reconnect-interval-sec)",
                     )
                     .default_value(d.reconnect_interval)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("initial-reconnect-interval")
+                    .nick("Initial reconnect interval")
+                    .blurb(
+                        "Seconds a new network source (at the start and after each \
+                         reconnection) may take to give its first frame before it is \
+                         reconnected (0: three times reconnect-interval, at least 20 s; \
+                         DeepStream's init-rtsp-reconnect-interval-sec)",
+                    )
+                    .default_value(d.initial_reconnect_interval)
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecInt::builder("reconnect-attempts")
@@ -998,11 +1106,31 @@ impl ObjectImpl for RsUriSrcBin {
                     .default_value(d.latency_ms)
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecUInt::builder("drop-frame-interval")
+                    .nick("Drop frame interval")
+                    .blurb(
+                        "Let one decoded frame in every this many out: the first of each \
+                         stream (start, reconnection, loop), then every Nth; the others are \
+                         dropped on purpose, not counted as frames nor as drops (0 or 1: all; \
+                         DeepStream's drop-frame-interval)",
+                    )
+                    .default_value(d.drop_frame_interval)
+                    .mutable_playing()
+                    .build(),
+                glib::ParamSpecEnum::builder_with_default("rtp-protocol", GEnum(d.rtp_protocol))
+                    .nick("RTP protocol")
+                    .blurb(
+                        "How RTSP cameras send their packets: auto (UDP or TCP, as rtspsrc \
+                         negotiates) or tcp (in the RTSP connection only); DeepStream's \
+                         select-rtp-protocol, whose numbers 0 and 4 it takes too",
+                    )
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecInt::builder("num-buffers")
                     .nick("Number of buffers")
                     .blurb(
-                        "Frames to give before the stream ends for good, never looped or \
-                         reconnected again (-1: no limit)",
+                        "Frames to give (after drop-frame-interval) before the stream ends for \
+                         good, never looped or reconnected again (-1: no limit)",
                     )
                     .minimum(-1)
                     .default_value(d.num_buffers)
@@ -1100,6 +1228,18 @@ impl ObjectImpl for RsUriSrcBin {
             "file-loop" => s.file_loop = value.get().expect("type checked upstream"),
             "latency" => s.latency_ms = value.get().expect("type checked upstream"),
             "num-buffers" => s.num_buffers = value.get().expect("type checked upstream"),
+            "initial-reconnect-interval" => {
+                s.initial_reconnect_interval = value.get().expect("type checked upstream")
+            }
+            "drop-frame-interval" => {
+                s.drop_frame_interval = value.get().expect("type checked upstream")
+            }
+            "rtp-protocol" => {
+                s.rtp_protocol = value
+                    .get::<GEnum<RtpProtocol>>()
+                    .expect("type checked upstream")
+                    .0
+            }
             "record-cache" => {
                 s.record.cache = gst::ClockTime::from_seconds(u64::from(
                     value.get::<u32>().expect("type checked upstream"),
@@ -1142,6 +1282,9 @@ impl ObjectImpl for RsUriSrcBin {
             "file-loop" => s.file_loop.to_value(),
             "latency" => s.latency_ms.to_value(),
             "num-buffers" => s.num_buffers.to_value(),
+            "initial-reconnect-interval" => s.initial_reconnect_interval.to_value(),
+            "drop-frame-interval" => s.drop_frame_interval.to_value(),
+            "rtp-protocol" => GEnum(s.rtp_protocol).to_value(),
             "record-cache" => (s.record.cache.seconds() as u32).to_value(),
             "record-duration" => (s.record.default_duration.seconds() as u32).to_value(),
             "record-dir" => s.record.dir.to_string_lossy().to_value(),
@@ -1317,5 +1460,52 @@ impl BinImpl for RsUriSrcBin {
             }
         }
         self.parent_handle_message(message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Which of `frames` decoded frames pass, the interval for each frame given by `interval`.
+    fn passed(gate: &mut FrameGate, frames: usize, interval: impl Fn(usize) -> u32) -> Vec<usize> {
+        (0..frames).filter(|&i| gate.pass(interval(i))).collect()
+    }
+
+    #[test]
+    fn drop_frame_interval_passes_the_first_and_every_nth() {
+        for all in [0, 1] {
+            assert_eq!(
+                passed(&mut FrameGate::default(), 5, |_| all),
+                [0, 1, 2, 3, 4]
+            );
+        }
+        assert_eq!(passed(&mut FrameGate::default(), 10, |_| 3), [0, 3, 6, 9]);
+        // A new stream starts the count again: its first frame passes.
+        let mut gate = FrameGate::default();
+        assert_eq!(passed(&mut gate, 2, |_| 3), [0]);
+        gate = FrameGate::default();
+        assert_eq!(passed(&mut gate, 4, |_| 3), [0, 3]);
+    }
+
+    #[test]
+    fn a_new_interval_counts_from_the_last_frame_passed() {
+        // 3 up to frame 7 (frames 0, 3, 6 pass), then 2: frame 8 is two after 6.
+        let mut gate = FrameGate::default();
+        assert_eq!(
+            passed(&mut gate, 13, |i| if i < 7 { 3 } else { 2 }),
+            [0, 3, 6, 8, 10, 12]
+        );
+        // From 5 to all: the very next frame passes.
+        let mut gate = FrameGate::default();
+        assert_eq!(
+            passed(&mut gate, 5, |i| if i < 2 { 5 } else { 0 }),
+            [0, 2, 3, 4]
+        );
+        // A count at its end lets the next frame out rather than overflow.
+        let mut gate = FrameGate {
+            dropped: Some(u32::MAX),
+        };
+        assert!(gate.pass(u32::MAX));
     }
 }

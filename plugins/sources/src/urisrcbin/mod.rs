@@ -14,11 +14,28 @@
 //! its end, its timestamps continuing where they were.
 //!
 //! A new source has three times `reconnect-interval` (at least 20 s) to give its first frame:
-//! on a loaded machine a camera starts slowly, and a slow start is not a lost camera. When
+//! on a loaded machine a camera starts slowly, and a slow start is not a lost camera;
+//! `initial-reconnect-interval` (seconds, 0: that rule) replaces this allowance. When
 //! downstream ends the stream (a frame limit such as `identity eos-after`, a sink's
 //! `num-buffers`), or after the bin's own `num-buffers` frames, the source is over for good: it
 //! is never reconnected or looped again, and the bin sends the end of stream itself if the
 //! source goes quiet without one.
+//!
+//! `drop-frame-interval` N passes one decoded frame in every N (0 or 1: all): the first of
+//! each stream (a new source, a reconnection or a loop starts one) and every Nth after the last
+//! one passed. The others are dropped after the decoder (which still decodes them: a
+//! predicted frame needs the frames before it), on purpose: they count in neither
+//! `ferrostream_source_frames_total` nor the QoS drops, nor in `num-buffers`, which counts the
+//! frames the bin gives, but they do show that the source is alive. It may change while
+//! PLAYING; the next frame passed then comes N frames after the last one. `rtp-protocol=tcp`
+//! has an RTSP camera send its packets in the RTSP connection (rtspsrc's `protocols=tcp`), for
+//! networks that lose or block UDP; `auto` lets rtspsrc try UDP first.
+//!
+//! DeepStream's `[sourceN]` keys: `uri`, `latency` and `drop-frame-interval` are the
+//! properties of the same name; `rtsp-reconnect-interval-sec` is `reconnect-interval`,
+//! `rtsp-reconnect-attempts` is `reconnect-attempts`, `init-rtsp-reconnect-interval-sec` is
+//! `initial-reconnect-interval`, and `select-rtp-protocol` (0: UDP and TCP, 4: TCP only) is
+//! `rtp-protocol` (`auto`, `tcp`; it takes DeepStream's numbers 0 and 4 too).
 //!
 //! The output has the caps the decoder and downstream agree on: with `nvh264dec` (or
 //! `nvv4l2decoder`) and a downstream that takes CUDA (or NVMM) memory, such as `rsstreammux`,
@@ -61,6 +78,19 @@ mod imp;
 
 pub use imp::{SourceState, SourceStatus};
 
+ferrostream_core::choice_enum! {
+    /// How an RTSP camera's packets travel (property `rtp-protocol`; the numbers are
+    /// DeepStream's `select-rtp-protocol`).
+    #[derive(Default)]
+    pub enum RtpProtocol: "GstRsUriSrcBinRtpProtocol" {
+        /// Whatever rtspsrc and the camera agree on (UDP first, then TCP).
+        #[default]
+        Auto = 0 => ("auto", "Auto: UDP or TCP, as rtspsrc negotiates"),
+        /// Interleaved in the RTSP connection: no UDP ports to open or lose packets on.
+        Tcp = 4 => ("tcp", "TCP: interleaved in the RTSP connection only"),
+    }
+}
+
 glib::wrapper! {
     pub struct RsUriSrcBin(ObjectSubclass<imp::RsUriSrcBin>)
         @extends gst::Bin, gst::Element, gst::Object,
@@ -95,6 +125,8 @@ impl RsUriSrcBin {
 }
 
 pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
+    ferrostream_core::settings::GEnum::<RtpProtocol>::static_type()
+        .mark_as_plugin_api(gst::PluginAPIFlags::empty());
     gst::Element::register(
         Some(plugin),
         "rsurisrcbin",
