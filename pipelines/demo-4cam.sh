@@ -29,7 +29,11 @@
 #                  Runtime); onnxruntime or openvino name one
 #   --precision P  network-mode: fp16 (default: the reduced precision where it runs natively,
 #                  within the accuracy the tests check), fp32 or int8
-# Needs the ferrostream plugin (installed, or on GST_PLUGIN_PATH) and the models (see README).
+# The pipeline is a deepstream-app configuration (written to a temporary folder and printed), run
+# by ferrostream-app: the summary gives how fast the cameras delivered and, from the app's
+# **PERF lines, how many frames/s the pipeline could take (the cameras pace it).
+# Needs ferrostream-app (FERROSTREAM_APP, on PATH, or built in target/) and the models (see
+# README).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cache="${FERROSTREAM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ferrostream}"
@@ -75,7 +79,6 @@ have() { gst-inspect-1.0 "$1" >/dev/null 2>&1; }
 vtest="$(find_media vtest.avi)"
 carphone="$(find_media carphone_pristine.mp4)"
 messi="$(find_media messi5.jpg)"
-have rstrtinfer || { echo "error: the ferrostream plugin is not installed (meson install, or set GST_PLUGIN_PATH)" >&2; exit 1; }
 
 # The H.264 camera's decoder: rsurisrcbin's uridecodebin takes the decoder of highest rank.
 case "$source_kind" in
@@ -114,69 +117,135 @@ else
     uris="file://$vtest,file://$carphone,rtsp://127.0.0.1:$port/cam2,rtsp://127.0.0.1:$port/cam3"
 fi
 
+# The demo is a deepstream-app configuration run by ferrostream-app: the file format DeepStream
+# teams bring, written here because the camera URIs and ports are known only now.
+app="${FERROSTREAM_APP:-}"
+if [ -z "$app" ]; then
+    for candidate in "$(command -v ferrostream-app || true)" "$here/../target/release/ferrostream-app" \
+        "$here/../target/debug/ferrostream-app"; do
+        [ -n "$candidate" ] && [ -x "$candidate" ] && { app="$candidate"; break; }
+    done
+fi
+[ -n "$app" ] || { echo "error: ferrostream-app not found (cargo build --release -p ferrostream-app, or set FERROSTREAM_APP)" >&2; exit 1; }
+
+workdir="$(mktemp -d)"
+trap 'kill $server 2>/dev/null || true; rm -f "$server_log"; rm -rf "$workdir"' EXIT
+frames_option=()
 if [ -n "$rest" ]; then
     # Runs until interrupted: no frame limit, files loop, room for two more cameras.
     [ -n "$frames" ] && { echo "error: --rest runs until interrupted; leave --frames out" >&2; exit 2; }
-    batch=6
-    sources="rest-port=$rest max-sources=6 batch-size=$batch file-loop=true"
-    grid="rows=2 columns=3 width=1920 height=720"
+    batch=6; http_port="$rest"; file_loop=1; rows=2; columns=3; width=1920
 else
-    batch=4
-    sources="rest-port=0 max-sources=4 batch-size=$batch num-buffers=${frames:-300}"
-    grid="rows=2 columns=2 width=1280 height=720"
+    batch=4; http_port=0; file_loop=0; rows=2; columns=2; width=1280
+    frames_option=(--frames "${frames:-300}")
 fi
 
 if [ "$display" = 1 ] && { [ -n "${DISPLAY:-}" ] || [ -n "${WAYLAND_DISPLAY:-}" ]; }; then
-    sink="videoconvert ! autovideosink"
+    sink=$'type=2\nsync=0'
     target="a window"
 else
     [ "$display" = 1 ] && echo "no display found; writing $output instead"
-    # H.264: x264 when it is installed (gstreamer1.0-plugins-ugly), else OpenH264
-    # (gstreamer1.0-plugins-bad). Not avenc_mpeg4: Debian 12's gst-libav stamps its output with
-    # invalid times, so mp4mux writes every frame at 0.
-    if have x264enc; then enc="x264enc speed-preset=ultrafast ! h264parse"
-    else enc="openh264enc bitrate=4000000 ! h264parse"; fi
-    sink="videoconvert ! $enc ! mp4mux ! filesink location=\"$output\""
+    case "$output" in /*) ;; *) output="$PWD/$output" ;; esac
+    # H.264 in software (x264enc, gstreamer1.0-plugins-ugly) at its fastest preset.
+    sink=$'type=3\ncontainer=1\ncodec=1\nenc-type=1\nsw-preset=1\nbitrate=4000000\noutput-file='"$output"
     target="$output"
 fi
-jsonl="${jsonl:-$(mktemp --suffix=.jsonl)}"
+jsonl="${jsonl:-$workdir/metadata.jsonl}"
 
-description="rsmultiurisrcbin name=cameras $sources batched-push-timeout=200000 \
-        uri-list=\"$uris\" sensor-id-list=cam0,cam1,cam2,cam3 reconnect-interval=5 \
-    ! rstrtinfer config-file-path=\"$config\" batch-size=$batch backend=$backend network-mode=$precision \
-    ! rstracker config-file-path=\"$here/tracker.toml\" \
-    ! rsanalytics config-file-path=\"$analytics\" \
-    ! rsmetaexport location=\"$jsonl\" \
-    ! rstiler $grid \
-    ! rsosd config-file-path=\"$here/osd.ini\" ! $sink"
+# The detector's nvinfer configuration with the demo's backend and precision.
+sed -e "s|^\[property\]$|[property]\nbackend=$backend\nnetwork-mode=$precision|" "$config" >"$workdir/pgie.txt"
+cat >"$workdir/demo_4cam.txt" <<CONFIG
+# deepstream-app configuration of the 4-camera demo (written by pipelines/demo-4cam.sh)
+[application]
+enable-perf-measurement=1
+perf-measurement-interval-sec=5
+
+[source-list]
+num-source-bins=4
+list=${uris//,/;}
+sensor-id-list=cam0;cam1;cam2;cam3
+use-nvmultiurisrcbin=1
+http-ip=127.0.0.1
+http-port=$http_port
+max-batch-size=$batch
+
+[source-attr-all]
+rtsp-reconnect-interval-sec=5
+
+[streammux]
+batch-size=$batch
+batched-push-timeout=200000
+
+[primary-gie]
+enable=1
+config-file=$workdir/pgie.txt
+batch-size=$batch
+gie-unique-id=1
+bbox-border-color0=1;0.2;0.2;1
+bbox-border-color2=0.2;0.6;1;1
+bbox-bg-color2=0.2;0.6;1;0.15
+
+[tracker]
+enable=1
+ll-lib-file=/opt/nvidia/deepstream/deepstream/lib/libnvds_nvmultiobjecttracker.so
+ll-config-file=$here/tracker.toml
+display-tracking-id=1
+
+[nvds-analytics]
+enable=1
+config-file=$analytics
+
+[tiled-display]
+enable=1
+rows=$rows
+columns=$columns
+width=$width
+height=720
+
+[osd]
+enable=1
+border-width=2
+text-size=14
+show-clock=1
+clock-text-size=16
+clock-color=1;1;1;1
+clock-x-offset=10
+clock-y-offset=10
+
+[sink0]
+enable=1
+$sink
+
+[tests]
+file-loop=$file_loop
+CONFIG
 echo "4 cameras ($source_kind decoding) -> $target"
+echo "configuration (deepstream-app format): $workdir/demo_4cam.txt, run by ferrostream-app"
 if [ -n "$rest" ]; then
-    cat <<EOF
+    cat <<HELP
 REST API on http://127.0.0.1:$rest (Ctrl-C ends the demo). Add a fifth camera:
   curl -XPOST http://127.0.0.1:$rest/api/v1/stream/add -d '{"key":"sensor","value":{"camera_id":"cam4","camera_name":"extra","camera_url":"file://$carphone","change":"camera_add"}}'
 List them:   curl http://127.0.0.1:$rest/api/v1/stream/get-stream-info
 Remove it:   curl -XPOST http://127.0.0.1:$rest/api/v1/stream/remove -d '{"key":"sensor","value":{"camera_id":"cam4","change":"camera_remove"}}'
 Metrics:     curl http://127.0.0.1:$rest/metrics
-EOF
+HELP
 fi
-# gst-launch's messages (-m) are read for the inference element's: which backend ran, and why.
-engine="$(mktemp)"
+log="$workdir/app.log"
 start=$(date +%s.%N)
-eval gst-launch-1.0 -m -e "$description" | { grep 'rstrtinfer-engine' || true; } >"$engine"
+set +e
+"$app" -c "$workdir/demo_4cam.txt" --metadata "$jsonl" "${frames_option[@]}" 2>"$workdir/app.err" \
+    | tee "$log" | grep -E '^(inference|  backend=auto)'
+status=${PIPESTATUS[0]}
+set -e
 end=$(date +%s.%N)
-python3 - "$jsonl" "$start" "$end" "$engine" <<'PY'
+if [ "$status" != 0 ]; then
+    grep -v '^\*\* NOTICE' "$workdir/app.err" >&2
+    exit "$status"
+fi
+python3 - "$jsonl" "$start" "$end" "$log" <<'PY'
 import json, re, sys
 from collections import defaultdict
-path, start, end = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
-# "rstrtinfer-engine, backend=(string)openvino, providers=(string)"CPU\ \(bf16\)", ...": each
-# field's value, quoted or not, with GStreamer's backslash escapes removed.
-message = open(sys.argv[4]).read()
-fields = {k: re.sub(r"\\(.)", r"\1", v.strip('"'))
-          for k, v in re.findall(r'([\w-]+)=\(string\)("(?:[^"\\]|\\.)*"|[^,;]*)', message)}
-if "backend" in fields:
-    print(f"inference: {fields['backend']} {fields.get('runtime-version', '')} on {fields.get('providers', '?')}")
-    if "backend-choice" in fields:
-        print(f"  backend=auto: {fields['backend-choice']}")
+path, start, end, log = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 frames, objects = defaultdict(int), defaultdict(int)
 lines, zone_max, crowded = {}, defaultdict(dict), defaultdict(int)
 for line in open(path):
@@ -193,11 +262,18 @@ for line in open(path):
 secs = end - start
 total = sum(frames.values())
 for s in sorted(frames):
-    print(f"source {s}: frames: {frames[s]}  frames/s: {frames[s] / secs:.1f}  objects per frame: {objects[s] / frames[s]:.2f}")
+    print(f"source {s}: frames: {frames[s]}  delivered at {frames[s] / secs:.1f} frames/s  objects per frame: {objects[s] / frames[s]:.2f}")
     counted = [f"line {n}: {fw} forward, {bw} back" for (src, n), (fw, bw) in sorted(lines.items()) if src == s]
     counted += [f"zone {n}: at most {m}" for n, m in sorted(zone_max[s].items())]
     if counted:
         print(f"  {'; '.join(counted)}; crowded frames: {crowded[s]}")
 print(f"all: frames: {total}  time: {secs:.1f} s  frames/s: {total / secs:.1f}")
+# The cameras pace the run (one serves a photo at 5 frames/s), so frames/s above say how fast
+# they delivered. What the pipeline could take is the frames it handled over the time its
+# busiest stage was busy (ferrostream-app's last **PERF line).
+for line in open(log):
+    m = re.search(r"busiest stage (\S+) was busy (\d+)% of the run: the pipeline could take about ([\d.]+) frames/s", line)
+    if m:
+        print(f"pipeline: busiest stage {m[1]} busy {m[2]}% of the time; it could take about "
+              f"{m[3]} frames/s (the cameras set the pace above)")
 PY
-rm -f "$engine"

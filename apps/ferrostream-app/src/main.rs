@@ -9,12 +9,14 @@ use std::process::ExitCode;
 use ferrostream_app::{document::Document, keys, run, translate};
 
 const USAGE: &str = "\
-Usage: ferrostream-app -c CONFIG [--print-pipeline]
+Usage: ferrostream-app -c CONFIG [--print-pipeline] [--frames N] [--metadata FILE]
        ferrostream-app --keys-table
 
 Runs a deepstream-app configuration file (.txt key file or .yml) on Ferrostream's elements.
   -c, --cfg-file CONFIG  the configuration file
   --print-pipeline       print the gst-launch-1.0 description and exit (the app runs exactly it)
+  --frames N             end every source after N frames
+  --metadata FILE        write every frame's metadata as JSON lines (rsmetaexport) to FILE
   --keys-table           print the table of every deepstream-app key and what Ferrostream does
   -h, --help             this text
 While running: q quits, p pauses, r resumes (when standard input is a terminal); Ctrl-C ends
@@ -24,6 +26,7 @@ fn main() -> ExitCode {
     ferrostream_app::signals::block();
     let mut config: Option<PathBuf> = None;
     let mut print = false;
+    let mut options = ferrostream_app::model::RunOptions::default();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -35,6 +38,14 @@ fn main() -> ExitCode {
                 config = Some(PathBuf::from(&a["--cfg-file=".len()..]));
             }
             "--print-pipeline" => print = true,
+            "--frames" => match args.next().and_then(|n| n.parse().ok()) {
+                Some(n) => options.frames = Some(n),
+                None => return usage_error("--frames needs a number of frames"),
+            },
+            "--metadata" => match args.next() {
+                Some(path) => options.metadata = Some(PathBuf::from(path)),
+                None => return usage_error("--metadata needs a file"),
+            },
             "--keys-table" => {
                 print!("{}", keys::markdown());
                 return ExitCode::SUCCESS;
@@ -49,7 +60,7 @@ fn main() -> ExitCode {
     let Some(config) = config else {
         return usage_error("no configuration file (-c CONFIG)");
     };
-    match app(&config, print) {
+    match app(&config, print, options) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("ferrostream-app: error: {e}");
@@ -63,9 +74,14 @@ fn usage_error(message: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn app(path: &std::path::Path, print: bool) -> Result<ExitCode, String> {
+fn app(
+    path: &std::path::Path,
+    print: bool,
+    options: ferrostream_app::model::RunOptions,
+) -> Result<ExitCode, String> {
     let doc = Document::load(path).map_err(|e| e.to_string())?;
-    let (config, report) = keys::read(&doc).map_err(|e| e.to_string())?;
+    let (mut config, report) = keys::read(&doc).map_err(|e| e.to_string())?;
+    config.options = options;
     run::init()?;
     let plan = translate::translate(&config, &run::SystemEnv)?;
     for warning in report.warnings.iter().chain(&plan.warnings) {

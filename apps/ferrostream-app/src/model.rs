@@ -307,15 +307,42 @@ pub struct MsgBroker {
     pub broker_config: Option<PathBuf>,
 }
 
+/// `[message-consumer<N>]`: a subscriber of cloud-to-device messages (smart record start and
+/// stop). Values are kept as written; an enabled group is checked after reading (a disabled one
+/// may hold placeholders such as `<host>;<port>`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Consumer {
+    pub group: String,
+    pub enable: bool,
+    pub proto_lib: Option<String>,
+    /// `host;port` or `host;port;topic`.
+    pub conn_str: Option<String>,
+    /// The protocol adapter's configuration (`[message-broker]` user name, password, client id).
+    pub config_file: Option<PathBuf>,
+    /// A key file of `[sensor<N>]` groups (`enable`, `id`): sensor id `id` is source N.
+    pub sensor_list_file: Option<PathBuf>,
+    pub topics: Vec<String>,
+}
+
 /// `[tests]`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Tests {
     pub file_loop: bool,
 }
 
+/// What the command line adds to a configuration (deepstream-app has no keys for these).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunOptions {
+    /// `--frames N`: every source ends after N frames.
+    pub frames: Option<u32>,
+    /// `--metadata FILE`: every frame's metadata as JSON lines (rsmetaexport), before tiling.
+    pub metadata: Option<PathBuf>,
+}
+
 /// A whole configuration.
 #[derive(Debug, Clone, Default)]
 pub struct AppConfig {
+    pub options: RunOptions,
     pub path: PathBuf,
     pub application: Application,
     pub tiler: Tiler,
@@ -331,5 +358,7 @@ pub struct AppConfig {
     pub osd: Osd,
     pub sinks: Vec<Sink>,
     pub message_converter: Option<MsgBroker>,
+    /// The enabled `[message-consumer<N>]` groups.
+    pub consumers: Vec<Consumer>,
     pub tests: Tests,
 }

@@ -81,9 +81,17 @@ fn rtsp_servers(
         let server = gst_rtsp_server::RTSPServer::new();
         server.set_service(&out.rtsp_port.to_string());
         let factory = gst_rtsp_server::RTSPMediaFactory::new();
+        // The RTP is depayloaded and payloaded again: the server reads the payloader's `pt`
+        // property, which a bare udpsrc lacks (GLib warns about it).
+        let (depay, pay) = if out.encoding == "H265" {
+            ("rtph265depay", "rtph265pay")
+        } else {
+            ("rtph264depay", "rtph264pay")
+        };
         factory.set_launch(&format!(
-            "( udpsrc name=pay0 port={} buffer-size=524288 caps=\"application/x-rtp, \
-             media=video, clock-rate=90000, encoding-name=(string){}, payload=96\" )",
+            "( udpsrc port={} buffer-size=524288 caps=\"application/x-rtp, media=video, \
+             clock-rate=90000, encoding-name=(string){}, payload=96\" ! {depay} ! \
+             {pay} name=pay0 pt=96 config-interval=1 )",
             out.udp_port, out.encoding
         ));
         factory.set_shared(true);
@@ -274,11 +282,15 @@ pub fn run(plan: &Plan) -> Result<Outcome, String> {
                     {
                         let field = |k: &str| s.get::<String>(k).unwrap_or_default();
                         println!(
-                            "inference ({}): {} on {}",
+                            "inference ({}): {} {} on {}",
                             e.src().map(|s| s.name().to_string()).unwrap_or_default(),
                             field("backend"),
+                            field("runtime-version"),
                             field("providers")
                         );
+                        if let Ok(why) = s.get::<String>("backend-choice") {
+                            println!("  backend=auto: {why}");
+                        }
                     }
                 }
                 _ => {}
@@ -402,10 +414,12 @@ pub fn run(plan: &Plan) -> Result<Outcome, String> {
             "**PERF:  total: {frames} frames in {seconds:.1} s ({:.1} frames/s)",
             frames as f64 / seconds
         );
-        if let Some((stage, busy)) = busiest {
+        if let Some((stage, busy)) = busiest.filter(|(_, b)| *b > 0.0) {
             println!(
-                "**PERF:  busiest stage {stage} was busy {:.0}% of the run",
-                busy * 100.0
+                "**PERF:  busiest stage {stage} was busy {:.0}% of the run: the pipeline could \
+                 take about {:.1} frames/s",
+                busy * 100.0,
+                frames as f64 / seconds / busy
             );
         }
     }

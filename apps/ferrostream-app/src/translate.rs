@@ -84,6 +84,17 @@ fn prop(out: &mut String, name: &str, value: impl std::fmt::Display) {
     let _ = write!(out, " {name}={value}");
 }
 
+/// The folder of the configuration file `path`, absolute: a file named without a folder
+/// (`-c app.txt`, as NVIDIA's reference apps are run) has an empty parent, and a `file://` URI
+/// made from that would stay relative, which no source can open.
+fn folder_of(path: &Path) -> PathBuf {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned())
+}
+
 /// A source URI with a relative `file://` path made absolute against the configuration's
 /// folder (as deepstream-app does).
 fn absolute_uri(uri: &str, base: &Path) -> String {
@@ -106,7 +117,7 @@ pub fn translate(config: &AppConfig, env: &dyn Env) -> Result<Plan, String> {
     let mut t = Translator {
         config,
         env,
-        base: config.path.parent().unwrap_or(Path::new(".")).to_owned(),
+        base: folder_of(&config.path),
         plan: Plan::default(),
         gpu_noticed: false,
     };
@@ -172,6 +183,13 @@ impl Translator<'_> {
             .map(str::to_owned)
             .collect();
         d.push_str(&chain.join(" ! "));
+        if let Some(file) = &c.options.metadata {
+            let _ = write!(
+                d,
+                " ! rsmetaexport name=metadata location={}",
+                path_value(file)
+            );
+        }
 
         let sinks: Vec<&Sink> = c.sinks.iter().filter(|s| s.enable).collect();
         if sinks.is_empty() {
@@ -413,6 +431,9 @@ impl Translator<'_> {
                 if s.rtp_tcp {
                     prop(&mut out, "rtp-protocol", "tcp");
                 }
+                if let Some(n) = self.config.options.frames {
+                    prop(&mut out, "num-buffers", n);
+                }
                 let looping = s.file_loop.unwrap_or(self.config.tests.file_loop);
                 if looping && uri.starts_with("file://") {
                     prop(&mut out, "file-loop", true);
@@ -492,6 +513,9 @@ impl Translator<'_> {
         }
         if attrs.file_loop.unwrap_or(c.tests.file_loop) {
             prop(&mut m, "file-loop", true);
+        }
+        if let Some(n) = c.options.frames {
+            prop(&mut m, "num-buffers", n);
         }
         self.record_props(&mut m, &attrs, "src");
         if let Some(r) = self.plan.periodic_record.last_mut() {
@@ -634,19 +658,27 @@ impl Translator<'_> {
                 quoted("{label} {confidence} {classes}"),
             );
         }
-        let colours: BTreeMap<u32, _> = self
+        let gies: Vec<&Gie> = self
             .config
             .primary
             .iter()
             .chain(&self.config.secondaries)
-            .flat_map(|g| g.border_colors.iter().copied())
             .collect();
-        if !colours.is_empty() {
-            let list: Vec<String> = colours
-                .iter()
-                .map(|(id, c)| format!("{id}={}", rgba_hex(*c)))
-                .collect();
-            prop(&mut e, "class-colors", quoted(&list.join(",")));
+        type Colours = BTreeMap<u32, crate::value::Rgba>;
+        let collect = |pick: fn(&Gie) -> &Vec<(u32, crate::value::Rgba)>| -> Colours {
+            gies.iter().flat_map(|g| pick(g).iter().copied()).collect()
+        };
+        for (property, colours) in [
+            ("class-colors", collect(|g| &g.border_colors)),
+            ("class-bg-colors", collect(|g| &g.bg_colors)),
+        ] {
+            if !colours.is_empty() {
+                let list: Vec<String> = colours
+                    .iter()
+                    .map(|(id, c)| format!("{id}={}", rgba_hex(*c)))
+                    .collect();
+                prop(&mut e, property, quoted(&list.join(",")));
+            }
         }
         let _ = self.gpu(o.gpu_id);
         Some(e)
@@ -1028,6 +1060,23 @@ mod tests {
         );
         assert_eq!(p.meta_tap, "pgie");
         assert_eq!(p.stages, vec!["pgie"]);
+    }
+
+    /// NVIDIA's reference apps are run from their folder (`deepstream-app -c app.txt`) with
+    /// URIs relative to it (`file://../streams/x.mp4`): the URI becomes absolute all the same.
+    #[test]
+    fn a_relative_uri_of_a_file_named_without_a_folder_becomes_absolute() {
+        let doc = Document::parse(
+            Path::new("app.txt"),
+            "[source0]\nenable=1\ntype=3\nuri=file://../streams/a.mp4\n[sink0]\nenable=1\n",
+            Form::KeyFile,
+        )
+        .unwrap();
+        let (config, _) = crate::keys::read(&doc).unwrap();
+        let p = translate(&config, &CPU).unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        let want = format!("uri=file://{}/../streams/a.mp4 ", cwd.display());
+        assert!(p.description.contains(&want), "{}", p.description);
     }
 
     #[test]

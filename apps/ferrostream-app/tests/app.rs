@@ -355,9 +355,6 @@ fn spawn_app(config: &Path) -> Child {
     Child(
         Command::new(env!("CARGO_BIN_EXE_ferrostream-app"))
             .env(ferrostream_core::paths::MODEL_DIR_ENV, model_dir())
-            // Under G_DEBUG=fatal-warnings the app stops before serving its first RTSP client
-            // (a GLib warning in the RTSP serving path, not yet identified): run it as users do.
-            .env_remove("G_DEBUG")
             .arg("-c")
             .arg(config)
             .stdin(Stdio::null())

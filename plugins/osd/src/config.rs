@@ -181,6 +181,45 @@ pub static SETTINGS: LazyLock<Table<Style>> = LazyLock::new(|| {
         .playing(),
     )
     .add(
+        setting::<Style, _>(
+            "class-bg-colors",
+            field!(classes),
+            Mapped::new(
+                Pairs::<i32, Rgba>::separated_by(&[',', ' ']),
+                |colors| {
+                    colors
+                        .into_iter()
+                        .map(|(id, c)| {
+                            let o = ClassOverride {
+                                bg_color: Some(c),
+                                ..ClassOverride::default()
+                            };
+                            (id, o)
+                        })
+                        .collect()
+                },
+                |classes: &BTreeMap<i32, ClassOverride>| {
+                    classes
+                        .iter()
+                        .filter_map(|(id, o)| o.bg_color.map(|c| (*id, c)))
+                        .collect()
+                },
+            ),
+        )
+        .merge(|colors, classes| {
+            for (id, o) in colors {
+                if let Some(c) = o.bg_color {
+                    classes.entry(*id).or_default().bg_color = Some(c);
+                }
+            }
+        })
+        .blurb(
+            "Fill inside the boxes per class (deepstream-app's bbox-bg-color<N>): id=colour \
+                 pairs separated by commas, as class-colors (e.g. \"2=#3399ff26\")",
+        )
+        .playing(),
+    )
+    .add(
         setting::<Style, _>("bbox-bg-color", field!(bbox_bg_color), Color)
             .key("osd", "bbox-bg-color")
             .key("class-attrs-all", "bg-color")
