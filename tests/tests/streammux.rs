@@ -888,7 +888,7 @@ fn demo_script_reads_the_cameras_over_rtsp_on_a_loaded_machine() {
 }
 
 /// `--rest`: the demo runs until interrupted; a fifth camera added with curl (the request the
-/// demo prints) is batched, inferred and summarised with the others; Ctrl-C to gst-launch ends
+/// demo prints) is batched, inferred and summarised with the others; Ctrl-C to ferrostream-app ends
 /// it with a finished video.
 #[test]
 fn demo_script_with_rest_takes_a_fifth_camera() {
@@ -948,7 +948,7 @@ fn demo_script_with_rest_takes_a_fifth_camera() {
         }
     };
     let body = add.split_once("-d '").unwrap().1.trim_end_matches('\'');
-    // The server listens once gst-launch has started the pipeline.
+    // The server listens once ferrostream-app has started the pipeline.
     while ferrostream_tests::rest::request(port, "GET", "/api/v1/health/get-dsready-state", None).0
         != 200
     {
@@ -972,16 +972,16 @@ fn demo_script_with_rest_takes_a_fifth_camera() {
         assert!(Instant::now() < deadline, "no frame of the fifth camera");
         std::thread::sleep(Duration::from_millis(200));
     }
-    // Ctrl-C to gst-launch (-e): the end of stream finishes every camera and the video.
+    // Ctrl-C to ferrostream-app: the end of stream finishes every camera and the video.
     let pgrep = std::process::Command::new("pgrep")
-        .args(["-g", &group.to_string(), "-x", "gst-launch-1.0"])
+        .args(["-g", &group.to_string(), "-x", "ferrostream-app"])
         .output()
         .expect("pgrep (procps)");
     let pid: i32 = String::from_utf8_lossy(&pgrep.stdout)
         .trim()
         .parse()
-        .expect("gst-launch's pid");
-    // SAFETY: signals the demo's gst-launch-1.0.
+        .expect("ferrostream-app's pid");
+    // SAFETY: signals the demo's ferrostream-app.
     unsafe { libc::kill(pid, libc::SIGINT) };
     let summary = loop {
         let line = next_line();
@@ -1050,8 +1050,21 @@ fn demo_command(
     let video = dir.join("demo.mp4");
     let mut demo =
         std::process::Command::new(ferrostream_tests::repo_root().join("pipelines/demo-4cam.sh"));
+    // The demo runs ferrostream-app, built beside the test binaries.
+    let app = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .and_then(std::path::Path::parent)
+        .unwrap()
+        .join("ferrostream-app");
+    assert!(
+        app.exists(),
+        "ferrostream-app not built at {}",
+        app.display()
+    );
     demo.args(args)
         .args(["--output", video.to_str().unwrap()])
+        .env("FERROSTREAM_APP", &app)
         .env("GST_PLUGIN_PATH", &dir)
         .env("GST_REGISTRY", dir.join("registry.bin"))
         .env("FERROSTREAM_MODEL_DIR", &models)
@@ -1073,11 +1086,12 @@ fn run_demo(args: &[&str]) -> String {
     assert!(run.status.success(), "{stdout}\n{stderr}");
     // Which backend ran, and why backend=auto chose it (OpenVINO where this CPU computes BF16
     // or FP16, else ONNX Runtime).
+    // ferrostream-app names the element: "inference (pgie): openvino 2026.4.1 on CPU (bf16)".
     let inference = stdout
         .lines()
-        .find(|l| l.starts_with("inference: "))
+        .find(|l| l.starts_with("inference (pgie): "))
         .unwrap_or_else(|| panic!("the demo did not say which backend ran: {stdout}"));
-    let backend = inference.split_whitespace().nth(1).unwrap();
+    let backend = inference.split_whitespace().nth(2).unwrap();
     assert!(
         ["onnxruntime", "openvino"].contains(&backend),
         "{inference}"
