@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::consumer::{RecordTarget, Subscription};
 use crate::model::*;
 use crate::value::rgba_hex;
 
@@ -60,6 +61,11 @@ pub struct Plan {
     pub terminated_track_dir: Option<PathBuf>,
     pub rtsp: Vec<RtspOut>,
     pub periodic_record: Vec<PeriodicRecord>,
+    /// The `[message-consumer<N>]` subscriptions the runner starts with the pipeline.
+    pub consumers: Vec<Subscription>,
+    /// Source id -> the element whose smart record its messages trigger (sources with
+    /// `smart-record` > 0).
+    pub record_targets: BTreeMap<u32, RecordTarget>,
 }
 
 /// Quotes a property value for a description when it needs it.
@@ -226,6 +232,18 @@ impl Translator<'_> {
         for b in branches {
             d.push_str("  ");
             d.push_str(&b);
+        }
+        for (i, consumer) in c.consumers.iter().enumerate() {
+            self.plan
+                .consumers
+                .push(crate::consumer::subscription(consumer, i)?);
+            if self.plan.record_targets.is_empty() {
+                self.plan.warnings.push(format!(
+                    "[{}]: no source has smart-record set, so its messages find nothing to \
+                     record",
+                    consumer.group
+                ));
+            }
         }
         let app = &c.application;
         self.plan.perf_interval = app.perf.then_some(app.perf_interval);
@@ -413,34 +431,48 @@ impl Translator<'_> {
                     self.plan.live_sources.push(id);
                 }
                 let mut out = format!("rsurisrcbin name={name} uri={}", quoted(&uri));
-                if let Some(v) = s.latency_ms {
-                    prop(&mut out, "latency", v);
-                }
-                if let Some(v) = s.drop_frame_interval.filter(|v| *v > 1) {
-                    prop(&mut out, "drop-frame-interval", v);
-                }
-                if let Some(v) = s.reconnect_interval {
-                    prop(&mut out, "reconnect-interval", v);
-                }
-                if let Some(v) = s.init_reconnect_interval {
-                    prop(&mut out, "initial-reconnect-interval", v);
-                }
-                if let Some(v) = s.reconnect_attempts {
-                    prop(&mut out, "reconnect-attempts", v);
-                }
-                if s.rtp_tcp {
-                    prop(&mut out, "rtp-protocol", "tcp");
-                }
-                if let Some(n) = self.config.options.frames {
-                    prop(&mut out, "num-buffers", n);
-                }
-                let looping = s.file_loop.unwrap_or(self.config.tests.file_loop);
-                if looping && uri.starts_with("file://") {
-                    prop(&mut out, "file-loop", true);
-                }
+                self.uri_source_props(&mut out, s, uri.starts_with("file://"));
                 self.record_props(&mut out, s, &name);
+                if s.smart_record.mode > 0 {
+                    self.plan.record_targets.insert(
+                        id,
+                        RecordTarget {
+                            element: name,
+                            camera: None,
+                        },
+                    );
+                }
                 Ok(out)
             }
+        }
+    }
+
+    /// The settings rsurisrcbin and rsmultiurisrcbin share (connection, pacing, looping, the
+    /// frame limit); `files` says whether the source's URIs may be files (file-loop applies).
+    fn uri_source_props(&self, out: &mut String, s: &Source, files: bool) {
+        if let Some(v) = s.latency_ms {
+            prop(out, "latency", v);
+        }
+        if let Some(v) = s.drop_frame_interval.filter(|v| *v > 1) {
+            prop(out, "drop-frame-interval", v);
+        }
+        if let Some(v) = s.reconnect_interval {
+            prop(out, "reconnect-interval", v);
+        }
+        if let Some(v) = s.init_reconnect_interval {
+            prop(out, "initial-reconnect-interval", v);
+        }
+        if let Some(v) = s.reconnect_attempts {
+            prop(out, "reconnect-attempts", v);
+        }
+        if s.rtp_tcp {
+            prop(out, "rtp-protocol", "tcp");
+        }
+        if files && s.file_loop.unwrap_or(self.config.tests.file_loop) {
+            prop(out, "file-loop", true);
+        }
+        if let Some(n) = self.config.options.frames {
+            prop(out, "num-buffers", n);
         }
     }
 
@@ -493,37 +525,30 @@ impl Translator<'_> {
         if self.env.has_gpu() && self.env.has_element("nvh264dec") {
             prop(&mut m, "format", "\"\"");
         }
-        if let Some(v) = attrs.latency_ms {
-            prop(&mut m, "latency", v);
-        }
-        if let Some(v) = attrs.drop_frame_interval.filter(|v| *v > 1) {
-            prop(&mut m, "drop-frame-interval", v);
-        }
-        if let Some(v) = attrs.reconnect_interval {
-            prop(&mut m, "reconnect-interval", v);
-        }
-        if let Some(v) = attrs.init_reconnect_interval {
-            prop(&mut m, "initial-reconnect-interval", v);
-        }
-        if let Some(v) = attrs.reconnect_attempts {
-            prop(&mut m, "reconnect-attempts", v);
-        }
-        if attrs.rtp_tcp {
-            prop(&mut m, "rtp-protocol", "tcp");
-        }
-        if attrs.file_loop.unwrap_or(c.tests.file_loop) {
-            prop(&mut m, "file-loop", true);
-        }
-        if let Some(n) = c.options.frames {
-            prop(&mut m, "num-buffers", n);
-        }
+        self.uri_source_props(&mut m, &attrs, true);
         self.record_props(&mut m, &attrs, "src");
+        // rsmultiurisrcbin names a camera by its sensor id, else by its place in the list.
+        let cameras: Vec<String> = (0..uris.len())
+            .map(|i| {
+                list.sensor_ids
+                    .get(i)
+                    .cloned()
+                    .unwrap_or_else(|| i.to_string())
+            })
+            .collect();
         if let Some(r) = self.plan.periodic_record.last_mut() {
-            r.cameras = if list.sensor_ids.is_empty() {
-                (0..uris.len()).map(|i| i.to_string()).collect()
-            } else {
-                list.sensor_ids.clone()
-            };
+            r.cameras = cameras.clone();
+        }
+        if attrs.smart_record.mode > 0 {
+            for (i, camera) in cameras.into_iter().enumerate() {
+                self.plan.record_targets.insert(
+                    i as u32,
+                    RecordTarget {
+                        element: "src".into(),
+                        camera: Some(camera),
+                    },
+                );
+            }
         }
         Ok(m)
     }
@@ -1157,6 +1182,80 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("num-source-bins=3 but list has 2"), "{e}");
+    }
+
+    #[test]
+    fn message_consumers_reach_the_sources_that_record() {
+        const CONSUMER: &str = "[message-consumer0]\nenable=1\n\
+            proto-lib=/opt/nvidia/deepstream/deepstream/lib/libnvds_mqtt_proto.so\n\
+            conn-str=127.0.0.1;1883\nsubscribe-topic-list=c2d\n[sink0]\nenable=1\n";
+        let p = plan(
+            &format!(
+                "{}{CONSUMER}",
+                BASE.replace(
+                    "num-sources=2\n",
+                    "num-sources=2\nsmart-record=1\nsmart-rec-dir-path=rec\n"
+                )
+            ),
+            &CPU,
+        )
+        .unwrap();
+        assert!(
+            p.description
+                .contains("record-cache=20 record-dir=/cfg/rec record-container=mp4"),
+            "{}",
+            p.description
+        );
+        assert_eq!(p.consumers.len(), 1);
+        let sub = &p.consumers[0];
+        assert_eq!(
+            (sub.host.as_str(), sub.port, sub.topics.as_slice()),
+            ("127.0.0.1", 1883, &["c2d".to_owned()][..])
+        );
+        assert_eq!(sub.sensors, None);
+        assert_eq!(
+            p.record_targets
+                .values()
+                .map(|t| t.element.as_str())
+                .collect::<Vec<_>>(),
+            ["src0", "src1"]
+        );
+        assert!(p.periodic_record.is_empty());
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+
+        let p = plan(&format!("{BASE}{CONSUMER}"), &CPU).unwrap();
+        assert!(
+            p.warnings[0].contains("[message-consumer0]: no source has smart-record set"),
+            "{:?}",
+            p.warnings
+        );
+
+        let p = plan(
+            &format!(
+                "[source-list]\nlist=file:///a.mp4;file:///b.mp4\nuse-nvmultiurisrcbin=1\n\
+                 sensor-id-list=door\n[source-attr-all]\nsmart-record=1\n{CONSUMER}"
+            ),
+            &CPU,
+        )
+        .unwrap();
+        let cameras: Vec<(u32, &str, Option<&str>)> = p
+            .record_targets
+            .iter()
+            .map(|(id, t)| (*id, t.element.as_str(), t.camera.as_deref()))
+            .collect();
+        assert_eq!(cameras, [(0, "src", Some("door")), (1, "src", Some("1"))]);
+        let e = plan(
+            &format!(
+                "{BASE}{}",
+                CONSUMER.replace("c2d\n", "c2d\nsensor-list-file=/nonexistent/sensors.txt\n")
+            ),
+            &CPU,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("[message-consumer0] sensor-list-file=/nonexistent/sensors.txt"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -54,6 +54,47 @@ use crate::color::Rgba;
 use crate::font::FontRequest;
 use crate::style::{BlurMode, ClassOverride, Style};
 
+/// A property of `id=colour` pairs that sets one colour of each named class's
+/// [`ClassOverride`] (`field`), merged with what `[class-attrs-N]` sections set.
+macro_rules! class_colors {
+    ($name:literal, $field:ident, $blurb:expr) => {
+        setting::<Style, _>(
+            $name,
+            field!(classes),
+            Mapped::new(
+                Pairs::<i32, Rgba>::separated_by(&[',', ' ']),
+                |colors| {
+                    colors
+                        .into_iter()
+                        .map(|(id, c)| {
+                            let o = ClassOverride {
+                                $field: Some(c),
+                                ..ClassOverride::default()
+                            };
+                            (id, o)
+                        })
+                        .collect()
+                },
+                |classes: &BTreeMap<i32, ClassOverride>| {
+                    classes
+                        .iter()
+                        .filter_map(|(id, o)| o.$field.map(|c| (*id, c)))
+                        .collect()
+                },
+            ),
+        )
+        .merge(|colors, classes| {
+            for (id, o) in colors {
+                if let Some(c) = o.$field {
+                    classes.entry(*id).or_default().$field = Some(c);
+                }
+            }
+        })
+        .blurb($blurb)
+        .playing()
+    };
+}
+
 /// Every setting of `rsosd` but `config-file-path` and `stream-priority`.
 pub static SETTINGS: LazyLock<Table<Style>> = LazyLock::new(|| {
     let mut t: Table<Style> = Table::new("osd");
@@ -141,84 +182,18 @@ pub static SETTINGS: LazyLock<Table<Style>> = LazyLock::new(|| {
             .blurb("Box colour as 0xRRGGBBAA for every class; 0: a palette colour per class")
             .playing(),
     )
-    .add(
-        setting::<Style, _>(
-            "class-colors",
-            field!(classes),
-            Mapped::new(
-                Pairs::<i32, Rgba>::separated_by(&[',', ' ']),
-                |colors| {
-                    colors
-                        .into_iter()
-                        .map(|(id, c)| {
-                            let o = ClassOverride {
-                                border_color: Some(c),
-                                ..ClassOverride::default()
-                            };
-                            (id, o)
-                        })
-                        .collect()
-                },
-                |classes: &BTreeMap<i32, ClassOverride>| {
-                    classes
-                        .iter()
-                        .filter_map(|(id, o)| o.border_color.map(|c| (*id, c)))
-                        .collect()
-                },
-            ),
-        )
-        .merge(|colors, classes| {
-            for (id, o) in colors {
-                if let Some(c) = o.border_color {
-                    classes.entry(*id).or_default().border_color = Some(c);
-                }
-            }
-        })
-        .blurb(
-            "Box colours per class: id=colour pairs separated by commas, colours as \
-                 #RRGGBB, #RRGGBBAA or 0xRRGGBBAA (e.g. \"0=#ff0000,2=#00ff00\")",
-        )
-        .playing(),
-    )
-    .add(
-        setting::<Style, _>(
-            "class-bg-colors",
-            field!(classes),
-            Mapped::new(
-                Pairs::<i32, Rgba>::separated_by(&[',', ' ']),
-                |colors| {
-                    colors
-                        .into_iter()
-                        .map(|(id, c)| {
-                            let o = ClassOverride {
-                                bg_color: Some(c),
-                                ..ClassOverride::default()
-                            };
-                            (id, o)
-                        })
-                        .collect()
-                },
-                |classes: &BTreeMap<i32, ClassOverride>| {
-                    classes
-                        .iter()
-                        .filter_map(|(id, o)| o.bg_color.map(|c| (*id, c)))
-                        .collect()
-                },
-            ),
-        )
-        .merge(|colors, classes| {
-            for (id, o) in colors {
-                if let Some(c) = o.bg_color {
-                    classes.entry(*id).or_default().bg_color = Some(c);
-                }
-            }
-        })
-        .blurb(
-            "Fill inside the boxes per class (deepstream-app's bbox-bg-color<N>): id=colour \
-                 pairs separated by commas, as class-colors (e.g. \"2=#3399ff26\")",
-        )
-        .playing(),
-    )
+    .add(class_colors!(
+        "class-colors",
+        border_color,
+        "Box colours per class: id=colour pairs separated by commas, colours as #RRGGBB, \
+         #RRGGBBAA or 0xRRGGBBAA (e.g. \"0=#ff0000,2=#00ff00\")"
+    ))
+    .add(class_colors!(
+        "class-bg-colors",
+        bg_color,
+        "Fill inside the boxes per class (deepstream-app's bbox-bg-color<N>): id=colour pairs \
+         separated by commas, as class-colors (e.g. \"2=#3399ff26\")"
+    ))
     .add(
         setting::<Style, _>("bbox-bg-color", field!(bbox_bg_color), Color)
             .key("osd", "bbox-bg-color")
