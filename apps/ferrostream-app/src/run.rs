@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! Runs a [`Plan`]: parses its description into the pipeline (the only pipeline built), adds
 //! what a description cannot hold (the `**PERF:` counters and stage timers, KITTI files, the
-//! RTSP server of `type=4` sinks, periodic smart record), and drives it from a GLib main loop:
+//! RTSP server of `type=4` sinks, periodic smart record, the `[message-consumer<N>]`
+//! subscribers, started once the pipeline plays), and drives it from a GLib main loop:
 //! bus messages, SIGINT/SIGTERM (end of stream, so files are finalised; a second signal stops
 //! at once), and the keys `q` (quit), `p` (pause) and `r` (resume) when standard input is a
 //! terminal.
@@ -16,6 +17,7 @@ use gst::glib;
 use gst::prelude::*;
 use gst_rtsp_server::prelude::*;
 
+use crate::consumer;
 use crate::perf::{self, Perf};
 use crate::signals;
 use crate::translate::{Env, Plan, RtspOut};
@@ -278,6 +280,15 @@ pub fn run(plan: &Plan) -> Result<Outcome, String> {
                 }
                 MessageView::Element(e) => {
                     if let Some(s) = e.structure()
+                        && s.name() == "rsurisrcbin-record-done"
+                    {
+                        println!(
+                            "** INFO: recorded {} ({} frames)",
+                            s.get::<String>("file").unwrap_or_default(),
+                            s.get::<u64>("frames").unwrap_or_default()
+                        );
+                    }
+                    if let Some(s) = e.structure()
                         && s.name() == "rstrtinfer-engine"
                     {
                         let field = |k: &str| s.get::<String>(k).unwrap_or_default();
@@ -379,7 +390,11 @@ pub fn run(plan: &Plan) -> Result<Outcome, String> {
         let detail = bus
             .pop_filtered(&[gst::MessageType::Error])
             .and_then(|m| match m.view() {
-                gst::MessageView::Error(e) => Some(e.error().to_string()),
+                // The details name what failed (a source's URI, a file).
+                gst::MessageView::Error(e) => Some(match e.debug() {
+                    Some(d) => format!("{} ({d})", e.error()),
+                    None => e.error().to_string(),
+                }),
                 _ => None,
             })
             .unwrap_or_else(|| e.to_string());
@@ -388,7 +403,18 @@ pub fn run(plan: &Plan) -> Result<Outcome, String> {
             "the pipeline did not start: {detail}"
         )));
     }
+    let consumers = match consumer::start(&plan.consumers, &plan.record_targets, &pipeline) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = pipeline.set_state(gst::State::Null);
+            return Ok(Outcome::Failed(e));
+        }
+    };
     main_loop.run();
+    // No message acts on the pipeline while it stops.
+    if let Some(c) = consumers {
+        c.stop(Duration::from_secs(5));
+    }
     drop(raw);
     for s in sources {
         s.remove();

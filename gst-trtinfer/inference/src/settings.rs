@@ -127,6 +127,8 @@ pub static SETTINGS: LazyLock<Table<InferConfig>> = LazyLock::new(|| {
     }
     // network-type=3 (instance segmentation) implies it.
     t.accept("property", "output-instance-mask", Bool);
+    // UFF input names (TAO's configurations keep them): ONNX models name their inputs.
+    t.accept("property", "uff-input-blob-name", Text::trimmed());
     t
 });
 
@@ -362,6 +364,8 @@ fn preprocessing(t: &mut Table<InferConfig>) {
     )
     .add(
         setting("infer-dims", field!(infer_dims), InferDims)
+            // nvinfer's earlier key (TAO's configurations use it): C;H;W;order.
+            .alias("input-dims")
             .nick("Input dims")
             .blurb("C;H;W network input size for models with dynamic dims"),
     );
@@ -899,6 +903,15 @@ impl Codec for InferDims {
     fn from_text(&self, text: &str, dir: &Path) -> Result<Self::Value, String> {
         match List::<u32>::new().from_text(text, dir)? {
             values if values.is_empty() => Ok(None),
+            // `input-dims` adds the input order (0 NCHW, 1 NHWC), which the engine reads from
+            // the model itself.
+            values if values.len() == 4 => match values[3] {
+                0 | 1 => infer_dims(&values[..3]).map(Some),
+                order => Err(format!(
+                    "the fourth value of input-dims is the input order, 0 (NCHW) or 1 (NHWC), \
+                     found {order}"
+                )),
+            },
             values => infer_dims(&values).map(Some),
         }
     }
@@ -1020,6 +1033,20 @@ mod tests {
         c.backend = Backend::OnnxRuntime;
         c.remote.server_url = "h:1".into();
         assert!(c.validate().unwrap()[0].contains("server is not used"));
+    }
+
+    /// TAO's nvinfer files: the earlier `input-dims` (with the input order) and UFF input
+    /// names load, quietly.
+    #[test]
+    fn reads_tao_era_keys() {
+        let loaded =
+            load("[property]\ninput-dims=3;544;960;0\nuff-input-blob-name=input_1\n").unwrap();
+        assert_eq!(loaded.config.infer_dims, Some([3, 544, 960]));
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        let e = load("[property]\ninput-dims=3;544;960;7\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("0 (NCHW) or 1 (NHWC), found 7"), "{e}");
     }
 
     #[test]
