@@ -311,8 +311,8 @@ pub static SOURCE: &[Key<Source>] = &[
         Some(v.uint()?)),
     honour!(
         "smart-record",
-        "rsurisrcbin smart record: 1 records on demand (REST API or start-record), 2 also \
-         every smart-rec-interval s for smart-rec-duration s",
+        "rsurisrcbin smart record: 1 records on demand ([message-consumer<N>] messages, the REST \
+         API or start-record), 2 also every smart-rec-interval s for smart-rec-duration s",
         |c, v| c.smart_record.mode = v.int_in(0, 2)? as u32
     ),
     honour!("smart-rec-dir-path", "rsurisrcbin record-dir", |c, v| c
@@ -984,28 +984,86 @@ pub static MESSAGE_CONVERTER: &[Key<MsgBroker>] = &[
     notice!("msg-conv-embedding-filter", MSGCONV),
 ];
 
-/// `[message-consumer<N>]`: DeepStream's cloud-to-device messages. rsmsgbroker publishes; it
-/// has no subscriber, so an enabled consumer is refused (a disabled one is accepted).
-pub static MESSAGE_CONSUMER: &[Key<()>] = &[
+/// `[message-consumer<N>]`: DeepStream's cloud-to-device messages, received over MQTT
+/// ([`crate::consumer`]). Values are stored as written and checked when the group is enabled
+/// ([`check_consumer`]): deepstream-app's samples ship disabled groups holding another protocol
+/// and placeholders.
+pub static MESSAGE_CONSUMER: &[Key<Consumer>] = &[
     honour!(
         "enable",
-        "0 only: cloud-to-device messages are not received (smart record is triggered through \
-         the REST API instead)",
-        |_c, v| if v.boolean()? {
-            return Err(
-                "message consumers are not supported: rsmsgbroker publishes but does not \
-                 subscribe; trigger smart record through rsmultiurisrcbin's REST API \
-                 ([source-list] http-port) instead"
-                    .into(),
-            );
-        }
+        "1: an MQTT subscriber runs with the pipeline; start-recording / stop-recording \
+         messages trigger the named source's smart record (start-record / stop-record)",
+        |c, v| c.enable = v.boolean()?
     ),
-    notice!("config-file", "the consumer is not run"),
-    notice!("proto-lib", "the consumer is not run"),
-    notice!("conn-str", "the consumer is not run"),
-    notice!("sensor-list-file", "the consumer is not run"),
-    notice!("subscribe-topic-list", "the consumer is not run"),
+    honour!(
+        "config-file",
+        "read for the MQTT adapter's [message-broker] username, password, client-id and \
+         keep-alive (USER_MQTT and PASSWORD_MQTT override them); enable-tls=1 is refused",
+        |c, v| c.config_file = Some(v.path()?)
+    ),
+    honour!(
+        "proto-lib",
+        "MQTT only: a library whose file name contains `mqtt` (libnvds_mqtt_proto.so); other \
+         protocols are refused when the group is enabled",
+        |c, v| c.proto_lib = Some(v.string()?)
+    ),
+    honour!(
+        "conn-str",
+        "the broker: `host;port` (or `host;port;topic`, the topic subscribed too)",
+        |c, v| c.conn_str = Some(v.string()?)
+    ),
+    honour!(
+        "sensor-list-file",
+        "a key file whose `[sensor<N>]` groups (enable=1, id) make sensor `id` source N; \
+         without it a message's sensor id is the source id (or an rsmultiurisrcbin camera id)",
+        |c, v| c.sensor_list_file = Some(v.path()?)
+    ),
+    honour!(
+        "subscribe-topic-list",
+        "the topics subscribed, `;`-separated",
+        |c, v| c.topics = v.strings()
+    ),
 ];
+
+/// Checks an enabled `[message-consumer<N>]`: MQTT, a broker and at least one topic. An error
+/// names the file, the line, the group, the key and its value.
+fn check_consumer(doc: &Document, group: &Section, c: &Consumer) -> Result<(), ConfigError> {
+    let error = |key: &str, why: String| {
+        let entry = group.entries.iter().rev().find(|e| e.key == key);
+        ConfigError {
+            path: doc.path.clone(),
+            line: entry.map_or(group.line, |e| e.line),
+            message: match entry {
+                Some(e) => format!("[{}] {key}={}: {why}", group.name, e.value),
+                None => format!("[{}] enable=1 needs {key}: {why}", group.name),
+            },
+        }
+    };
+    let mqtt = "Ferrostream's message consumers speak MQTT only (a protocol library whose file \
+                name contains `mqtt`, as libnvds_mqtt_proto.so)";
+    let Some(lib) = &c.proto_lib else {
+        return Err(error("proto-lib", mqtt.into()));
+    };
+    let file = Path::new(lib)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    if !file.contains("mqtt") {
+        return Err(error("proto-lib", format!("not supported: {mqtt}")));
+    }
+    let Some(conn) = &c.conn_str else {
+        return Err(error("conn-str", "the MQTT broker as host;port".into()));
+    };
+    let end = crate::consumer::endpoint(conn).map_err(|e| error("conn-str", e))?;
+    if c.topics.is_empty() && end.topic.is_none() {
+        return Err(error(
+            "subscribe-topic-list",
+            "at least one topic (topic1;topic2)".into(),
+        ));
+    }
+    Ok(())
+}
 
 pub static TESTS: &[Key<Tests>] = &[
     honour!(
@@ -1340,7 +1398,15 @@ pub fn read(doc: &Document) -> Result<(AppConfig, Report), ConfigError> {
                 config.message_converter = Some(m);
             }
             (_, Some("message-consumer")) => {
-                read_group(doc, "message-consumer", group, MESSAGE_CONSUMER, &mut (), r)?
+                let mut c = Consumer {
+                    group: name.to_owned(),
+                    ..Consumer::default()
+                };
+                read_group(doc, "message-consumer", group, MESSAGE_CONSUMER, &mut c, r)?;
+                if c.enable {
+                    check_consumer(doc, group, &c)?;
+                    config.consumers.push(c);
+                }
             }
             ("tests", _) => read_group(doc, name, group, TESTS, &mut config.tests, r)?,
             _ => {
@@ -1475,13 +1541,86 @@ mod tests {
         let e = read_text("[dewarper0]\nenable=1\n").unwrap_err();
         assert!(e.message.contains("nvdewarper"), "{e}");
         let e = read_text("[message-consumer0]\nenable=1\n").unwrap_err();
-        assert!(e.message.contains("REST API"), "{e}");
+        assert!(
+            e.message
+                .contains("[message-consumer0] enable=1 needs proto-lib"),
+            "{e}"
+        );
         let e = read_text("[osd]\ntext-color=1;2;3\n").unwrap_err();
         assert!(e.message.contains("[osd] text-color=1;2;3"), "{e}");
         let e = read_text("[osd]\n[osd]\n").unwrap_err();
         assert!(e.message.contains("appears twice"), "{e}");
         let (_, r) = read_text("[dewarper0]\nenable=0\n").unwrap();
         assert!(r.warnings[0].contains("disabled and not run"));
+    }
+
+    #[test]
+    fn message_consumers_are_mqtt_subscribers() {
+        // test5's sample: disabled, another protocol and placeholders; accepted, not run.
+        let (c, _) = read_text(
+            "[message-consumer0]\nenable=0\n\
+             proto-lib=/opt/nvidia/deepstream/deepstream/lib/libnvds_kafka_proto.so\n\
+             conn-str=<host>;<port>\nconfig-file=<broker config file e.g. cfg_kafka.txt>\n\
+             subscribe-topic-list=<topic1>;<topic2>;<topicN>\n",
+        )
+        .unwrap();
+        assert!(c.consumers.is_empty());
+        let (c, r) = read_text(
+            "[message-consumer1]\nenable=1\nproto-lib=/opt/libnvds_mqtt_proto.so\n\
+             conn-str=broker;1883\nconfig-file=cfg_mqtt.txt\nsubscribe-topic-list=c2d; other\n\
+             sensor-list-file=sensors.txt\n",
+        )
+        .unwrap();
+        assert!(r.notices.is_empty(), "{:?}", r.notices);
+        assert_eq!(
+            c.consumers,
+            vec![Consumer {
+                group: "message-consumer1".into(),
+                enable: true,
+                proto_lib: Some("/opt/libnvds_mqtt_proto.so".into()),
+                conn_str: Some("broker;1883".into()),
+                config_file: Some("/cfg/cfg_mqtt.txt".into()),
+                sensor_list_file: Some("/cfg/sensors.txt".into()),
+                topics: vec!["c2d".into(), "other".into()],
+            }]
+        );
+        let e = read_text(
+            "[message-consumer0]\nenable=1\nproto-lib=/opt/libnvds_kafka_proto.so\n\
+             conn-str=h;9092\nsubscribe-topic-list=t\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 3);
+        assert!(
+            e.message.contains(
+                "[message-consumer0] proto-lib=/opt/libnvds_kafka_proto.so: not supported"
+            ) && e.message.contains("MQTT only"),
+            "{e}"
+        );
+        let e = read_text(
+            "[message-consumer0]\nenable=1\nproto-lib=libnvds_mqtt_proto.so\nconn-str=h\n\
+             subscribe-topic-list=t\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.message
+                .contains("[message-consumer0] conn-str=h: expected host;port"),
+            "{e}"
+        );
+        let e = read_text(
+            "[message-consumer0]\nenable=1\nproto-lib=libnvds_mqtt_proto.so\nconn-str=h;1\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("enable=1 needs subscribe-topic-list"),
+            "{e}"
+        );
+        // A topic in conn-str is enough.
+        assert!(
+            read_text(
+                "[message-consumer0]\nenable=1\nproto-lib=libnvds_mqtt_proto.so\nconn-str=h;1;t\n"
+            )
+            .is_ok()
+        );
     }
 
     /// Every key of NVIDIA's parser (deepstream_config_file_parser.c and

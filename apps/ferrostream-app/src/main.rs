@@ -98,6 +98,15 @@ fn app(
                 out.rtsp_port, out.udp_port, out.encoding
             );
         }
+        for sub in &plan.consumers {
+            println!(
+                "# and an MQTT subscriber ({}) of {} on {}:{} (smart record start and stop)",
+                sub.group,
+                sub.topics.join(", "),
+                sub.host,
+                sub.port
+            );
+        }
         return Ok(ExitCode::SUCCESS);
     }
     match run::run(&plan)? {

@@ -3,8 +3,9 @@
 //! the shape of NVIDIA's TAO sample configurations, with the project's models) run by the
 //! binary, and what they produce checked: the objects equal those of the same pipeline written
 //! by hand, KITTI files per frame, an MP4 with the boxes drawn, RTSP output read back by a
-//! client, messages received by a real mosquitto, the tracker YAML's probation age seen in the
-//! track ids, and bad files refused naming their line. Every run has a time limit.
+//! client, messages received by a real mosquitto, cloud messages from it starting and stopping
+//! smart record, the tracker YAML's probation age seen in the track ids, and bad files refused
+//! naming their line. Every run has a time limit.
 
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};
@@ -35,6 +36,39 @@ fn clip() -> &'static Path {
         let path = std::env::temp_dir().join(format!("fsapp-clip-{}.mp4", std::process::id()));
         let pipeline = ferrostream_tests::launch(&format!(
             "filesrc location={} ! decodebin ! videoconvert ! identity eos-after={FRAMES} ! \
+             x264enc speed-preset=ultrafast key-int-max=10 ! h264parse ! mp4mux ! \
+             filesink location={}",
+            ferrostream_tests::quoted(&media("vtest.avi")),
+            ferrostream_tests::quoted(&path)
+        ));
+        pipeline
+            .set_state(gst::State::Playing)
+            .expect("making the clip");
+        let bus = pipeline.bus().unwrap();
+        let message = bus
+            .timed_pop_filtered(
+                gst::ClockTime::from_seconds(120),
+                &[gst::MessageType::Eos, gst::MessageType::Error],
+            )
+            .expect("the clip is made within 120 s");
+        assert!(
+            matches!(message.view(), gst::MessageView::Eos(_)),
+            "making the clip: {message:?}"
+        );
+        pipeline.set_state(gst::State::Null).unwrap();
+        path
+    })
+}
+
+/// 30 s of vtest.avi (pedestrians, 10 frames/s) at 384x288 as H.264 in MP4 with a keyframe
+/// every second, made once: long enough that smart record runs within one play of the file.
+fn long_clip() -> &'static Path {
+    static CLIP: OnceLock<PathBuf> = OnceLock::new();
+    CLIP.get_or_init(|| {
+        let path = std::env::temp_dir().join(format!("fsapp-long-clip-{}.mp4", std::process::id()));
+        let pipeline = ferrostream_tests::launch(&format!(
+            "filesrc location={} ! decodebin ! videoconvert ! videoscale ! \
+             video/x-raw,width=384,height=288 ! identity eos-after=300 ! \
              x264enc speed-preset=ultrafast key-int-max=10 ! h264parse ! mp4mux ! \
              filesink location={}",
             ferrostream_tests::quoted(&media("vtest.avi")),
@@ -433,10 +467,10 @@ fn rtsp_output_is_read_back_and_sigint_finalises_the_file() {
 /// (topic, payload) of a received message.
 type Message = (String, Vec<u8>);
 
-#[test]
-fn a_message_sink_reaches_a_real_mosquitto() {
-    use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
-    let dir = scratch("mqtt");
+/// A mosquitto of this test's own on a free loopback port (killed when dropped), once it
+/// accepts connections; and the port.
+fn mosquitto(dir: &Path) -> (Child, u16) {
+    use std::os::unix::process::CommandExt;
     let port = free_port();
     let conf = dir.join("mosquitto.conf");
     std::fs::write(
@@ -444,22 +478,27 @@ fn a_message_sink_reaches_a_real_mosquitto() {
         format!("listener {port} 127.0.0.1\nallow_anonymous true\nuser root\n"),
     )
     .unwrap();
-    let _broker = {
-        use std::os::unix::process::CommandExt;
-        Child(
-            Command::new("/usr/sbin/mosquitto")
-                .arg("-c")
-                .arg(&conf)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .process_group(0)
-                .spawn()
-                .expect("mosquitto (scripts/setup.sh installs it)"),
-        )
-    };
+    let broker = Child(
+        Command::new("/usr/sbin/mosquitto")
+            .arg("-c")
+            .arg(&conf)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("mosquitto (scripts/setup.sh installs it)"),
+    );
     wait_until("mosquitto", Duration::from_secs(15), || {
         TcpStream::connect(("127.0.0.1", port)).is_ok()
     });
+    (broker, port)
+}
+
+#[test]
+fn a_message_sink_reaches_a_real_mosquitto() {
+    use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
+    let dir = scratch("mqtt");
+    let (_broker, port) = mosquitto(&dir);
     let received: Arc<Mutex<Vec<Message>>> = Arc::default();
     let (subscribed, stop) = (
         Arc::new(AtomicBool::new(false)),
@@ -535,6 +574,356 @@ fn a_message_sink_reaches_a_real_mosquitto() {
         with_people >= FRAMES - 2,
         "people in {with_people} messages"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Publishes `payload` on `topic` with QoS 1 and waits (bounded) for the broker's PUBACK.
+fn publish(port: u16, topic: &str, payload: &str) {
+    use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let options = MqttOptions::new(
+            format!("fsapp-pub-{}", std::process::id()),
+            "127.0.0.1",
+            port,
+        );
+        let (client, mut events) = AsyncClient::new(options, 10);
+        client
+            .publish(topic, QoS::AtLeastOnce, false, payload.as_bytes().to_vec())
+            .await
+            .unwrap();
+        tokio::time::timeout(Duration::from_secs(15), async {
+            loop {
+                match events.poll().await {
+                    Ok(Event::Incoming(Packet::PubAck(_))) => break,
+                    Ok(_) => {}
+                    Err(e) => panic!("publishing to mosquitto: {e}"),
+                }
+            }
+        })
+        .await
+        .expect("the broker acknowledged the message within 15 s");
+        let _ = client.disconnect().await;
+        let _ = tokio::time::timeout(Duration::from_millis(500), events.poll()).await;
+    });
+}
+
+/// The app running, its standard output and error collected as they come.
+struct Running {
+    child: Child,
+    out: Arc<Mutex<String>>,
+}
+
+impl Running {
+    fn start(config: &Path) -> Self {
+        let mut child = spawn_app(config);
+        let out: Arc<Mutex<String>> = Arc::default();
+        let readers: [Box<dyn Read + Send>; 2] = [
+            Box::new(child.0.stdout.take().unwrap()),
+            Box::new(child.0.stderr.take().unwrap()),
+        ];
+        for stream in readers {
+            let out = out.clone();
+            std::thread::spawn(move || {
+                use std::io::BufRead;
+                for line in std::io::BufReader::new(stream).lines() {
+                    let Ok(line) = line else { return };
+                    let mut out = out.lock().unwrap();
+                    out.push_str(&line);
+                    out.push('\n');
+                }
+            });
+        }
+        Self { child, out }
+    }
+
+    fn output(&self) -> String {
+        self.out.lock().unwrap().clone()
+    }
+
+    /// The first line holding `text`, waiting at most `limit`.
+    fn line_with(&self, text: &str, limit: Duration) -> Option<String> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let out = self.output();
+            if let Some(line) = out.lines().find(|l| l.contains(text)) {
+                return Some(line.to_owned());
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The file of the `n`th (from 1) line `<prefix>: recording <file>`, waiting at most
+    /// `limit`.
+    fn try_recording(&self, prefix: &str, n: usize, limit: Duration) -> Option<PathBuf> {
+        let marker = format!("{prefix}: recording ");
+        let deadline = Instant::now() + limit;
+        loop {
+            let out = self.output();
+            if let Some(line) = out.lines().filter(|l| l.contains(&marker)).nth(n - 1) {
+                return line
+                    .rsplit_once(": recording ")
+                    .map(|(_, f)| PathBuf::from(f));
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn recording(&self, prefix: &str, n: usize, limit: Duration) -> PathBuf {
+        self.try_recording(prefix, n, limit).unwrap_or_else(|| {
+            panic!(
+                "no recording {n} (`{prefix}: recording`) within {limit:?}:\n{}",
+                self.output()
+            )
+        })
+    }
+
+    fn expect_line(&self, text: &str, limit: Duration) -> String {
+        self.line_with(text, limit)
+            .unwrap_or_else(|| panic!("no line with `{text}` within {limit:?}:\n{}", self.output()))
+    }
+
+    /// SIGINT, then waits (bounded) for the exit; returns its success and the output.
+    fn interrupt(mut self, limit: Duration) -> (bool, String) {
+        // SAFETY: signals the process this test started.
+        unsafe { libc::kill(self.child.0.id() as i32, libc::SIGINT) };
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.0.try_wait().unwrap() {
+                // The readers end with the pipes; give them a moment to take the last lines.
+                std::thread::sleep(Duration::from_millis(300));
+                return (status.success(), self.output());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the app ended within {limit:?} of SIGINT:\n{}",
+                self.output()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// deepstream-test5's cloud-to-device messages: a consumer subscribed on a real mosquitto
+/// starts and stops the smart record of the sensor the sensor list names; bad messages are
+/// warned about and skipped; the recordings play.
+#[test]
+fn cloud_messages_start_and_stop_smart_record() {
+    let dir = scratch("c2d");
+    let (_broker, port) = mosquitto(&dir);
+    const SENSOR: &str = "HWY_20_AND_LOCUST__EBA__4_11_2018_4_59_59_508_AM_UTC-07_00";
+    std::fs::write(
+        dir.join("dstest5_msgconv_sample_config.txt"),
+        format!(
+            "[sensor0]\nenable=1\ntype=Camera\nid={SENSOR}\n\
+             location=45.293701447;-75.8303914499;48.1557479338\ndescription=Aisle Camera\n\n\
+             [place0]\nenable=1\nid=0\ntype=intersection/road\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("cfg_mqtt.txt"),
+        "[message-broker]\nclient-id = fsapp-consumer\nkeep-alive = 30\n",
+    )
+    .unwrap();
+    // Played in real time, so that stream time follows the clock; looped, so that the source
+    // would not end before the messages came on a slow machine (a loop starts the cache afresh).
+    let cfg = dir.join("app.txt");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[source0]\nenable=1\ntype=3\nuri=file://{}\nnum-sources=1\nsmart-record=1\n\
+             smart-rec-dir-path=rec\nsmart-rec-file-prefix=c2d\nsmart-rec-cache=2\n\
+             smart-rec-default-duration=60\n\n\
+             [streammux]\nbatch-size=1\nbatched-push-timeout=40000\n\n\
+             [sink0]\nenable=1\ntype=1\nsync=1\n\n\
+             [message-consumer0]\nenable=1\n\
+             proto-lib=/opt/nvidia/deepstream/deepstream/lib/libnvds_mqtt_proto.so\n\
+             conn-str=127.0.0.1;{port}\nconfig-file=cfg_mqtt.txt\n\
+             subscribe-topic-list=ds-c2d;other\n\
+             sensor-list-file=dstest5_msgconv_sample_config.txt\n\n\
+             [tests]\nfile-loop=1\n",
+            long_clip().display()
+        ),
+    )
+    .unwrap();
+    let (ok, printed, stderr) = app(&cfg, &["--print-pipeline"]);
+    assert!(ok, "{stderr}");
+    assert!(
+        printed.contains(&format!(
+            "# and an MQTT subscriber (message-consumer0) of ds-c2d, other on 127.0.0.1:{port}"
+        )),
+        "{printed}"
+    );
+
+    let app = Running::start(&cfg);
+    app.expect_line(
+        &format!("[message-consumer0] subscribed to ds-c2d, other on 127.0.0.1:{port}"),
+        Duration::from_secs(120),
+    );
+    // Bad messages: a warning each, and the app goes on.
+    publish(port, "ds-c2d", r#"{"command":"start-recording","sensor":"#);
+    app.expect_line(
+        "[message-consumer0] message on ds-c2d skipped: not JSON",
+        Duration::from_secs(30),
+    );
+    publish(
+        port,
+        "other",
+        r#"{"command":"start-recording","sensor":{"id":"nobody"}}"#,
+    );
+    app.expect_line(
+        "sensor `nobody` is not in the sensor-list-file",
+        Duration::from_secs(30),
+    );
+
+    // NVIDIA's example message: 2 s from start to end. The source may have no video in its
+    // ring yet at the first try; the app says so and a later message records.
+    let start = format!(
+        r#"{{"command":"start-recording","start":"2020-05-18T20:02:00.051Z","end":"2020-05-18T20:02:02.851Z","sensor":{{"id":"{SENSOR}"}}}}"#
+    );
+    let started = format!("[message-consumer0] start-recording for sensor {SENSOR} (source 0)");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let first = loop {
+        publish(port, "ds-c2d", &start);
+        if let Some(file) = app.try_recording(&started, 1, Duration::from_secs(5)) {
+            break file;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no recording within 60 s:\n{}",
+            app.output()
+        );
+    };
+    assert_eq!(first.parent(), Some(dir.join("rec").as_path()));
+    let name = first.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.starts_with("c2d_") && name.ends_with(".mp4"), "{name}");
+    // Complete (renamed from its temporary name) within the 2 s asked for, the hold after it
+    // and some slack.
+    let done = app.expect_line(
+        &format!("recorded {}", first.display()),
+        Duration::from_secs(60),
+    );
+    assert!(first.is_file());
+    // 2 s after the message at 10 frames/s, and the cache (2 s, from a keyframe) before it:
+    // the message's duration, not the 60 s default.
+    let frames: u64 = done
+        .rsplit_once(" (")
+        .and_then(|(_, n)| n.strip_suffix(" frames)"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a frame count in `{done}`"));
+    assert!((20..=60).contains(&frames), "{done}");
+
+    // Without an end the default duration (60 s) applies, until a stop.
+    publish(
+        port,
+        "ds-c2d",
+        &format!(r#"{{"command":"start-recording","sensor":{{"id":"{SENSOR}"}}}}"#),
+    );
+    let second = app.recording(&started, 2, Duration::from_secs(30));
+    assert_ne!(second, first);
+    std::thread::sleep(Duration::from_secs(1));
+    publish(
+        port,
+        "ds-c2d",
+        &format!(r#"{{"command":"stop-recording","sensor":{{"id":"{SENSOR}"}}}}"#),
+    );
+    app.expect_line(
+        &format!(
+            "[message-consumer0] stop-recording for sensor {SENSOR} (source 0): recording stopped"
+        ),
+        Duration::from_secs(30),
+    );
+    app.expect_line(
+        &format!("recorded {}", second.display()),
+        Duration::from_secs(30),
+    );
+
+    let (ok, out) = app.interrupt(Duration::from_secs(60));
+    assert!(ok, "{out}");
+    assert!(!out.contains("panicked"), "{out}");
+    // Both files play: MP4 with its index, H.264 decoded from their first frame.
+    for file in [&first, &second] {
+        let frames = ferrostream_tests::decode_frames(file, "RGB", 10);
+        let (info, _) = &frames[0];
+        assert_eq!((info.width(), info.height()), (384, 288));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// With `[source-list]` on one rsmultiurisrcbin, a message names the camera by its sensor id
+/// (no sensor list): its start and stop reach that camera's smart record.
+#[test]
+fn cloud_messages_name_rsmultiurisrcbin_cameras_by_sensor_id() {
+    let dir = scratch("c2d-multi");
+    let (_broker, port) = mosquitto(&dir);
+    let cfg = dir.join("app.txt");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[source-list]\nlist=file://{}\nsensor-id-list=door\nuse-nvmultiurisrcbin=1\n\
+             http-port=0\nmax-batch-size=1\n\n\
+             [source-attr-all]\nsmart-record=1\nsmart-rec-dir-path=rec\nsmart-rec-cache=2\n\n\
+             [sink0]\nenable=1\ntype=1\nsync=1\n\n\
+             [message-consumer0]\nenable=1\nproto-lib=libnvds_mqtt_proto.so\n\
+             conn-str=127.0.0.1;{port};ds-c2d\n\n\
+             [tests]\nfile-loop=1\n",
+            long_clip().display()
+        ),
+    )
+    .unwrap();
+    let app = Running::start(&cfg);
+    app.expect_line(
+        &format!("[message-consumer0] subscribed to ds-c2d on 127.0.0.1:{port}"),
+        Duration::from_secs(120),
+    );
+    let started = "[message-consumer0] start-recording for sensor door (source 0)";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let file = loop {
+        publish(port, "ds-c2d", r#"{"sensor":{"id":"door"}}"#);
+        if let Some(file) = app.try_recording(started, 1, Duration::from_secs(5)) {
+            break file;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no recording within 60 s:\n{}",
+            app.output()
+        );
+    };
+    assert!(
+        file.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .contains("_door_"),
+        "{}",
+        file.display()
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    publish(
+        port,
+        "ds-c2d",
+        r#"{"command":"stop-recording","sensor":{"id":"door"}}"#,
+    );
+    app.expect_line(
+        "[message-consumer0] stop-recording for sensor door (source 0): recording stopped",
+        Duration::from_secs(30),
+    );
+    app.expect_line(
+        &format!("recorded {}", file.display()),
+        Duration::from_secs(30),
+    );
+    let (ok, out) = app.interrupt(Duration::from_secs(60));
+    assert!(ok, "{out}");
+    assert_eq!(ferrostream_tests::decode_frames(&file, "RGB", 10).len(), 10);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

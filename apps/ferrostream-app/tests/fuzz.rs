@@ -90,6 +90,10 @@ const KEYS: &[&str] = &[
     "operate-on-class-ids",
     "select-rtp-protocol",
     "perf-measurement-interval-sec",
+    "proto-lib",
+    "conn-str",
+    "subscribe-topic-list",
+    "sensor-list-file",
 ];
 
 fn cases() -> u32 {

@@ -1226,6 +1226,27 @@ impl ObjectImpl for RsMultiUriSrcBin {
                         Some(record::signal_reply(&bin, started).to_value())
                     })
                     .build(),
+                // stop-record(camera id) -> whether a recording of that camera was open.
+                glib::subclass::Signal::builder("stop-record")
+                    .param_types([String::static_type()])
+                    .return_type::<bool>()
+                    .action()
+                    .class_handler(|args| {
+                        let bin = args[0]
+                            .get::<super::RsMultiUriSrcBin>()
+                            .expect("the element");
+                        let camera = args[1]
+                            .get::<Option<String>>()
+                            .ok()
+                            .flatten()
+                            .unwrap_or_default();
+                        let stopped = bin
+                            .imp()
+                            .find(&Camera::Id(camera))
+                            .is_some_and(|(_, source)| source.stop_record());
+                        Some(stopped.to_value())
+                    })
+                    .build(),
             ]
         });
         SIGNALS.as_ref()

@@ -62,12 +62,14 @@
 //! ## Smart record
 //!
 //! With `record-cache` > 0 each camera keeps a ring of its encoded video (see
-//! [`crate::record`]); `POST /api/v1/record/start`, the `start-record` action signal, or an
+//! [`crate::record`]); `POST /api/v1/record/start`, the `start-record` action signal (camera
+//! id, seconds; 0: `record-duration`), or an
 //! `rsanalytics` event of the pipeline named in `record-on` (`line-crossing[:LINE]`,
 //! `overcrowding[:REGION]`) writes `record-dir`/`<record-prefix>_<camera id>_<unix ms>_<n>.mp4`
 //! from the last keyframe at or before the trigger minus `record-cache` to `record-duration`
 //! after it. For an event, the trigger is the event's frame (its PTS); for a request, the newest
-//! frame of that camera. Triggers during a recording extend it.
+//! frame of that camera. Triggers during a recording extend it. `POST /api/v1/record/stop` or
+//! the `stop-record` action signal (camera id; returns whether a recording was open) ends it.
 //!
 //! ```text
 //! gst-launch-1.0 rsmultiurisrcbin name=src rest-port=9000 batch-size=4 \

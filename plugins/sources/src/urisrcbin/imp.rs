@@ -26,6 +26,9 @@ static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
 
 /// How often the worker looks at the source when nothing else happens.
 const TICK: Duration = Duration::from_millis(100);
+/// How long a source whose stream downstream ended may go on giving data before the bin ends
+/// the stream itself: its own end of stream, on its way, is let through instead.
+const QUIET_BEFORE_EOS: Duration = Duration::from_secs(1);
 /// How many reconnect intervals a new source has to give its first frame.
 const FIRST_FRAME_GRACE: u32 = 3;
 /// The least time a new source has to give its first frame.
@@ -451,6 +454,19 @@ impl RsUriSrcBin {
     /// The probe on the output's sink pad: follows the frames and keeps the source's end of
     /// stream from ending the bin's stream when the source is replaced instead.
     fn on_data(&self, info: &mut gst::PadProbeInfo) -> gst::PadProbeReturn {
+        // Once the bin's stream has ended, what the source still gives goes no further: a
+        // serialized event (a parser's tags) pushed on the ended output would come back to the
+        // source as a flow error and fail the pipeline.
+        if self.flow.lock().unwrap().eos_sent {
+            return match &info.data {
+                Some(gst::PadProbeData::Event(e)) if e.is_serialized() => gst::PadProbeReturn::Drop,
+                Some(gst::PadProbeData::Buffer(_)) => {
+                    info.flow_res = Err(gst::FlowError::Eos);
+                    gst::PadProbeReturn::Handled
+                }
+                _ => gst::PadProbeReturn::Ok,
+            };
+        }
         // Every source after the first starts a stream of its own: its stream-start gets an id
         // of its own (a camera gives the same id each time), so downstream can tell.
         if let Some(gst::PadProbeData::Event(event)) = &info.data
@@ -617,7 +633,12 @@ impl RsUriSrcBin {
                         recorder.close_if_idle();
                     }
                     if self.downstream_ended() {
-                        self.finish();
+                        // The source's own end of stream comes after the data before it.
+                        let quiet =
+                            self.flow.lock().unwrap().last_data.elapsed() >= QUIET_BEFORE_EOS;
+                        if quiet {
+                            self.finish();
+                        }
                         continue;
                     }
                     let current = self.source.lock().unwrap().clone();
