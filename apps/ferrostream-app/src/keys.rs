@@ -877,44 +877,6 @@ pub static SINK: &[Key<Sink>] = &[
     notice!("compute-hw", COMPUTE_HW),
     honour!("gpu-id", "the encoder's GPU", |c, v| c.gpu_id = gpu(v)?),
     honour!(
-        "msg-conv-config",
-        "read for its sensor groups; rsmsgbroker names sources by source id",
-        |c, v| c.msg.conv_config = Some(v.path()?)
-    ),
-    honour!(
-        "msg-conv-payload-type",
-        "0 and 1: rsmsgbroker schema=deepstream-minimal; 256 and 257 (custom libraries) refused",
-        |c, v| c.msg.payload_type = Some(match v.int()? {
-            n @ (0 | 1) => n as u32,
-            n => {
-                return Err(format!(
-                    "payload type {n} needs a custom nvmsgconv library, which is not loaded \
-                     (0 or 1 are DeepStream's schemas)"
-                ));
-            }
-        })
-    ),
-    notice!(
-        "msg-conv-msg2p-lib",
-        "custom payload libraries are not loaded; rsmsgbroker makes the payloads"
-    ),
-    notice!("msg-conv-comp-id", MSGCONV),
-    notice!(
-        "debug-payload-dir",
-        "rsmetaexport writes the same metadata as JSON lines to a file"
-    ),
-    notice!("multiple-payloads", MSGCONV),
-    notice!("msg-conv-msg2p-new-api", MSGCONV),
-    notice!(
-        "msg-conv-frame-interval",
-        "rsmsgbroker sends a message for every frame"
-    ),
-    notice!("msg-conv-embedding-filter", MSGCONV),
-    notice!(
-        "msg-conv-dummy-payload",
-        "messages carry the real metadata; no dummy payloads"
-    ),
-    honour!(
         "msg-broker-proto-lib",
         "rsmsgbroker protocol, by library name: libnvds_mqtt_proto mqtt, libnvds_amqp_proto \
          amqp, libnvds_redis_proto redis, libnvds_kafka_proto kafka",
@@ -944,24 +906,33 @@ pub static SINK: &[Key<Sink>] = &[
     ),
 ];
 
-pub static MESSAGE_CONVERTER: &[Key<MsgBroker>] = &[
+/// `[message-converter]`: its own key; the converter keys are [`MSG_CONV`]'s.
+pub static MESSAGE_CONVERTER: &[Key<()>] = &[honour!(
+    "enable",
+    "its converter keys apply to every type=6 sink that does not set them itself",
+    |_c, _v| ()
+)];
+
+/// nvmsgconv's keys, read the same in `[sink<N>]` (type 6) and `[message-converter]`.
+pub static MSG_CONV: &[Key<MsgBroker>] = &[
     honour!(
-        "enable",
-        "its settings apply to every type=6 sink",
-        |_c, _v| ()
+        "msg-conv-config",
+        "read for its sensor groups; rsmsgbroker names sources by source id",
+        |c, v| c.conv_config = Some(v.path()?)
     ),
-    honour!("msg-conv-config", "as the sink key", |c, v| c.conv_config =
-        Some(v.path()?)),
-    honour!("msg-conv-payload-type", "as the sink key", |c, v| c
-        .payload_type =
-        Some(match v.int()? {
+    honour!(
+        "msg-conv-payload-type",
+        "0 and 1: rsmsgbroker schema=deepstream-minimal; 256 and 257 (custom libraries) refused",
+        |c, v| c.payload_type = Some(match v.int()? {
             n @ (0 | 1) => n as u32,
             n => {
                 return Err(format!(
-                    "payload type {n} needs a custom nvmsgconv library, which is not loaded"
+                    "payload type {n} needs a custom nvmsgconv library, which is not loaded \
+                     (0 or 1 are DeepStream's schemas)"
                 ));
             }
-        })),
+        })
+    ),
     notice!(
         "msg-conv-msg2p-lib",
         "custom payload libraries are not loaded; rsmsgbroker makes the payloads"
@@ -977,11 +948,11 @@ pub static MESSAGE_CONVERTER: &[Key<MsgBroker>] = &[
         "msg-conv-frame-interval",
         "rsmsgbroker sends a message for every frame"
     ),
+    notice!("msg-conv-embedding-filter", MSGCONV),
     notice!(
         "msg-conv-dummy-payload",
         "messages carry the real metadata; no dummy payloads"
     ),
-    notice!("msg-conv-embedding-filter", MSGCONV),
 ];
 
 /// `[message-consumer<N>]`: DeepStream's cloud-to-device messages, received over MQTT
@@ -1275,6 +1246,21 @@ pub fn read_group<T>(
     Ok(())
 }
 
+/// `group` as two groups: the entries `table` has rows for, and the others.
+fn split<T>(group: &Section, table: &[Key<T>]) -> (Section, Section) {
+    let (ours, rest) = group
+        .entries
+        .iter()
+        .cloned()
+        .partition(|e| row(table, &e.key).is_some());
+    let part = |entries| Section {
+        name: group.name.clone(),
+        line: group.line,
+        entries,
+    };
+    (part(ours), part(rest))
+}
+
 /// Reads an unsupported group: refused when enabled, else accepted with a warning.
 fn read_unsupported(
     doc: &Document,
@@ -1389,12 +1375,16 @@ pub fn read(doc: &Document) -> Result<(AppConfig, Report), ConfigError> {
                     group: name.to_owned(),
                     ..Sink::default()
                 };
-                read_group(doc, "sink", group, SINK, &mut s, r)?;
+                let (conv, rest) = split(group, MSG_CONV);
+                read_group(doc, "sink", &rest, SINK, &mut s, r)?;
+                read_group(doc, "sink", &conv, MSG_CONV, &mut s.msg, r)?;
                 config.sinks.push(s);
             }
             ("message-converter", _) => {
                 let mut m = MsgBroker::default();
-                read_group(doc, name, group, MESSAGE_CONVERTER, &mut m, r)?;
+                let (conv, rest) = split(group, MSG_CONV);
+                read_group(doc, name, &rest, MESSAGE_CONVERTER, &mut (), r)?;
+                read_group(doc, name, &conv, MSG_CONV, &mut m, r)?;
                 config.message_converter = Some(m);
             }
             (_, Some("message-consumer")) => {
@@ -1458,6 +1448,7 @@ pub fn markdown() -> String {
     rows(&mut out, "osd", OSD);
     rows(&mut out, "sink<N>", SINK);
     rows(&mut out, "message-converter", MESSAGE_CONVERTER);
+    rows(&mut out, "sink<N>`, `[message-converter]", MSG_CONV);
     rows(&mut out, "message-consumer<N>", MESSAGE_CONSUMER);
     rows(&mut out, "tests", TESTS);
     for (group, what, keys) in UNSUPPORTED_GROUPS {
@@ -1690,8 +1681,8 @@ mod tests {
                     "tracker" => has(TRACKER, key),
                     "nvds-analytics" => has(ANALYTICS, key),
                     "osd" => has(OSD, key),
-                    "sink" => has(SINK, key),
-                    "message-converter" => has(MESSAGE_CONVERTER, key),
+                    "sink" => has(SINK, key) || has(MSG_CONV, key),
+                    "message-converter" => has(MESSAGE_CONVERTER, key) || has(MSG_CONV, key),
                     "message-consumer" => has(MESSAGE_CONSUMER, key),
                     "tests" => has(TESTS, key),
                     _ => unreachable!(),

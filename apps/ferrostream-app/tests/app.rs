@@ -15,50 +15,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use ferrostream_tests::{media, output_within, repo_root, run_pipeline};
+use ferrostream_tests::media;
 use gst::prelude::*;
 
-const LIMIT: Duration = Duration::from_secs(300);
-const FRAMES: usize = 30;
+mod common;
 
-/// A folder of this test's own.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("fsapp-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// The first 30 frames of vtest.avi (pedestrians) as H.264 in MP4, made once.
-fn clip() -> &'static Path {
-    static CLIP: OnceLock<PathBuf> = OnceLock::new();
-    CLIP.get_or_init(|| {
-        let path = std::env::temp_dir().join(format!("fsapp-clip-{}.mp4", std::process::id()));
-        let pipeline = ferrostream_tests::launch(&format!(
-            "filesrc location={} ! decodebin ! videoconvert ! identity eos-after={FRAMES} ! \
-             x264enc speed-preset=ultrafast key-int-max=10 ! h264parse ! mp4mux ! \
-             filesink location={}",
-            ferrostream_tests::quoted(&media("vtest.avi")),
-            ferrostream_tests::quoted(&path)
-        ));
-        pipeline
-            .set_state(gst::State::Playing)
-            .expect("making the clip");
-        let bus = pipeline.bus().unwrap();
-        let message = bus
-            .timed_pop_filtered(
-                gst::ClockTime::from_seconds(120),
-                &[gst::MessageType::Eos, gst::MessageType::Error],
-            )
-            .expect("the clip is made within 120 s");
-        assert!(
-            matches!(message.view(), gst::MessageView::Eos(_)),
-            "making the clip: {message:?}"
-        );
-        pipeline.set_state(gst::State::Null).unwrap();
-        path
-    })
-}
+use common::*;
 
 /// 30 s of vtest.avi (pedestrians, 10 frames/s) at 384x288 as H.264 in MP4 with a keyframe
 /// every second, made once: long enough that smart record runs within one play of the file.
@@ -93,36 +55,6 @@ fn long_clip() -> &'static Path {
     })
 }
 
-/// The folder of the test models, for the app's model lookup.
-fn model_dir() -> PathBuf {
-    ferrostream_tests::model("coco_ssdlite_mobilenet_v2.onnx")
-        .parent()
-        .unwrap()
-        .to_owned()
-}
-
-fn coco() -> PathBuf {
-    repo_root().join("pipelines/coco_ssd.txt")
-}
-
-/// Runs the app on `config` with `args`; returns (success, stdout, stderr).
-fn app(config: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = output_within(
-        Command::new(env!("CARGO_BIN_EXE_ferrostream-app"))
-            .env(ferrostream_core::paths::MODEL_DIR_ENV, model_dir())
-            .arg("-c")
-            .arg(config)
-            .args(args)
-            .stdin(Stdio::null()),
-        LIMIT,
-    );
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 /// A TAO-sample-shaped configuration: one source, the COCO detector, a 1x1 tiler at the
 /// source's size, the OSD, and `sinks`.
 fn config(uri: &str, extra: &str, sinks: &str) -> String {
@@ -140,29 +72,6 @@ fn config(uri: &str, extra: &str, sinks: &str) -> String {
          [tests]\nfile-loop=0\n",
         coco().display()
     )
-}
-
-/// (label, [l, t, r, b], confidence) of each line of a KITTI file.
-fn kitti(path: &Path, track: bool) -> Vec<(String, Option<u64>, [f32; 4], f32)> {
-    let text =
-        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-    text.lines()
-        .map(|line| {
-            let f: Vec<&str> = line.split(' ').collect();
-            let (id, at) = if track {
-                (Some(f[1].parse().unwrap()), 5)
-            } else {
-                (None, 4)
-            };
-            let n = |i: usize| f[i].parse::<f32>().unwrap();
-            (
-                f[0].to_owned(),
-                id,
-                [n(at), n(at + 1), n(at + 2), n(at + 3)],
-                n(f.len() - 1),
-            )
-        })
-        .collect()
 }
 
 #[test]
@@ -196,58 +105,31 @@ fn a_tao_shaped_configuration_finds_what_the_hand_written_pipeline_finds() {
         "{stderr}"
     );
 
-    // The same detector written by hand.
-    let hand = run_pipeline(
-        &format!(
-            "filesrc location={} ! qtdemux ! decodebin ! videoconvert ! video/x-raw,format=I420 \
-             ! rstrtinfer config-file-path={} onnx-file={} labelfile-path={} ! appsink name=sink",
-            clip().display(),
-            coco().display(),
-            model_dir().join("coco_ssdlite_mobilenet_v2.onnx").display(),
-            model_dir()
-                .join("object_detection_classes_coco.txt")
-                .display()
-        ),
-        LIMIT,
-    )
-    .unwrap();
-    assert_eq!(hand.frames.len(), FRAMES);
-    let mut people = 0;
-    for (n, frame) in hand.frames.iter().enumerate() {
-        let file = dir.join(format!("kitti/00_000_{n:06}.txt"));
-        let found = kitti(&file, false);
-        assert_eq!(found.len(), frame.objects.len(), "frame {n}");
-        for (o, (label, _, b, confidence)) in frame.objects.iter().zip(&found) {
-            let d = &o.detector_bbox;
-            let want = [d.left, d.top, d.left + d.width, d.top + d.height];
-            assert_eq!(label.as_str(), &*o.label, "frame {n}");
-            for (a, w) in b.iter().zip(want) {
-                assert!((a - w).abs() < 0.01, "frame {n}: {b:?} vs {want:?}");
-            }
-            assert!((confidence - o.confidence).abs() < 1e-4);
-        }
-        people += found.iter().filter(|o| o.0 == "person").count();
-        let tracks = kitti(&dir.join(format!("tracks/00_000_{n:06}.txt")), true);
-        assert!(tracks.iter().all(|t| t.1.is_some()));
-    }
+    // The same detector written by hand finds the same objects (the KITTI detection files).
+    let found = assert_kitti_equals_hand_written(&dir.join("kitti"), &coco());
+    let people: usize = found
+        .iter()
+        .map(|f| f.iter().filter(|o| o.label == "person").count())
+        .sum();
     assert!(
         people >= FRAMES * 2,
         "people where the pedestrians are: {people}"
     );
-    assert_eq!(
-        std::fs::read_dir(dir.join("kitti")).unwrap().count(),
-        FRAMES
-    );
+    for n in 0..FRAMES {
+        let tracks = kitti(&dir.join(format!("tracks/00_000_{n:06}.txt")), true);
+        assert!(tracks.iter().all(|t| t.track.is_some()));
+    }
 
     // The MP4 plays, and the boxes are drawn in the class colour (red) where the objects are.
     let frames = ferrostream_tests::decode_frames(&dir.join("out.mp4"), "RGB", FRAMES);
     let (info, buffer) = &frames[10];
     let map = buffer.map_readable().unwrap();
     let stride = info.stride()[0] as usize;
-    let (_, _, b, _) = kitti(&dir.join("kitti/00_000_000010.txt"), false)
+    let b = kitti(&dir.join("kitti/00_000_000010.txt"), false)
         .into_iter()
-        .find(|o| o.0 == "person")
-        .expect("a person in frame 10");
+        .find(|o| o.label == "person")
+        .expect("a person in frame 10")
+        .ltrb;
     // The drawn box is the tracker's, which may sit a few pixels from the detection.
     let y = ((b[1] + b[3]) / 2.0) as usize;
     let red = (b[0] as usize).saturating_sub(8)..(b[0] as usize + 8);
