@@ -450,8 +450,6 @@ fn pts_to_eos(
 /// The PTS of the frames `rsurisrcbin uri=<vtest.avi> <properties>` gives, to the file's end.
 fn vtest_pts(properties: &str) -> Vec<gst::ClockTime> {
     let uri = gst::glib::filename_to_uri(media("vtest.avi"), None).unwrap();
-    // Unnamed, so named apart: a bin's metrics series, which num-buffers counts on, is shared
-    // with a bin of the same name in a test running beside.
     let pipeline = launch(&format!(
         "rsurisrcbin uri={uri} {properties} ! appsink name=sink sync=false"
     ));
@@ -471,6 +469,25 @@ fn drop_frame_interval_gives_every_third_frame() {
     // num-buffers counts the frames given: ten of them, frames 0, 3, ..., 27.
     let limited = vtest_pts("drop-frame-interval=3 num-buffers=10");
     assert_eq!(limited, expected[..10]);
+}
+
+/// Bins of the same name in pipelines running side by side (ferrostream-app names its sources
+/// src0, src1, ...) count their own frames for num-buffers: their metrics series, keyed by the
+/// name, is shared, and counting on it ended each bin early.
+#[test]
+fn num_buffers_counts_each_bin_apart_from_bins_of_the_same_name() {
+    let uri = gst::glib::filename_to_uri(media("vtest.avi"), None).unwrap();
+    let runs: Vec<_> = (0..3)
+        .map(|_| {
+            let pipeline = launch(&format!(
+                "rsurisrcbin name=src0 uri={uri} num-buffers=40 ! appsink name=sink sync=false"
+            ));
+            std::thread::spawn(move || pts_to_eos(&pipeline, Duration::from_secs(60), |_| {}))
+        })
+        .collect();
+    for run in runs {
+        assert_eq!(run.join().unwrap().len(), 40);
+    }
 }
 
 #[test]

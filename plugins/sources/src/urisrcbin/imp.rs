@@ -179,6 +179,9 @@ struct Flow {
     metrics: Option<SourceMetrics>,
     /// `num-buffers`, from the start.
     limit: Option<u64>,
+    /// Frames given since the start, counted here for `num-buffers`: the metrics' counter is
+    /// keyed by the element's name, which bins of other pipelines in the process may share.
+    given: u64,
     /// `drop-frame-interval`'s count, started again by every stream-start.
     gate: FrameGate,
 }
@@ -200,6 +203,7 @@ impl Default for Flow {
             ended: false,
             metrics: None,
             limit: None,
+            given: 0,
             gate: FrameGate::default(),
         }
     }
@@ -495,8 +499,7 @@ impl RsUriSrcBin {
                 let interval = self.settings.lock().unwrap().drop_frame_interval;
                 let (returned, pass) = {
                     let mut flow = self.flow.lock().unwrap();
-                    let given = flow.metrics.as_ref().map_or(0, |m| m.frames.get());
-                    if flow.limit.is_some_and(|limit| given >= limit) {
+                    if flow.limit.is_some_and(|limit| flow.given >= limit) {
                         // `num-buffers` reached: over for good, as when downstream ends it.
                         flow.downstream_ended = true;
                         info.flow_res = Err(gst::FlowError::Eos);
@@ -510,8 +513,11 @@ impl RsUriSrcBin {
                     }
                     // A frame drop-frame-interval drops still shows that the source is alive.
                     let pass = flow.gate.pass(interval);
-                    if pass && let Some(m) = &flow.metrics {
-                        m.frames.inc();
+                    if pass {
+                        flow.given += 1;
+                        if let Some(m) = &flow.metrics {
+                            m.frames.inc();
+                        }
                     }
                     let returned = if flow.replacing {
                         None
