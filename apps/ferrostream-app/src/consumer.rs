@@ -37,7 +37,6 @@ use rumqttc::{
 use serde_json::Value as Json;
 use tokio::sync::watch;
 
-use crate::document::Document;
 use crate::model::Consumer;
 
 /// The largest message handled; a larger one is skipped with a warning. DeepStream's messages
@@ -165,41 +164,6 @@ fn read_adapter_config(path: &Path) -> Result<AdapterConfig, String> {
     Ok(out)
 }
 
-/// NVIDIA's sensor list (`dstest5_msgconv_sample_config.txt` or its `.yml` form): each
-/// `[sensor<N>]` group with `enable=1` maps its `id` to source N; other groups (`[place<N>]`,
-/// `[analytics<N>]`) are not read.
-pub fn read_sensor_list(path: &Path) -> Result<BTreeMap<String, u32>, String> {
-    let doc = Document::load(path).map_err(|e| e.to_string())?;
-    let mut sensors = BTreeMap::new();
-    for group in &doc.groups {
-        let Some(number) = group.name.strip_prefix("sensor") else {
-            continue;
-        };
-        let at = |line: usize| format!("{}:{line}: [{}]", path.display(), group.name);
-        let source: u32 = number.parse().map_err(|_| {
-            format!(
-                "{}: a sensor group is named sensor<N>, N the source id",
-                at(group.line)
-            )
-        })?;
-        let value = |key: &str| group.entries.iter().find(|e| e.key == key);
-        let enabled = value("enable").is_some_and(|e| matches!(e.value.trim(), "1" | "true"));
-        if !enabled {
-            continue;
-        }
-        let Some(id) = value("id").map(|e| (e.line, e.value.trim())) else {
-            return Err(format!("{}: an enabled sensor needs id", at(group.line)));
-        };
-        if id.1.is_empty() {
-            return Err(format!("{}: id is empty", at(id.0)));
-        }
-        if let Some(other) = sensors.insert(id.1.to_owned(), source) {
-            return Err(format!("{}: id {} is also sensor{other}'s", at(id.0), id.1));
-        }
-    }
-    Ok(sensors)
-}
-
 /// The subscription of an enabled consumer (checked by the key table): its broker, topics,
 /// credentials and sensor list. `index` makes the client id unique in the process.
 pub fn subscription(c: &Consumer, index: usize) -> Result<Subscription, String> {
@@ -219,7 +183,7 @@ pub fn subscription(c: &Consumer, index: usize) -> Result<Subscription, String> 
     };
     let sensors = match &c.sensor_list_file {
         Some(p) => Some(
-            read_sensor_list(p)
+            crate::document::read_sensor_list(p)
                 .map_err(|e| format!("[{}] sensor-list-file={}: {e}", c.group, p.display()))?,
         ),
         None => None,
@@ -854,7 +818,7 @@ mod tests {
              id=HWY_22\n[place0]\nenable=1\nid=0\n",
         )
         .unwrap();
-        let sensors = read_sensor_list(&list).unwrap();
+        let sensors = crate::document::read_sensor_list(&list).unwrap();
         assert_eq!(
             sensors,
             [("HWY_20".to_owned(), 0), ("HWY_22".to_owned(), 2)].into()
@@ -865,16 +829,20 @@ mod tests {
         )
         .unwrap();
         assert!(
-            read_sensor_list(&list)
+            crate::document::read_sensor_list(&list)
                 .unwrap_err()
                 .contains("also sensor0's")
         );
         std::fs::write(&list, "[sensorX]\nenable=1\nid=a\n").unwrap();
-        assert!(read_sensor_list(&list).unwrap_err().contains("[sensorX]"));
+        assert!(
+            crate::document::read_sensor_list(&list)
+                .unwrap_err()
+                .contains("[sensorX]")
+        );
         let yml = dir.join("sensors.yml");
         std::fs::write(&yml, "sensor0:\n  enable: 1\n  id: cam\n").unwrap();
         assert_eq!(
-            read_sensor_list(&yml).unwrap(),
+            crate::document::read_sensor_list(&yml).unwrap(),
             [("cam".to_owned(), 0)].into()
         );
 

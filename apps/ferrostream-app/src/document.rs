@@ -5,12 +5,14 @@
 //! a header of source keys and one row per source); those rows become `[source<N>]` groups
 //! here, so everything after this module sees one shape.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use ferrostream_core::ini::{ConfigError, Entry, IniFile, Section};
 
-/// The most sources a CSV file may list (deepstream-app's own limit is lower).
-pub const MAX_CSV_SOURCES: usize = 1024;
+/// The most sources a file may list (a CSV of sources, a sensor list); deepstream-app's own
+/// limit is lower.
+pub const MAX_SOURCES: usize = 1024;
 
 /// Which form the file was written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,11 +145,11 @@ pub fn parse_csv(path: &Path, text: &str) -> Result<Vec<Section>, ConfigError> {
     let mut groups = Vec::new();
     for (index, row) in rows {
         let line = index + 1;
-        if groups.len() == MAX_CSV_SOURCES {
+        if groups.len() == MAX_SOURCES {
             return Err(ConfigError {
                 path: path.to_owned(),
                 line,
-                message: format!("more than {MAX_CSV_SOURCES} sources"),
+                message: format!("more than {MAX_SOURCES} sources"),
             });
         }
         let values: Vec<&str> = row.split(',').map(str::trim).collect();
@@ -178,6 +180,45 @@ pub fn parse_csv(path: &Path, text: &str) -> Result<Vec<Section>, ConfigError> {
         });
     }
     Ok(groups)
+}
+
+/// NVIDIA's sensor list (`dstest5_msgconv_sample_config.txt` or its `.yml` form): each
+/// `[sensor<N>]` group with `enable=1` maps its `id` to source N; other groups (`[place<N>]`,
+/// `[analytics<N>]`) are not read.
+pub fn read_sensor_list(path: &Path) -> Result<BTreeMap<String, u32>, String> {
+    let doc = Document::load(path).map_err(|e| e.to_string())?;
+    let mut sensors = BTreeMap::new();
+    for group in &doc.groups {
+        let Some(number) = group.name.strip_prefix("sensor") else {
+            continue;
+        };
+        let at = |line: usize| format!("{}:{line}: [{}]", path.display(), group.name);
+        let source: u32 = number
+            .parse()
+            .ok()
+            .filter(|n| (*n as usize) < MAX_SOURCES)
+            .ok_or_else(|| {
+                format!(
+                    "{}: a sensor group is named sensor<N>, N the source id (below {MAX_SOURCES})",
+                    at(group.line)
+                )
+            })?;
+        let value = |key: &str| group.entries.iter().find(|e| e.key == key);
+        let enabled = value("enable").is_some_and(|e| matches!(e.value.trim(), "1" | "true"));
+        if !enabled {
+            continue;
+        }
+        let Some(id) = value("id").map(|e| (e.line, e.value.trim())) else {
+            return Err(format!("{}: an enabled sensor needs id", at(group.line)));
+        };
+        if id.1.is_empty() {
+            return Err(format!("{}: id is empty", at(id.0)));
+        }
+        if let Some(other) = sensors.insert(id.1.to_owned(), source) {
+            return Err(format!("{}: id {} is also sensor{other}'s", at(id.0), id.1));
+        }
+    }
+    Ok(sensors)
 }
 
 #[cfg(test)]
@@ -214,6 +255,29 @@ mod tests {
         };
         assert_eq!(names(&txt), names(&yml));
         assert_eq!(txt.base_dir(), Path::new("/c"));
+    }
+
+    #[test]
+    fn sensor_numbers_are_bounded_source_ids() {
+        let dir = std::env::temp_dir().join(format!("fsapp-sensors-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let list = dir.join("sensors.txt");
+        std::fs::write(
+            &list,
+            "[sensor2]\nenable=1\nid=door\n[sensor0]\nenable=0\nid=x\n",
+        )
+        .unwrap();
+        assert_eq!(
+            read_sensor_list(&list)
+                .unwrap()
+                .into_iter()
+                .collect::<Vec<_>>(),
+            vec![("door".to_owned(), 2)]
+        );
+        std::fs::write(&list, "[sensor4000000000]\nenable=1\nid=far\n").unwrap();
+        let e = read_sensor_list(&list).unwrap_err();
+        assert!(e.contains("below 1024"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -54,6 +54,11 @@ macro_rules! notice {
     };
 }
 
+const WHERE_FRAMES_ARE: &str = "the element works on the GPU that holds the frames (the decoder's, \
+                                shared through GStreamer's CUDA context); rstrtinfer's gpu-id \
+                                and global-gpu-id choose the inference GPU";
+const DECODER_GPU: &str = "uridecodebin picks the decoder by rank; choose a GPU's NVDEC with \
+                           GST_PLUGIN_FEATURE_RANK (nvh264device1dec:MAX)";
 const MEMORY: &str = "memory types follow caps negotiation: frames stay in the memory the decoder \
                       gives (system, CUDA or NVMM) and every element reads them there";
 const COMPUTE_HW: &str = "scaling and compositing run where the frames are (CUDA kernels for \
@@ -134,7 +139,7 @@ pub static TILER: &[Key<Tiler>] = &[
         non_zero(v, "width")?),
     honour!("height", "rstiler height", |c, v| c.height =
         non_zero(v, "height")?),
-    honour!("gpu-id", "the tiler's GPU", |c, v| c.gpu_id = gpu(v)?),
+    notice!("gpu-id", WHERE_FRAMES_ARE),
     notice!("nvbuf-memory-type", MEMORY),
     notice!("compute-hw", COMPUTE_HW),
     notice!("buffer-pool-size", POOL),
@@ -232,11 +237,7 @@ pub static SOURCE: &[Key<Source>] = &[
         "type 3: the URI is opened this many times",
         |c, v| c.num_sources = non_zero(v, "num-sources")?
     ),
-    honour!(
-        "gpu-id",
-        "the decoder's GPU (where NVDEC decodes)",
-        |c, v| c.gpu_id = gpu(v)?
-    ),
+    notice!("gpu-id", DECODER_GPU),
     notice!("num-decode-surfaces", DECODER),
     notice!("num-extra-surfaces", DECODER),
     honour!(
@@ -464,7 +465,7 @@ pub static STREAMMUX: &[Key<StreamMux>] = &[
         "frames keep their native sizes in the batch (as the new nvstreammux); boxes are in \
          source pixels and rstiler scales for display"
     ),
-    honour!("gpu-id", "the muxer's GPU", |c, v| c.gpu_id = gpu(v)?),
+    notice!("gpu-id", WHERE_FRAMES_ARE),
     notice!(
         "enable-padding",
         "no scaling in the muxer, so no padding; rstrtinfer keeps aspect ratio per its config"
@@ -559,9 +560,9 @@ pub static GIE: &[Key<Gie>] = &[
     honour!(
         "plugin-type",
         "0 nvinfer configuration, 1 nvinferserver configuration (run on rstrtinfer's KServe v2 \
-         backend); both run in rstrtinfer",
-        |c, v| c.plugin_type = match v.int()? {
-            n @ (0 | 1) => n as u32,
+         backend); rstrtinfer tells the two apart by the file's content",
+        |_c, v| match v.int()? {
+            0 | 1 => (),
             n =>
                 return Err(format!(
                     "expected 0 (nvinfer) or 1 (nvinferserver), found {n}"
@@ -646,11 +647,7 @@ pub static TRACKER: &[Key<Tracker>] = &[
         "tracker-height",
         "rstracker works on boxes in source pixels; it scales no frames (no visual tracker)"
     ),
-    honour!(
-        "gpu-id",
-        "unused by rstracker (it runs on the CPU); kept for the notice",
-        |c, v| c.gpu_id = gpu(v)?
-    ),
+    notice!("gpu-id", "rstracker associates boxes on the CPU"),
     notice!("tracker-surface-type", "rstracker scales no frames"),
     honour!(
         "ll-config-file",
@@ -756,9 +753,7 @@ pub static OSD: &[Key<Osd>] = &[
     notice!("nvbuf-memory-type", MEMORY),
     honour!("clock-color", "rsosd clock-color", |c, v| c.clock_color =
         Some(v.rgba()?)),
-    honour!("gpu-id", "rsosd draws where the frames are", |c, v| c
-        .gpu_id =
-        gpu(v)?),
+    notice!("gpu-id", WHERE_FRAMES_ARE),
     honour!("display-text", "rsosd display-text", |c, v| c
         .display_text =
         Some(v.boolean()?)),
@@ -875,7 +870,11 @@ pub static SINK: &[Key<Sink>] = &[
     notice!("plane-id", DRM),
     notice!("set-mode", DRM),
     notice!("compute-hw", COMPUTE_HW),
-    honour!("gpu-id", "the encoder's GPU", |c, v| c.gpu_id = gpu(v)?),
+    honour!(
+        "gpu-id",
+        "the hardware encoder's GPU (nvh264device<N>enc for GPU N)",
+        |c, v| c.gpu_id = gpu(v)?
+    ),
     honour!(
         "msg-broker-proto-lib",
         "rsmsgbroker protocol, by library name: libnvds_mqtt_proto mqtt, libnvds_amqp_proto \
@@ -917,7 +916,7 @@ pub static MESSAGE_CONVERTER: &[Key<()>] = &[honour!(
 pub static MSG_CONV: &[Key<MsgBroker>] = &[
     honour!(
         "msg-conv-config",
-        "read for its sensor groups; rsmsgbroker names sources by source id",
+        "its [sensor<N>] ids name source N in the messages (rsmsgbroker sensor-ids)",
         |c, v| c.conv_config = Some(v.path()?)
     ),
     honour!(

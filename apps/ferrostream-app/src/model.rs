@@ -27,7 +27,6 @@ pub struct Tiler {
     pub columns: u32,
     pub width: u32,
     pub height: u32,
-    pub gpu_id: Option<u32>,
 }
 
 impl Default for Tiler {
@@ -38,7 +37,6 @@ impl Default for Tiler {
             columns: 1,
             width: 1280,
             height: 720,
-            gpu_id: None,
         }
     }
 }
@@ -104,7 +102,6 @@ pub struct Source {
     pub rtp_tcp: bool,
     pub leaky: Option<u32>,
     pub max_size_buffers: Option<u32>,
-    pub gpu_id: Option<u32>,
     pub file_loop: Option<bool>,
     pub smart_record: SmartRecord,
 }
@@ -132,7 +129,6 @@ impl Default for Source {
             rtp_tcp: false,
             leaky: None,
             max_size_buffers: None,
-            gpu_id: None,
             file_loop: None,
             smart_record: SmartRecord::default(),
         }
@@ -162,7 +158,6 @@ pub struct StreamMux {
     pub sync_inputs: Option<bool>,
     /// Milliseconds.
     pub max_latency: Option<u32>,
-    pub gpu_id: Option<u32>,
 }
 
 /// `[primary-gie]` and `[secondary-gie<N>]`.
@@ -170,8 +165,6 @@ pub struct StreamMux {
 pub struct Gie {
     pub group: String,
     pub enable: bool,
-    /// 0 nvinfer, 1 nvinferserver.
-    pub plugin_type: u32,
     pub config_file: Option<PathBuf>,
     pub batch_size: Option<u32>,
     pub interval: Option<u32>,
@@ -194,7 +187,6 @@ pub struct Tracker {
     pub ll_config_file: Option<PathBuf>,
     pub display_tracking_id: Option<bool>,
     pub operate_on_class_ids: Vec<i64>,
-    pub gpu_id: Option<u32>,
 }
 
 /// `[nvds-analytics]`.
@@ -221,7 +213,6 @@ pub struct Osd {
     pub display_text: Option<bool>,
     pub display_bbox: Option<bool>,
     pub display_mask: Option<bool>,
-    pub gpu_id: Option<u32>,
 }
 
 /// `[sink<N>]` types (deepstream_sinks.h numbering).

@@ -206,20 +206,22 @@ mod tests {
             perf.frame(0);
         }
         perf.frame(1);
+        // Two batches in flight at once count as one busy span, not two: the share stays below
+        // 1 (counted twice it would be about 2, clamped to 1) unless the machine stalls longer
+        // than the span between these statements.
         perf.enter(0);
-        perf.enter(0); // two in flight: one busy interval
-        std::thread::sleep(Duration::from_millis(30));
+        perf.enter(0);
+        std::thread::sleep(Duration::from_millis(200));
         perf.leave(0);
         perf.leave(0);
         perf.enter(1);
         perf.leave(1);
-        std::thread::sleep(Duration::from_millis(30));
         let r = perf.report();
         assert_eq!(r.streams.len(), 2);
         assert!(r.streams[0].1 > r.streams[1].1 * 5.0);
         let (stage, busy) = r.busiest.clone().unwrap();
         assert_eq!(stage, "pgie");
-        assert!(busy > 0.2 && busy < 0.9, "{busy}");
+        assert!(busy > 0.0 && busy < 1.0, "{busy}");
         let text = lines(&r);
         assert!(text[0].starts_with("**PERF:  FPS 0 (Avg)\tFPS 1 (Avg)"));
         assert!(text[2].contains("live sources pace the pipeline"));

@@ -7,7 +7,6 @@
 //! at once), and the keys `q` (quit), `p` (pause) and `r` (resume) when standard input is a
 //! terminal.
 
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -172,12 +171,11 @@ fn attach_meta_tap(
             if failed.load(Ordering::Relaxed) {
                 continue;
             }
-            let dir = |p: &Option<PathBuf>| p.as_deref().map(Path::to_path_buf);
             if let Err(e) = crate::kitti::write(
                 frame,
-                dir(&kitti[0]).as_deref(),
-                dir(&kitti[1]).as_deref(),
-                dir(&kitti[2]).as_deref(),
+                kitti[0].as_deref(),
+                kitti[1].as_deref(),
+                kitti[2].as_deref(),
             ) {
                 failed.store(true, Ordering::Relaxed);
                 if let Some(p) = weak.upgrade() {

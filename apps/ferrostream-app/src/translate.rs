@@ -332,18 +332,7 @@ impl Translator<'_> {
         }
         let batch = mux.batch_size.unwrap_or(ids.len() as u32);
         let mut m = format!("rsstreammux name=mux batch-size={batch}");
-        prop(
-            &mut m,
-            "batched-push-timeout",
-            mux.batched_push_timeout.unwrap_or(40_000),
-        );
-        if let Some(v) = mux.sync_inputs {
-            prop(&mut m, "sync-inputs", v);
-        }
-        if let Some(v) = mux.max_latency {
-            prop(&mut m, "max-latency", u64::from(v) * 1_000_000);
-        }
-        let _ = self.gpu(mux.gpu_id);
+        muxer_props(&mut m, mux);
         Ok((m, batch))
     }
 
@@ -384,7 +373,6 @@ impl Translator<'_> {
     /// One source as a description fragment ending at its output.
     fn source(&mut self, s: &Source, id: u32) -> Result<String, String> {
         let name = format!("src{id}");
-        let _ = self.gpu(s.gpu_id);
         let caps = || {
             let mut caps = "video/x-raw".to_owned();
             if let Some(w) = s.camera_width {
@@ -506,18 +494,7 @@ impl Translator<'_> {
         }
         prop(&mut m, "max-sources", list.max_batch_size.unwrap_or(batch));
         prop(&mut m, "batch-size", batch);
-        let mux = &c.streammux;
-        prop(
-            &mut m,
-            "batched-push-timeout",
-            mux.batched_push_timeout.unwrap_or(40_000),
-        );
-        if let Some(v) = mux.sync_inputs {
-            prop(&mut m, "sync-inputs", v);
-        }
-        if let Some(v) = mux.max_latency {
-            prop(&mut m, "max-latency", u64::from(v) * 1_000_000);
-        }
+        muxer_props(&mut m, &c.streammux);
         if let Some(ip) = &list.http_ip {
             prop(&mut m, "rest-address", quoted(ip));
         }
@@ -618,7 +595,6 @@ impl Translator<'_> {
             let ids: Vec<String> = t.operate_on_class_ids.iter().map(i64::to_string).collect();
             prop(&mut e, "operate-on-class-ids", quoted(&ids.join(";")));
         }
-        let _ = self.gpu(t.gpu_id);
         e
     }
 
@@ -705,7 +681,6 @@ impl Translator<'_> {
                 prop(&mut e, property, quoted(&list.join(",")));
             }
         }
-        let _ = self.gpu(o.gpu_id);
         Some(e)
     }
 
@@ -884,7 +859,23 @@ impl Translator<'_> {
                 e
             }
         };
-        let mut enc = element.to_owned();
+        // NVENC of GPU N (N > 0) is its own element, as GStreamer's nvcodec names them.
+        let gpu = self.gpu(s.gpu_id).filter(|n| *n > 0);
+        let mut enc = match gpu.filter(|_| matches!(element, "nvh264enc" | "nvh265enc")) {
+            Some(n) => {
+                let device = element.replacen("enc", &format!("device{n}enc"), 1);
+                if self.env.has_element(&device) {
+                    device
+                } else {
+                    self.notice(format!(
+                        "[{}] gpu-id={n}: no {device} here; {element} encodes on GPU 0",
+                        s.group
+                    ));
+                    element.to_owned()
+                }
+            }
+            None => element.to_owned(),
+        };
         if let Some(b) = s.bitrate {
             // x264enc, x265enc and NVIDIA's encoders take kbit/s; the others bit/s.
             let value = match element {
@@ -994,12 +985,45 @@ impl Translator<'_> {
                 s.group
             ));
         }
+        // The converter's [sensor<N>] ids name the sources in the messages.
+        if let Some(cfg) = m.conv_config.as_ref().or(conv.conv_config.as_ref()) {
+            let sensors = crate::document::read_sensor_list(cfg)
+                .map_err(|e| format!("[{}] msg-conv-config: {e}", s.group))?;
+            let mut names: Vec<(u32, String)> = sensors
+                .into_iter()
+                .map(|(id, source)| (source, id))
+                .collect();
+            names.sort();
+            if let Some(&(last, _)) = names.last() {
+                // sensor-ids is positional: a source without a sensor keeps its number.
+                let mut list: Vec<String> = (0..=last).map(|n| n.to_string()).collect();
+                for (source, id) in names {
+                    list[source as usize] = id;
+                }
+                prop(&mut e, "sensor-ids", quoted(&list.join(",")));
+            }
+        }
         if let Some(cfg) = &m.broker_config {
             for (key, value) in broker_credentials(cfg)? {
                 prop(&mut e, key, quoted(&value));
             }
         }
         Ok(format!("{e} ! fakesink sync=false"))
+    }
+}
+
+/// The `[streammux]` settings rsstreammux and rsmultiurisrcbin (its muxer's) share.
+fn muxer_props(out: &mut String, mux: &StreamMux) {
+    prop(
+        out,
+        "batched-push-timeout",
+        mux.batched_push_timeout.unwrap_or(40_000),
+    );
+    if let Some(v) = mux.sync_inputs {
+        prop(out, "sync-inputs", v);
+    }
+    if let Some(v) = mux.max_latency {
+        prop(out, "max-latency", u64::from(v) * 1_000_000);
     }
 }
 

@@ -15,9 +15,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use ferrostream_tests::media;
-use gst::prelude::*;
-
 mod common;
 
 use common::*;
@@ -26,33 +23,7 @@ use common::*;
 /// every second, made once: long enough that smart record runs within one play of the file.
 fn long_clip() -> &'static Path {
     static CLIP: OnceLock<PathBuf> = OnceLock::new();
-    CLIP.get_or_init(|| {
-        let path = std::env::temp_dir().join(format!("fsapp-long-clip-{}.mp4", std::process::id()));
-        let pipeline = ferrostream_tests::launch(&format!(
-            "filesrc location={} ! decodebin ! videoconvert ! videoscale ! \
-             video/x-raw,width=384,height=288 ! identity eos-after=300 ! \
-             x264enc speed-preset=ultrafast key-int-max=10 ! h264parse ! mp4mux ! \
-             filesink location={}",
-            ferrostream_tests::quoted(&media("vtest.avi")),
-            ferrostream_tests::quoted(&path)
-        ));
-        pipeline
-            .set_state(gst::State::Playing)
-            .expect("making the clip");
-        let bus = pipeline.bus().unwrap();
-        let message = bus
-            .timed_pop_filtered(
-                gst::ClockTime::from_seconds(120),
-                &[gst::MessageType::Eos, gst::MessageType::Error],
-            )
-            .expect("the clip is made within 120 s");
-        assert!(
-            matches!(message.view(), gst::MessageView::Eos(_)),
-            "making the clip: {message:?}"
-        );
-        pipeline.set_state(gst::State::Null).unwrap();
-        path
-    })
+    CLIP.get_or_init(|| encode_vtest("long-clip", "video/x-raw,width=384,height=288", 300))
 }
 
 /// A TAO-sample-shaped configuration: one source, the COCO detector, a 1x1 tiler at the
@@ -420,6 +391,13 @@ fn a_message_sink_reaches_a_real_mosquitto() {
         subscribed.load(Ordering::SeqCst)
     });
     let uri = format!("file://{}", clip().display());
+    // The message converter's sensor list, in NVIDIA's layout: source 0 is HWY_20_AND_LOCUST.
+    std::fs::write(
+        dir.join("dstest5_msgconv_sample_config.txt"),
+        "[sensor0]\nenable=1\ntype=Camera\nid=HWY_20_AND_LOCUST\nlocation=45.29;-121.42;48.1\n\
+         description=Aisle Camera\ncoordinate=5.2;10.1;11.2\n\n[place0]\nenable=1\nid=0\n",
+    )
+    .unwrap();
     let cfg = dir.join("app.txt");
     std::fs::write(
         &cfg,
@@ -449,6 +427,7 @@ fn a_message_sink_reaches_a_real_mosquitto() {
         .filter(|(topic, payload)| {
             assert_eq!(topic, "ds-events");
             let json: serde_json::Value = serde_json::from_slice(payload).expect("JSON");
+            assert_eq!(json["sensorId"], "HWY_20_AND_LOCUST", "{json}");
             json.to_string().contains("person")
         })
         .count();

@@ -26,32 +26,41 @@ pub fn scratch(name: &str) -> PathBuf {
 /// The first 30 frames of vtest.avi (pedestrians, 768x576) as H.264 in MP4, made once.
 pub fn clip() -> &'static Path {
     static CLIP: OnceLock<PathBuf> = OnceLock::new();
-    CLIP.get_or_init(|| {
-        let path = std::env::temp_dir().join(format!("fsapp-clip-{}.mp4", std::process::id()));
-        let pipeline = ferrostream_tests::launch(&format!(
-            "filesrc location={} ! decodebin ! videoconvert ! identity eos-after={FRAMES} ! \
-             x264enc speed-preset=ultrafast key-int-max=10 ! h264parse ! mp4mux ! \
-             filesink location={}",
-            quoted(&media("vtest.avi")),
-            quoted(&path)
-        ));
-        pipeline
-            .set_state(gst::State::Playing)
-            .expect("making the clip");
-        let bus = pipeline.bus().unwrap();
-        let message = bus
-            .timed_pop_filtered(
-                gst::ClockTime::from_seconds(120),
-                &[gst::MessageType::Eos, gst::MessageType::Error],
-            )
-            .expect("the clip is made within 120 s");
-        assert!(
-            matches!(message.view(), gst::MessageView::Eos(_)),
-            "making the clip: {message:?}"
-        );
-        pipeline.set_state(gst::State::Null).unwrap();
-        path
-    })
+    CLIP.get_or_init(|| encode_vtest("clip", "", FRAMES))
+}
+
+/// The first `frames` frames of vtest.avi, through `scale` (caps after videoscale, or
+/// nothing), as H.264 in MP4 with a keyframe every 10 frames, in a file named after `name`.
+pub fn encode_vtest(name: &str, scale: &str, frames: usize) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("fsapp-{name}-{}.mp4", std::process::id()));
+    let scale = if scale.is_empty() {
+        String::new()
+    } else {
+        format!("videoscale ! {scale} ! ")
+    };
+    let pipeline = ferrostream_tests::launch(&format!(
+        "filesrc location={} ! decodebin ! videoconvert ! {scale}identity eos-after={frames} ! \
+         x264enc speed-preset=ultrafast key-int-max=10 ! h264parse ! mp4mux ! \
+         filesink location={}",
+        quoted(&media("vtest.avi")),
+        quoted(&path)
+    ));
+    pipeline
+        .set_state(gst::State::Playing)
+        .expect("making the clip");
+    let bus = pipeline.bus().unwrap();
+    let message = bus
+        .timed_pop_filtered(
+            gst::ClockTime::from_seconds(120),
+            &[gst::MessageType::Eos, gst::MessageType::Error],
+        )
+        .expect("the clip is made within 120 s");
+    assert!(
+        matches!(message.view(), gst::MessageView::Eos(_)),
+        "making the clip: {message:?}"
+    );
+    pipeline.set_state(gst::State::Null).unwrap();
+    path
 }
 
 /// Runs the app in `cwd` with `-c config` and `args`; returns (success, stdout, stderr).

@@ -864,11 +864,29 @@ impl Reader {
                 }
                 "classification" => {
                     self.set(&at, "network-type", "classifier")?;
-                    self.classification(self.message(f, &at)?, &at.name)?;
+                    self.output_block(
+                        self.message(f, &at)?,
+                        &at.name,
+                        &[
+                            ("threshold", "classifier-threshold"),
+                            ("custom_parse_classifier_func", "parse-classifier-func-name"),
+                        ],
+                    )?;
                 }
                 "segmentation" => {
                     self.set(&at, "network-type", "segmentation")?;
-                    self.segmentation(self.message(f, &at)?, &at.name)?;
+                    self.output_block(
+                        self.message(f, &at)?,
+                        &at.name,
+                        &[
+                            ("threshold", "segmentation-threshold"),
+                            ("num_segmentation_classes", "num-detected-classes"),
+                            (
+                                "custom_parse_segmentation_func",
+                                "parse-segmentation-func-name",
+                            ),
+                        ],
+                    )?;
                 }
                 "other" => {
                     self.set(&at, "network-type", "other")?;
@@ -1071,41 +1089,29 @@ impl Reader {
         Ok(())
     }
 
-    fn classification(&mut self, m: &Message, parent: &str) -> Result<(), ConfigError> {
+    /// A `classification` or `segmentation` block: its fields, each an rstrtinfer key
+    /// (`threshold` a float, `num_*` an integer) or a parser function (`custom_parse_*`).
+    fn output_block(
+        &mut self,
+        m: &Message,
+        parent: &str,
+        fields: &[(&str, &'static str)],
+    ) -> Result<(), ConfigError> {
         self.check(m, parent, &[], &[])?;
         for f in &m.fields {
             let at = At::of(parent, f);
-            match f.name.as_str() {
-                "threshold" => {
-                    let t = self.float(f, &at)?;
-                    self.set(&at, "classifier-threshold", t.to_string())?;
-                }
-                "custom_parse_classifier_func" => {
-                    self.parse_function(f, &at, "parse-classifier-func-name")?;
-                }
-                _ => self.unknown(&at),
-            }
-        }
-        Ok(())
-    }
-
-    fn segmentation(&mut self, m: &Message, parent: &str) -> Result<(), ConfigError> {
-        self.check(m, parent, &[], &[])?;
-        for f in &m.fields {
-            let at = At::of(parent, f);
-            match f.name.as_str() {
-                "threshold" => {
-                    let t = self.float(f, &at)?;
-                    self.set(&at, "segmentation-threshold", t.to_string())?;
-                }
-                "num_segmentation_classes" => {
-                    let n = self.integer(f, &at, 0, i32::MAX.into())?;
-                    self.set(&at, "num-detected-classes", n.to_string())?;
-                }
-                "custom_parse_segmentation_func" => {
-                    self.parse_function(f, &at, "parse-segmentation-func-name")?;
-                }
-                _ => self.unknown(&at),
+            let Some(&(name, key)) = fields.iter().find(|(name, _)| *name == f.name) else {
+                self.unknown(&at);
+                continue;
+            };
+            if name.starts_with("custom_parse_") {
+                self.parse_function(f, &at, key)?;
+            } else if name.starts_with("num_") {
+                let n = self.integer(f, &at, 0, i32::MAX.into())?;
+                self.set(&at, key, n.to_string())?;
+            } else {
+                let t = self.float(f, &at)?;
+                self.set(&at, key, t.to_string())?;
             }
         }
         Ok(())

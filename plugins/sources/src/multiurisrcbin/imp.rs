@@ -1160,13 +1160,7 @@ impl ObjectImpl for RsMultiUriSrcBin {
                         let bin = args[0]
                             .get::<super::RsMultiUriSrcBin>()
                             .expect("the element");
-                        let text = |i: usize| {
-                            args[i]
-                                .get::<Option<String>>()
-                                .ok()
-                                .flatten()
-                                .unwrap_or_default()
-                        };
+                        let text = |i: usize| text_arg(args, i);
                         let request = StreamRequest {
                             camera_id: text(1),
                             camera_name: text(2),
@@ -1193,14 +1187,7 @@ impl ObjectImpl for RsMultiUriSrcBin {
                     .return_type::<bool>()
                     .action()
                     .class_handler(|args| {
-                        let bin = args[0]
-                            .get::<super::RsMultiUriSrcBin>()
-                            .expect("the element");
-                        let camera = args[1]
-                            .get::<Option<String>>()
-                            .ok()
-                            .flatten()
-                            .unwrap_or_default();
+                        let (bin, camera) = bin_and_text(args);
                         Some(bin.imp().remove_source(&camera, None).is_ok().to_value())
                     })
                     .build(),
@@ -1210,14 +1197,7 @@ impl ObjectImpl for RsMultiUriSrcBin {
                     .return_type::<Option<String>>()
                     .action()
                     .class_handler(|args| {
-                        let bin = args[0]
-                            .get::<super::RsMultiUriSrcBin>()
-                            .expect("the element");
-                        let camera = args[1]
-                            .get::<Option<String>>()
-                            .ok()
-                            .flatten()
-                            .unwrap_or_default();
+                        let (bin, camera) = bin_and_text(args);
                         let duration = record::seconds(args[2].get().expect("a duration"));
                         let started = match bin.imp().find(&Camera::Id(camera.clone())) {
                             None => Err(format!("no camera `{camera}`")),
@@ -1232,14 +1212,7 @@ impl ObjectImpl for RsMultiUriSrcBin {
                     .return_type::<bool>()
                     .action()
                     .class_handler(|args| {
-                        let bin = args[0]
-                            .get::<super::RsMultiUriSrcBin>()
-                            .expect("the element");
-                        let camera = args[1]
-                            .get::<Option<String>>()
-                            .ok()
-                            .flatten()
-                            .unwrap_or_default();
+                        let (bin, camera) = bin_and_text(args);
                         let stopped = bin
                             .imp()
                             .find(&Camera::Id(camera))
@@ -1458,6 +1431,23 @@ impl BinImpl for RsMultiUriSrcBin {
         }
         self.parent_handle_message(message)
     }
+}
+
+/// An action signal's string argument `i` (NULL reads as empty).
+fn text_arg(args: &[glib::Value], i: usize) -> String {
+    args[i]
+        .get::<Option<String>>()
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+}
+
+/// The bin an action signal was emitted on and its first argument, a camera id.
+fn bin_and_text(args: &[glib::Value]) -> (super::RsMultiUriSrcBin, String) {
+    let bin = args[0]
+        .get::<super::RsMultiUriSrcBin>()
+        .expect("the element");
+    (bin, text_arg(args, 1))
 }
 
 #[cfg(test)]
