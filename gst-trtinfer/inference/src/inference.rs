@@ -179,8 +179,9 @@ pub struct Inference {
     /// `None` until the first outputs, where the model leaves their shapes open.
     parser: Option<OutputParser>,
     parser_settings: ParserSettings,
-    /// The parser was guessed (`output-parser=auto`); `parser_checked` once the first
-    /// detections looked like detections.
+    /// The parser was guessed (`output-parser=auto`) rather than named; `parser_checked` once
+    /// the first detections looked like detections (checked for both: a named family on
+    /// another family's outputs emits garbage as surely as a wrong guess).
     parser_guessed: bool,
     parser_checked: bool,
     log: EngineLog,
@@ -513,18 +514,24 @@ impl Inference {
         Ok(())
     }
 
-    /// A guessed parser's first detections must look like detections: finite probabilities,
-    /// boxes on or near the network input. Otherwise the guess was wrong, and what it would
-    /// emit is garbage.
-    fn check_guess(&mut self) -> Result<(), String> {
-        if !self.parser_guessed || self.parser_checked || self.detections.is_empty() {
+    /// A built-in parser's first detections must look like detections: probabilities, and for a
+    /// guess boxes on or near the network input. Otherwise the guess was wrong (or the named
+    /// family is not the model's), and what it would emit is garbage.
+    fn check_first_detections(&mut self) -> Result<(), String> {
+        if self.parser_checked || self.custom.is_some() || self.detections.is_empty() {
             return Ok(());
         }
         let net = (self.network.width, self.network.height);
+        // A guess is held to the family's whole plausibility check; a named family only to
+        // scores being scores (a real model's first frame may hold an odd box).
         let bad = self.parser.as_ref().and_then(|parser| {
-            self.detections
-                .iter()
-                .find_map(|d| parser.implausible(d, net))
+            self.detections.iter().find_map(|d| {
+                if self.parser_guessed {
+                    parser.implausible(d, net)
+                } else {
+                    crate::parse::not_a_score(d)
+                }
+            })
         });
         if let Some(bad) = bad {
             let parser = self
@@ -538,11 +545,19 @@ impl Inference {
                 .map(|o| format!("{} {:?}", o.name, o.shape))
                 .collect::<Vec<_>>()
                 .join(", ");
-            return Err(format!(
-                "the outputs ({outputs}) were guessed to be {parser}, but the first detections \
-                 include {bad}: the guess is wrong. Set output-parser (and, for end-to-end rows, \
-                 end-to-end-columns, box-format, box-coordinates)"
-            ));
+            return Err(if self.parser_guessed {
+                format!(
+                    "the outputs ({outputs}) were guessed to be {parser}, but the first \
+                     detections include {bad}: the guess is wrong. Set output-parser (and, for \
+                     end-to-end rows, end-to-end-columns, box-format, box-coordinates)"
+                )
+            } else {
+                format!(
+                    "output-parser reads the outputs ({outputs}) as {parser}, but the first \
+                     detections include {bad}: the model's outputs are not that family's. \
+                     Check output-parser (and num-detected-classes) against the model"
+                )
+            });
         }
         self.parser_checked = true;
         Ok(())
@@ -1239,7 +1254,7 @@ impl Inference {
         frame_h: u32,
         slot: Option<usize>,
     ) -> Result<Vec<Object>, String> {
-        self.check_guess()?;
+        self.check_first_detections()?;
         let component = self.config.gie_unique_id;
         let all = self.config.class_attrs.all;
         {
@@ -1256,11 +1271,18 @@ impl Inference {
         let attrs_of = |class: u32| attrs.get(class as usize).copied().unwrap_or(all);
         let mut objects = Vec::with_capacity(self.detections.len());
         let filtered = &self.config.filter_out_class_ids;
+        let diagonal = (frame_w as f32).hypot(frame_h as f32);
         for d in &self.detections {
             let (full, angle) = match d.angle {
+                // Scaling may turn the box out of its upright form, and a model's box may be
+                // any size: the form is restored and the sides bounded by the frame's diagonal
+                // (an axis-aligned box is clipped to the frame instead, below).
                 Some(angle) => {
                     let (b, angle) = lb.to_source_turned(d.bbox, angle);
-                    (b, Some(angle))
+                    match ferrostream_core::oriented::bounded(&b, angle, diagonal) {
+                        Some((b, angle)) => (b, Some(angle)),
+                        None => continue,
+                    }
                 }
                 None => (lb.to_source(d.bbox), None),
             };
@@ -1280,7 +1302,9 @@ impl Inference {
             // As nvinfer attaches objects: classes filtered out, then the size limits and the
             // region between roi-top-offset and roi-bottom-offset, in frame pixels.
             let a = attrs_of(d.class_id);
-            if extent.area() <= 0.0
+            // A box that is not finite has no area either.
+            if extent.area().is_nan()
+                || extent.area() <= 0.0
                 || filtered.contains(&d.class_id)
                 || !a.size_ok(bbox.width, bbox.height)
                 || !a.in_roi(&extent, frame_h as f32)
@@ -1879,6 +1903,8 @@ fn network_input(
 
 #[cfg(test)]
 mod tests {
+    use std::f32::consts::FRAC_PI_4;
+
     use super::*;
     use crate::engine::TensorInfo;
 
@@ -1924,6 +1950,15 @@ mod tests {
         dims: &[Option<usize>],
         outputs: Vec<OutputTensor>,
     ) -> (Result<Vec<Object>, String>, Vec<String>) {
+        detect_with(InferConfig::default(), dims, outputs)
+    }
+
+    /// [`detect`] with `config`.
+    fn detect_with(
+        config: InferConfig,
+        dims: &[Option<usize>],
+        outputs: Vec<OutputTensor>,
+    ) -> (Result<Vec<Object>, String>, Vec<String>) {
         let mut description =
             description(&[Some(1), Some(3), Some(64), Some(64)], ElementType::F32);
         description.outputs = outputs
@@ -1939,8 +1974,7 @@ mod tests {
             outputs,
         };
         let mut inference =
-            Inference::with_engine(InferConfig::default(), "given".into(), Box::new(engine))
-                .unwrap();
+            Inference::with_engine(config, "given".into(), Box::new(engine)).unwrap();
         let logged = Arc::new(std::sync::Mutex::new(Vec::new()));
         let sink = logged.clone();
         inference.log = Arc::new(move |_, m| sink.lock().unwrap().push(m.to_string()));
@@ -2002,6 +2036,72 @@ mod tests {
         )];
         let objects = detect(&[Some(1), Some(2000), Some(6)], outputs).0.unwrap();
         assert_eq!(objects.len(), 1);
+    }
+
+    /// One YOLOv8-OBB output `[1, 6, anchors]` (one class) holding `columns` (cx, cy, w, h,
+    /// score, angle).
+    fn obb_output(anchors: usize, columns: &[[f32; 6]]) -> OutputTensor {
+        let mut data = vec![0.0; 6 * anchors];
+        for (a, c) in columns.iter().enumerate() {
+            for (row, v) in c.iter().enumerate() {
+                data[row * anchors + a] = *v;
+            }
+        }
+        OutputTensor {
+            name: "out".into(),
+            shape: vec![1, 6, anchors],
+            data,
+        }
+    }
+
+    fn obb_config() -> InferConfig {
+        InferConfig {
+            output_parser: crate::config::ParserKind::YoloV8Obb,
+            num_detected_classes: 1,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn oriented_boxes_of_any_size_are_bounded_by_the_frame() {
+        // A 3e38 box turned by 0.3 beside a real one: both kept, the huge one as large as the
+        // frame's diagonal about its centre, with finite corners.
+        let outputs = vec![obb_output(
+            64,
+            &[
+                [32.0, 32.0, 3e38, 3e38, 0.9, 0.3],
+                [10.0, 10.0, 8.0, 4.0, 0.8, 0.1],
+            ],
+        )];
+        let objects = detect_with(obb_config(), &[Some(1), Some(6), Some(64)], outputs)
+            .0
+            .unwrap();
+        assert_eq!(objects.len(), 2, "{objects:?}");
+        let diagonal = 64f32.hypot(64.0);
+        for o in &objects {
+            let b = o.bbox();
+            assert!(b.width <= diagonal && b.height <= diagonal, "{b:?}");
+            assert!(o.corners().iter().flatten().all(|v| v.is_finite()), "{b:?}");
+            let angle = o.angle.unwrap();
+            assert!((-FRAC_PI_4..FRAC_PI_4).contains(&angle), "{angle}");
+        }
+        let huge = objects.iter().find(|o| o.confidence == 0.9).unwrap().bbox();
+        assert_eq!((huge.left + huge.width / 2.0, huge.top + huge.height / 2.0), (32.0, 32.0));
+    }
+
+    #[test]
+    fn a_named_family_on_another_family_s_outputs_is_refused() {
+        // A pose model's output read as oriented boxes: keypoint coordinates land in the class
+        // scores, giving "confidences" in the hundreds.
+        let outputs = vec![obb_output(64, &[[32.0, 32.0, 10.0, 10.0, 961.0, 0.1]])];
+        let err = detect_with(obb_config(), &[Some(1), Some(6), Some(64)], outputs)
+            .0
+            .unwrap_err();
+        assert!(
+            err.contains("output-parser reads the outputs (out [1, 6, 64]) as YoloV8Obb")
+                && err.contains("a confidence of 961"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -16,9 +16,13 @@ use crate::display::DisplayElement;
 /// A rectangle in frame pixels.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct BBox {
+    #[serde(deserialize_with = "crate::nullable::f32")]
     pub left: f32,
+    #[serde(deserialize_with = "crate::nullable::f32")]
     pub top: f32,
+    #[serde(deserialize_with = "crate::nullable::f32")]
     pub width: f32,
+    #[serde(deserialize_with = "crate::nullable::f32")]
     pub height: f32,
 }
 
@@ -99,6 +103,7 @@ pub struct Classification {
     pub component_id: i32,
     pub class_id: i32,
     pub label: Arc<str>,
+    #[serde(deserialize_with = "crate::nullable::f32")]
     pub prob: f32,
 }
 
@@ -110,9 +115,10 @@ pub struct Classification {
 pub enum AttributeValue {
     Bool(bool),
     Int(i64),
-    Float(f64),
+    /// `null` in JSON: a number that was not finite.
+    Float(#[serde(deserialize_with = "crate::nullable::f64")] f64),
     Text(String),
-    Floats(Vec<f32>),
+    Floats(#[serde(deserialize_with = "crate::nullable::f32s")] Vec<f32>),
 }
 
 /// The direction in which an object crossed a counting line.

@@ -37,6 +37,15 @@ pub const MAX_USER_KEYS: usize = 256;
 pub const MAX_USER_VALUE_BYTES: usize = 64 * 1024;
 /// The most objects one frame holds after an application added some.
 pub const MAX_OBJECTS_PER_FRAME: usize = 65_536;
+/// The deepest nesting of a user-metadata value (each array or object is one level). A frame's
+/// JSON adds four levels around an object's value (frame, objects, object, user_meta), and
+/// every reader of it (the IPC consumer, the Python package, `serde_json` anywhere) stops at
+/// 128: 32 leaves room, and no real annotation nests deeper.
+pub const MAX_USER_DEPTH: usize = 32;
+/// The largest coordinate or side of a box, in pixels: 2^24, beyond which `f32` no longer holds
+/// every whole pixel. Bounded so that a box's right edge, centre and turned corners stay finite
+/// (a 3.4e38 box turned by an angle has corners at infinity, which JSON cannot write).
+pub const MAX_COORDINATE: f32 = 16_777_216.0;
 
 /// One change to a batch.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -364,10 +373,11 @@ fn check_label(label: &str) -> Result<(), EditError> {
 fn check_box(b: &BBox) -> Result<(), EditError> {
     if ![b.left, b.top, b.width, b.height]
         .iter()
-        .all(|v| v.is_finite())
+        .all(|v| v.abs() <= MAX_COORDINATE)
     {
         return Err(EditError::Invalid(format!(
-            "box {b:?} has a coordinate that is not a finite number"
+            "box {b:?} has a coordinate that is not a number of at most {MAX_COORDINATE} pixels \
+             either way"
         )));
     }
     if b.width < 0.0 || b.height < 0.0 {
@@ -402,13 +412,26 @@ fn check_key<V>(key: &str, existing: &BTreeMap<String, V>) -> Result<(), EditErr
 }
 
 /// A new entry of a map of user metadata or attributes: a bounded key, a bounded number of
-/// keys, and a value of bounded size (as JSON, the form it is exported in).
-fn check_entry<V: serde::Serialize>(
+/// keys, and a value of bounded size (as JSON, the form it is exported in) and depth, holding
+/// only finite numbers (JSON has no other: what a consumer could not read back is refused).
+fn check_entry<V: serde::Serialize + Value>(
     key: &str,
     value: &V,
     existing: &BTreeMap<String, V>,
 ) -> Result<(), EditError> {
     check_key(key, existing)?;
+    let depth = value.depth();
+    if depth > MAX_USER_DEPTH {
+        return Err(EditError::Invalid(format!(
+            "the value of {key:?} is nested {depth} levels deep; at most {MAX_USER_DEPTH}"
+        )));
+    }
+    if !value.is_finite() {
+        return Err(EditError::Invalid(format!(
+            "the value of {key:?} holds a number that is not finite (JSON has no infinity or \
+             NaN; a 32-bit float overflows past 3.4e38)"
+        )));
+    }
     let size = serde_json::to_vec(value).map_or(usize::MAX, |v| v.len());
     if size > MAX_USER_VALUE_BYTES {
         return Err(EditError::Invalid(format!(
@@ -416,6 +439,51 @@ fn check_entry<V: serde::Serialize>(
         )));
     }
     Ok(())
+}
+
+/// What [`check_entry`] asks of a value besides its size.
+trait Value {
+    /// Levels of nesting: 0 for a scalar, 1 for an array or object of scalars.
+    fn depth(&self) -> usize;
+    /// Whether every number in it is finite.
+    fn is_finite(&self) -> bool;
+}
+
+impl Value for serde_json::Value {
+    fn depth(&self) -> usize {
+        // Iterative, so a value nested past the stack's depth is measured, not a crash.
+        let mut deepest = 0;
+        let mut stack = vec![(self, 0usize)];
+        while let Some((v, level)) = stack.pop() {
+            let children: Box<dyn Iterator<Item = &serde_json::Value>> = match v {
+                serde_json::Value::Array(a) => Box::new(a.iter()),
+                serde_json::Value::Object(o) => Box::new(o.values()),
+                _ => continue,
+            };
+            deepest = deepest.max(level + 1);
+            stack.extend(children.map(|c| (c, level + 1)));
+        }
+        deepest
+    }
+
+    /// `serde_json` numbers are finite by construction.
+    fn is_finite(&self) -> bool {
+        true
+    }
+}
+
+impl Value for AttributeValue {
+    fn depth(&self) -> usize {
+        usize::from(matches!(self, AttributeValue::Floats(_)))
+    }
+
+    fn is_finite(&self) -> bool {
+        match self {
+            AttributeValue::Float(f) => f.is_finite(),
+            AttributeValue::Floats(v) => v.iter().all(|f| f.is_finite()),
+            AttributeValue::Bool(_) | AttributeValue::Int(_) | AttributeValue::Text(_) => true,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -592,5 +660,60 @@ mod tests {
         );
         assert!(edit(&mut b, &floats).is_err());
         assert_eq!(b, before);
+    }
+
+    /// What a consumer of the exported JSON could not read back is refused when set: values
+    /// nested past [`MAX_USER_DEPTH`], numbers past `f32`, boxes whose corners would overflow.
+    #[test]
+    fn what_json_cannot_carry_is_refused() {
+        let nested = |depth: usize| format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+        let mut b = batch();
+        let at_limit = format!(
+            r#"{{"op":"set_frame_user_meta","frame":0,"key":"deep","value":{}}}"#,
+            nested(MAX_USER_DEPTH)
+        );
+        edit(&mut b, &at_limit).unwrap();
+        let line = {
+            let mut out = Vec::new();
+            crate::json::write_frame_line(&mut out, &b.frames[0]).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let read = crate::json::parse_frame_line(&line).unwrap();
+        assert_eq!(read.user_meta["deep"], b.frames[0].user_meta["deep"]);
+        let before = b.clone();
+        for depth in [MAX_USER_DEPTH + 1, 126] {
+            for op in [
+                r#""op":"set_frame_user_meta","frame":0"#,
+                r#""op":"set_object_user_meta","frame":0,"object":1"#,
+            ] {
+                let json = format!(r#"{{{op},"key":"deep","value":{}}}"#, nested(depth));
+                let e = edit(&mut b, &json).unwrap_err().to_string();
+                assert!(e.contains(&format!("nested {depth} levels deep")), "{e}");
+            }
+        }
+        // An array of numbers is held as 32-bit floats: past 3.4e38 they overflow.
+        for value in ["[1.0,1e39]", "[-3.5e38]"] {
+            let json = format!(
+                r#"{{"op":"set_object_attribute","frame":0,"object":0,"key":"k","value":{value}}}"#
+            );
+            let e = edit(&mut b, &json).unwrap_err().to_string();
+            assert!(e.contains("not finite"), "{value}: {e}");
+        }
+        for bbox in [
+            r#"{"left":-1.5e38,"top":0,"width":3.4e38,"height":3.4e38}"#,
+            r#"{"left":0,"top":0,"width":2e7,"height":1}"#,
+        ] {
+            let json = format!(
+                r#"{{"op":"add_object","frame":0,"object":{{"class_id":0,"label":"x","bbox":{bbox},"angle":0.5}}}}"#
+            );
+            let e = edit(&mut b, &json).unwrap_err().to_string();
+            assert!(e.contains("at most 16777216 pixels"), "{bbox}: {e}");
+        }
+        assert_eq!(b, before);
+        // The largest box allowed, turned, still has finite corners.
+        let json = r#"{"op":"add_object","frame":0,"object":{"class_id":0,"label":"x","bbox":{"left":-16777216,"top":16777216,"width":16777216,"height":16777216},"angle":0.7}}"#;
+        let i = edit(&mut b, json).unwrap() as usize;
+        let o = &b.frames[0].objects[i];
+        assert!(o.corners().iter().flatten().all(|v| v.is_finite()));
     }
 }

@@ -39,6 +39,12 @@
 //! top-left (written, not read back: they follow from `bbox` and `angle`).
 //! `segmentation`, `mask`, `keypoints`, `angle`, `corners`, `analytics`, `display`, `user_meta`
 //! and `latency` are left out when absent or empty.
+//!
+//! JSON has no NaN or infinity. A number that is not finite (a model's raw output tensor may
+//! hold them) is written as `null` and read back as NaN, so whatever a writer held a reader can
+//! read (an infinity's sign is lost). Where such a number means nothing (boxes, angles,
+//! keypoints, confidences), Ferrostream does not hold one: applications' edits are refused and
+//! parsers drop or mark them.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -118,6 +124,7 @@ pub struct ObjectRecord {
     pub object_id: Option<u64>,
     pub class_id: i32,
     pub label: Arc<str>,
+    #[serde(deserialize_with = "crate::nullable::f32")]
     pub confidence: f32,
     pub bbox: BBox,
     pub component_id: i32,
@@ -139,7 +146,8 @@ pub struct ObjectRecord {
     pub keypoints: Option<Keypoints>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub angle: Option<f32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Written for readers; not read back (they follow from `bbox` and `angle`).
+    #[serde(default, skip_serializing_if = "Option::is_none", skip_deserializing)]
     pub corners: Option<[[f32; 2]; 4]>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub analytics: Option<ObjectAnalytics>,
@@ -443,5 +451,53 @@ mod tests {
         );
         assert_eq!(frame.objects[0].tracker_bbox, None);
         assert_eq!(frame.latency, None);
+    }
+
+    /// Numbers that are not finite are written as `null` and read back as NaN: a line a writer
+    /// produced is always readable (a model's raw tensor may hold NaN and infinities).
+    #[test]
+    fn numbers_that_are_not_finite_read_back_as_nan() {
+        let mut f = frame();
+        let o = &mut f.objects[0];
+        o.attributes.insert(
+            "tensor:1:out".into(),
+            AttributeValue::Floats(vec![1.0, f32::INFINITY, f32::NAN]),
+        );
+        o.attributes
+            .insert("ratio".into(), AttributeValue::Float(f64::NAN));
+        o.classifications.push(Classification {
+            component_id: 2,
+            class_id: 0,
+            label: "x".into(),
+            prob: f32::NAN,
+        });
+        o.confidence = f32::NAN;
+        o.keypoints = Some(Keypoints {
+            points: vec![crate::keypoints::Keypoint {
+                name: "nose".into(),
+                x: f32::NAN,
+                y: 1.0,
+                confidence: f32::INFINITY,
+            }],
+            skeleton: Arc::from(vec![]),
+        });
+        o.detector_bbox = BBox::new(f32::NAN, 0.0, 1.0, 1.0);
+        o.angle = Some(0.5);
+        let mut line = Vec::new();
+        write_frame_line(&mut line, &f).unwrap();
+        let text = String::from_utf8(line).unwrap();
+        assert!(text.contains("[1.0,null,null]"), "{text}");
+        let read = parse_frame_line(&text).unwrap();
+        let r = &read.objects[0];
+        let Some(AttributeValue::Floats(v)) = r.attributes.get("tensor:1:out") else {
+            panic!("{:?}", r.attributes)
+        };
+        assert_eq!(v[0], 1.0);
+        assert!(v[1].is_nan() && v[2].is_nan());
+        assert!(matches!(r.attributes["ratio"], AttributeValue::Float(x) if x.is_nan()));
+        assert!(r.confidence.is_nan() && r.classifications.last().unwrap().prob.is_nan());
+        assert!(r.detector_bbox.left.is_nan());
+        // Keypoints that are not finite are no keypoints (as from an application's JSON).
+        assert_eq!(r.keypoints, None);
     }
 }

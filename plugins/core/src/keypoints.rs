@@ -16,9 +16,12 @@ use crate::BBox;
 pub struct Keypoint {
     pub name: Arc<str>,
     /// Position in frame pixels.
+    #[serde(deserialize_with = "crate::nullable::f32")]
     pub x: f32,
+    #[serde(deserialize_with = "crate::nullable::f32")]
     pub y: f32,
     /// The model's confidence that the point is there and visible (0..1).
+    #[serde(deserialize_with = "crate::nullable::f32")]
     pub confidence: f32,
 }
 

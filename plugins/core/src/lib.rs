@@ -32,6 +32,7 @@ pub mod mask;
 #[cfg(feature = "gst")]
 pub mod meta;
 pub mod metrics;
+pub mod nullable;
 #[cfg(feature = "gst")]
 pub mod nvmm;
 #[cfg(feature = "nvsci")]

@@ -7,6 +7,8 @@
 //! Ultralytics' `xywhr` boxes and nvinfer's `rotation_angle` read it. An angle of 0 is the plain
 //! axis-aligned box.
 
+use std::f32::consts::FRAC_PI_4;
+
 use crate::BBox;
 
 /// A point in frame pixels.
@@ -38,6 +40,52 @@ pub fn bottom_center(b: &BBox, angle: f32) -> Point {
             [(p[0] + q[0]) / 2.0, (p[1] + q[1]) / 2.0]
         })
         .fold(c[0], |lowest, m| if m[1] > lowest[1] { m } else { lowest })
+}
+
+/// The largest turn, either way, an oriented box's angle may have before it is put in the form
+/// nearest upright: two full turns. Models give angles within a turn or so of zero (Ultralytics
+/// `[-pi/4, 3pi/4)`); past a few turns an `f32` angle loses the precision a box needs (at 1e7
+/// radians one unit in the last place is a full turn), so such a value is no angle at all.
+pub const MAX_ANGLE: f32 = 4.0 * std::f32::consts::PI;
+
+/// The form of a turned box nearest upright, as `(width, height, angle)`: the sides swapped
+/// where the box is turned by a quarter turn or more either way (modulo a half turn), the angle
+/// then in `[-pi/4, pi/4)`. `None` for an angle that is not finite or beyond [`MAX_ANGLE`].
+pub fn upright(width: f32, height: f32, angle: f32) -> Option<(f32, f32, f32)> {
+    if angle.is_nan() || angle.abs() > MAX_ANGLE {
+        return None;
+    }
+    // In f64, so that the quarter turns taken off and the angle left never disagree at the
+    // edges; an odd number of quarter turns swaps the sides.
+    let quarter = std::f64::consts::FRAC_PI_2;
+    let quarters = ((f64::from(angle) + quarter / 2.0) / quarter).floor();
+    let left = (f64::from(angle) - quarters * quarter) as f32;
+    // Rounding to f32 may reach pi/4 itself, which belongs to the other form.
+    let left = left.clamp(-FRAC_PI_4, FRAC_PI_4.next_down());
+    Some(if quarters.rem_euclid(2.0) == 1.0 {
+        (height, width, left)
+    } else {
+        (width, height, left)
+    })
+}
+
+/// `b` turned by `angle`, in the form nearest upright ([`upright`]), with sides of at most
+/// `max_side` pixels (centre kept): a model's box larger than the frame's diagonal says nothing
+/// more than one as large as the diagonal, and unbounded sides overflow the corners. `None`
+/// where the angle is no angle or the box is not finite.
+pub fn bounded(b: &BBox, angle: f32, max_side: f32) -> Option<(BBox, f32)> {
+    let (width, height, angle) = upright(b.width, b.height, angle)?;
+    let (cx, cy) = (
+        f64::from(b.left) + f64::from(b.width) / 2.0,
+        f64::from(b.top) + f64::from(b.height) / 2.0,
+    );
+    let (width, height) = (width.clamp(0.0, max_side), height.clamp(0.0, max_side));
+    let (cx, cy) = (cx as f32, cy as f32);
+    let out = BBox::new(cx - width / 2.0, cy - height / 2.0, width, height);
+    [out.left, out.top, out.width, out.height]
+        .iter()
+        .all(|v| v.is_finite())
+        .then_some((out, angle))
 }
 
 /// The smallest axis-aligned box holding the turned box (what a crop of the object takes).
@@ -150,7 +198,7 @@ fn polygon_area(polygon: &[Point]) -> f32 {
 
 #[cfg(test)]
 mod tests {
-    use std::f32::consts::{FRAC_PI_2, FRAC_PI_4};
+    use std::f32::consts::{FRAC_PI_2, PI};
 
     use super::*;
 
@@ -224,5 +272,48 @@ mod tests {
             [s.left + s.width / 2.0, s.top + s.height / 2.0],
             [28.0, 11.0]
         ));
+    }
+
+    #[test]
+    fn upright_forms_lie_in_a_quarter_turn_and_absurd_angles_are_none() {
+        assert_eq!(upright(8.0, 4.0, 0.1), Some((8.0, 4.0, 0.1)));
+        // A quarter turn swaps the sides.
+        let (w, h, a) = upright(8.0, 4.0, FRAC_PI_2 + 0.1).unwrap();
+        assert_eq!((w, h), (4.0, 8.0));
+        assert!((a - 0.1).abs() < 1e-6);
+        // Exactly pi/4 belongs to the other form; just below it stays.
+        let (w, _, a) = upright(8.0, 4.0, FRAC_PI_4).unwrap();
+        assert!(w == 4.0 && (a + FRAC_PI_4).abs() < 1e-6, "{w} {a}");
+        for angle in [
+            -MAX_ANGLE,
+            -3.0,
+            -FRAC_PI_4,
+            0.0,
+            0.78,
+            2.0,
+            3.0 * PI,
+            MAX_ANGLE,
+        ] {
+            let (_, _, a) = upright(8.0, 4.0, angle).unwrap();
+            assert!((-FRAC_PI_4..FRAC_PI_4).contains(&a), "{angle} -> {a}");
+        }
+        for absurd in [1e30, -1e30, MAX_ANGLE * 1.01, f32::NAN, f32::INFINITY] {
+            assert_eq!(upright(8.0, 4.0, absurd), None, "{absurd}");
+        }
+    }
+
+    #[test]
+    fn bounded_boxes_keep_their_centre_and_finite_corners() {
+        let huge = BBox::new(50.0 - 1.5e38, 60.0 - 1.5e38, 3e38, 3e38);
+        let (b, angle) = bounded(&huge, 0.3, 1000.0).unwrap();
+        assert_eq!((b.width, b.height, angle), (1000.0, 1000.0, 0.3));
+        assert!(corners(&b, angle).iter().flatten().all(|v| v.is_finite()));
+        let small = BBox::new(10.0, 20.0, 8.0, 4.0);
+        assert_eq!(bounded(&small, 0.2, 1000.0), Some((small, 0.2)));
+        assert_eq!(bounded(&small, 1e30, 1000.0), None);
+        assert_eq!(
+            bounded(&BBox::new(f32::NAN, 0.0, 1.0, 1.0), 0.1, 10.0),
+            None
+        );
     }
 }

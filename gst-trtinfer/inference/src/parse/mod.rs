@@ -462,13 +462,20 @@ fn item_of(t: &OutputTensor, item: usize) -> Result<&[f32], String> {
     }
 }
 
+/// Why detection `d`'s confidence is no score: outside 0..1 (with a little rounding), or NaN.
+/// Checked on the first detections of every built-in family, named or guessed: a family named
+/// on another family's outputs reads coordinates as scores.
+pub fn not_a_score(d: &Detection) -> Option<String> {
+    (!(0.0..=1.001).contains(&d.confidence)).then(|| format!("a confidence of {}", d.confidence))
+}
+
 /// Why detection `d` on a `net` input cannot be a detection: a confidence outside 0..1, a box
 /// that is not finite or lies far outside the input.
 fn implausible(d: &Detection, net: (u32, u32)) -> Option<String> {
     let (w, h) = (net.0 as f32, net.1 as f32);
     let b = d.bbox;
-    if !(0.0..=1.001).contains(&d.confidence) {
-        Some(format!("a confidence of {}", d.confidence))
+    if let Some(why) = not_a_score(d) {
+        Some(why)
     } else if ![b.left, b.top, b.width, b.height]
         .iter()
         .all(|v| v.is_finite())

@@ -502,3 +502,86 @@ fn yolov8_obb_decodes_regularised_oriented_boxes_named_not_guessed() {
     let err = OutputParser::select(&settings, &[info("o", &[None, Some(5), Some(8)])]).unwrap_err();
     assert!(err.contains("angle"), "{err}");
 }
+
+/// Decodes `rows` (one column per anchor) with the named `kind` on a 100x100 input.
+fn decode_columns(config: InferConfig, rows: &[&[f32]]) -> Vec<Detection> {
+    let (n, anchors) = (rows.len(), rows[0].len());
+    let data: Vec<f32> = rows.iter().flat_map(|r| r.iter().copied()).collect();
+    let output = tensor("o", &[1, n, anchors], data);
+    let settings = ParserSettings::new(&config, (100, 100));
+    let parser =
+        OutputParser::select(&settings, &[info("o", &[None, Some(n), Some(anchors)])]).unwrap();
+    let mut out = Vec::new();
+    parser
+        .detections(std::slice::from_ref(&output), 0, (100, 100), &any, &mut out)
+        .unwrap();
+    out
+}
+
+#[test]
+fn yolov8_obb_angles_that_are_no_angles_give_no_box() {
+    use std::f32::consts::FRAC_PI_4;
+    // Five anchors, one class: a plain angle, 1e30, NaN, infinity, and three turns (in range
+    // after the form nearest upright is taken).
+    let turns = 3.0 * std::f32::consts::TAU / 2.0 + 0.2;
+    let config = InferConfig {
+        output_parser: ParserKind::YoloV8Obb,
+        ..Default::default()
+    };
+    let out = decode_columns(
+        config,
+        &[
+            &[10.0, 30.0, 50.0, 70.0, 90.0],
+            &[10.0, 30.0, 50.0, 70.0, 90.0],
+            &[8.0; 5],
+            &[4.0; 5],
+            &[0.9; 5],
+            &[0.3, 1e30, f32::NAN, f32::INFINITY, turns],
+        ],
+    );
+    let angles: Vec<f32> = out.iter().map(|d| d.angle.unwrap()).collect();
+    assert_eq!(angles.len(), 2, "{out:?}");
+    assert_eq!(angles[0], 0.3);
+    assert!((angles[1] - 0.2).abs() < 1e-4, "{angles:?}");
+    assert!(angles.iter().all(|a| (-FRAC_PI_4..FRAC_PI_4).contains(a)));
+}
+
+#[test]
+fn yolov8_pose_keypoints_without_a_finite_value_are_kept_unseen() {
+    // One anchor, one class, three keypoints: a real one, one with a NaN position, one with an
+    // infinite confidence, and one far off the input.
+    let config = InferConfig {
+        output_parser: ParserKind::YoloV8Pose,
+        num_keypoints: 4,
+        ..Default::default()
+    };
+    let column = [
+        50.0,
+        40.0,
+        20.0,
+        10.0,
+        0.8,
+        45.0,
+        36.0,
+        0.9,
+        f32::NAN,
+        44.0,
+        0.7,
+        46.0,
+        37.0,
+        f32::INFINITY,
+        3e38,
+        30.0,
+        0.6,
+    ];
+    let rows: Vec<[f32; 1]> = column.iter().map(|v| [*v]).collect();
+    let rows: Vec<&[f32]> = rows.iter().map(|r| &r[..]).collect();
+    let out = decode_columns(config, &rows);
+    let [d] = &out[..] else { panic!("{out:?}") };
+    assert_eq!(
+        d.keypoints,
+        vec![
+            45.0, 36.0, 0.9, 50.0, 40.0, 0.0, 50.0, 40.0, 0.0, 50.0, 40.0, 0.0
+        ]
+    );
+}

@@ -8,10 +8,13 @@
 //! Boxes are given in the form nearest upright: the width is the side nearer the horizontal and
 //! the angle lies in `[-pi/4, pi/4)` (Ultralytics regularises to `[0, pi/2)` instead, which
 //! swaps the sides of nearly upright boxes as their angle crosses 0; here that happens only to
-//! boxes turned by about 45 degrees). The layout is a YOLOv8 detector's with one more class, so
+//! boxes turned by about 45 degrees; see `ferrostream_core::oriented::upright`). An angle that
+//! is not finite or more than two turns either way is no angle: that anchor gives no box. Sides
+//! are bounded by the input's diagonal (an axis-aligned box is clipped instead). The
+//! layout is a YOLOv8 detector's with one more class, so
 //! it is not guessed: `output-parser=yolov8-obb` names it.
 
-use std::f32::consts::{FRAC_PI_2, FRAC_PI_4};
+use ferrostream_core::oriented;
 
 use super::anchor::{self, AnchorLayout, Select};
 use super::{Family, ParserSettings, item_dims, single_rows_output};
@@ -27,21 +30,6 @@ pub struct YoloV8Obb {
 /// The class scores of an output of `rows` rows (box, scores, angle).
 fn classes(rows: usize) -> Option<usize> {
     rows.checked_sub(5).filter(|&c| c > 0)
-}
-
-/// Width, height and angle of the form of a turned box nearest upright: sides swapped where the
-/// box is turned by a quarter turn or more either way (modulo a half turn), the angle then taken
-/// into `[-pi/4, pi/4)`.
-pub fn regularised(width: f32, height: f32, angle: f32) -> (f32, f32, f32) {
-    // Quarter turns taken off; an odd number swaps the sides (decided from the same number as
-    // the angle, so the two never disagree at the edges).
-    let quarters = ((angle + FRAC_PI_4) / FRAC_PI_2).floor();
-    let upright = angle - quarters * FRAC_PI_2;
-    if quarters.rem_euclid(2.0) == 1.0 {
-        (height, width, upright)
-    } else {
-        (width, height, upright)
-    }
 }
 
 impl Family for YoloV8Obb {
@@ -96,7 +84,7 @@ impl Family for YoloV8Obb {
         row: &[f32],
         _anchor: usize,
         _heatmap_width: usize,
-        _net: (u32, u32),
+        net: (u32, u32),
         attrs: &dyn Fn(u32) -> ClassAttrs,
         _min_threshold: f32,
         out: &mut Vec<Detection>,
@@ -105,11 +93,17 @@ impl Family for YoloV8Obb {
             return;
         };
         let (class, score) = anchor::argmax(&row[4..4 + classes]);
-        let angle = row[4 + classes];
-        if !row[..4].iter().all(|v| v.is_finite()) || !angle.is_finite() {
+        // An angle that is not finite or many turns off is no angle: the anchor is no box.
+        let Some((w, h, angle)) = oriented::upright(row[2], row[3], row[4 + classes]) else {
+            return;
+        };
+        if !row[..4].iter().all(|v| v.is_finite()) {
             return;
         }
-        let (w, h, angle) = regularised(row[2], row[3], angle);
+        // A turned box is not clipped (that would move its centre): its sides are bounded by
+        // the input's diagonal instead, before a huge side swallows the centre's precision.
+        let diagonal = (net.0 as f32).hypot(net.1 as f32);
+        let (w, h) = (w.clamp(0.0, diagonal), h.clamp(0.0, diagonal));
         let bbox = anchor::centre_box(row[0], row[1], w, h);
         if anchor::keep(out, attrs, class as u32, score, bbox, Vec::new())
             && let Some(d) = out.last_mut()

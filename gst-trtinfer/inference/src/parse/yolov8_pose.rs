@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! YOLOv8/YOLO11-pose: `[N,4+C+3K,B]`, the attributes of each anchor down a column: centre box
 //! in network pixels, C class scores (no objectness), then K keypoints as x, y in network pixels
-//! and a confidence (`num-keypoints`, 17 for COCO's people: `[N,56,B]`).
+//! and a confidence (`num-keypoints`, 17 for COCO's people: `[N,56,B]`). A keypoint with a
+//! value that is not finite, or far off the input, is kept at the box's centre with confidence
+//! 0.
 
 use super::anchor::{self, AnchorLayout, Select};
 use super::{Family, ParserSettings, item_dims, single_rows_output};
@@ -21,6 +23,18 @@ impl YoloV8Pose {
     fn classes(&self, rows: usize) -> Option<usize> {
         rows.checked_sub(4 + 3 * self.keypoints).filter(|&c| c > 0)
     }
+}
+
+/// A keypoint `[x, y, confidence]` as the model gave it, or `None` where it gave none: a value
+/// that is not finite, or a position more than the network input's size outside it (no model
+/// means that; scaled to the frame it would overflow). Such a point keeps its place in the
+/// list, which the skeleton indexes, at the box's centre with confidence 0: not drawn, not
+/// exported as `null`.
+fn given(k: &[f32], net: (u32, u32)) -> Option<[f32; 3]> {
+    let (w, h) = (net.0 as f32, net.1 as f32);
+    let &[x, y, confidence] = k else { return None };
+    (confidence.is_finite() && (-w..=2.0 * w).contains(&x) && (-h..=2.0 * h).contains(&y))
+        .then_some([x, y, confidence])
 }
 
 impl Family for YoloV8Pose {
@@ -96,7 +110,7 @@ impl Family for YoloV8Pose {
         row: &[f32],
         _anchor: usize,
         _heatmap_width: usize,
-        _net: (u32, u32),
+        net: (u32, u32),
         attrs: &dyn Fn(u32) -> ClassAttrs,
         _min_threshold: f32,
         out: &mut Vec<Detection>,
@@ -110,7 +124,10 @@ impl Family for YoloV8Pose {
         if anchor::keep(out, attrs, class as u32, score, bbox, Vec::new())
             && let Some(d) = out.last_mut()
         {
-            d.keypoints = row[4 + classes..].to_vec();
+            d.keypoints = row[4 + classes..]
+                .chunks_exact(3)
+                .flat_map(|k| given(k, net).unwrap_or([row[0], row[1], 0.0]))
+                .collect();
         }
     }
 
