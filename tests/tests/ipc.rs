@@ -488,3 +488,301 @@ fn a_producer_whose_caps_and_memory_disagree_is_an_error_not_a_misread() {
     consumer.set_state(gst::State::Null).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Ends the test process when a test has not finished within `limit`: a hang fails at once
+/// instead of holding the run. Disarmed when dropped.
+struct Watchdog {
+    _armed: std::sync::mpsc::Sender<()>,
+}
+
+/// What the tests below take at most (a few seconds each when well).
+const TEST_LIMIT: Duration = Duration::from_secs(120);
+
+fn watchdog(test: &'static str, limit: Duration) -> Watchdog {
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(limit) {
+            eprintln!("{test}: still running after {limit:?}; aborting");
+            std::process::abort();
+        }
+    });
+    Watchdog { _armed: done }
+}
+
+/// `n` detections of the same JSON length each (so that sizes can be computed), told apart by
+/// their class and left edge.
+fn crowd(n: usize) -> Vec<ferrostream_core::Object> {
+    let label: std::sync::Arc<str> = "person".into();
+    (0..n)
+        .map(|i| {
+            let bbox = ferrostream_core::BBox::new((i % 10) as f32, 1.0, 8.0, 8.0);
+            ferrostream_core::Object::new((i % 10) as i32, label.clone(), 0.5, bbox, 1)
+        })
+        .collect()
+}
+
+/// The length of a buffer message carrying `frames` and nothing else: what the metadata takes
+/// of a message.
+fn metadata_bytes(frames: &[ferrostream_core::Frame]) -> usize {
+    let lines = frames
+        .iter()
+        .map(|f| {
+            let mut line = Vec::new();
+            ferrostream_core::json::write_frame_line(&mut line, f).unwrap();
+            line.pop();
+            String::from_utf8(line).unwrap()
+        })
+        .collect();
+    ToConsumer::Buffer(Box::new(ferrostream_ipc::wire::Buffer {
+        seq: 0,
+        pts: None,
+        dts: None,
+        duration: None,
+        flags: 0,
+        surfaces: Vec::new(),
+        frames: lines,
+        surface_index: vec![0; frames.len()],
+    }))
+    .encode()
+    .len()
+}
+
+/// A producer of `buffers` batches of `sources` small test frames (rsstreammux), each frame of
+/// buffer `i` given `objects(i)` detections just before `rsipcsink`.
+fn producer_of_crowds(
+    socket: &Path,
+    sources: u32,
+    buffers: u32,
+    objects: impl Fn(u64) -> usize + Send + Sync + 'static,
+) -> Producer {
+    ferrostream_tests::init();
+    let inputs: String = (0..sources)
+        .map(|i| {
+            format!(
+                "videotestsrc num-buffers={buffers} \
+                 ! video/x-raw,format=RGBA,width=64,height=48,framerate=30/1 ! m.sink_{i} "
+            )
+        })
+        .collect();
+    let pipeline = gst::parse::launch(&format!(
+        "{inputs} rsstreammux name=m batch-size={sources} \
+         ! rsipcsink name=ipc max-buffers=16 socket-path={} sync=false",
+        quoted(socket)
+    ))
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    let sink = pipeline.by_name("ipc").unwrap();
+    let count = std::sync::atomic::AtomicU64::new(0);
+    // Before the pipeline starts: the first buffer (the preroll) gets its objects too.
+    sink.static_pad("sink")
+        .unwrap()
+        .add_probe(gst::PadProbeType::BUFFER, move |_, info| {
+            let i = count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if let Some(buffer) = info.buffer_mut()
+                && let Some(mut meta) = buffer.make_mut().meta_mut::<ferrostream_core::BatchMeta>()
+            {
+                for frame in &mut meta.batch_mut().frames {
+                    frame.objects = crowd(objects(i));
+                }
+            }
+            gst::PadProbeReturn::Ok
+        });
+    pipeline.set_state(gst::State::Paused).unwrap();
+    Producer { pipeline, sink }
+}
+
+/// Runs `producer` to its end with an `rsipcsrc` consumer in this process attached: the
+/// producer's warnings, the frames of each buffer the consumer received, and whether the
+/// consumer was still attached at the producer's end.
+fn cross(
+    producer: &Producer,
+    socket: &Path,
+) -> (Vec<String>, Vec<Vec<ferrostream_core::Frame>>, bool) {
+    let consumer = gst::parse::launch(&format!(
+        "rsipcsrc socket-path={} ! appsink name=sink sync=false",
+        quoted(socket)
+    ))
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    let sink = consumer
+        .by_name("sink")
+        .unwrap()
+        .downcast::<gst_app::AppSink>()
+        .unwrap();
+    consumer.set_state(gst::State::Playing).unwrap();
+    producer.wait_for_consumers(1);
+    let warnings = producer.run_to_eos();
+    let attached = producer.consumers() == 1;
+    let mut buffers = Vec::new();
+    while let Some(sample) = sink.try_pull_sample(gst::ClockTime::from_seconds(30)) {
+        let meta = ferrostream_core::BatchMeta::of(sample.buffer().unwrap()).expect("metadata");
+        buffers.push(meta.batch().frames.clone());
+    }
+    let error = consumer
+        .bus()
+        .unwrap()
+        .pop_filtered(&[gst::MessageType::Error]);
+    if let Some(m) = error
+        && let gst::MessageView::Error(e) = m.view()
+    {
+        panic!("consumer error: {} ({:?})", e.error(), e.debug());
+    }
+    assert!(sink.is_eos(), "the consumer did not reach the end");
+    consumer.set_state(gst::State::Null).unwrap();
+    (warnings, buffers, attached)
+}
+
+#[test]
+fn a_frame_of_5000_objects_crosses_whole() {
+    let _watchdog = watchdog("a_frame_of_5000_objects_crosses_whole", TEST_LIMIT);
+    let dir = temp_dir("crowd");
+    let socket = dir.join("cam.sock");
+    let producer = producer_of_crowds(&socket, 1, 3, |_| 5000);
+    let (warnings, buffers, _) = cross(&producer, &socket);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(buffers.len(), 3, "every buffer crossed");
+    for frames in &buffers {
+        assert_eq!(frames.len(), 1);
+        assert_eq!(
+            frames[0].objects,
+            crowd(5000),
+            "the objects as they were sent"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_batch_whose_metadata_nears_the_message_limit_crosses_whole() {
+    use ferrostream_ipc::wire::MAX_MESSAGE;
+    let _watchdog = watchdog(
+        "a_batch_whose_metadata_nears_the_message_limit_crosses_whole",
+        TEST_LIMIT,
+    );
+    // Four frames with as many objects each as leave 64 KiB of the limit for the rest.
+    let size = |n| {
+        let mut frame = ferrostream_core::Frame::new(0, 0, 64, 48);
+        frame.objects = crowd(n);
+        metadata_bytes(&vec![frame; 4])
+    };
+    let per_object = (size(1001) - size(1)) / 4000;
+    let n = (MAX_MESSAGE - (64 << 10) - size(1)) / (4 * per_object) + 1;
+    let dir = temp_dir("near-limit");
+    let socket = dir.join("cam.sock");
+    let producer = producer_of_crowds(&socket, 4, 2, move |_| n);
+    let (warnings, buffers, _) = cross(&producer, &socket);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(buffers.len(), 2, "every buffer crossed");
+    for frames in &buffers {
+        assert_eq!(frames.len(), 4);
+        for f in frames {
+            assert_eq!(f.objects, crowd(n), "frame {}", f.source_id);
+        }
+        let bytes = metadata_bytes(frames);
+        assert!(
+            bytes > MAX_MESSAGE - (128 << 10) && bytes <= MAX_MESSAGE,
+            "the metadata took {bytes} bytes of a message"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn metadata_over_the_message_limit_is_a_warning_naming_its_size_and_the_consumer_stays() {
+    use ferrostream_ipc::wire::MAX_MESSAGE;
+    let _watchdog = watchdog(
+        "metadata_over_the_message_limit_is_a_warning_naming_its_size_and_the_consumer_stays",
+        TEST_LIMIT,
+    );
+    let mut frame = ferrostream_core::Frame::new(0, 0, 64, 48);
+    frame.objects = crowd(1000);
+    // Buffer 2 of 5 carries a frame of about 5 MiB of metadata; the others 10 objects.
+    let over = (5 << 20) / (metadata_bytes(std::slice::from_ref(&frame)) / 1000);
+    let dir = temp_dir("over-limit");
+    let socket = dir.join("cam.sock");
+    let producer = producer_of_crowds(&socket, 1, 5, move |i| if i == 2 { over } else { 10 });
+    let (warnings, buffers, attached) = cross(&producer, &socket);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let numbers: Vec<usize> = warnings[0]
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    assert!(
+        numbers.contains(&MAX_MESSAGE)
+            && numbers.iter().any(|&n| n > MAX_MESSAGE && n < 6 << 20)
+            && warnings[0].contains("bytes"),
+        "the warning names the size and the limit: {}",
+        warnings[0]
+    );
+    assert!(attached, "the consumer stays attached: {warnings:?}");
+    assert_eq!(buffers.len(), 4, "the other buffers crossed");
+    assert!(buffers.iter().all(|f| f[0].objects == crowd(10)));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_consumer_or_producer_of_another_protocol_version_is_told_which() {
+    use ferrostream_ipc::socket::Listener;
+    use ferrostream_ipc::wire::VERSION;
+    use std::os::fd::{AsFd, AsRawFd};
+    let _watchdog = watchdog(
+        "a_consumer_or_producer_of_another_protocol_version_is_told_which",
+        TEST_LIMIT,
+    );
+    let dir = temp_dir("version");
+    // A consumer of any version reads the producer's hello as it is (one plain JSON message).
+    let socket = dir.join("new.sock");
+    let producer = live_producer(&socket, "");
+    let conn = Connection::connect(&socket, Duration::from_secs(5)).unwrap();
+    ferrostream_ipc::socket::wait_for(conn.as_fd(), libc::POLLIN, Duration::from_secs(10)).unwrap();
+    let mut bytes = [0u8; 256];
+    // SAFETY: a valid buffer of its length.
+    let n = unsafe { libc::recv(conn.as_fd().as_raw_fd(), bytes.as_mut_ptr().cast(), 256, 0) };
+    let hello: serde_json::Value = serde_json::from_slice(&bytes[..n as usize]).unwrap();
+    assert_eq!(hello["type"], "hello");
+    assert_eq!(hello["version"], VERSION);
+    drop((conn, producer));
+    // A consumer of this version names an older producer's version.
+    ferrostream_tests::init();
+    let socket = dir.join("old.sock");
+    let listener = Listener::bind(&socket).unwrap();
+    let consumer = gst::parse::launch(&format!(
+        "rsipcsrc socket-path={} ! fakesink",
+        quoted(&socket)
+    ))
+    .unwrap();
+    consumer.set_state(gst::State::Playing).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let conn = loop {
+        if let Some(c) = listener.accept().unwrap() {
+            break c;
+        }
+        assert!(Instant::now() < deadline, "the consumer did not connect");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let old = ToConsumer::Hello {
+        version: VERSION - 1,
+    };
+    conn.send(&old.encode(), &[], Duration::from_secs(5))
+        .unwrap();
+    let error = consumer
+        .bus()
+        .unwrap()
+        .timed_pop_filtered(gst::ClockTime::from_seconds(10), &[gst::MessageType::Error])
+        .expect("an error");
+    let gst::MessageView::Error(e) = error.view() else {
+        unreachable!()
+    };
+    let text = format!("{:?}", e.debug());
+    assert!(
+        text.contains(&format!(
+            "protocol version {}, this consumer {VERSION}",
+            VERSION - 1
+        )),
+        "{text}"
+    );
+    consumer.set_state(gst::State::Null).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}

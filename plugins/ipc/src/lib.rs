@@ -11,9 +11,11 @@
 //! - System-memory frames are copied once into a sealed memory file, as `shmsink` does.
 //!
 //! Each allocation's descriptor crosses once per consumer (SCM_RIGHTS); buffers then name an
-//! allocation and where in it their planes are. A consumer outputs device frames as NVMM
-//! memory (an NvBufSurface pointing into the mapped allocation) that every Ferrostream element
-//! takes, and batches stay batches with their metadata.
+//! allocation and where in it their planes are, with their metadata as JSON, in one message of
+//! at most 4 MiB (`wire::MAX_MESSAGE`; one too long for the socket goes in a sealed memory
+//! file). A consumer outputs device frames as NVMM memory (an NvBufSurface pointing into the
+//! mapped allocation) that every Ferrostream element takes, and batches stay batches with their
+//! metadata.
 //!
 //! ```text
 //! # producer

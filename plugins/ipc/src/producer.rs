@@ -107,6 +107,9 @@ pub struct Producer {
 #[derive(Debug, PartialEq, Eq)]
 pub enum SendError {
     Flushing,
+    /// The buffer's description is this many bytes, more than [`wire::MAX_MESSAGE`]: it went to
+    /// no consumer.
+    TooLong(usize),
 }
 
 fn closed(e: &std::io::Error) -> bool {
@@ -287,7 +290,8 @@ impl Producer {
     }
 
     /// Sends `buffer` to every consumer (waiting for room or skipping, as set); returns how many
-    /// got it. Stops waiting when `flushing` is set.
+    /// got it. Stops waiting when `flushing` is set. A buffer whose description is longer than
+    /// a message may be goes to none (`TooLong`), and the consumers stay.
     pub fn send(&mut self, buffer: Outgoing, flushing: &AtomicBool) -> Result<usize, SendError> {
         self.service();
         self.eos = false;
@@ -298,8 +302,11 @@ impl Producer {
         } = buffer;
         let seq = self.next_seq;
         message.seq = seq;
-        self.next_seq += 1;
         let body = ToConsumer::Buffer(Box::new(message)).encode();
+        if body.len() > wire::MAX_MESSAGE {
+            return Err(SendError::TooLong(body.len()));
+        }
+        self.next_seq += 1;
         let mut sent = 0;
         let mut i = 0;
         while i < self.consumers.len() {

@@ -2,6 +2,17 @@
 //! Unix sequenced-packet sockets (`SOCK_SEQPACKET`: one message per send, never merged or split)
 //! that carry file descriptors with a message (SCM_RIGHTS). std's Unix sockets are stream or
 //! datagram sockets without descriptor passing, hence these few libc calls.
+//!
+//! Such a socket takes no message longer than its send buffer (the kernel's default, about
+//! 208 KiB, which an unprivileged process cannot raise past `net.core.wmem_max`), and a long one
+//! needs as long a stretch of contiguous kernel memory. So a message longer than `INLINE_MAX`
+//! (or than half the send buffer, if that is smaller) travels in a sealed memory file instead:
+//! the socket carries a 9-byte header (`IN_FILE`, then the length as a little-endian `u64`)
+//! with the file's descriptor first among the message's. The receiver checks the length against
+//! its limit before reading, and reads the file with `pread`, never mapping it: a file cut short
+//! under a mapping would fault, a short read is just an error. Short messages travel as they
+//! are, so the first message of a connection (the protocol's hello) reads the same in every
+//! version.
 
 use std::ffi::CString;
 use std::io;
@@ -12,6 +23,15 @@ use std::time::Duration;
 
 /// The most descriptors one message carries.
 pub const MAX_FDS: usize = 16;
+/// The longest message sent in the socket itself (well inside any send buffer).
+const INLINE_MAX: usize = 64 << 10;
+/// The first byte of the header of a message sent in a memory file; messages starting with it go
+/// in a file whatever their length.
+const IN_FILE: u8 = 0;
+/// The header of a message in a memory file: [`IN_FILE`] and the length.
+const HEADER_LEN: usize = 9;
+/// The seals a message's memory file has: its contents and length are fixed.
+const SEALED: libc::c_int = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
 
 fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
     if r < 0 {
@@ -128,9 +148,7 @@ impl Listener {
             };
         }
         // SAFETY: a fresh descriptor.
-        Ok(Some(Connection {
-            fd: unsafe { OwnedFd::from_raw_fd(r) },
-        }))
+        Connection::new(unsafe { OwnedFd::from_raw_fd(r) }).map(Some)
     }
 
     pub fn path(&self) -> &Path {
@@ -175,9 +193,30 @@ pub struct Received {
 #[derive(Debug)]
 pub struct Connection {
     fd: OwnedFd,
+    /// The longest message sent in the socket itself.
+    inline_max: usize,
 }
 
 impl Connection {
+    /// A connection on `fd`, sending in the socket itself what fits the send buffer it has.
+    fn new(fd: OwnedFd) -> io::Result<Self> {
+        let mut size: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: valid out buffer of `len` bytes.
+        cvt(unsafe {
+            libc::getsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                (&raw mut size).cast(),
+                &mut len,
+            )
+        })?;
+        // Half of it: the kernel counts its own bookkeeping against the buffer as well.
+        let inline_max = INLINE_MAX.min(size as usize / 2);
+        Ok(Self { fd, inline_max })
+    }
+
     /// Connects to the listener at `path`, waiting at most `timeout` while its queue of
     /// pending connections is full.
     pub fn connect(path: &Path, timeout: Duration) -> io::Result<Self> {
@@ -203,7 +242,7 @@ impl Connection {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        Ok(Self { fd })
+        Self::new(fd)
     }
 
     /// Closes the sending direction: the other end reads the end of the connection, while
@@ -226,16 +265,8 @@ impl Connection {
             )
         })?;
         // SAFETY: two fresh descriptors.
-        unsafe {
-            Ok((
-                Self {
-                    fd: OwnedFd::from_raw_fd(fds[0]),
-                },
-                Self {
-                    fd: OwnedFd::from_raw_fd(fds[1]),
-                },
-            ))
-        }
+        let (a, b) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        Ok((Self::new(a)?, Self::new(b)?))
     }
 
     /// The user id of the process at the other end.
@@ -256,9 +287,11 @@ impl Connection {
         Ok(cred.uid)
     }
 
-    /// Sends one message with `fds` (at most [`MAX_FDS`]); waits at most `timeout` in all for
-    /// room (`TimedOut` after).
+    /// Sends one message with `fds` (at most [`MAX_FDS`]), of any length (a long one in a
+    /// memory file: see the module documentation); waits at most `timeout` in all for room
+    /// (`TimedOut` after).
     pub fn send(&self, bytes: &[u8], fds: &[BorrowedFd<'_>], timeout: Duration) -> io::Result<()> {
+        let deadline = std::time::Instant::now() + timeout;
         if fds.len() > MAX_FDS {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -268,6 +301,25 @@ impl Connection {
                 ),
             ));
         }
+        if bytes.len() <= self.inline_max && bytes.first() != Some(&IN_FILE) {
+            return self.send_packet(bytes, fds, deadline);
+        }
+        let file = sealed_file(bytes)?;
+        let mut header = [IN_FILE; HEADER_LEN];
+        header[1..].copy_from_slice(&(bytes.len() as u64).to_le_bytes());
+        let mut all = Vec::with_capacity(fds.len() + 1);
+        all.push(file.as_fd());
+        all.extend_from_slice(fds);
+        self.send_packet(&header, &all, deadline)
+    }
+
+    /// Sends `bytes` and `fds` as one socket message, waiting for room until `deadline`.
+    fn send_packet(
+        &self,
+        bytes: &[u8],
+        fds: &[BorrowedFd<'_>],
+        deadline: std::time::Instant,
+    ) -> io::Result<()> {
         let mut iov = libc::iovec {
             iov_base: bytes.as_ptr() as *mut libc::c_void,
             iov_len: bytes.len(),
@@ -279,7 +331,7 @@ impl Connection {
         msg.msg_iovlen = 1;
         if !fds.is_empty() {
             let payload = std::mem::size_of_val(fds) as u32;
-            // SAFETY: the control buffer is aligned and large enough for MAX_FDS descriptors;
+            // SAFETY: the control buffer is aligned and large enough for MAX_FDS + 1 descriptors;
             // CMSG_* compute offsets inside it.
             unsafe {
                 msg.msg_control = control.0.as_mut_ptr().cast();
@@ -294,7 +346,6 @@ impl Connection {
                 }
             }
         }
-        let deadline = std::time::Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             wait_for(self.fd.as_fd(), libc::POLLOUT, left)?;
@@ -320,8 +371,8 @@ impl Connection {
 
     /// Receives one message of at most `max` bytes, waiting at most `timeout` (`None`: only what
     /// is there). `Ok(None)`: nothing arrived in time. A closed peer is `UnexpectedEof`; a longer
-    /// message or more descriptors than [`MAX_FDS`] is `InvalidData` (and the extra descriptors
-    /// are closed by the kernel).
+    /// message, more descriptors than [`MAX_FDS`] or a malformed message in a memory file is
+    /// `InvalidData` (and the descriptors that came with it are closed).
     pub fn receive(&self, max: usize, timeout: Option<Duration>) -> io::Result<Option<Received>> {
         let mut bytes = vec![0u8; max];
         Ok(self.receive_into(&mut bytes, timeout)?.map(|(n, fds)| {
@@ -415,8 +466,83 @@ impl Connection {
                 "the other end closed the connection",
             ));
         }
+        let (n, fds) = if n > 0 && buffer[0] == IN_FILE {
+            read_in_file(n, fds, buffer)?
+        } else {
+            (n, fds)
+        };
+        if fds.len() > MAX_FDS {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "a message with {} descriptors (at most {MAX_FDS})",
+                    fds.len()
+                ),
+            ));
+        }
         Ok(Some((n, fds)))
     }
+}
+
+/// A memory file holding `bytes`, sealed against any change.
+fn sealed_file(bytes: &[u8]) -> io::Result<OwnedFd> {
+    use std::io::Write;
+    // SAFETY: a NUL-terminated name.
+    let fd = cvt(unsafe {
+        libc::memfd_create(
+            c"ferrostream-ipc-message".as_ptr(),
+            libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+        )
+    })?;
+    // SAFETY: a fresh descriptor nobody else owns.
+    let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    file.write_all(bytes)?;
+    // SAFETY: plain fcntl on a live descriptor.
+    cvt(unsafe {
+        libc::fcntl(
+            file.as_raw_fd(),
+            libc::F_ADD_SEALS,
+            SEALED | libc::F_SEAL_SEAL,
+        )
+    })?;
+    Ok(file.into())
+}
+
+/// Replaces the header received in `buffer` (`n` bytes starting with [`IN_FILE`]) by the message
+/// it announces, read from the memory file first among `fds`, if it fits: its length and the
+/// other descriptors.
+fn read_in_file(
+    n: usize,
+    mut fds: Vec<OwnedFd>,
+    buffer: &mut [u8],
+) -> io::Result<(usize, Vec<OwnedFd>)> {
+    use std::os::unix::fs::FileExt;
+    let invalid = |what: String| io::Error::new(io::ErrorKind::InvalidData, what);
+    if n != HEADER_LEN || fds.is_empty() {
+        return Err(invalid(format!(
+            "a malformed message ({n} bytes starting with {IN_FILE}, {} descriptors)",
+            fds.len()
+        )));
+    }
+    let max = buffer.len();
+    let mut raw = [0u8; 8];
+    raw.copy_from_slice(&buffer[1..HEADER_LEN]);
+    let len = u64::from_le_bytes(raw);
+    let Some(len) = usize::try_from(len).ok().filter(|&len| len <= max) else {
+        return Err(invalid(format!("a message of {len} bytes (at most {max})")));
+    };
+    let file = std::fs::File::from(fds.remove(0));
+    // SAFETY: plain fcntl on a live descriptor.
+    let seals = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GET_SEALS) };
+    let size = file.metadata()?.len();
+    if seals < 0 || seals & SEALED != SEALED || size != len as u64 {
+        return Err(invalid(format!(
+            "a {len}-byte message in a file of {size} bytes that is not a sealed memory file"
+        )));
+    }
+    file.read_exact_at(&mut buffer[..len], 0)
+        .map_err(|e| invalid(format!("a {len}-byte message could not be read: {e}")))?;
+    Ok((len, fds))
 }
 
 impl AsFd for Connection {
@@ -425,14 +551,16 @@ impl AsFd for Connection {
     }
 }
 
-/// Room for one SCM_RIGHTS header with [`MAX_FDS`] descriptors, aligned as `cmsghdr`.
+/// Room for one SCM_RIGHTS header with [`MAX_FDS`] descriptors and a message's memory file,
+/// aligned as `cmsghdr`.
 #[repr(C, align(8))]
 struct ControlBuffer([u8; 128]);
 
 impl ControlBuffer {
     fn new() -> Self {
         const _: () = assert!(
-            std::mem::size_of::<libc::cmsghdr>() + MAX_FDS * std::mem::size_of::<RawFd>() <= 128
+            std::mem::size_of::<libc::cmsghdr>() + (MAX_FDS + 1) * std::mem::size_of::<RawFd>()
+                <= 128
         );
         Self([0; 128])
     }
@@ -505,6 +633,101 @@ mod tests {
         drop(a);
         let e = b.receive(10, Some(T)).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+    }
+
+    #[test]
+    fn a_message_of_the_protocol_maximum_crosses_and_one_byte_more_is_refused() {
+        let max = crate::wire::MAX_MESSAGE;
+        let (a, b) = Connection::pair().unwrap();
+        let mut file = tempfile();
+        file.write_all(b"pixels").unwrap();
+        let mut bytes: Vec<u8> = (0..max).map(|i| (i % 251) as u8).collect();
+        a.send(&bytes, &[file.as_fd()], T).unwrap();
+        let got = b.receive(max, Some(T)).unwrap().unwrap();
+        assert!(got.bytes == bytes, "the {max} bytes arrive as sent");
+        assert_eq!(got.fds.len(), 1, "with the descriptor sent along");
+        // One byte more leaves the sender (the limit is the receiver's), and is refused there
+        // with both sizes named; the connection goes on.
+        bytes.push(0);
+        a.send(&bytes, &[], T).unwrap();
+        let e = b.receive(max, Some(T)).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        let text = e.to_string();
+        assert!(
+            text.contains(&(max + 1).to_string()) && text.contains(&max.to_string()),
+            "{text}"
+        );
+        a.send(b"next", &[], T).unwrap();
+        assert_eq!(b.receive(max, Some(T)).unwrap().unwrap().bytes, b"next");
+    }
+
+    /// The next socket message as it is on the wire (descriptors dropped).
+    fn raw(conn: &Connection) -> Vec<u8> {
+        let mut bytes = vec![0u8; INLINE_MAX + 1];
+        wait_for(conn.as_fd(), libc::POLLIN, T).unwrap();
+        // SAFETY: a valid buffer of its length.
+        let n = unsafe {
+            libc::recv(
+                conn.fd.as_raw_fd(),
+                bytes.as_mut_ptr().cast(),
+                bytes.len(),
+                0,
+            )
+        };
+        bytes.truncate(cvt_size(n).unwrap());
+        bytes
+    }
+
+    #[test]
+    fn short_messages_travel_as_they_are_and_longer_ones_in_a_file() {
+        let (a, b) = Connection::pair().unwrap();
+        // What a reader of any protocol version reads.
+        let hello = br#"{"type":"hello","version":2}"#;
+        a.send(hello, &[], T).unwrap();
+        assert_eq!(raw(&b), hello);
+        let longest = vec![b'x'; a.inline_max];
+        a.send(&longest, &[], T).unwrap();
+        assert_eq!(raw(&b), longest);
+        let longer = vec![b'x'; a.inline_max + 1];
+        a.send(&longer, &[], T).unwrap();
+        assert_eq!(
+            raw(&b)[..],
+            [
+                [IN_FILE].as_slice(),
+                &(a.inline_max as u64 + 1).to_le_bytes()
+            ]
+            .concat()
+        );
+        // Received whole, and so is a short message starting like a header.
+        for bytes in [longer, vec![IN_FILE, 1, 2]] {
+            a.send(&bytes, &[], T).unwrap();
+            assert_eq!(b.receive(1 << 20, Some(T)).unwrap().unwrap().bytes, bytes);
+        }
+    }
+
+    #[test]
+    fn a_malformed_message_in_a_file_is_refused() {
+        let (a, b) = Connection::pair().unwrap();
+        let header = |len: u64| [[IN_FILE].as_slice(), &len.to_le_bytes()].concat();
+        let sealed = sealed_file(b"{}").unwrap();
+        let mut unsealed = tempfile();
+        unsealed.write_all(b"{}").unwrap();
+        let deadline = || std::time::Instant::now() + T;
+        for (bytes, fds) in [
+            (header(2), vec![]),
+            (header(3), vec![sealed.as_fd()]),
+            (header(2), vec![unsealed.as_fd()]),
+            (header(2)[..5].to_vec(), vec![sealed.as_fd()]),
+            (header(u64::MAX), vec![sealed.as_fd()]),
+        ] {
+            a.send_packet(&bytes, &fds, deadline()).unwrap();
+            let e = b.receive(64, Some(T)).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{bytes:?}: {e}");
+        }
+        a.send_packet(&header(2), &[sealed.as_fd(), unsealed.as_fd()], deadline())
+            .unwrap();
+        let got = b.receive(64, Some(T)).unwrap().unwrap();
+        assert_eq!((got.bytes.as_slice(), got.fds.len()), (&b"{}"[..], 1));
     }
 
     #[test]

@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! The messages between `rsipcsink` (the producer) and `rsipcsrc` (a consumer): JSON, one per
-//! socket message, with the descriptors of new allocations attached. Every field is checked on
-//! arrival; anything else is a protocol error that ends the connection.
+//! socket message (a long one in a memory file, see [`crate::socket`]), with the descriptors of
+//! new allocations attached. Every field is checked on arrival; anything else is a protocol
+//! error that ends the connection.
 
 use serde::{Deserialize, Serialize};
 
-/// Both ends must speak the same version.
-pub const VERSION: u32 = 1;
-/// The longest message (a batch's metadata as JSON): longer ones are refused.
+/// Both ends must speak the same version. 2: messages too long for the socket travel in a memory
+/// file. (The hello is short, so it reads the same in every version and a mismatch is named.)
+pub const VERSION: u32 = 2;
+/// The longest message (a buffer's description, mostly its frames' metadata as JSON): the
+/// producer sends no longer one and warns instead, a consumer refuses one. A consumer allocates
+/// this much once to receive into. It holds the metadata of about 9,000 tracked detections
+/// (some 470 bytes each as JSON).
 pub const MAX_MESSAGE: usize = 4 << 20;
 /// The most frames one buffer carries.
 pub const MAX_FRAMES: usize = 1024;

@@ -14,6 +14,7 @@ use gst_base::subclass::prelude::*;
 use crate::describe::Describer;
 use crate::producer::{Notice, Producer, SendError, Settings as ProducerSettings};
 use crate::socket::Listener;
+use crate::wire;
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(
@@ -333,6 +334,18 @@ impl BaseSinkImpl for IpcSink {
                 Ok(gst::FlowSuccess::Ok)
             }
             Err(SendError::Flushing) => Err(gst::FlowError::Flushing),
+            Err(SendError::TooLong(size)) => {
+                gst::element_imp_warning!(
+                    self,
+                    gst::StreamError::Encode,
+                    (
+                        "A buffer was not sent to consumers: its description (mostly its \
+                         metadata) is {size} bytes, more than the {} bytes one message may carry",
+                        wire::MAX_MESSAGE
+                    )
+                );
+                Ok(gst::FlowSuccess::Ok)
+            }
         }
     }
 

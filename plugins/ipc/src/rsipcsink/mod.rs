@@ -15,6 +15,9 @@
 //! them go or exits; new consumers can attach at any time and start at the next buffer (after
 //! the end of the stream, they get the end of stream). A flush does not take buffers back from
 //! consumers: their memory is reused only once they are released.
+//!
+//! A buffer's description, mostly its metadata as JSON, may be up to 4 MiB (about 9,000 tracked
+//! detections); a longer one is sent to no consumer, with a warning naming its size.
 
 use gst::glib;
 use gst::prelude::*;
