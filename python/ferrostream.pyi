@@ -9,6 +9,10 @@ from gi.repository import Gst
 __version__: str
 ABI_VERSION: int
 UNTRACKED: int
+# Bounds of a user-metadata or attribute value: its JSON text in bytes, and its nesting (each
+# list or dict one level). A value past either is refused with ValueError.
+MAX_USER_VALUE_BYTES: int
+MAX_USER_DEPTH: int
 
 Color = Union[Tuple[int, int, int], Tuple[int, int, int, int]]
 BoxLike = Union["BBox", Tuple[float, float, float, float], Sequence[float]]

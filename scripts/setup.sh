@@ -17,6 +17,8 @@ packages=(
     meson ninja-build fonts-dejavu-core
     # The RTSP server the rsurisrcbin tests start (GStreamer's RTSP server library, from Python).
     python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-rtsp-server-1.0
+    # The Python package's caps checks (GstVideo's VideoInfo).
+    gir1.2-gst-plugins-base-1.0
     # ferrostream-app: RTSP output (GStreamer's RTSP server library), H.264 encoding (x264enc).
     libgstrtspserver-1.0-dev gstreamer1.0-plugins-ugly
     # The Python package's environment (a venv of the distribution's Python, seeing python3-gi).

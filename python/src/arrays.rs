@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::errors;
-use crate::library::{gi, lib, pointer_of};
+use crate::library::{lib, video_caps};
 
 /// A frame mapped by the plugin; unmapped when the last plane of it is gone.
 #[pyclass(frozen, weakref, module = "ferrostream")]
@@ -345,8 +345,7 @@ pub fn frame_array_of<'py>(
     index: u32,
     writer: Option<&crate::view::View>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let gi = gi(py)?;
-    let caps_ptr = pointer_of(caps, &gi.caps, "Gst.Caps", gi.pointer_offset)?;
+    let caps_ptr = video_caps(caps)?;
     let lib = lib(py)?;
     let mut map = FsFrameMap::default();
     let mut error: *mut c_char = std::ptr::null_mut();

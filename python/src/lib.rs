@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 
 mod arrays;
 mod errors;
+mod json;
 mod library;
 mod meta;
 mod view;
@@ -64,6 +65,11 @@ fn ferrostream(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add("StaleMetaError", py.get_type::<errors::StaleMetaError>())?;
     m.add("UNTRACKED", ferrostream_abi::UNTRACKED)?;
+    m.add(
+        "MAX_USER_VALUE_BYTES",
+        ferrostream_abi::MAX_USER_VALUE_BYTES,
+    )?;
+    m.add("MAX_USER_DEPTH", ferrostream_abi::MAX_USER_DEPTH)?;
     Ok(())
 }
 
@@ -83,6 +89,8 @@ fn batch_meta(py: Python<'_>, buffer: &Bound<'_, PyAny>) -> PyResult<Option<Batc
 /// block ends. `batch` is None when the buffer carries no metadata, unless `caps` (the pad's
 /// plain video caps) are given: a frame no Ferrostream element has seen then gets an empty
 /// batch of their size, so the application can add its own objects (its own detector, say).
+/// Caps that are not fixed raw video caps, or describe a frame larger than the buffer, raise
+/// ValueError.
 #[pyfunction]
 #[pyo3(signature = (info, caps=None))]
 fn writable(info: &Bound<'_, PyAny>, caps: Option<&Bound<'_, PyAny>>) -> Writable {

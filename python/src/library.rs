@@ -50,6 +50,7 @@ pub struct Gi {
 
 static LIB: PyOnceLock<Lib> = PyOnceLock::new();
 static GI: PyOnceLock<Gi> = PyOnceLock::new();
+static VIDEO_INFO: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// PyGObject's Gst module, initialised.
 fn gst_module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
@@ -89,6 +90,53 @@ pub fn gi(py: Python<'_>) -> PyResult<&Gi> {
             pointer_offset,
         })
     })
+}
+
+/// PyGObject's `GstVideo.VideoInfo`: the layout of the frame that caps describe. Imported when
+/// first needed (only `writable` with caps needs it).
+pub fn video_info(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    VIDEO_INFO
+        .get_or_try_init(py, || {
+            gst_module(py)?;
+            let _ = py
+                .import("gi")?
+                .call_method1("require_version", ("GstVideo", "1.0"));
+            let video = py.import("gi.repository.GstVideo").map_err(|e| {
+                PluginError::new_err(format!(
+                    "GStreamer's video introspection data is missing (apt install \
+                     gir1.2-gst-plugins-base-1.0): {e}"
+                ))
+            })?;
+            Ok(video.getattr("VideoInfo")?.unbind())
+        })
+        .map(|class| class.bind(py))
+}
+
+/// The C pointer of `caps`, checked to describe one kind of raw video frame: fixed
+/// `video/x-raw` caps (GStreamer asserts, printing a CRITICAL, when asked for a frame of others).
+pub fn video_caps(caps: &Bound<'_, PyAny>) -> PyResult<*mut c_void> {
+    let gi = gi(caps.py())?;
+    let ptr = pointer_of(caps, &gi.caps, "Gst.Caps", gi.pointer_offset)?;
+    let text = || -> PyResult<String> { caps.call_method0("to_string")?.extract() };
+    let problem = if caps.call_method0("is_any")?.is_truthy()? {
+        "the caps are ANY".to_owned()
+    } else if caps.call_method0("is_empty")?.is_truthy()? {
+        "the caps are EMPTY".to_owned()
+    } else if !caps.call_method0("is_fixed")?.is_truthy()? {
+        format!("the caps {} are not fixed", text()?)
+    } else if caps
+        .call_method1("get_structure", (0,))?
+        .call_method0("get_name")?
+        .extract::<String>()?
+        != "video/x-raw"
+    {
+        format!("{} are not raw video caps", text()?)
+    } else {
+        return Ok(ptr);
+    };
+    Err(pyo3::exceptions::PyValueError::new_err(format!(
+        "{problem}: pass the pad's negotiated caps (pad.get_current_caps(), sample.get_caps())"
+    )))
 }
 
 pub fn lib(py: Python<'_>) -> PyResult<&Lib> {

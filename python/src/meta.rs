@@ -22,6 +22,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use serde_json::{Value, json};
 
 use crate::errors;
+use crate::json;
 use crate::library::{Lib, lib};
 use crate::view::View;
 
@@ -52,41 +53,6 @@ fn attribute_value(a: &FsAttribute) -> Value {
     }
 }
 
-/// Parses a JSON text from the library into Python objects.
-fn json_to_py<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| PyValueError::new_err(format!("malformed JSON from the plugin: {e}")))?;
-    value_to_py(py, &value)
-}
-
-/// A JSON value as the Python objects `json.loads` would give.
-fn value_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
-    Ok(match value {
-        Value::Null => py.None().into_bound(py),
-        Value::Bool(b) => pyo3::types::PyBool::new(py, *b).to_owned().into_any(),
-        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-            (Some(i), _) => i.into_pyobject(py)?.into_any(),
-            (None, Some(u)) => u.into_pyobject(py)?.into_any(),
-            _ => n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any(),
-        },
-        Value::String(s) => pyo3::types::PyString::new(py, s).into_any(),
-        Value::Array(a) => PyList::new(
-            py,
-            a.iter()
-                .map(|v| value_to_py(py, v))
-                .collect::<PyResult<Vec<_>>>()?,
-        )?
-        .into_any(),
-        Value::Object(o) => {
-            let d = PyDict::new(py);
-            for (k, v) in o {
-                d.set_item(k, value_to_py(py, v)?)?;
-            }
-            d.into_any()
-        }
-    })
-}
-
 /// `value`, checked to be a finite number (JSON has no NaN or infinity).
 fn finite(what: &str, value: f32) -> PyResult<f32> {
     if value.is_finite() {
@@ -96,26 +62,6 @@ fn finite(what: &str, value: f32) -> PyResult<f32> {
             "{what} must be a finite number (in float32 range), not {value}"
         )))
     }
-}
-
-/// Converts a Python value into JSON through Python's own encoder.
-fn py_to_json(value: &Bound<'_, PyAny>) -> PyResult<Value> {
-    let kwargs = PyDict::new(value.py());
-    kwargs.set_item("allow_nan", false)?;
-    let text: String = value
-        .py()
-        .import("json")?
-        .call_method("dumps", (value,), Some(&kwargs))
-        .map_err(|e| {
-            let message = format!("the value is not JSON-serialisable: {e}");
-            if e.is_instance_of::<PyValueError>(value.py()) {
-                PyValueError::new_err(message)
-            } else {
-                PyTypeError::new_err(message)
-            }
-        })?
-        .extract()?;
-    serde_json::from_str(&text).map_err(|e| PyValueError::new_err(format!("{e}")))
 }
 
 /// A rectangle in frame pixels.
@@ -357,12 +303,7 @@ impl ObjectMeta {
         // SAFETY: a current handle.
         let text =
             lib.take_string(unsafe { (lib.batch_object_json)(batch, self.frame, self.index()?) });
-        let Some(Value::Object(mut record)) = text.and_then(|t| serde_json::from_str(&t).ok())
-        else {
-            return Err(errors::Error::new_err(
-                "the plugin gave no record for the object",
-            ));
-        };
+        let mut record = json::record(text, "the object")?;
         let extras: serde_json::Map<String, Value> =
             ["mask", "keypoints", "analytics", "user_meta"]
                 .into_iter()
@@ -422,7 +363,7 @@ impl ObjectMeta {
     fn extra<'py>(&self, py: Python<'py>, key: &str, empty: Value) -> PyResult<Bound<'py, PyAny>> {
         self.load_extras(py)?;
         let value = self.data().extras.get(key).cloned();
-        value_to_py(py, value.as_ref().unwrap_or(&empty))
+        json::to_py(py, value.as_ref().unwrap_or(&empty))
     }
 
     /// Mirrors a change of user metadata in what the view read (when the object's extras are
@@ -569,7 +510,7 @@ impl ObjectMeta {
         let attributes = self.data().attributes.clone();
         let d = PyDict::new(py);
         for (k, v) in &attributes {
-            d.set_item(k, value_to_py(py, v)?)?;
+            d.set_item(k, json::to_py(py, v)?)?;
         }
         Ok(d)
     }
@@ -623,9 +564,11 @@ impl ObjectMeta {
     }
 
     /// Attaches any JSON-serialisable `value` under `key`; it travels with the object and
-    /// appears in rsmetaexport's JSON and rsmsgbroker's payloads.
+    /// appears in rsmetaexport's JSON and rsmsgbroker's payloads. A value of more than
+    /// `MAX_USER_VALUE_BYTES` as JSON, or nested more than `MAX_USER_DEPTH` lists and dicts
+    /// deep, raises ValueError.
     fn set_user_meta(&self, py: Python<'_>, key: String, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        let value = py_to_json(value)?;
+        let value = json::from_py(value)?;
         let edit = json!({"op": "set_object_user_meta", "frame": self.frame,
                           "object": self.index()?, "key": key, "value": value});
         self.view.edit(py, edit)?;
@@ -643,7 +586,7 @@ impl ObjectMeta {
 
     /// Sets an attribute: a bool, int, float, str or list of floats.
     fn set_attribute(&self, py: Python<'_>, key: String, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        let value = py_to_json(value)?;
+        let value = json::from_py(value)?;
         let edit = json!({"op": "set_object_attribute", "frame": self.frame,
                           "object": self.index()?, "key": key, "value": value});
         self.view.edit(py, edit)?;
@@ -673,10 +616,7 @@ impl ObjectMeta {
         // SAFETY: a current handle.
         let text =
             lib.take_string(unsafe { (lib.batch_object_json)(batch, self.frame, self.index()?) });
-        json_to_py(
-            py,
-            &text.ok_or_else(|| PyValueError::new_err("the object no longer exists"))?,
-        )
+        json::to_py(py, &Value::Object(json::record(text, "the object")?))
     }
 
     fn __repr__(&self) -> String {
@@ -850,12 +790,9 @@ impl FrameMeta {
             let batch = self.view.batch(lib)?;
             // SAFETY: a current handle.
             let text = lib.take_string(unsafe { (lib.batch_frame_json)(batch, self.index) });
-            if let Some(Value::Object(mut record)) =
-                text.and_then(|t| serde_json::from_str(&t).ok())
-            {
-                record.remove("objects");
-                value = Value::Object(record);
-            }
+            let mut record = json::record(text, "the frame")?;
+            record.remove("objects");
+            value = Value::Object(record);
             self.extras_read.store(true, Ordering::Release);
         }
         let mut extras = self.extras.lock().unwrap_or_else(|e| e.into_inner());
@@ -888,7 +825,7 @@ impl FrameMeta {
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
             .and_then(|e| e.get(key).cloned());
-        value_to_py(py, value.as_ref().unwrap_or(&empty))
+        json::to_py(py, value.as_ref().unwrap_or(&empty))
     }
 
     /// Mirrors a change of the frame's JSON record in the view's copy, when it was read (when it
@@ -1234,9 +1171,11 @@ impl FrameMeta {
     }
 
     /// Attaches any JSON-serialisable `value` under `key`; it travels with the frame and appears
-    /// in rsmetaexport's JSON and rsmsgbroker's payloads.
+    /// in rsmetaexport's JSON and rsmsgbroker's payloads. A value of more than
+    /// `MAX_USER_VALUE_BYTES` as JSON, or nested more than `MAX_USER_DEPTH` lists and dicts
+    /// deep, raises ValueError.
     fn set_user_meta(&self, py: Python<'_>, key: String, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        let value = py_to_json(value)?;
+        let value = json::from_py(value)?;
         let edit = json!({"op": "set_frame_user_meta", "frame": self.index, "key": key, "value": value.clone()});
         self.view.edit(py, edit)?;
         self.update_extras(|o| {
@@ -1264,10 +1203,7 @@ impl FrameMeta {
         let batch = self.view.batch(lib)?;
         // SAFETY: a current handle.
         let text = lib.take_string(unsafe { (lib.batch_frame_json)(batch, self.index) });
-        json_to_py(
-            py,
-            &text.ok_or_else(|| PyValueError::new_err("the frame no longer exists"))?,
-        )
+        json::to_py(py, &Value::Object(json::record(text, "the frame")?))
     }
 
     fn __repr__(&self) -> String {
@@ -1410,22 +1346,57 @@ impl Writable {
     }
 }
 
-/// The frame size of plain video caps.
-fn caps_size(caps: &Bound<'_, PyAny>) -> PyResult<(u32, u32)> {
-    let structure = caps.call_method1("get_structure", (0,))?;
-    if structure.is_none() {
-        return Err(PyValueError::new_err("the caps are empty"));
-    }
-    let field = |name: &str| -> PyResult<u32> {
-        let (ok, value): (bool, i64) = structure.call_method1("get_int", (name,))?.extract()?;
-        if !ok || value <= 0 || value > i64::from(u16::MAX) {
-            return Err(PyValueError::new_err(format!(
-                "the caps have no valid {name}: pass the pad's fixed video caps"
+/// Why `writable` cannot work on a probe's info.
+const NO_BUFFER: &str =
+    "the probe's info carries no buffer (add the probe with Gst.PadProbeType.BUFFER)";
+
+/// The frame size of plain video `caps`, checked against the buffer of the probe's `info`:
+/// caps claiming a larger frame than the buffer holds would give the batch a size its boxes do
+/// not have (and scale them wrongly downstream).
+fn frame_size(info: &Bound<'_, PyAny>, caps: &Bound<'_, PyAny>) -> PyResult<(u32, u32)> {
+    let py = caps.py();
+    crate::library::video_caps(caps)?;
+    // The buffer's wrapper holds a reference to it: it is gone before the buffer is made
+    // writable.
+    let held: u64 = match info.call_method0("get_buffer")? {
+        b if b.is_none() => return Err(PyTypeError::new_err(NO_BUFFER)),
+        b => b.call_method0("get_size")?.extract()?,
+    };
+    let refusal = |why: String| {
+        PyValueError::new_err(format!(
+            "{why}; the buffer holds {held} bytes: pass the pad's negotiated caps \
+             (pad.get_current_caps())"
+        ))
+    };
+    // PyGObject raises TypeError when GStreamer lays out no frame for the caps.
+    let video = match crate::library::video_info(py)?.call_method1("new_from_caps", (caps,)) {
+        Ok(v) if !v.is_none() => v,
+        Err(e) if !e.is_instance_of::<PyTypeError>(py) => return Err(e),
+        _ => {
+            let described: String = caps.call_method0("to_string")?.extract()?;
+            return Err(refusal(format!(
+                "the caps {described} describe no frame GStreamer can lay out (too large, or \
+                 without a width or height)"
             )));
         }
-        Ok(value as u32)
     };
-    Ok((field("width")?, field("height")?))
+    let (width, height): (u32, u32) = (
+        video.getattr("width")?.extract()?,
+        video.getattr("height")?.extract()?,
+    );
+    let needed: u64 = video.getattr("size")?.extract()?;
+    // An NVMM buffer holds a surface descriptor, not the pixels: its size says nothing of them.
+    let nvmm = caps
+        .call_method1("get_features", (0,))?
+        .call_method1("contains", ("memory:NVMM",))?
+        .is_truthy()?;
+    if !nvmm && held < needed {
+        let format: String = video.getattr("finfo")?.getattr("name")?.extract()?;
+        return Err(refusal(format!(
+            "the caps describe a {width}x{height} {format} frame of {needed} bytes"
+        )));
+    }
+    Ok((width, height))
 }
 
 #[pymethods]
@@ -1446,19 +1417,18 @@ impl Writable {
             "Gst.PadProbeInfo",
             gi.pointer_offset,
         )?;
+        // Checked before the buffer is made writable (copied, when it is shared).
+        let size = match &self.caps {
+            Some(caps) => Some(frame_size(info, caps.bind(py))?),
+            None => None,
+        };
         let lib = lib(py)?;
         // SAFETY: the info of the probe running now (the `with` block is inside it).
         let buffer = unsafe { (lib.probe_make_writable)(ptr) };
         if buffer.is_null() {
-            return Err(PyTypeError::new_err(
-                "the probe's info carries no buffer (add the probe with Gst.PadProbeType.BUFFER)",
-            ));
+            return Err(PyTypeError::new_err(NO_BUFFER));
         }
-        if let Some(caps) = &self.caps {
-            let caps = caps.bind(py);
-            let gi = crate::library::gi(py)?;
-            crate::library::pointer_of(caps, &gi.caps, "Gst.Caps", gi.pointer_offset)?;
-            let (width, height) = caps_size(caps)?;
+        if let Some((width, height)) = size {
             // SAFETY: the probe's buffer, writable (made so above).
             let code = unsafe { (lib.batch_ensure)(buffer, width, height) };
             if code != ferrostream_abi::status::OK {

@@ -3,12 +3,18 @@
 writes, changes made in a probe reach downstream elements, frames as arrays are the frame's
 bytes, and bad input raises instead of crashing."""
 
+import ctypes
+import json
 import math
+import os
+import subprocess
+import sys
+import textwrap
 
 import ferrostream
 import numpy as np
 import pytest
-from conftest import PIPELINES, Gst, checked, media, pull, read_jsonl, rss_bytes, run, stop
+from conftest import PIPELINE_TIMEOUT_S, PIPELINES, Gst, checked, media, pull, read_jsonl, rss_bytes, run, stop
 
 import gi  # noqa: E402
 
@@ -643,3 +649,235 @@ def test_dlpack_export_keeps_read_only_frames_read_only():
         plane.__dlpack__(max_version=(1, 0), dl_device=(2, 0))
     exported = np.from_dlpack(plane)
     assert np.array_equal(exported, pixels) and not exported.flags.writeable
+
+
+def nested(depth):
+    """A user-metadata value `depth` levels deep: dicts and lists in turn around a number."""
+    value = 1
+    for level in range(depth):
+        value = [value] if level % 2 else {"k": value}
+    return value
+
+
+def test_user_meta_past_the_depth_limit_is_refused_and_at_it_reads_back_everywhere(tmp_path):
+    """User metadata nested past MAX_USER_DEPTH is refused when set, naming the limit (126 deep
+    was taken, then read back as {}); a value at the limit reads back the same from a later
+    probe's view, from to_dict() and from the JSON export."""
+    out = tmp_path / "deep.jsonl"
+    limit = ferrostream.MAX_USER_DEPTH
+    deepest = nested(limit)
+    pipeline = synthetic(
+        f"! identity name=add ! identity name=read ! rsmetaexport location={out} ! fakesink", frames=1
+    )
+    seen = []
+
+    def add(pad, info):
+        with ferrostream.writable(info, pad.get_current_caps()) as batch:
+            frame = batch.frames[0]
+            obj = frame.add_object(0, "person", (1, 1, 5, 5))
+            for target in (frame, obj):
+                for depth in (limit + 1, 124, 126):
+                    with pytest.raises(ValueError, match=f"at most {limit}"):
+                        target.set_user_meta("deep", nested(depth))
+                target.set_user_meta("deep", deepest)
+            circular = []
+            circular.append(circular)
+            with pytest.raises(ValueError, match=f"at most {limit}"):
+                frame.set_user_meta("circular", circular)
+        return Gst.PadProbeReturn.OK
+
+    def read(pad, info):
+        frame = ferrostream.batch_meta(info.get_buffer()).frames[0]
+        obj = frame.objects[0]
+        record = frame.to_dict()
+        seen.append([frame.user_meta, obj.user_meta, record["user_meta"], record["objects"][0]["user_meta"],
+                     obj.to_dict()["user_meta"]])
+        return Gst.PadProbeReturn.OK
+
+    pipeline.get_by_name("add").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, checked(add))
+    pipeline.get_by_name("read").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, checked(read))
+    run(pipeline)
+    assert seen == [[{"deep": deepest}] * 5]
+    [record] = read_jsonl(out)
+    assert record["user_meta"] == record["objects"][0]["user_meta"] == {"deep": deepest}
+
+
+def test_a_record_too_deep_to_read_raises_instead_of_reading_as_empty():
+    """A C application's edits skip the package's checks. A frame value 126 deep makes the frame's
+    record nest 128 deep, past what serde_json reads: the plugin refuses it, naming
+    MAX_USER_DEPTH, or (a plugin from before that bound, of the same ABI version) takes it, and
+    then reading it raises; it never reads back as {} (it once did)."""
+    abi = ctypes.CDLL(ferrostream.plugin_path())
+    glib = ctypes.CDLL("libglib-2.0.so.0")
+    for name, restype, argtypes in [
+        ("ferrostream_probe_make_writable", ctypes.c_void_p, [ctypes.c_void_p]),
+        ("ferrostream_batch_get", ctypes.c_void_p, [ctypes.c_void_p]),
+        ("ferrostream_batch_revision", ctypes.c_uint64, [ctypes.c_void_p]),
+        ("ferrostream_batch_edit", ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_char_p,
+                                                  ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,
+                                                  ctypes.POINTER(ctypes.c_void_p)]),
+    ]:
+        getattr(abi, name).restype, getattr(abi, name).argtypes = restype, argtypes
+    glib.g_free.argtypes = [ctypes.c_void_p]
+    pipeline = synthetic("! identity name=add ! identity name=read ! fakesink", frames=1)
+    edits = []
+
+    def add(pad, info):
+        with ferrostream.writable(info, pad.get_current_caps()):
+            pass
+        # PyGObject keeps the GstPadProbeInfo pointer right after the object header.
+        info_ptr = ctypes.c_void_p.from_address(id(info) + object.__basicsize__).value
+        buffer = abi.ferrostream_probe_make_writable(info_ptr)
+        revision = abi.ferrostream_batch_revision(abi.ferrostream_batch_get(buffer))
+        edit = json.dumps({"op": "set_frame_user_meta", "frame": 0, "key": "deep", "value": nested(126)}).encode()
+        error = ctypes.c_void_p()
+        code = abi.ferrostream_batch_edit(buffer, revision, edit, len(edit), None, None, ctypes.byref(error))
+        edits.append((code, ctypes.string_at(error.value).decode() if error.value else None))
+        glib.g_free(error)
+        return Gst.PadProbeReturn.OK
+
+    def read(pad, info):
+        frame = ferrostream.batch_meta(info.get_buffer()).frames[0]
+        code, message = edits[0]
+        if code != 0:
+            assert f"at most {ferrostream.MAX_USER_DEPTH}" in message, message
+        else:
+            for attempt in (lambda: frame.user_meta, frame.to_dict):
+                with pytest.raises(ferrostream.Error, match="cannot be read"):
+                    attempt()
+        return Gst.PadProbeReturn.OK
+
+    pipeline.get_by_name("add").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, checked(add))
+    pipeline.get_by_name("read").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, checked(read))
+    run(pipeline)
+    assert len(edits) == 1
+
+
+# Tests that watch a process's stderr or peak memory run their probe in a child process of their
+# own; it prints its results as one line of JSON.
+CHILD_PRELUDE = """
+import json, resource
+import gi
+gi.require_version("Gst", "1.0")
+from gi.repository import Gst
+Gst.init(None)
+import ferrostream
+
+
+# What work(pad, info) returns in a buffer probe on one 320x240 RGBA frame.
+def in_probe(work):
+    pipeline = Gst.parse_launch(
+        "videotestsrc num-buffers=1 ! video/x-raw,format=RGBA,width=320,height=240,framerate=30/1 "
+        "! identity name=probe ! fakesink"
+    )
+    results = []
+
+    def probe(pad, info):
+        results.append(work(pad, info))
+        return Gst.PadProbeReturn.OK
+
+    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, probe)
+    pipeline.set_state(Gst.State.PLAYING)
+    end = Gst.MessageType.EOS | Gst.MessageType.ERROR
+    msg = pipeline.get_bus().timed_pop_filtered(60 * Gst.SECOND, end)
+    pipeline.set_state(Gst.State.NULL)
+    assert msg is not None and msg.type == Gst.MessageType.EOS, "the pipeline did not end"
+    return results[0]
+"""
+
+
+def run_child(code, env=None):
+    """Runs CHILD_PRELUDE and `code` in a new Python; returns (the JSON it printed, its stderr)."""
+    try:
+        p = subprocess.run([sys.executable, "-c", CHILD_PRELUDE + textwrap.dedent(code)], env=env,
+                           capture_output=True, text=True, timeout=PIPELINE_TIMEOUT_S)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"the child process did not end within {PIPELINE_TIMEOUT_S} s\nstderr:\n{e.stderr}")
+    if p.returncode != 0:
+        pytest.fail(f"the child process failed ({p.returncode})\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+    return json.loads(p.stdout.splitlines()[-1]), p.stderr
+
+
+@pytest.mark.parametrize("value", ['"x" * SIZE', '["x" * 1000] * (SIZE // 1000)'], ids=["str", "list"])
+def test_a_value_over_the_size_bound_is_refused_before_it_is_copied(value):
+    """A 200 MB value is refused without a copy of it (a 400 MB string once peaked at 2.4 GB)."""
+    size = 200 * 1024 * 1024
+    result, _ = run_child(f"""
+        SIZE = {size}
+        value = {value}
+    """ + """
+        def work(pad, info):
+            with ferrostream.writable(info, pad.get_current_caps()) as batch:
+                frame = batch.frames[0]
+                frame.set_user_meta("warm", 1)
+                before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+                try:
+                    frame.set_user_meta("big", value)
+                    refused = None
+                except ValueError as e:
+                    refused = str(e)
+                after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+                return {"refused": refused, "growth": (after - before) * 1024}
+
+        print(json.dumps(in_probe(work)))
+    """)
+    assert result["refused"] and f"at most {ferrostream.MAX_USER_VALUE_BYTES}" in result["refused"], result
+    assert result["growth"] < size // 10, f"the peak memory grew by {result['growth'] / 1e6:.0f} MB"
+
+
+def test_caps_that_describe_no_frame_are_refused_without_criticals():
+    """ANY, EMPTY and unfixed caps given to frame_array or writable raise, naming the problem,
+    and GStreamer prints no CRITICAL assertion first (G_DEBUG=fatal-warnings would abort)."""
+    env = {k: v for k, v in os.environ.items() if k != "G_DEBUG"}
+    outcomes, stderr = run_child("""
+        def refusal(call):
+            try:
+                call()
+            except Exception as e:
+                return [type(e).__name__, str(e)]
+            return None
+
+        bad = {"ANY": Gst.Caps.new_any(), "EMPTY": Gst.Caps.new_empty(),
+               "not fixed": Gst.Caps.from_string("video/x-raw,format=RGB,width=[16,64],height=64")}
+        buffer = Gst.Buffer.new_allocate(None, 64 * 64 * 3, None)
+        outcomes = {f"frame_array {n}": refusal(lambda: ferrostream.frame_array(buffer, c)) for n, c in bad.items()}
+        outcomes.update(in_probe(lambda pad, info: {
+            f"writable {n}": refusal(lambda: ferrostream.writable(info, c).__enter__()) for n, c in bad.items()
+        }))
+        print(json.dumps(outcomes))
+    """, env=env)
+    assert "CRITICAL" not in stderr, stderr
+    assert len(outcomes) == 6
+    for name, outcome in outcomes.items():
+        assert outcome is not None, f"{name} was accepted"
+        kind, message = outcome
+        problem = name.split(" ", 1)[1]
+        assert kind == "ValueError" and problem in message, f"{name}: {kind}: {message}"
+
+
+def test_writable_refuses_caps_the_buffer_is_too_small_for():
+    """Caps that claim a larger frame than the buffer holds (640x480 or 65535x65535 on 320x240)
+    are refused, naming both, and no batch of their size is attached (boxes would be scaled by
+    it downstream)."""
+    pipeline = synthetic("! identity name=probe ! fakesink", frames=1)
+    done = []
+    lies = {
+        "640x480": r"640x480 RGBA frame of 1228800 bytes; the buffer holds 307200 bytes",
+        "65535x65535": r"width=\(int\)65535, height=\(int\)65535.* lay out .*; the buffer holds 307200 bytes",
+    }
+
+    def probe(pad, info):
+        for size, refusal in lies.items():
+            width, height = size.split("x")
+            lying = Gst.Caps.from_string(f"video/x-raw,format=RGBA,width={width},height={height},framerate=30/1")
+            with pytest.raises(ValueError, match=refusal):
+                with ferrostream.writable(info, lying):
+                    pass
+        assert ferrostream.batch_meta(info.get_buffer()) is None
+        with ferrostream.writable(info, pad.get_current_caps()) as batch:
+            done.append((batch.frames[0].width, batch.frames[0].height))
+        return Gst.PadProbeReturn.OK
+
+    pipeline.get_by_name("probe").get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, checked(probe))
+    run(pipeline)
+    assert done == [(320, 240)]

@@ -555,6 +555,21 @@ fn producer_of_crowds(
     buffers: u32,
     objects: impl Fn(u64) -> usize + Send + Sync + 'static,
 ) -> Producer {
+    producer_of(socket, sources, buffers, move |i, batch| {
+        for frame in &mut batch.frames {
+            frame.objects = crowd(objects(i));
+        }
+    })
+}
+
+/// A producer of `buffers` batches of `sources` small test frames (rsstreammux), the batch of
+/// buffer `i` changed by `change(i, batch)` just before `rsipcsink`.
+fn producer_of(
+    socket: &Path,
+    sources: u32,
+    buffers: u32,
+    change: impl Fn(u64, &mut ferrostream_core::Batch) + Send + Sync + 'static,
+) -> Producer {
     ferrostream_tests::init();
     let inputs: String = (0..sources)
         .map(|i| {
@@ -582,9 +597,7 @@ fn producer_of_crowds(
             if let Some(buffer) = info.buffer_mut()
                 && let Some(mut meta) = buffer.make_mut().meta_mut::<ferrostream_core::BatchMeta>()
             {
-                for frame in &mut meta.batch_mut().frames {
-                    frame.objects = crowd(objects(i));
-                }
+                change(i, meta.batch_mut());
             }
             gst::PadProbeReturn::Ok
         });
@@ -784,5 +797,85 @@ fn a_consumer_or_producer_of_another_protocol_version_is_told_which() {
         "{text}"
     );
     consumer.set_state(gst::State::Null).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What a producer can hold, a consumer can read: the values that once stopped every consumer
+/// ("the producer sent unreadable metadata") are either refused where an application sets them
+/// (an attribute float past 3.4e38, a 3.4e38 box with an angle, user metadata nested 126 deep)
+/// or cross as they were held (a model's raw output with NaN and infinities, keypoints with a
+/// NaN position as a pose model may give them).
+#[test]
+fn metadata_a_producer_holds_a_consumer_reads() {
+    use ferrostream_core::edit::{Edit, apply};
+    use ferrostream_core::keypoints::{Keypoint, Keypoints};
+    use ferrostream_core::{AttributeValue, Batch};
+    let _watchdog = watchdog("metadata_a_producer_holds_a_consumer_reads", TEST_LIMIT);
+    let refused = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = refused.clone();
+    let nested = format!("{}1{}", "[".repeat(126), "]".repeat(126));
+    let edits = [
+        r#"{"op":"set_object_attribute","frame":0,"object":0,"key":"f","value":[1.0,1e39]}"#
+            .to_string(),
+        r#"{"op":"add_object","frame":0,"object":{"class_id":0,"label":"x","angle":0.5,
+            "bbox":{"left":-1.5e38,"top":0,"width":3.4e38,"height":3.4e38}}}"#
+            .to_string(),
+        format!(r#"{{"op":"set_frame_user_meta","frame":0,"key":"deep","value":{nested}}}"#),
+    ];
+    let dir = temp_dir("hostile-meta");
+    let socket = dir.join("cam.sock");
+    let producer = producer_of(&socket, 1, 3, move |_, batch: &mut Batch| {
+        let frame = &mut batch.frames[0];
+        frame.objects = crowd(2);
+        for edit in &edits {
+            let result = Edit::parse(edit.as_bytes()).and_then(|e| apply(batch, e));
+            seen.lock().unwrap().push(match result {
+                Ok(_) => "accepted".into(),
+                Err(e) => e.to_string(),
+            });
+        }
+        let o = &mut batch.frames[0].objects[0];
+        o.attributes.insert(
+            "tensor:1:out".into(),
+            AttributeValue::Floats(vec![0.5, f32::NAN, f32::INFINITY]),
+        );
+        o.keypoints = Some(Keypoints {
+            points: vec![Keypoint {
+                name: "nose".into(),
+                x: f32::NAN,
+                y: 2.0,
+                confidence: 0.9,
+            }],
+            skeleton: std::sync::Arc::from(vec![]),
+        });
+        o.angle = Some(0.25);
+    });
+    let (warnings, buffers, attached) = cross(&producer, &socket);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(attached, "the consumer stayed");
+    assert_eq!(buffers.len(), 3, "every buffer crossed");
+    for frames in &buffers {
+        let o = &frames[0].objects[0];
+        let Some(AttributeValue::Floats(v)) = o.attributes.get("tensor:1:out") else {
+            panic!("{:?}", o.attributes)
+        };
+        assert!(v[0] == 0.5 && v[1].is_nan() && v[2].is_nan(), "{v:?}");
+        assert_eq!(o.angle, Some(0.25));
+        assert!(o.corners().iter().flatten().all(|c| c.is_finite()));
+        // Keypoints without a finite position are no keypoints to a reader.
+        assert_eq!(o.keypoints, None);
+        assert_eq!(frames[0].objects.len(), 2, "no object was added");
+        assert!(frames[0].user_meta.is_empty() && o.attributes.get("f").is_none());
+    }
+    let refused = refused.lock().unwrap().clone();
+    assert_eq!(refused.len(), 9, "{refused:?}");
+    for (i, why) in refused.iter().enumerate() {
+        let expected = [
+            "not finite",
+            "at most 16777216 pixels",
+            "nested 126 levels deep",
+        ][i % 3];
+        assert!(why.contains(expected), "{expected}: {why}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -22,6 +22,13 @@ pub const UNTRACKED: u64 = u64::MAX;
 /// A timestamp that is not known (`GST_CLOCK_TIME_NONE`).
 pub const TIME_NONE: u64 = u64::MAX;
 
+/// The largest user-metadata or attribute value the edit function takes, as JSON text in bytes
+/// (`ferrostream_core::edit::MAX_USER_VALUE_BYTES`): callers check it before they convert one.
+pub const MAX_USER_VALUE_BYTES: usize = 64 * 1024;
+/// The deepest user-metadata value the edit function takes, each array or object one level
+/// (`ferrostream_core::edit::MAX_USER_DEPTH`).
+pub const MAX_USER_DEPTH: usize = 32;
+
 /// Results of the functions that can fail.
 pub mod status {
     use std::ffi::c_int;

@@ -168,6 +168,12 @@ pub unsafe fn map_frame(
             Some(keep),
         );
     }
+    // GStreamer asserts (a CRITICAL) on caps that are not fixed: refused first.
+    if caps.is_any() || caps.is_empty() || !caps.is_fixed() {
+        return Err(MapError::Caps(format!(
+            "{caps} are not fixed raw video caps"
+        )));
+    }
     let info = gst_video::VideoInfo::from_caps(caps)
         .map_err(|_| MapError::Caps(format!("{caps} are not raw video caps")))?;
     if index != 0 {
@@ -289,4 +295,32 @@ fn map_plain(
         gpu_id,
         writable: write,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Caps that describe no one frame are refused before GStreamer sees them (it would assert:
+    /// a CRITICAL, made fatal here as `G_DEBUG=fatal-warnings` does).
+    #[test]
+    fn caps_that_are_not_fixed_raw_video_are_refused_without_a_critical() {
+        gst::init().unwrap();
+        gst::glib::log_set_always_fatal(gst::glib::LogLevels::LEVEL_CRITICAL);
+        let mut buffer = gst::Buffer::with_size(320 * 240 * 4).unwrap();
+        let unfixed = gst::Caps::builder("video/x-raw")
+            .field("format", gst::List::new(["RGBA", "BGRA"]))
+            .field("width", 320)
+            .field("height", 240)
+            .build();
+        for caps in [gst::Caps::new_any(), gst::Caps::new_empty(), unfixed] {
+            // SAFETY: a valid buffer this test owns alone.
+            let result =
+                unsafe { map_frame(buffer.get_mut().unwrap().as_mut_ptr(), &caps, 0, false) };
+            match result {
+                Err(MapError::Caps(why)) => assert!(why.contains("not fixed"), "{why}"),
+                other => panic!("{caps}: {:?}", other.err()),
+            }
+        }
+    }
 }

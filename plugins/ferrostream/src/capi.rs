@@ -595,6 +595,12 @@ pub unsafe extern "C" fn ferrostream_frame_unmap(map: *mut FsFrameMap) {
     }
 }
 
+// The limits callers check before they convert a value (`ferrostream_abi`) are the edits'.
+const _: () = assert!(
+    ferrostream_abi::MAX_USER_DEPTH == ferrostream_core::edit::MAX_USER_DEPTH
+        && ferrostream_abi::MAX_USER_VALUE_BYTES == ferrostream_core::edit::MAX_USER_VALUE_BYTES
+);
+
 // The signatures callers resolve at run time (`ferrostream_abi::symbols`) are these functions'.
 const _: () = {
     use ferrostream_abi::symbols as s;
