@@ -105,17 +105,25 @@ pub struct RunOutput {
 }
 
 impl RunOutput {
+    /// String field `field` of the first element message named `message`.
+    pub fn message_field(&self, message: &str, field: &str) -> Option<String> {
+        self.element_messages
+            .iter()
+            .find(|s| s.name() == message)
+            .and_then(|s| s.get::<String>(field).ok())
+    }
+
+    /// String field `field` of rstrtinfer's `rstrtinfer-engine` message.
+    pub fn engine_field(&self, field: &str) -> String {
+        self.message_field("rstrtinfer-engine", field)
+            .unwrap_or_else(|| panic!("no {field} in the engine message"))
+    }
+
     /// The output parser rstrtinfer chose: its `rstrtinfer-parser` message (a parser chosen from
     /// the first inference's shapes), else its `rstrtinfer-engine` message.
     pub fn parser(&self) -> String {
-        let field = |name: &str| {
-            self.element_messages
-                .iter()
-                .find(|s| s.name() == name)
-                .and_then(|s| s.get::<String>("parser").ok())
-        };
-        field("rstrtinfer-parser")
-            .or_else(|| field("rstrtinfer-engine"))
+        self.message_field("rstrtinfer-parser", "parser")
+            .or_else(|| self.message_field("rstrtinfer-engine", "parser"))
             .expect("a message naming the parser")
     }
 }

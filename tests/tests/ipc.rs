@@ -865,7 +865,7 @@ fn metadata_a_producer_holds_a_consumer_reads() {
         // Keypoints without a finite position are no keypoints to a reader.
         assert_eq!(o.keypoints, None);
         assert_eq!(frames[0].objects.len(), 2, "no object was added");
-        assert!(frames[0].user_meta.is_empty() && o.attributes.get("f").is_none());
+        assert!(frames[0].user_meta.is_empty() && !o.attributes.contains_key("f"));
     }
     let refused = refused.lock().unwrap().clone();
     assert_eq!(refused.len(), 9, "{refused:?}");

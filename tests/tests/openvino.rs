@@ -41,14 +41,6 @@ fn vtest(extra: &str) -> Result<RunOutput, String> {
     run_pipeline_frames(&desc, FRAMES, TIMEOUT)
 }
 
-fn engine_field(out: &RunOutput, field: &str) -> String {
-    out.element_messages
-        .iter()
-        .find(|s| s.name() == "rstrtinfer-engine")
-        .and_then(|s| s.get::<String>(field).ok())
-        .unwrap_or_else(|| panic!("no {field} in the engine message"))
-}
-
 /// The top class of each classifier that labelled `o`.
 fn top_classes(o: &Object) -> Vec<(i32, String)> {
     let mut components: Vec<i32> = o.classifications.iter().map(|c| c.component_id).collect();
@@ -259,8 +251,8 @@ fn every_parser_family_gives_onnx_runtime_s_objects_in_fp32() {
     for (case, template) in &cases {
         let ort = run_case(template, "backend=onnxruntime", FRAMES);
         let ov = run_case(template, "backend=openvino network-mode=fp32", FRAMES);
-        assert_eq!(engine_field(&ov, "backend"), "openvino", "{case}");
-        assert_eq!(engine_field(&ov, "providers"), "CPU (f32)", "{case}");
+        assert_eq!(ov.engine_field("backend"), "openvino", "{case}");
+        assert_eq!(ov.engine_field("providers"), "CPU (f32)", "{case}");
         let compared = assert_same_objects(case, &ort.frames, &ov.frames, 1.0, 0.01);
         // Every case has something to compare.
         assert!(compared > 0, "{case}: nothing found");
@@ -274,9 +266,9 @@ fn every_parser_family_gives_onnx_runtime_s_objects_in_fp32() {
 #[test]
 fn openvino_says_what_ran() {
     let ov = vtest("backend=openvino").unwrap();
-    assert_eq!(engine_field(&ov, "backend"), "openvino");
-    assert_eq!(engine_field(&ov, "providers"), "CPU (f32)");
-    assert!(engine_field(&ov, "runtime-version").starts_with("2026."));
+    assert_eq!(ov.engine_field("backend"), "openvino");
+    assert_eq!(ov.engine_field("providers"), "CPU (f32)");
+    assert!(ov.engine_field("runtime-version").starts_with("2026."));
     // A backend that was named has no choice to explain.
     let message = ov
         .element_messages
@@ -305,7 +297,7 @@ fn batches_in_flight_give_the_same_results_in_order() {
 /// The reduced precision `network-mode=fp16` ran (`CPU (bf16)` or `CPU (f16)`), after checking
 /// that a CPU without either says why.
 fn reduced_providers(out: &RunOutput) -> String {
-    let providers = engine_field(out, "providers");
+    let providers = out.engine_field("providers");
     assert!(
         ["CPU (bf16)", "CPU (f16)", "CPU (f32)"].contains(&providers.as_str()),
         "{providers}"
@@ -456,19 +448,19 @@ fn reduced_precision_keeps_the_top_class_of_the_crops_the_classifier_is_sure_of(
 #[test]
 fn backend_auto_takes_openvino_for_reduced_precision_on_a_cpu_with_it() {
     let fp32 = vtest("backend=auto").unwrap();
-    assert_eq!(engine_field(&fp32, "backend"), "onnxruntime");
-    let why = engine_field(&fp32, "backend-choice");
+    assert_eq!(fp32.engine_field("backend"), "onnxruntime");
+    let why = fp32.engine_field("backend-choice");
     assert!(why.starts_with("onnxruntime: network-mode=fp32"), "{why}");
 
     let explicit = vtest("backend=openvino network-mode=fp16").unwrap();
     let native = reduced_providers(&explicit) != "CPU (f32)";
     let auto = vtest("backend=auto network-mode=fp16").unwrap();
-    let why = engine_field(&auto, "backend-choice");
+    let why = auto.engine_field("backend-choice");
     if native {
-        assert_eq!(engine_field(&auto, "backend"), "openvino", "{why}");
+        assert_eq!(auto.engine_field("backend"), "openvino", "{why}");
         assert_eq!(
-            engine_field(&auto, "providers"),
-            engine_field(&explicit, "providers")
+            auto.engine_field("providers"),
+            explicit.engine_field("providers")
         );
         assert!(
             why.starts_with("openvino: network-mode=fp16 and CPU computes"),
@@ -484,7 +476,7 @@ fn backend_auto_takes_openvino_for_reduced_precision_on_a_cpu_with_it() {
         );
         assert_eq!(same.found, same.all, "the same engine");
     } else {
-        assert_eq!(engine_field(&auto, "backend"), "onnxruntime", "{why}");
+        assert_eq!(auto.engine_field("backend"), "onnxruntime", "{why}");
         assert!(why.contains("neither BF16 nor FP16"), "{why}");
     }
 }
@@ -494,8 +486,8 @@ fn backend_auto_takes_openvino_for_reduced_precision_on_a_cpu_with_it() {
 fn backend_auto_without_openvino_runs_onnx_runtime() {
     if is_child() {
         let out = vtest("backend=auto network-mode=fp16").unwrap();
-        assert_eq!(engine_field(&out, "backend"), "onnxruntime");
-        let why = engine_field(&out, "backend-choice");
+        assert_eq!(out.engine_field("backend"), "onnxruntime");
+        let why = out.engine_field("backend-choice");
         assert!(
             why.starts_with("onnxruntime: OpenVINO not used: OpenVINO runtime not found"),
             "{why}"
@@ -550,7 +542,7 @@ fn int8_runs_a_qdq_model_as_quantised() {
     };
     let int8 =
         run_pipeline_frames(&desc("backend=openvino network-mode=int8"), 2, TIMEOUT).unwrap();
-    assert_eq!(engine_field(&int8, "providers"), "CPU (int8 (Q/DQ))");
+    assert_eq!(int8.engine_field("providers"), "CPU (int8 (Q/DQ))");
     assert!(int8.warnings.is_empty(), "{:?}", int8.warnings);
     let ort = run_pipeline_frames(&desc("backend=onnxruntime"), 2, TIMEOUT).unwrap();
     for (a, b) in int8.frames.iter().zip(&ort.frames) {

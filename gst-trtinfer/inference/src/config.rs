@@ -414,6 +414,11 @@ pub struct InferConfig {
     pub cuda_tuning: bool,
     /// The inference server of `backend=kserve`.
     pub remote: RemoteSettings,
+    /// Batches in flight that a local engine running several at once (OpenVINO) is compiled for
+    /// when it opens (not an nvinfer key): rstrtinfer's primary mode sets `requests-in-flight`
+    /// here, as many as it then asks for ([`crate::inference::Inference::keep_in_flight`]), so
+    /// the model is compiled once. 1, the default: one batch at a time.
+    pub requests_at_open: u32,
 }
 
 /// How the TensorRT backend builds engines (nvinfer's keys), shared with rsdlainfer.
@@ -519,6 +524,7 @@ impl Default for InferConfig {
             cuda_graph: CudaGraphMode::Off,
             cuda_tuning: true,
             remote: RemoteSettings::default(),
+            requests_at_open: 1,
         }
     }
 }

@@ -228,6 +228,33 @@ impl Inference {
             .filter(|_| !config.backend.is_remote())
             .map(|onnx| resolve_model(onnx))
             .transpose()?;
+        // Before any backend reads it: every backend opens only what passes the checks.
+        let facts = onnx
+            .as_deref()
+            .map(|path| {
+                let facts = crate::onnx::check::check_file(path).map_err(|reason| {
+                    SetupError::from(EngineError::Model {
+                        path: path.display().to_string(),
+                        reason,
+                    })
+                })?;
+                log(
+                    LogLevel::Debug,
+                    &format!(
+                        "{}: IR version {}, operator set {}, {} nodes, {} external data files",
+                        path.display(),
+                        facts.ir_version,
+                        facts
+                            .opset
+                            .map_or_else(|| "none".to_string(), |v| v.to_string()),
+                        facts.nodes,
+                        facts.external_files.len()
+                    ),
+                );
+                Ok::<_, SetupError>(facts)
+            })
+            .transpose()?;
+        let nodes = facts.as_ref().map_or(0, |f| f.nodes);
         let mut backend_choice = None;
         // Settings the engine does not honour as asked, for the application (not only the log).
         let mut setup_warnings = Vec::new();
@@ -235,11 +262,12 @@ impl Inference {
             Backend::Kserve | Backend::Triton => kserve_engine(&config)?,
             Backend::OnnxRuntime => ort_engine(&config, onnx, threads, &log, &mut setup_warnings)?,
             Backend::OpenVino => {
-                openvino_engine(&config, onnx, threads, &log, &mut setup_warnings)?
+                openvino_engine(&config, onnx, nodes, threads, &log, &mut setup_warnings)?
             }
             Backend::TensorRt => tensorrt_engine(&config, onnx, &log)?,
             Backend::Auto => {
-                let (engine, why) = auto_engine(&config, onnx, threads, &log, &mut setup_warnings)?;
+                let (engine, why) =
+                    auto_engine(&config, onnx, nodes, threads, &log, &mut setup_warnings)?;
                 backend_choice = Some(why);
                 engine
             }
@@ -896,6 +924,12 @@ impl Inference {
     /// it can. Engines open for one batch at a time ([`Inference::infer`]).
     pub fn keep_in_flight(&mut self, requests: usize) -> Result<bool, EngineError> {
         self.engine.keep_in_flight(requests)
+    }
+
+    /// What ends the engine's runs from another thread (a state change, a flush), where the
+    /// engine can end a run ([`Engine::interrupter`]).
+    pub fn interrupter(&self) -> Option<Arc<dyn crate::engine::Interrupt>> {
+        self.engine.interrupter()
     }
 
     /// Sends the first `sizes.len()` pre-processed slots to the inference server without
@@ -1559,6 +1593,7 @@ type OpenedEngine = (Box<dyn Engine>, PathBuf);
 fn auto_engine(
     config: &InferConfig,
     onnx: Option<PathBuf>,
+    nodes: usize,
     threads: usize,
     log: &EngineLog,
     warnings: &mut Vec<String>,
@@ -1573,6 +1608,7 @@ fn auto_engine(
         config.device,
         config.tensorrt.network_mode,
         &config.openvino_device,
+        nodes,
         choice::onnxruntime_reaches_a_gpu,
         crate::engine::openvino::native_reduced_precision,
     );
@@ -1589,7 +1625,7 @@ fn auto_engine(
         format!("{}: {}", c.backend.nick(), c.reason)
     };
     if chosen.backend == Backend::OpenVino {
-        match openvino_engine(config, onnx.clone(), threads, log, warnings) {
+        match openvino_engine(config, onnx.clone(), nodes, threads, log, warnings) {
             Ok(engine) => return Ok((engine, announce(&chosen))),
             Err(e) => {
                 warn(
@@ -1607,14 +1643,18 @@ fn auto_engine(
     Ok((engine, announce(&chosen)))
 }
 
-/// The OpenVINO engine of `config`, on `openvino-device` at the precision of `network-mode`.
+/// The OpenVINO engine of `config`, on `openvino-device` at the precision of `network-mode`,
+/// for a model of `nodes` nodes: compiled once, for `requests_at_open` requests, and how long
+/// that took reported (a warning first where the model is large enough for it to take minutes).
 fn openvino_engine(
     config: &InferConfig,
     onnx: Option<PathBuf>,
+    nodes: usize,
     threads: usize,
     log: &EngineLog,
     warnings: &mut Vec<String>,
 ) -> Result<OpenedEngine, SetupError> {
+    use crate::engine::choice::OPENVINO_MAX_NODES;
     use crate::engine::openvino::{OpenVinoEngine, OpenVinoOptions, Precision};
     let Some(model) = onnx else {
         return Err(SetupError::Config(
@@ -1626,23 +1666,50 @@ fn openvino_engine(
         NetworkMode::Fp16 => Precision::Reduced,
         NetworkMode::Int8 => Precision::Int8,
     };
+    if nodes > OPENVINO_MAX_NODES {
+        warn(
+            log,
+            warnings,
+            format!(
+                "backend=openvino: the model has {nodes} nodes; OpenVINO took 12-35 s to \
+                 compile models of 2,000 and 4 to 18 minutes for 10,000, and the element starts \
+                 only then (backend=onnxruntime opens them in seconds)"
+            ),
+        );
+    }
+    let requests = config.requests_at_open.max(1) as usize;
+    let started = std::time::Instant::now();
     let (engine, warning) = OpenVinoEngine::open(&OpenVinoOptions {
         model: model.clone(),
         device: config.openvino_device.clone(),
         precision,
         batch: config.batch_size.max(1) as usize,
         threads,
+        requests,
     })?;
     if let Some(warning) = warning {
         warn(log, warnings, warning);
     }
+    if !engine.capped_loops().is_empty() {
+        log(
+            LogLevel::Info,
+            &format!(
+                "backend=openvino: {} capped at {} trips (OpenVINO cannot stop a running Loop)",
+                engine.capped_loops().join(", "),
+                crate::onnx::check::MAX_LOOP_TRIPS
+            ),
+        );
+    }
     log(
         LogLevel::Info,
         &format!(
-            "OpenVINO {} on {}: {} arithmetic",
+            "OpenVINO {} on {}: {} arithmetic; read and compiled {nodes} nodes for {requests} \
+             request{} in {:.1} s",
             engine.description().version,
             config.openvino_device,
             engine.precision(),
+            if requests == 1 { "" } else { "s" },
+            started.elapsed().as_secs_f64()
         ),
     );
     Ok((Box::new(engine), model))
@@ -2086,7 +2153,10 @@ mod tests {
             assert!((-FRAC_PI_4..FRAC_PI_4).contains(&angle), "{angle}");
         }
         let huge = objects.iter().find(|o| o.confidence == 0.9).unwrap().bbox();
-        assert_eq!((huge.left + huge.width / 2.0, huge.top + huge.height / 2.0), (32.0, 32.0));
+        assert_eq!(
+            (huge.left + huge.width / 2.0, huge.top + huge.height / 2.0),
+            (32.0, 32.0)
+        );
     }
 
     #[test]

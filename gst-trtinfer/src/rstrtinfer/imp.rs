@@ -21,7 +21,7 @@ use super::frames::SUPPORTED_FORMATS;
 use super::metrics::InferMetrics;
 use crate::config::{InferConfig, ProcessMode, ServerFailure};
 use crate::engine::remote::{Health, Poll, RemoteError, RemoteResult};
-use crate::engine::{EngineLog, LogLevel};
+use crate::engine::{EngineLog, Interrupt, LogLevel};
 use crate::inference::{Inference, ItemResult, SetupError};
 use crate::secondary::{self, Secondary};
 use crate::settings::SETTINGS;
@@ -158,6 +158,9 @@ pub struct TrtInfer {
     throughput: Mutex<Throughput>,
     /// The inference server's health, watched by the output thread (remote engines).
     server: Mutex<Option<ServerWatch>>,
+    /// Ends the engine's runs from the thread of a state change or a flush, which cannot take
+    /// `state` while a run holds it (from start to stop).
+    engine_interrupt: Mutex<Option<Arc<dyn Interrupt>>>,
     /// The engine's CUDA context as offered to GStreamer's CUDA elements (`gst.cuda.context`),
     /// from READY to NULL.
     #[cfg(feature = "cuda")]
@@ -507,6 +510,11 @@ impl BaseTransformImpl for TrtInfer {
         let settings = self.settings.lock().unwrap().clone();
         let (mut config, file_warnings) = self.resolve_config(&settings)?;
         config.stream_priority = settings.stream_priority;
+        if config.process_mode == ProcessMode::Primary {
+            // The caps ask for this many ([`Self::set_caps`]): an engine that compiles for them
+            // (OpenVINO) does so once, now.
+            config.requests_at_open = config.remote.requests_in_flight;
+        }
         let warnings = config
             .validate()
             .map_err(|m| gst::error_msg!(gst::LibraryError::Settings, ("{m}")))?;
@@ -540,6 +548,7 @@ impl BaseTransformImpl for TrtInfer {
             inference.config().process_mode
         );
         self.post_engine_message(&inference);
+        *self.engine_interrupt.lock().unwrap() = inference.interrupter();
         *self.server.lock().unwrap() = inference.remote_health().map(|(health, url)| ServerWatch {
             health,
             url,
@@ -584,6 +593,7 @@ impl BaseTransformImpl for TrtInfer {
             let _ = thread.join();
         }
         self.state.lock().unwrap().take();
+        self.engine_interrupt.lock().unwrap().take();
         let server = self.server.lock().unwrap().take();
         let st = {
             let mut st = self.stats.lock().unwrap();

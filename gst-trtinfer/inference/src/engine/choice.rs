@@ -6,10 +6,19 @@
 //! The rule follows measurements (docs/BENCHMARKS.md, "CPU backends"): on a CPU with BF16
 //! OpenVINO's reduced precision ran 1.7-2.6x ONNX Runtime's FP32, while OpenVINO's FP32 ran
 //! 0.77-1.08x of it, so FP32 stays on ONNX Runtime; a machine whose ONNX Runtime reaches an
-//! NVIDIA GPU keeps ONNX Runtime on the GPU.
+//! NVIDIA GPU keeps ONNX Runtime on the GPU. A model of more than [`OPENVINO_MAX_NODES`] nodes
+//! stays on ONNX Runtime too: OpenVINO would take minutes to compile it.
 
 use crate::config::{Backend, Device, NetworkMode};
 use ferrostream_core::settings::Choice;
+
+/// Above this many nodes (subgraphs included) `backend=auto` does not compile a model with
+/// OpenVINO: its compile time grows far faster than the node count. Chains of activations took
+/// OpenVINO 2026.4 on 2 CPU cores 2.6-3 s to compile at 1,000 nodes, 12-35 s at 2,000 (idle or
+/// busy machine) and 18 minutes at 10,000 (233-373 s where the defect was reported), where
+/// ONNX Runtime opened 10,000 in 0.4 s; the example detectors (100-370 nodes) compile in
+/// 0.1-0.4 s, and detectors of up to 2,000 nodes keep OpenVINO's reduced precision.
+pub const OPENVINO_MAX_NODES: usize = 2_000;
 
 /// The local engine `backend=auto` opens after TensorRT (`OpenVino` or `OnnxRuntime`), and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,14 +36,15 @@ impl AutoChoice {
     }
 }
 
-/// Chooses between OpenVINO and ONNX Runtime for `device`, `mode` and `openvino_device`.
-/// `onnxruntime_gpu` says whether ONNX Runtime would reach an NVIDIA GPU, and `reduced` which
-/// reduced precision an OpenVINO device computes natively (or why none); each is asked only when
-/// the choice depends on it (both load runtimes).
+/// Chooses between OpenVINO and ONNX Runtime for `device`, `mode` and `openvino_device`, for a
+/// model of `nodes` nodes. `onnxruntime_gpu` says whether ONNX Runtime would reach an NVIDIA
+/// GPU, and `reduced` which reduced precision an OpenVINO device computes natively (or why
+/// none); each is asked only when the choice depends on it (both load runtimes).
 pub fn choose(
     device: Device,
     mode: NetworkMode,
     openvino_device: &str,
+    nodes: usize,
     onnxruntime_gpu: impl FnOnce() -> bool,
     reduced: impl FnOnce(&str) -> Result<&'static str, String>,
 ) -> AutoChoice {
@@ -57,6 +67,13 @@ pub fn choose(
     }
     if device == Device::Auto && onnxruntime_gpu() {
         return onnxruntime("ONNX Runtime runs on the NVIDIA GPU".into());
+    }
+    if nodes > OPENVINO_MAX_NODES {
+        return onnxruntime(format!(
+            "the model has {nodes} nodes, more than the {OPENVINO_MAX_NODES} above which \
+             OpenVINO took from 12 s to many minutes to compile a model (ONNX Runtime opens \
+             one of 10,000 nodes in under a second)"
+        ));
     }
     match reduced(openvino_device) {
         Ok(precision) => AutoChoice {
@@ -102,7 +119,7 @@ mod tests {
 
     #[test]
     fn reduced_precision_on_a_cpu_that_has_it_runs_openvino() {
-        let choice = choose(Device::Auto, NetworkMode::Fp16, "CPU", || false, bf16);
+        let choice = choose(Device::Auto, NetworkMode::Fp16, "CPU", 300, || false, bf16);
         assert_eq!(choice.backend, Backend::OpenVino, "{choice:?}");
         assert!(
             choice
@@ -111,27 +128,67 @@ mod tests {
             "{choice:?}"
         );
         // INT8 asks for speed too (OpenVINO runs Q/DQ models in INT8, others reduced).
-        let choice = choose(Device::Cpu, NetworkMode::Int8, "CPU", never, |_| Ok("f16"));
+        let choice = choose(Device::Cpu, NetworkMode::Int8, "CPU", 300, never, |_| {
+            Ok("f16")
+        });
         assert_eq!(choice.backend, Backend::OpenVino, "{choice:?}");
         assert!(choice.reason.contains("FP16"), "{choice:?}");
     }
 
     #[test]
     fn fp32_gpus_and_named_providers_stay_on_onnx_runtime() {
-        let fp32 = choose(Device::Auto, NetworkMode::Fp32, "CPU", never, |_| never());
+        let fp32 = choose(Device::Auto, NetworkMode::Fp32, "CPU", 300, never, |_| {
+            never()
+        });
         assert_eq!(fp32.backend, Backend::OnnxRuntime, "{fp32:?}");
         assert!(fp32.reason.contains("network-mode=fp32"), "{fp32:?}");
-        let gpu = choose(Device::Auto, NetworkMode::Fp16, "CPU", || true, |_| never());
+        let gpu = choose(
+            Device::Auto,
+            NetworkMode::Fp16,
+            "CPU",
+            300,
+            || true,
+            |_| never(),
+        );
         assert_eq!(
             gpu,
             AutoChoice::onnxruntime("ONNX Runtime runs on the NVIDIA GPU".into())
         );
-        let cuda = choose(Device::Cuda, NetworkMode::Fp16, "CPU", never, |_| never());
+        let cuda = choose(Device::Cuda, NetworkMode::Fp16, "CPU", 300, never, |_| {
+            never()
+        });
         assert_eq!(cuda.backend, Backend::OnnxRuntime, "{cuda:?}");
         assert!(cuda.reason.contains("device=cuda"), "{cuda:?}");
         // device=cpu: the GPU is not asked about.
-        let cpu = choose(Device::Cpu, NetworkMode::Fp16, "CPU", never, bf16);
+        let cpu = choose(Device::Cpu, NetworkMode::Fp16, "CPU", 300, never, bf16);
         assert_eq!(cpu.backend, Backend::OpenVino, "{cpu:?}");
+    }
+
+    #[test]
+    fn models_too_deep_for_openvino_to_compile_in_time_stay_on_onnx_runtime() {
+        let at = choose(
+            Device::Auto,
+            NetworkMode::Fp16,
+            "CPU",
+            OPENVINO_MAX_NODES,
+            || false,
+            bf16,
+        );
+        assert_eq!(at.backend, Backend::OpenVino, "{at:?}");
+        // OpenVINO is not even loaded to ask about its precision.
+        let deep = choose(
+            Device::Auto,
+            NetworkMode::Fp16,
+            "CPU",
+            10_000,
+            || false,
+            |_| never(),
+        );
+        assert_eq!(deep.backend, Backend::OnnxRuntime, "{deep:?}");
+        assert!(
+            deep.reason.contains("10000 nodes") && deep.reason.contains("2000"),
+            "{deep:?}"
+        );
     }
 
     #[test]
@@ -140,6 +197,7 @@ mod tests {
             Device::Auto,
             NetworkMode::Fp16,
             "CPU",
+            300,
             || false,
             |_| Err("OpenVINO runtime not found".into()),
         );

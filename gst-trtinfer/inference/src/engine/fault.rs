@@ -28,6 +28,14 @@ impl Engine for FaultyEngine {
         self.inner.remote()
     }
 
+    fn keep_in_flight(&mut self, requests: usize) -> Result<bool, EngineError> {
+        self.inner.keep_in_flight(requests)
+    }
+
+    fn interrupter(&self) -> Option<std::sync::Arc<dyn super::Interrupt>> {
+        self.inner.interrupter()
+    }
+
     fn run(
         &mut self,
         input: InputData<'_>,

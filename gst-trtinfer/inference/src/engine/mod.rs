@@ -180,6 +180,14 @@ pub enum LogLevel {
 /// Receives an engine's messages (from any thread).
 pub type EngineLog = std::sync::Arc<dyn Fn(LogLevel, &str) + Send + Sync>;
 
+/// Ends an engine's runs from another thread ([`Engine::interrupter`]): a state change or a
+/// flush must not wait for a run that may never end (a model that loops 2^62 times).
+pub trait Interrupt: Send + Sync {
+    /// `true`: the run going on ends soon with an error, and so does every run started until
+    /// `interrupt(false)`; `false`: runs go on again.
+    fn interrupt(&self, interrupted: bool);
+}
+
 /// An engine output left in device memory by [`DeviceEngine::enqueue`].
 #[cfg(feature = "cuda")]
 #[derive(Debug, Clone, PartialEq)]
@@ -353,6 +361,12 @@ pub trait Engine: Send {
     /// answering each batch at once. One request goes back to single runs.
     fn keep_in_flight(&mut self, _requests: usize) -> Result<bool, EngineError> {
         Ok(false)
+    }
+
+    /// What ends this engine's runs from another thread, where a run can be ended (ONNX
+    /// Runtime's terminate flag, OpenVINO's cancel); `None` where runs end on their own.
+    fn interrupter(&self) -> Option<std::sync::Arc<dyn Interrupt>> {
+        None
     }
 
     /// Runs a batch. `shape` is the full input shape (batch first); `outputs` is resized to the

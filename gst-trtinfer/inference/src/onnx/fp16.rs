@@ -818,21 +818,11 @@ fn remove_unused_constants(graph: &mut GraphProto) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::onnx::proto::{
-        OperatorSetIdProto, TensorType, TypeProto, decode_model, encode_model,
-    };
+    use crate::onnx::proto::{TensorType, TypeProto, decode_model, encode_model};
 
     /// A model of `graph`, IR version 8, opset 17.
     fn model_of(graph: GraphProto) -> ModelProto {
-        ModelProto {
-            ir_version: Some(8),
-            opset_import: vec![OperatorSetIdProto {
-                domain: Some(String::new()),
-                version: Some(17),
-            }],
-            graph: Some(graph),
-            ..Default::default()
-        }
+        ModelProto::of_graph(graph, 8, 17)
     }
 
     fn tensor_value(name: &str, elem: i32) -> ValueInfoProto {
@@ -845,15 +835,6 @@ mod tests {
                 }),
                 ..Default::default()
             }),
-            ..Default::default()
-        }
-    }
-
-    fn node(op: &str, inputs: &[&str], outputs: &[&str]) -> NodeProto {
-        NodeProto {
-            input: inputs.iter().map(|s| s.to_string()).collect(),
-            output: outputs.iter().map(|s| s.to_string()).collect(),
-            op_type: Some(op.into()),
             ..Default::default()
         }
     }
@@ -880,14 +861,14 @@ mod tests {
     /// x -> Conv(W) -> Relu -> r; Shape(r); Exp(r) + r -> a; Resize(r, scales) -> Cast(float)
     /// -> cz; an If whose branch reads r by name.
     fn model() -> ModelProto {
-        let mut cast = node("Cast", &["z"], &["cz"]);
+        let mut cast = NodeProto::new("Cast", &["z"], &["cz"]);
         cast.attribute.push(int_attr("to", data_type::FLOAT as i64));
         let branch = GraphProto {
-            node: vec![node("Identity", &["r"], &["branch_out"])],
+            node: vec![NodeProto::new("Identity", &["r"], &["branch_out"])],
             output: vec![tensor_value("branch_out", data_type::FLOAT)],
             ..Default::default()
         };
-        let mut if_node = node("If", &["flag"], &["chosen"]);
+        let mut if_node = NodeProto::new("If", &["flag"], &["chosen"]);
         if_node.attribute.push(AttributeProto {
             name: Some("then_branch".into()),
             g: Some(branch.clone()),
@@ -900,12 +881,12 @@ mod tests {
         });
         model_of(GraphProto {
             node: vec![
-                node("Conv", &["x", "W"], &["c"]),
-                node("Relu", &["c"], &["r"]),
-                node("Shape", &["r"], &["s"]),
-                node("Exp", &["r"], &["e"]),
-                node("Add", &["e", "r"], &["a"]),
-                node("Resize", &["r", "", "scales"], &["z"]),
+                NodeProto::new("Conv", &["x", "W"], &["c"]),
+                NodeProto::new("Relu", &["c"], &["r"]),
+                NodeProto::new("Shape", &["r"], &["s"]),
+                NodeProto::new("Exp", &["r"], &["e"]),
+                NodeProto::new("Add", &["e", "r"], &["a"]),
+                NodeProto::new("Resize", &["r", "", "scales"], &["z"]),
                 cast,
                 if_node,
             ],
@@ -991,10 +972,10 @@ mod tests {
     fn integer_tensors_are_never_touched() {
         let mut model = model_of(GraphProto {
             node: vec![
-                node("Shape", &["x"], &["s"]),
-                node("Concat", &["s", "k"], &["shape"]),
-                node("Mul", &["shape", "k"], &["m"]),
-                node("Reshape", &["x", "m"], &["y"]),
+                NodeProto::new("Shape", &["x"], &["s"]),
+                NodeProto::new("Concat", &["s", "k"], &["shape"]),
+                NodeProto::new("Mul", &["shape", "k"], &["m"]),
+                NodeProto::new("Reshape", &["x", "m"], &["y"]),
             ],
             initializer: vec![TensorProto {
                 name: Some("k".into()),
@@ -1020,10 +1001,10 @@ mod tests {
     fn unknown_types_and_unordered_graphs_are_left_alone_or_refused() {
         // A Conv reading the output of an operator of another domain: its type is unknown, so
         // the Conv stays as it is.
-        let mut custom = node("Decode", &["x"], &["d"]);
+        let mut custom = NodeProto::new("Decode", &["x"], &["d"]);
         custom.domain = Some("com.example".into());
         let mut custom_model = model_of(GraphProto {
-            node: vec![custom, node("Conv", &["d", "W"], &["c"])],
+            node: vec![custom, NodeProto::new("Conv", &["d", "W"], &["c"])],
             initializer: vec![floats("W", &[1.0])],
             input: vec![tensor_value("x", data_type::FLOAT)],
             output: vec![tensor_value("c", data_type::FLOAT)],
@@ -1100,8 +1081,8 @@ mod tests {
         // The else-branch defines a tensor named as the cast of r would be.
         let other = if_node.attribute[1].g.as_mut().unwrap();
         other.node = vec![
-            node("Identity", &["r"], &["r_fp32"]),
-            node("Identity", &["r_fp32"], &["branch_out"]),
+            NodeProto::new("Identity", &["r"], &["r_fp32"]),
+            NodeProto::new("Identity", &["r_fp32"], &["branch_out"]),
         ];
         convert(&mut m).unwrap();
         let g = m.graph.as_ref().unwrap();

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! ONNX models read and rewritten: the format's messages ([`proto`]) and the FP32 to FP16
-//! conversion ([`fp16`]) with its cache ([`fp16_model`]).
+//! ONNX models read and rewritten: the format's messages ([`proto`]), the checks a model passes
+//! before any backend opens it ([`check`]), loops capped for a runtime that cannot stop them
+//! ([`loops`]), and the FP32 to FP16 conversion ([`fp16`]) with its cache ([`fp16_model`]).
 
+pub mod check;
 pub mod fp16;
+pub mod loops;
 pub mod proto;
 
 use std::path::{Path, PathBuf};

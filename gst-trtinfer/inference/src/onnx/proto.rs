@@ -97,7 +97,33 @@ pub struct NodeProto {
     pub metadata_props: Vec<Opaque>,
 }
 
+impl ModelProto {
+    /// A model of `graph` in the default ONNX domain at `opset`, IR version `ir_version` (tools
+    /// and tests that write models).
+    pub fn of_graph(graph: GraphProto, ir_version: i64, opset: i64) -> Self {
+        ModelProto {
+            ir_version: Some(ir_version),
+            opset_import: vec![OperatorSetIdProto {
+                domain: Some(String::new()),
+                version: Some(opset),
+            }],
+            graph: Some(graph),
+            ..Default::default()
+        }
+    }
+}
+
 impl NodeProto {
+    /// A node of the default ONNX domain: operator `op` from `inputs` to `outputs`.
+    pub fn new(op: &str, inputs: &[&str], outputs: &[&str]) -> Self {
+        NodeProto {
+            op_type: Some(op.into()),
+            input: inputs.iter().map(|s| s.to_string()).collect(),
+            output: outputs.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
     /// Whether the operator is of the default ONNX domain ("" or `ai.onnx`).
     pub fn is_onnx_operator(&self) -> bool {
         matches!(self.domain(), "" | "ai.onnx")
@@ -255,6 +281,16 @@ pub mod attribute_type {
 }
 
 impl TensorProto {
+    /// A scalar `int64` tensor named `name`.
+    pub fn int64(name: &str, value: i64) -> Self {
+        TensorProto {
+            name: Some(name.into()),
+            data_type: Some(data_type::INT64),
+            raw_data: Some(value.to_le_bytes().to_vec()),
+            ..Default::default()
+        }
+    }
+
     /// Whether the data lives in another file (`data_location = EXTERNAL`).
     pub fn is_external(&self) -> bool {
         self.data_location == Some(1) || !self.external_data.is_empty()

@@ -326,6 +326,10 @@ impl TrtInfer {
         if let Some(w) = self.server.lock().unwrap().as_ref() {
             w.health.interrupt(interrupted);
         }
+        // A run that may never end (a model looping 2^62 times) ends too.
+        if let Some(engine) = self.engine_interrupt.lock().unwrap().as_ref() {
+            engine.interrupt(interrupted);
+        }
     }
 
     /// Posts warnings about the frames and about the settings (never under the state lock).

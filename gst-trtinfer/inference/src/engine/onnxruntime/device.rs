@@ -28,7 +28,8 @@ pub struct CudaIo {
     /// The outputs of the last run (ONNX Runtime's device allocations), kept until the next.
     held: Vec<DynValue>,
     tensors: Vec<DeviceTensor>,
-    run_options: RunOptions,
+    /// Shared with the engine's interrupter, which sets their terminate flag.
+    run_options: Arc<RunOptions>,
     memory: MemoryInfo<'static>,
     input_name: CString,
     input_type: ElementType,
@@ -58,6 +59,11 @@ impl CudaIo {
             stream, context, ..
         } = self;
         (stream, context)
+    }
+
+    /// The run options of the device side's runs (for the engine's interrupter).
+    pub fn run_options(&self) -> &Arc<RunOptions> {
+        &self.run_options
     }
 
     /// The device side of `session`, whose CUDA provider was registered on `stream` (of the
@@ -90,7 +96,7 @@ impl CudaIo {
             input: None,
             held: Vec::new(),
             tensors: Vec::new(),
-            run_options,
+            run_options: Arc::new(run_options),
             memory,
             input_name: CString::new(input_name)
                 .map_err(|_| EngineError::Run(format!("input name {input_name:?}")))?,

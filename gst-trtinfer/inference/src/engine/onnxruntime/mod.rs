@@ -16,20 +16,25 @@ mod cuda_settings;
 pub use cuda_settings::CudaSettings;
 
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use ort::ep::{self, ExecutionProvider};
 use ort::session::builder::GraphOptimizationLevel;
-use ort::session::{Session, SessionInputValue};
+use ort::session::{RunOptions, Session, SessionInputValue};
 use ort::value::{DynValue, TensorElementType, TensorRef, ValueType};
 
 use super::{
-    ElementType, Engine, EngineDescription, EngineError, InputData, OutputTensor, TensorInfo,
+    ElementType, Engine, EngineDescription, EngineError, InputData, Interrupt, OutputTensor,
+    TensorInfo,
 };
 use crate::config::{CudaGraphMode, Device, NetworkMode};
 
 /// Environment variable naming the ONNX Runtime library to load.
 pub const DYLIB_ENV: &str = "ORT_DYLIB_PATH";
+
+/// The session option naming the folder external data is read from when the model is given in
+/// memory (`kOrtSessionOptionsModelExternalInitializersFileFolderPath`).
+const EXTERNAL_DATA_FOLDER: &str = "session.model_external_initializers_file_folder_path";
 
 /// The loaded runtime, shared by every session of the process.
 static ENVIRONMENT: Mutex<Option<ort::environment::Environment>> = Mutex::new(None);
@@ -216,6 +221,26 @@ pub struct OrtEngine {
     notes: Vec<Note>,
     /// Whether the run is a captured CUDA graph.
     graph: bool,
+    /// The options of host runs, and what ends them and the device side's from another thread.
+    run_options: Arc<RunOptions>,
+    interrupter: Arc<Terminate>,
+}
+
+/// Sets the terminate flag of a session's run options: ONNX Runtime checks it between nodes
+/// (and between the trips of a `Loop`), so a run ends within a node's time.
+struct Terminate(Vec<Arc<RunOptions>>);
+
+impl Interrupt for Terminate {
+    fn interrupt(&self, interrupted: bool) {
+        for options in &self.0 {
+            // Setting a flag of valid options cannot fail.
+            let _ = if interrupted {
+                options.terminate()
+            } else {
+                options.unterminate()
+            };
+        }
+    }
 }
 
 impl Drop for OrtEngine {
@@ -298,9 +323,20 @@ impl OrtEngine {
             path: options.model.display().to_string(),
             reason,
         };
+        // The model goes in from memory, so ONNX Runtime does not know its file: external data
+        // is found beside the model file, as the ONNX specification says (not in the working
+        // directory). Where it may be was checked before (`onnx::check`).
+        let folder = match options.model.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
         let mut builder = Session::builder(&env)
             .and_then(|b| {
                 b.with_optimization_level(GraphOptimizationLevel::All)
+                    .map_err(Into::into)
+            })
+            .and_then(|b| {
+                b.with_config_entry(EXTERNAL_DATA_FOLDER, folder.to_string_lossy())
                     .map_err(Into::into)
             })
             .map_err(|e| model_error(e.to_string()))?;
@@ -356,6 +392,15 @@ impl OrtEngine {
             .transpose()?;
         #[cfg(not(feature = "cuda"))]
         let _ = cuda_stream;
+        let run_options =
+            Arc::new(RunOptions::new().map_err(|e| EngineError::Run(format!("run options: {e}")))?);
+        #[cfg(feature = "cuda")]
+        let device_options = cuda.as_ref().map(|c| c.run_options().clone());
+        #[cfg(not(feature = "cuda"))]
+        let device_options = None;
+        let terminate = std::iter::once(run_options.clone())
+            .chain(device_options)
+            .collect();
         let mut providers = providers;
         // The first provider names the arithmetic it runs, and a captured graph.
         let mut traits: Vec<&str> = Vec::new();
@@ -384,6 +429,8 @@ impl OrtEngine {
             description,
             notes: Vec::new(),
             graph,
+            run_options,
+            interrupter: Arc::new(Terminate(terminate)),
         })
     }
 }
@@ -612,6 +659,10 @@ impl Engine for OrtEngine {
         }
     }
 
+    fn interrupter(&self) -> Option<Arc<dyn Interrupt>> {
+        Some(self.interrupter.clone())
+    }
+
     fn run(
         &mut self,
         input: InputData<'_>,
@@ -630,7 +681,10 @@ impl Engine for OrtEngine {
                 .map_err(run_error)?
                 .into(),
         };
-        let results = self.session.run([value]).map_err(run_error)?;
+        let results = self
+            .session
+            .run_with_options([value], &*self.run_options)
+            .map_err(run_error)?;
         outputs.resize_with(self.description.outputs.len(), OutputTensor::default);
         for (info, out) in self.description.outputs.iter().zip(outputs.iter_mut()) {
             if out.name != info.name {

@@ -118,6 +118,8 @@ api! {
     core_free = "ov_core_free": fn(*mut RawCore);
     core_read_model = "ov_core_read_model":
         fn(*const RawCore, *const c_char, *const c_char, *mut *mut RawModel) -> Status;
+    core_read_model_from_memory_buffer = "ov_core_read_model_from_memory_buffer":
+        fn(*const RawCore, *const c_char, usize, *const RawTensor, *mut *mut RawModel) -> Status;
     core_compile_model_props = "ov_core_compile_model_props": fn(
         *const RawCore,
         *const RawModel,
@@ -152,9 +154,9 @@ api! {
     infer_request_free = "ov_infer_request_free": fn(*mut RawRequest);
     infer_request_set_input_tensor = "ov_infer_request_set_input_tensor":
         fn(*mut RawRequest, *const RawTensor) -> Status;
-    infer_request_infer = "ov_infer_request_infer": fn(*mut RawRequest) -> Status;
     infer_request_start_async = "ov_infer_request_start_async": fn(*mut RawRequest) -> Status;
     infer_request_wait = "ov_infer_request_wait": fn(*mut RawRequest) -> Status;
+    infer_request_cancel = "ov_infer_request_cancel": fn(*mut RawRequest) -> Status;
     infer_request_get_output_tensor_by_index = "ov_infer_request_get_output_tensor_by_index":
         fn(*const RawRequest, usize, *mut *mut RawTensor) -> Status;
     tensor_create_from_host_ptr = "ov_tensor_create_from_host_ptr":
@@ -324,6 +326,24 @@ impl<'a> Core<'a> {
         // SAFETY: valid core, NUL-terminated path, null weights path (found by OpenVINO).
         let status =
             unsafe { (self.api.core_read_model)(self.raw, c_path.as_ptr(), ptr::null(), &mut raw) };
+        self.api.check("reading the model", status)?;
+        Ok(Model { api: self.api, raw })
+    }
+
+    /// Reads a model from `bytes` (ONNX without external data: no file to find it beside).
+    pub fn read_model_from_memory(&self, bytes: &[u8]) -> Result<Model<'a>, String> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: valid core; `bytes` is read during the call only (OpenVINO copies what it
+        // keeps); null weights (an ONNX model holds its own).
+        let status = unsafe {
+            (self.api.core_read_model_from_memory_buffer)(
+                self.raw,
+                bytes.as_ptr().cast(),
+                bytes.len(),
+                ptr::null(),
+                &mut raw,
+            )
+        };
         self.api.check("reading the model", status)?;
         Ok(Model { api: self.api, raw })
     }
@@ -554,13 +574,13 @@ pub struct Request<'a> {
     raw: *mut RawRequest,
 }
 
-impl Request<'_> {
+impl<'a> Request<'a> {
     /// Sets the input of the next run: `input` (element type `element_type`, shape `shape`),
     /// read in place.
     ///
     /// # Safety
     /// `input` must stay allocated and unchanged until the run that reads it has ended
-    /// ([`Request::infer`] returned, or [`Request::wait`] after [`Request::start`]).
+    /// ([`Request::wait`] after [`Request::start`] returned).
     pub unsafe fn set_input(
         &mut self,
         element_type: u32,
@@ -594,14 +614,6 @@ impl Request<'_> {
         result
     }
 
-    /// Runs the model on the input set last and waits for it.
-    pub fn infer(&mut self) -> Result<(), String> {
-        // SAFETY: a valid request.
-        self.api.check("inference", unsafe {
-            (self.api.infer_request_infer)(self.raw)
-        })
-    }
-
     /// Starts a run on the input set last, without waiting ([`Request::wait`]).
     pub fn start(&mut self) -> Result<(), String> {
         // SAFETY: a valid request.
@@ -616,6 +628,14 @@ impl Request<'_> {
         self.api.check("inference", unsafe {
             (self.api.infer_request_wait)(self.raw)
         })
+    }
+
+    /// What cancels this request's runs from another thread.
+    pub fn canceler(&self) -> Canceler<'a> {
+        Canceler {
+            api: self.api,
+            raw: self.raw,
+        }
     }
 
     /// Calls `f` with output `index` of the last run.
@@ -680,6 +700,33 @@ impl Request<'_> {
 // SAFETY: an infer request may be used from any thread, one call at a time: `&mut self` (and
 // the engine's locks) see to that.
 unsafe impl Send for Request<'_> {}
+
+/// Cancels the run of one request (`ov_infer_request_cancel`) from any thread; the run's wait
+/// then returns an error. A request that is not running is left as it is.
+#[derive(Clone)]
+pub struct Canceler<'a> {
+    api: &'a Api,
+    raw: *mut RawRequest,
+}
+
+impl Canceler<'_> {
+    /// Cancels the request's run, if one is going on.
+    ///
+    /// # Safety
+    /// The request must not have been freed.
+    pub unsafe fn cancel(&self) {
+        // SAFETY: the request is alive (the caller's promise); OpenVINO's cancel is meant to be
+        // called from another thread while the request runs or is waited for. A request not
+        // running is not cancelled: the status says nothing worth reporting.
+        let _ = unsafe { (self.api.infer_request_cancel)(self.raw) };
+    }
+}
+
+// SAFETY: a canceler only calls `ov_infer_request_cancel`, which OpenVINO allows from any thread
+// at any time while the request lives; its owner keeps it no longer than that.
+unsafe impl Send for Canceler<'_> {}
+// SAFETY: as above: concurrent cancels of one request are allowed.
+unsafe impl Sync for Canceler<'_> {}
 
 impl Drop for Request<'_> {
     fn drop(&mut self) {

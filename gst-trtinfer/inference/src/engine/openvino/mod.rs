@@ -12,8 +12,10 @@
 //! wheel ships them), else the system library path (`libopenvino_c.so`). A missing library is
 //! an error at element start that says how to install it.
 //!
-//! The ONNX model is read directly (OpenVINO's ONNX front end). A dynamic batch dimension is
-//! fixed to `batch-size`. Precision follows `network-mode` ([`Precision`]): the CPU's fast
+//! The ONNX model is read directly (OpenVINO's ONNX front end), or from memory where its loops
+//! are capped ([`crate::onnx::loops`]: OpenVINO cannot stop a running `Loop`). A dynamic batch
+//! dimension is fixed to `batch-size`. A stop cancels the runs going on
+//! ([`Engine::interrupter`]). Precision follows `network-mode` ([`Precision`]): the CPU's fast
 //! reduced precision is BF16 where the CPU has it, else FP16 where the device has it.
 
 mod ffi;
@@ -24,10 +26,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::remote::{Health, RemoteCall, RemoteEngine};
 use super::{
-    ElementType, Engine, EngineDescription, EngineError, InputData, OutputTensor, TensorInfo,
+    ElementType, Engine, EngineDescription, EngineError, InputData, Interrupt, OutputTensor,
+    TensorInfo,
 };
 use ffi::{Api, Compiled, Core, element};
-use requests::Requests;
+use requests::{Requests, Stop};
 
 /// Environment variable naming the OpenVINO C library to load.
 pub const DYLIB_ENV: &str = "OPENVINO_DYLIB_PATH";
@@ -139,6 +142,11 @@ pub struct OpenVinoOptions {
     pub batch: usize,
     /// Inference threads; 0 lets OpenVINO decide.
     pub threads: usize,
+    /// The infer requests to compile for ([`Engine::keep_in_flight`]): 1 for one batch at a
+    /// time, more for batches in flight. Compiling is what takes long (minutes for a model of
+    /// thousands of nodes in a chain), so a caller that will keep batches in flight says so here
+    /// and the model is compiled once.
+    pub requests: usize,
 }
 
 /// What [`choose_precision`] decided: the hint to pass and, when the request could not be
@@ -250,6 +258,10 @@ pub struct OpenVinoEngine {
     device: String,
     /// The compile properties but the performance hint.
     properties: Vec<(&'static str, String)>,
+    /// The `Loop` nodes capped at [`crate::onnx::check::MAX_LOOP_TRIPS`] trips.
+    capped_loops: Vec<String>,
+    /// Ends runs from another thread ([`Engine::interrupter`]), whichever requests are current.
+    stop: Arc<Stop>,
     // Dropped in this order: the compiled model (after its requests' runs end), the model, the
     // core.
     prepared: Prepared,
@@ -266,7 +278,7 @@ struct Prepared {
 
 impl OpenVinoEngine {
     /// Compiles the model for `requests` infer requests (OpenVINO's latency mode for one, its
-    /// throughput mode for more).
+    /// throughput mode for more), whose runs `stop` ends.
     fn prepare(
         core: &Core<'static>,
         model: &ffi::Model<'static>,
@@ -274,6 +286,7 @@ impl OpenVinoEngine {
         properties: &[(&'static str, String)],
         requests: usize,
         outputs: &[TensorInfo],
+        stop: &Arc<Stop>,
     ) -> Result<Prepared, EngineError> {
         let mut all = properties.to_vec();
         if requests > 1 {
@@ -290,7 +303,7 @@ impl OpenVinoEngine {
             .collect::<Result<Vec<_>, _>>()
             .map_err(EngineError::Run)?;
         Ok(Prepared {
-            requests: Requests::new(made, outputs.to_vec())?,
+            requests: Requests::new(made, outputs.to_vec(), stop.clone())?,
             _compiled: compiled,
         })
     }
@@ -308,7 +321,20 @@ impl OpenVinoEngine {
             reason,
         };
         let core = Core::new(api).map_err(EngineError::RuntimeMissing)?;
-        let model = core.read_model(&options.model).map_err(model_err)?;
+        // OpenVINO's CPU plugin looks for a cancel between nodes only: a Loop running for ever
+        // could not be stopped, so loops without a small constant trip count are capped.
+        let bytes = ferrostream_core::files::read(
+            &options.model,
+            ferrostream_core::files::MAX_MODEL_FILE_BYTES,
+        )
+        .map_err(|e| model_err(e.to_string()))?;
+        let (model, capped_loops) =
+            match crate::onnx::loops::cap_trip_counts(&bytes).map_err(model_err)? {
+                Some(capped) => (core.read_model_from_memory(&capped.bytes), capped.loops),
+                None => (core.read_model(&options.model), Vec::new()),
+            };
+        drop(bytes);
+        let model = model.map_err(model_err)?;
         let (inputs, outputs) = model.ports().map_err(model_err)?;
         let [input] = &inputs[..] else {
             return Err(model_err(format!(
@@ -357,13 +383,15 @@ impl OpenVinoEngine {
                 description.input
             )));
         }
+        let stop = Arc::new(Stop::default());
         let prepared = Self::prepare(
             &core,
             &model,
             &options.device,
             &properties,
-            1,
+            options.requests.max(1),
             &description.outputs,
+            &stop,
         )?;
         Ok((
             Self {
@@ -371,6 +399,8 @@ impl OpenVinoEngine {
                 precision: choice.runs,
                 device: options.device.clone(),
                 properties,
+                capped_loops,
+                stop,
                 prepared,
                 model,
                 core,
@@ -382,6 +412,11 @@ impl OpenVinoEngine {
     /// The precision that runs: `f32`, `bf16`, `f16` or `int8 (Q/DQ)`.
     pub fn precision(&self) -> &'static str {
         self.precision
+    }
+
+    /// The `Loop` nodes whose trips were capped ([`crate::onnx::loops`]), for the log.
+    pub fn capped_loops(&self) -> &[String] {
+        &self.capped_loops
     }
 }
 
@@ -403,6 +438,12 @@ impl Engine for OpenVinoEngine {
         (self.prepared.requests.len() > 1).then_some(self as &mut dyn RemoteEngine)
     }
 
+    fn interrupter(&self) -> Option<Arc<dyn Interrupt>> {
+        Some(self.stop.clone())
+    }
+
+    /// Compiles the model again only for another number of requests than it was compiled for
+    /// ([`OpenVinoOptions::requests`]).
     fn keep_in_flight(&mut self, requests: usize) -> Result<bool, EngineError> {
         let requests = requests.max(1);
         if requests != self.prepared.requests.len() {
@@ -413,6 +454,7 @@ impl Engine for OpenVinoEngine {
                 &self.properties,
                 requests,
                 &self.description.outputs,
+                &self.stop,
             )?;
         }
         Ok(requests > 1)

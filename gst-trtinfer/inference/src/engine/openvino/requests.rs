@@ -6,16 +6,80 @@
 //! they were started, reads their outputs and answers each [`RemoteCall`], so answers come in
 //! submission order. A request is reused only after its answer was read: a submission that finds
 //! its request still running waits for it (the caller's limit on requests in flight normally
-//! keeps that from happening). [`Requests::run`] runs the first request synchronously.
+//! keeps that from happening). [`Requests::run`] runs the first request and waits for it.
+//!
+//! Every run starts through the engine's [`Stop`], which cancels the runs going on from another
+//! thread and keeps new ones from starting until it is released: a stop does not wait for a run
+//! to its end. OpenVINO looks for a cancel between nodes, not within a `Loop` node: loops are
+//! capped when the model is read ([`crate::onnx::loops`]).
 
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
-use super::ffi::Request;
+use super::ffi::{Canceler, Request};
 use super::{element_code, element_type};
 use crate::engine::remote::{Health, RemoteCall, RemoteError, RemoteResult};
-use crate::engine::{EngineError, InputData, OutputTensor, TensorInfo};
+use crate::engine::{EngineError, InputData, Interrupt, OutputTensor, TensorInfo};
+
+/// Ends an engine's runs from another thread: cancels those going on and refuses to start new
+/// ones while interrupted. Starting a run and interrupting take the same lock, so a run is
+/// either refused or started before the cancel reaches it.
+#[derive(Default)]
+pub(super) struct Stop {
+    state: Mutex<StopState>,
+}
+
+#[derive(Default)]
+struct StopState {
+    interrupted: bool,
+    /// The requests of the engine's current [`Requests`], and which ones they are.
+    cancelers: Vec<Canceler<'static>>,
+    generation: u64,
+}
+
+impl Stop {
+    /// Starts `request`'s run, unless runs are interrupted.
+    fn start(&self, request: &mut Request<'static>) -> Result<(), String> {
+        let state = self.state.lock().unwrap();
+        if state.interrupted {
+            return Err("inference interrupted (the element is stopping or flushing)".into());
+        }
+        request.start()
+    }
+
+    /// Makes `cancelers` the requests to cancel; returns their generation for
+    /// [`Stop::unregister`].
+    fn register(&self, cancelers: Vec<Canceler<'static>>) -> u64 {
+        let mut state = self.state.lock().unwrap();
+        state.generation += 1;
+        state.cancelers = cancelers;
+        state.generation
+    }
+
+    /// Forgets the requests of `generation`, if they are still the ones registered: once this
+    /// returns, they are not cancelled any more and may be freed.
+    fn unregister(&self, generation: u64) {
+        let mut state = self.state.lock().unwrap();
+        if state.generation == generation {
+            state.cancelers.clear();
+        }
+    }
+}
+
+impl Interrupt for Stop {
+    fn interrupt(&self, interrupted: bool) {
+        let mut state = self.state.lock().unwrap();
+        state.interrupted = interrupted;
+        if interrupted {
+            for canceler in &state.cancelers {
+                // SAFETY: registered requests are alive: `Requests` unregisters them (under this
+                // lock) before they are freed.
+                unsafe { canceler.cancel() };
+            }
+        }
+    }
+}
 
 struct SlotState {
     request: Request<'static>,
@@ -55,15 +119,22 @@ pub(super) struct Requests {
     worker: Option<JoinHandle<()>>,
     /// Never marks an outage: a local runtime has none. [`RemoteCall`] needs one.
     health: Arc<Health>,
+    stop: Arc<Stop>,
+    /// The requests' cancelers and their generation in `stop`.
+    cancelers: Vec<Canceler<'static>>,
+    generation: u64,
 }
 
 impl Requests {
-    /// Takes the requests (at least one) of a model with `outputs`.
+    /// Takes the requests (at least one) of a model with `outputs`, whose runs `stop` ends from
+    /// now on.
     pub(super) fn new(
         requests: Vec<Request<'static>>,
         outputs: Vec<TensorInfo>,
+        stop: Arc<Stop>,
     ) -> Result<Self, EngineError> {
         assert!(!requests.is_empty(), "at least one infer request");
+        let cancelers: Vec<_> = requests.iter().map(Request::canceler).collect();
         let slots: Arc<Vec<Slot>> = Arc::new(
             requests
                 .into_iter()
@@ -101,6 +172,7 @@ impl Requests {
                 })
                 .map_err(|e| EngineError::Run(format!("starting OpenVINO's wait thread: {e}")))?
         };
+        let generation = stop.register(cancelers.clone());
         Ok(Self {
             slots,
             outputs,
@@ -108,6 +180,9 @@ impl Requests {
             jobs: Some(jobs),
             worker: Some(worker),
             health: Arc::default(),
+            stop,
+            cancelers,
+            generation,
         })
     }
 
@@ -129,9 +204,10 @@ impl Requests {
         let code = input_code(input, shape)?;
         let mut state = self.slots[0].idle();
         let state = &mut *state;
-        // SAFETY: `input` outlives the synchronous run below.
+        // SAFETY: `input` outlives the run, which is waited for below.
         unsafe { state.request.set_input(code, shape, input.as_bytes()) }
-            .and_then(|()| state.request.infer())
+            .and_then(|()| self.stop.start(&mut state.request))
+            .and_then(|()| state.request.wait())
             .map_err(EngineError::Run)?;
         outputs.resize_with(self.outputs.len(), OutputTensor::default);
         for (index, (out, info)) in outputs.iter_mut().zip(self.outputs.iter()).enumerate() {
@@ -158,7 +234,7 @@ impl Requests {
         // SAFETY: the slot's input stays unchanged until the worker has waited for this run:
         // the slot is reused only once `running` is false again.
         unsafe { state.request.set_input(code, shape, &state.input) }
-            .and_then(|()| state.request.start())
+            .and_then(|()| self.stop.start(&mut state.request))
             .map_err(EngineError::Run)?;
         state.running = true;
         let (answer, receiver) = mpsc::channel();
@@ -177,7 +253,13 @@ impl Requests {
 
 impl Drop for Requests {
     fn drop(&mut self) {
-        // The worker waits for the runs still going, then ends; the requests are freed after.
+        // Runs still going are abandoned: cancelled (one may never end), the worker waits for
+        // them and ends, and the requests are freed after, no longer known to `stop`.
+        self.stop.unregister(self.generation);
+        for canceler in &self.cancelers {
+            // SAFETY: the requests are freed only after this function (with `slots`).
+            unsafe { canceler.cancel() };
+        }
         drop(self.jobs.take());
         if let Some(worker) = self.worker.take() {
             let _ = worker.join();
