@@ -38,6 +38,16 @@ enum Mapped {
     },
 }
 
+impl Mapped {
+    fn is_device(&self) -> bool {
+        match self {
+            Mapped::Host(_) => false,
+            #[cfg(feature = "cuda")]
+            Mapped::Device { .. } => true,
+        }
+    }
+}
+
 /// Tells the producer, once dropped, that buffer `seq` is released.
 struct Release {
     conn: Arc<Connection>,
@@ -78,6 +88,8 @@ pub struct Consumer {
     conn: Arc<Connection>,
     mapped: HashMap<u64, Arc<Mapped>>,
     caps: Option<gst::Caps>,
+    // Read by the device paths only.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     nvmm_abi: ferrostream_core::nvmm::NvmmAbi,
     /// Nanoseconds added to the producer's timestamps: this pipeline's running time at the
     /// first buffer, minus that buffer's timestamp.
@@ -375,7 +387,7 @@ impl Consumer {
         let device =
             batch::MemoryKind::from_caps(self.caps.as_ref().expect("buffers come after caps"))
                 .is_device();
-        if device != matches!(*mapped, Mapped::Device { .. }) {
+        if device != mapped.is_device() {
             return Err(format!(
                 "the producer's caps say {} memory, but allocation {} is not",
                 if device { "device" } else { "system" },

@@ -101,6 +101,8 @@ pub struct Describer {
 /// One surface to describe: its buffer, layout and stream.
 struct Part<'a> {
     buffer: &'a gst::BufferRef,
+    // Read by the device paths only.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     info: &'a gst_video::VideoInfo,
     caps: String,
     source_id: u32,

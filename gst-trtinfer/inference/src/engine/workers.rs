@@ -12,13 +12,19 @@
 //! A worker whose engine fails is taken out of the rotation (its failure is reported once, see
 //! [`WorkerPool::take_notices`]) and its batch, and any queued behind it, run on the others; a
 //! batch fails only when no worker is left.
+//!
+//! The pool's [`Engine::interrupter`] interrupts every worker's engine that can be interrupted;
+//! a run that fails while the pool is interrupted answers its batch with the error and leaves
+//! the worker in the rotation (a stop or a flush is no failure of the worker's).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 
 use super::remote::{Health, RemoteCall, RemoteEngine, RemoteError, RemoteResult};
-use super::{Engine, EngineDescription, EngineError, EngineLog, InputData, LogLevel, OutputTensor};
+use super::{
+    Engine, EngineDescription, EngineError, EngineLog, InputData, Interrupt, LogLevel, OutputTensor,
+};
 
 /// An engine and the name it goes by in messages (`DLA0`, `GPU`).
 pub struct Worker {
@@ -109,6 +115,26 @@ struct Dispatch {
     notices: Mutex<Vec<String>>,
     /// Where a worker's failure is also told (the element's log: a warning message).
     log: Mutex<Option<EngineLog>>,
+    /// Set while the pool is interrupted ([`PoolInterrupt`]).
+    interrupted: AtomicBool,
+}
+
+/// Interrupts every worker's engine that can be interrupted, and tells the workers that runs
+/// failing meanwhile are no failures of theirs.
+struct PoolInterrupt {
+    dispatch: Arc<Dispatch>,
+    engines: Vec<Arc<dyn Interrupt>>,
+}
+
+impl Interrupt for PoolInterrupt {
+    fn interrupt(&self, interrupted: bool) {
+        self.dispatch
+            .interrupted
+            .store(interrupted, Ordering::SeqCst);
+        for engine in &self.engines {
+            engine.interrupt(interrupted);
+        }
+    }
 }
 
 impl Dispatch {
@@ -171,6 +197,8 @@ impl Dispatch {
 pub struct WorkerPool {
     description: EngineDescription,
     dispatch: Arc<Dispatch>,
+    /// `None` when no worker's engine can be interrupted.
+    interrupt: Option<Arc<PoolInterrupt>>,
     threads: Vec<JoinHandle<()>>,
     health: Arc<Health>,
     names: String,
@@ -227,6 +255,17 @@ impl WorkerPool {
             probe: AtomicUsize::new(0),
             notices: Mutex::new(Vec::new()),
             log: Mutex::new(None),
+            interrupted: AtomicBool::new(false),
+        });
+        let engines: Vec<_> = workers
+            .iter()
+            .filter_map(|w| w.engine.interrupter())
+            .collect();
+        let interrupt = (!engines.is_empty()).then(|| {
+            Arc::new(PoolInterrupt {
+                dispatch: dispatch.clone(),
+                engines,
+            })
         });
         let threads = workers
             .into_iter()
@@ -243,6 +282,7 @@ impl WorkerPool {
         Ok(Self {
             description,
             dispatch,
+            interrupt,
             threads,
             health: Arc::default(),
             names,
@@ -299,6 +339,12 @@ fn work(index: usize, mut engine: Box<dyn Engine>, jobs: mpsc::Receiver<Job>, di
                 slot.queued.fetch_sub(1, Ordering::SeqCst);
                 let _ = job.reply.send(Ok(outputs.clone()));
             }
+            Err(e) if dispatch.interrupted.load(Ordering::SeqCst) => {
+                slot.queued.fetch_sub(1, Ordering::SeqCst);
+                let _ = job.reply.send(Err(RemoteError::Failed(format!(
+                    "interrupted (the element is stopping or flushing): {e}"
+                ))));
+            }
             Err(e) => {
                 slot.failed.store(true, Ordering::SeqCst);
                 slot.queued.fetch_sub(1, Ordering::SeqCst);
@@ -314,6 +360,10 @@ fn work(index: usize, mut engine: Box<dyn Engine>, jobs: mpsc::Receiver<Job>, di
 
 impl Drop for WorkerPool {
     fn drop(&mut self) {
+        // A worker may be in a run that only an interruption ends.
+        if let Some(interrupt) = &self.interrupt {
+            interrupt.interrupt(true);
+        }
         for slot in &self.dispatch.slots {
             slot.jobs.lock().unwrap().take();
         }
@@ -334,6 +384,10 @@ impl Engine for WorkerPool {
 
     fn keep_in_flight(&mut self, _requests: usize) -> Result<bool, EngineError> {
         Ok(true)
+    }
+
+    fn interrupter(&self) -> Option<Arc<dyn Interrupt>> {
+        self.interrupt.clone().map(|i| i as Arc<dyn Interrupt>)
     }
 
     fn run(
@@ -426,6 +480,76 @@ mod tests {
             }];
             Ok(())
         }
+    }
+
+    /// Runs until interrupted: a model that loops for ever.
+    struct Endless {
+        stop: Arc<Stop>,
+        description: EngineDescription,
+    }
+
+    #[derive(Default)]
+    struct Stop(AtomicBool);
+
+    impl Interrupt for Stop {
+        fn interrupt(&self, interrupted: bool) {
+            self.0.store(interrupted, Ordering::SeqCst);
+        }
+    }
+
+    impl Engine for Endless {
+        fn description(&self) -> &EngineDescription {
+            &self.description
+        }
+
+        fn interrupter(&self) -> Option<Arc<dyn Interrupt>> {
+            Some(self.stop.clone())
+        }
+
+        fn run(
+            &mut self,
+            _: InputData<'_>,
+            _: &[usize],
+            _: &mut Vec<OutputTensor>,
+        ) -> Result<(), EngineError> {
+            while !self.stop.0.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(EngineError::Run("terminated".into()))
+        }
+    }
+
+    #[test]
+    fn an_interrupted_pool_ends_its_runs_and_keeps_its_workers() {
+        let endless = || Worker {
+            name: "endless".into(),
+            engine: Box::new(Endless {
+                stop: Arc::default(),
+                description: description(),
+            }),
+        };
+        let mut pool = WorkerPool::new(vec![endless(), endless()]).unwrap();
+        let interrupt = pool.interrupter().expect("the workers can be interrupted");
+        let calls: Vec<RemoteCall> = (0..4)
+            .map(|i| pool.submit(InputData::F32(&[i as f32]), &[1, 1]).unwrap())
+            .collect();
+        std::thread::sleep(Duration::from_millis(20));
+        interrupt.interrupt(true);
+        for call in calls {
+            let err = call.wait().unwrap_err().to_string();
+            assert!(err.contains("interrupted"), "{err}");
+        }
+        assert!(pool.take_notices().is_empty(), "no worker failed");
+        assert!(
+            pool.dispatch
+                .slots
+                .iter()
+                .all(|s| !s.failed.load(Ordering::SeqCst))
+        );
+        // Dropping a pool whose workers run for ever ends them (the drop would hang else).
+        interrupt.interrupt(false);
+        let _running = pool.submit(InputData::F32(&[9.0]), &[1, 1]).unwrap();
+        drop(pool);
     }
 
     fn worker(id: u32, delay_ms: u64, fail_at: Option<u64>) -> Worker {
