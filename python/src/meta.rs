@@ -1384,6 +1384,14 @@ fn frame_size(info: &Bound<'_, PyAny>, caps: &Bound<'_, PyAny>) -> PyResult<(u32
         video.getattr("width")?.extract()?,
         video.getattr("height")?.extract()?,
     );
+    // An NVMM buffer's size says nothing of its frame (below): its caps are bounded as every
+    // frame the plugin handles is.
+    let most = ferrostream_abi::MAX_FRAME_SIDE;
+    if width > most || height > most {
+        return Err(refusal(format!(
+            "the caps describe a {width}x{height} frame, larger than {most} pixels a side"
+        )));
+    }
     let needed: u64 = video.getattr("size")?.extract()?;
     // An NVMM buffer holds a surface descriptor, not the pixels: its size says nothing of them.
     let nvmm = caps

@@ -873,6 +873,11 @@ def test_writable_refuses_caps_the_buffer_is_too_small_for():
             with pytest.raises(ValueError, match=refusal):
                 with ferrostream.writable(info, lying):
                     pass
+        # An NVMM buffer's size says nothing of its frame: its caps are bounded instead.
+        wide = Gst.Caps.from_string("video/x-raw(memory:NVMM),format=RGBA,width=40000,height=16")
+        with pytest.raises(ValueError, match=r"40000x16 frame, larger than 32768 pixels a side"):
+            with ferrostream.writable(info, wide):
+                pass
         assert ferrostream.batch_meta(info.get_buffer()) is None
         with ferrostream.writable(info, pad.get_current_caps()) as batch:
             done.append((batch.frames[0].width, batch.frames[0].height))

@@ -28,6 +28,9 @@ pub const MAX_USER_VALUE_BYTES: usize = 64 * 1024;
 /// The deepest user-metadata value the edit function takes, each array or object one level
 /// (`ferrostream_core::edit::MAX_USER_DEPTH`).
 pub const MAX_USER_DEPTH: usize = 32;
+/// The widest and tallest frame the plugin maps or describes, in pixels
+/// (`ferrostream_core::device::MAX_SIDE`): callers refuse caps beyond it.
+pub const MAX_FRAME_SIDE: u32 = 1 << 15;
 
 /// Results of the functions that can fail.
 pub mod status {

@@ -150,9 +150,9 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<f32>>
 
 fn check_angle(angle: Option<f32>) -> Result<(), EditError> {
     match angle {
-        Some(a) if !a.is_finite() => Err(EditError::Invalid(format!(
-            "angle {a} is not a finite number of radians"
-        ))),
+        Some(a) if a.is_nan() || a.abs() > crate::oriented::MAX_ANGLE => Err(EditError::Invalid(
+            format!("angle {a} is not a number of radians within two turns either way"),
+        )),
         _ => Ok(()),
     }
 }
@@ -370,11 +370,16 @@ fn check_label(label: &str) -> Result<(), EditError> {
     Ok(())
 }
 
-fn check_box(b: &BBox) -> Result<(), EditError> {
-    if ![b.left, b.top, b.width, b.height]
+/// Whether every coordinate of `b` is a number of at most [`MAX_COORDINATE`] either way (what
+/// metadata may hold: see [`crate::json`]).
+pub fn is_bounded(b: &BBox) -> bool {
+    [b.left, b.top, b.width, b.height]
         .iter()
         .all(|v| v.abs() <= MAX_COORDINATE)
-    {
+}
+
+fn check_box(b: &BBox) -> Result<(), EditError> {
+    if !is_bounded(b) {
         return Err(EditError::Invalid(format!(
             "box {b:?} has a coordinate that is not a number of at most {MAX_COORDINATE} pixels \
              either way"
@@ -709,6 +714,9 @@ mod tests {
             let e = edit(&mut b, &json).unwrap_err().to_string();
             assert!(e.contains("at most 16777216 pixels"), "{bbox}: {e}");
         }
+        let json = r#"{"op":"add_object","frame":0,"object":{"class_id":0,"label":"x","bbox":{"left":0,"top":0,"width":1,"height":1},"angle":1e30}}"#;
+        let e = edit(&mut b, json).unwrap_err().to_string();
+        assert!(e.contains("within two turns"), "{e}");
         assert_eq!(b, before);
         // The largest box allowed, turned, still has finite corners.
         let json = r#"{"op":"add_object","frame":0,"object":{"class_id":0,"label":"x","bbox":{"left":-16777216,"top":16777216,"width":16777216,"height":16777216},"angle":0.7}}"#;

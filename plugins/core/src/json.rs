@@ -44,7 +44,8 @@
 //! hold them) is written as `null` and read back as NaN, so whatever a writer held a reader can
 //! read (an infinity's sign is lost). Where such a number means nothing (boxes, angles,
 //! keypoints, confidences), Ferrostream does not hold one: applications' edits are refused and
-//! parsers drop or mark them.
+//! parsers drop or mark them; read from JSON, an object whose box is not finite (or beyond 2^24
+//! pixels) is left out, and keypoints that are not finite are.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -252,7 +253,7 @@ impl From<FrameRecord> for Frame {
             surface_index: 0,
             components_run: r.components_run,
             terminated_ids: r.terminated_ids,
-            objects: r.objects.into_iter().map(Object::from).collect(),
+            objects: bounded_objects(r.objects),
             segmentation: r.segmentation,
             analytics: r.analytics,
             display: r
@@ -264,6 +265,24 @@ impl From<FrameRecord> for Frame {
             latency: r.latency.map(FrameLatency::from),
         }
     }
+}
+
+/// The objects of records, less those whose boxes are not finite or beyond
+/// [`crate::edit::MAX_COORDINATE`] (another tool's, or a `null` read as NaN): no element
+/// downstream (tracker, clustering, drawing) is handed a box at infinity. Parents keep pointing
+/// at the same objects.
+fn bounded_objects(records: Vec<ObjectRecord>) -> Vec<Object> {
+    let mut frame = Frame::new(0, 0, 0, 0);
+    frame.objects = records.into_iter().map(Object::from).collect();
+    for i in (0..frame.objects.len()).rev() {
+        let o = &frame.objects[i];
+        let boxes_ok = crate::edit::is_bounded(&o.detector_bbox)
+            && o.tracker_bbox.as_ref().is_none_or(crate::edit::is_bounded);
+        if !boxes_ok {
+            crate::edit::remove_object(&mut frame, i);
+        }
+    }
+    frame.objects
 }
 
 /// Writes `frame` as one line of JSON.
@@ -481,7 +500,6 @@ mod tests {
             }],
             skeleton: Arc::from(vec![]),
         });
-        o.detector_bbox = BBox::new(f32::NAN, 0.0, 1.0, 1.0);
         o.angle = Some(0.5);
         let mut line = Vec::new();
         write_frame_line(&mut line, &f).unwrap();
@@ -496,8 +514,28 @@ mod tests {
         assert!(v[1].is_nan() && v[2].is_nan());
         assert!(matches!(r.attributes["ratio"], AttributeValue::Float(x) if x.is_nan()));
         assert!(r.confidence.is_nan() && r.classifications.last().unwrap().prob.is_nan());
-        assert!(r.detector_bbox.left.is_nan());
         // Keypoints that are not finite are no keypoints (as from an application's JSON).
         assert_eq!(r.keypoints, None);
+    }
+
+    /// An object whose box is not finite (`null`) or beyond 2^24 pixels is not read: the
+    /// others are, their parents kept.
+    #[test]
+    fn objects_with_boxes_at_infinity_are_not_read() {
+        let mut f = frame();
+        let base = f.objects[0].clone();
+        f.objects = (0..4).map(|_| base.clone()).collect();
+        f.objects[1].detector_bbox = BBox::new(f32::NAN, 0.0, 1.0, 1.0);
+        f.objects[2].tracker_bbox = Some(BBox::new(0.0, 0.0, 3e38, 1.0));
+        f.objects[3].parent = Some(0);
+        f.objects[3].class_id = 77;
+        let mut line = Vec::new();
+        write_frame_line(&mut line, &f).unwrap();
+        let read = parse_frame_line(std::str::from_utf8(&line).unwrap()).unwrap();
+        assert_eq!(read.objects.len(), 2, "{:?}", read.objects);
+        assert_eq!(
+            (read.objects[1].class_id, read.objects[1].parent),
+            (77, Some(0))
+        );
     }
 }

@@ -599,6 +599,7 @@ pub unsafe extern "C" fn ferrostream_frame_unmap(map: *mut FsFrameMap) {
 const _: () = assert!(
     ferrostream_abi::MAX_USER_DEPTH == ferrostream_core::edit::MAX_USER_DEPTH
         && ferrostream_abi::MAX_USER_VALUE_BYTES == ferrostream_core::edit::MAX_USER_VALUE_BYTES
+        && ferrostream_abi::MAX_FRAME_SIDE == ferrostream_core::device::MAX_SIDE
 );
 
 // The signatures callers resolve at run time (`ferrostream_abi::symbols`) are these functions'.

@@ -117,6 +117,9 @@ struct Dispatch {
     log: Mutex<Option<EngineLog>>,
     /// Set while the pool is interrupted ([`PoolInterrupt`]).
     interrupted: AtomicBool,
+    /// Interruptions so far: a run during which this changed was interrupted, even if the pool
+    /// is running again by the time its error is read.
+    interruptions: AtomicU64,
 }
 
 /// Interrupts every worker's engine that can be interrupted, and tells the workers that runs
@@ -128,6 +131,9 @@ struct PoolInterrupt {
 
 impl Interrupt for PoolInterrupt {
     fn interrupt(&self, interrupted: bool) {
+        if interrupted {
+            self.dispatch.interruptions.fetch_add(1, Ordering::SeqCst);
+        }
         self.dispatch
             .interrupted
             .store(interrupted, Ordering::SeqCst);
@@ -138,6 +144,12 @@ impl Interrupt for PoolInterrupt {
 }
 
 impl Dispatch {
+    /// Whether a run that started when `interruptions` read `before` was interrupted.
+    fn interrupted_since(&self, before: u64) -> bool {
+        self.interrupted.load(Ordering::SeqCst)
+            || self.interruptions.load(Ordering::SeqCst) != before
+    }
+
     fn report(&self, notice: String) {
         if let Some(log) = self.log.lock().unwrap().as_ref() {
             log(LogLevel::Warning, &notice);
@@ -256,6 +268,7 @@ impl WorkerPool {
             notices: Mutex::new(Vec::new()),
             log: Mutex::new(None),
             interrupted: AtomicBool::new(false),
+            interruptions: AtomicU64::new(0),
         });
         let engines: Vec<_> = workers
             .iter()
@@ -332,6 +345,7 @@ fn work(index: usize, mut engine: Box<dyn Engine>, jobs: mpsc::Receiver<Job>, di
             continue;
         }
         let started = std::time::Instant::now();
+        let interruptions = dispatch.interruptions.load(Ordering::SeqCst);
         match engine.run(job.input.data(), &job.shape, &mut outputs) {
             Ok(()) => {
                 slot.ran(started.elapsed());
@@ -339,7 +353,7 @@ fn work(index: usize, mut engine: Box<dyn Engine>, jobs: mpsc::Receiver<Job>, di
                 slot.queued.fetch_sub(1, Ordering::SeqCst);
                 let _ = job.reply.send(Ok(outputs.clone()));
             }
-            Err(e) if dispatch.interrupted.load(Ordering::SeqCst) => {
+            Err(e) if dispatch.interrupted_since(interruptions) => {
                 slot.queued.fetch_sub(1, Ordering::SeqCst);
                 let _ = job.reply.send(Err(RemoteError::Failed(format!(
                     "interrupted (the element is stopping or flushing): {e}"

@@ -126,6 +126,11 @@ impl TrtInfer {
             };
             match queued {
                 Ok(q) => q,
+                Err((_, message)) if self.flight.interrupted() => {
+                    // A flush or a stop refused the run: not an error.
+                    gst::debug!(CAT, imp = self, "interrupted: {message}");
+                    return Err(gst::FlowError::Flushing);
+                }
                 Err((kind, message)) => {
                     drop(guard);
                     gst::element_imp_error!(self, kind, ("{message}"));

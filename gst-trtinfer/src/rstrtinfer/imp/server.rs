@@ -49,6 +49,11 @@ impl TrtInfer {
                     results.extend(parsed);
                 }
                 Err(RemoteError::Unavailable(reason)) => unanswered = Some(reason),
+                // A flush or a stop ended the run (an engine interrupted): not an error.
+                Err(e) if self.flight.interrupted() => {
+                    gst::debug!(CAT, imp = self, "interrupted: {e}");
+                    return Err(gst::FlowError::Flushing);
+                }
                 Err(e) => {
                     match self.server_url() {
                         Some(url) => gst::element_imp_error!(

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -66,6 +66,9 @@ struct State {
 pub struct IpcSink {
     settings: Mutex<Settings>,
     state: Mutex<Option<State>>,
+    /// Buffers not sent for being longer than a message may be: warned of at the 1st, 2nd,
+    /// 4th, 8th... so that a stream of them does not flood the bus.
+    too_long: AtomicU64,
     consumers: Arc<std::sync::atomic::AtomicUsize>,
 }
 
@@ -217,6 +220,7 @@ impl ElementImpl for IpcSink {
 
 impl BaseSinkImpl for IpcSink {
     fn start(&self) -> Result<(), gst::ErrorMessage> {
+        self.too_long.store(0, Ordering::Relaxed);
         let s = self.settings.lock().unwrap().clone();
         let path = s.socket_path.ok_or_else(|| {
             gst::error_msg!(gst::ResourceError::Settings, ["socket-path is not set"])
@@ -335,15 +339,19 @@ impl BaseSinkImpl for IpcSink {
             }
             Err(SendError::Flushing) => Err(gst::FlowError::Flushing),
             Err(SendError::TooLong(size)) => {
-                gst::element_imp_warning!(
-                    self,
-                    gst::StreamError::Encode,
-                    (
-                        "A buffer was not sent to consumers: its description (mostly its \
-                         metadata) is {size} bytes, more than the {} bytes one message may carry",
-                        wire::MAX_MESSAGE
-                    )
-                );
+                let count = self.too_long.fetch_add(1, Ordering::Relaxed) + 1;
+                if count.is_power_of_two() {
+                    gst::element_imp_warning!(
+                        self,
+                        gst::StreamError::Encode,
+                        (
+                            "A buffer was not sent to consumers: its description (mostly its \
+                             metadata) is {size} bytes, more than the {} bytes one message may \
+                             carry (buffers not sent so far: {count})",
+                            wire::MAX_MESSAGE
+                        )
+                    );
+                }
                 Ok(gst::FlowSuccess::Ok)
             }
         }
