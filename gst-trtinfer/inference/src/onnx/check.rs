@@ -8,15 +8,17 @@
 //!   [`OPSETS`]): OpenVINO runs a model of operator set 99 without a word.
 //! - Nodes and initializers, those of subgraphs (Loop, If and Scan bodies) and local functions
 //!   included ([`MAX_NODES`], [`MAX_INITIALIZERS`]), and the nesting of subgraphs
-//!   ([`MAX_DEPTH`]).
+//!   ([`MAX_DEPTH`]). The runtimes inline each call of a local function, so the nodes are
+//!   counted as inlined (a call counts its function's nodes); a function that calls itself,
+//!   directly or through others, is refused.
 //! - A `Loop` that only its trip count can end (no condition, or a condition its body passes on
 //!   unchanged) runs at most [`MAX_LOOP_TRIPS`] times where that count is a constant. A trip
 //!   count computed at run time is allowed, and so is a constant one where the body's condition
 //!   ends the loop (converters write while loops with a trip count of 2^63 - 1): stopping the
 //!   element ends such a run.
-//! - Tensors kept in external files name files inside the model's directory, as the ONNX
-//!   specification says they are: relative, without `..`, not leaving it through a symbolic
-//!   link, and regular files.
+//! - Tensors kept in external files (sparse tensors' included) name one file inside the
+//!   model's directory, as the ONNX specification says they are: relative, without `..`, not
+//!   leaving it through a symbolic link, and regular files.
 //!
 //! The model is read through views of `onnx.proto` (field numbers as in [`super::proto`]) that
 //! hold only what the checks look at, as slices of the file's bytes (nothing is copied). A graph's
@@ -71,7 +73,8 @@ pub struct ModelFacts {
     pub ir_version: i64,
     /// The `ai.onnx` operator set, where the model imports it.
     pub opset: Option<i64>,
-    /// Nodes, those of subgraphs and local functions included.
+    /// Nodes, those of subgraphs included, and each call of a local function counted as the
+    /// function's nodes (a function no one calls counts once).
     pub nodes: usize,
     /// Files beside the model that hold some of its tensors, as the model names them.
     pub external_files: Vec<PathBuf>,
@@ -125,31 +128,123 @@ pub fn check(bytes: Bytes, dir: &Path) -> Result<ModelFacts, String> {
         initializers: 0,
         constants: HashMap::new(),
         loops: Vec::new(),
+        functions: HashMap::new(),
+        owner: 0,
+        sizes: Vec::new(),
+        calls: Vec::new(),
         external: HashSet::new(),
         external_files: Vec::new(),
     };
     let Some(graph) = model.graph else {
         return Err("the model has no graph".into());
     };
-    scan.graph(graph, "", 0)?;
-    scan.check_loops()?;
-    // A local function's names are its own: its loops are looked up among its constants.
+    // Each function's nodes are counted (raw) before any is read; its key is what calls it.
+    let mut functions = Vec::with_capacity(model.functions.len());
+    scan.sizes.push(0);
     for function in model.functions {
         let count = FunctionCount::decode(function.clone()).map_err(parse_error)?;
         scan.count_nodes(count.node.len())?;
+        scan.sizes.push(count.node.len());
         let function = FunctionView::decode(function).map_err(parse_error)?;
+        let key = FunctionKey {
+            domain: function.domain.clone().unwrap_or_default(),
+            name: function.name.clone().unwrap_or_default(),
+            overload: function.overload.clone().unwrap_or_default(),
+        };
+        scan.functions.entry(key).or_insert(functions.len() + 1);
+        functions.push(function);
+    }
+    scan.calls = vec![Vec::new(); functions.len() + 1];
+    scan.graph(graph, "", 0)?;
+    scan.check_loops()?;
+    // A local function's names are its own: its loops are looked up among its constants.
+    for (index, function) in functions.iter().enumerate() {
+        scan.owner = index + 1;
         let place = format!(" (in function `{}`)", text(&function.name));
-        for (index, node) in function.node.into_iter().enumerate() {
-            scan.node(node, index, &place, 0)?;
+        for (index, node) in function.node.iter().enumerate() {
+            scan.node(node.clone(), index, &place, 0)?;
         }
         scan.check_loops()?;
+    }
+    let names: Vec<String> = functions.iter().map(|f| text(&f.name)).collect();
+    let nodes = inlined_nodes(&scan.sizes, &scan.calls, &names)?;
+    if nodes > MAX_NODES {
+        return Err(format!(
+            "the model has {nodes} nodes or more once each call of a local function is counted              as the function's nodes (as the runtimes inline them), more than the {MAX_NODES} \
+             Ferrostream opens: real detectors have 1,000 to 5,000, and a runtime takes about 3 \
+             KB of memory a node to load them"
+        ));
     }
     Ok(ModelFacts {
         ir_version,
         opset,
-        nodes: scan.nodes,
+        nodes,
         external_files: scan.external_files,
     })
+}
+
+/// A local function as a node calls it: its domain, name and overload.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct FunctionKey {
+    domain: Bytes,
+    name: Bytes,
+    overload: Bytes,
+}
+
+/// The model's nodes with each call of a local function counted as the function's nodes, its
+/// own calls included (saturating): `sizes[0]` and `calls[0]` are the main graph's nodes and the
+/// functions it calls (by index + 1), `sizes[f]` and `calls[f]` those of function `f - 1`
+/// (`names[f - 1]`). A function no one calls counts once. A function that calls itself,
+/// directly or through others, is refused: no runtime can inline it.
+fn inlined_nodes(sizes: &[usize], calls: &[Vec<usize>], names: &[String]) -> Result<usize, String> {
+    const NEW: u8 = 0;
+    const OPEN: u8 = 1;
+    const DONE: u8 = 2;
+    let mut state = vec![NEW; sizes.len()];
+    let mut total = vec![0usize; sizes.len()];
+    // Depth first without recursion (a chain of functions can be as long as the bound): each
+    // entry is a function, the next of its calls to follow, and its total so far.
+    for root in 0..sizes.len() {
+        if state[root] != NEW {
+            continue;
+        }
+        state[root] = OPEN;
+        let mut stack = vec![(root, 0usize, sizes[root])];
+        while let Some((f, next, sum)) = stack.last_mut() {
+            let Some(&callee) = calls[*f].get(*next) else {
+                let (f, _, sum) = stack.pop().unwrap_or_default();
+                state[f] = DONE;
+                total[f] = sum;
+                if let Some((_, _, caller)) = stack.last_mut() {
+                    *caller = caller.saturating_add(sum);
+                }
+                continue;
+            };
+            *next += 1;
+            match state[callee] {
+                DONE => *sum = sum.saturating_add(total[callee]),
+                OPEN => {
+                    return Err(format!(
+                        "local function `{}` calls itself (directly or through other functions): \
+                         no runtime can inline it",
+                        names[callee - 1]
+                    ));
+                }
+                _ => {
+                    state[callee] = OPEN;
+                    stack.push((callee, 0, sizes[callee]));
+                }
+            }
+        }
+    }
+    // The main graph, and the functions no one calls (counted once, as before they are read).
+    let mut called = vec![false; sizes.len()];
+    for &callee in calls.iter().flatten() {
+        called[callee] = true;
+    }
+    Ok((1..sizes.len())
+        .filter(|&f| !called[f])
+        .fold(total[0], |sum, f| sum.saturating_add(total[f])))
 }
 
 fn parse_error(e: prost::DecodeError) -> String {
@@ -195,6 +290,17 @@ struct GraphView {
     node: Vec<Bytes>,
     #[prost(bytes = "bytes", repeated, tag = "5")]
     initializer: Vec<Bytes>,
+    #[prost(bytes = "bytes", repeated, tag = "15")]
+    sparse_initializer: Vec<Bytes>,
+}
+
+/// `SparseTensorProto`: its two tensors, either of which can be in an external file.
+#[derive(Clone, PartialEq, prost::Message)]
+struct SparseTensorView {
+    #[prost(message, optional, tag = "1")]
+    values: Option<TensorView>,
+    #[prost(message, optional, tag = "2")]
+    indices: Option<TensorView>,
 }
 
 /// `FunctionProto`, its nodes counted.
@@ -209,6 +315,10 @@ struct FunctionCount {
 struct FunctionView {
     #[prost(bytes = "bytes", optional, tag = "1")]
     name: Option<Bytes>,
+    #[prost(bytes = "bytes", optional, tag = "10")]
+    domain: Option<Bytes>,
+    #[prost(bytes = "bytes", optional, tag = "13")]
+    overload: Option<Bytes>,
     #[prost(bytes = "bytes", repeated, tag = "7")]
     node: Vec<Bytes>,
 }
@@ -226,6 +336,8 @@ struct NodeView {
     op_type: Option<Bytes>,
     #[prost(bytes = "bytes", optional, tag = "7")]
     domain: Option<Bytes>,
+    #[prost(bytes = "bytes", optional, tag = "8")]
+    overload: Option<Bytes>,
     #[prost(message, repeated, tag = "5")]
     attribute: Vec<AttributeView>,
 }
@@ -247,6 +359,10 @@ struct AttributeView {
     tensors: Vec<TensorView>,
     #[prost(bytes = "bytes", repeated, tag = "11")]
     graphs: Vec<Bytes>,
+    #[prost(message, optional, tag = "22")]
+    sparse_tensor: Option<SparseTensorView>,
+    #[prost(message, repeated, tag = "23")]
+    sparse_tensors: Vec<SparseTensorView>,
 }
 
 /// `GraphProto` of a `Loop`'s body: what ends the loop.
@@ -288,22 +404,58 @@ struct TensorView {
     data_location: Option<i32>,
 }
 
+/// The value of a tensor of one INT64 element held in the model (not in an external file),
+/// from its fields: the one reader of such constants, for the checks and for
+/// [`super::loops`].
+pub(crate) fn single_int64(
+    data_type: Option<i32>,
+    dims: &[i64],
+    raw_data: Option<&[u8]>,
+    int64_data: &[i64],
+    external: bool,
+) -> Option<i64> {
+    if data_type != Some(data_type::INT64) || !dims.iter().all(|&d| d == 1) || external {
+        return None;
+    }
+    match raw_data {
+        Some(raw) => Some(i64::from_le_bytes(raw.try_into().ok()?)),
+        None => match int64_data {
+            [value] => Some(*value),
+            _ => None,
+        },
+    }
+}
+
+/// The single INT64 that a `Constant` node's attribute `name` sets its output to: `value` (a
+/// tensor, whose [`single_int64`] is `tensor`), `value_int`, or `value_ints` of one element.
+/// Shared with [`super::loops`], so that the check and the capping agree on what is constant.
+pub(crate) fn constant_int64(
+    name: &[u8],
+    i: Option<i64>,
+    ints: &[i64],
+    tensor: Option<i64>,
+) -> Option<i64> {
+    match name {
+        b"value" => tensor,
+        b"value_int" => i,
+        b"value_ints" => match ints {
+            [value] => Some(*value),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 impl TensorView {
     /// The value of a tensor of one INT64 element held in the model.
     fn single_i64(&self) -> Option<i64> {
-        if self.data_type != Some(data_type::INT64)
-            || !self.dims.iter().all(|&d| d == 1)
-            || self.is_external()
-        {
-            return None;
-        }
-        match &self.raw_data {
-            Some(raw) => Some(i64::from_le_bytes(raw.as_ref().try_into().ok()?)),
-            None => match self.int64_data[..] {
-                [value] => Some(value),
-                _ => None,
-            },
-        }
+        single_int64(
+            self.data_type,
+            &self.dims,
+            self.raw_data.as_deref(),
+            &self.int64_data,
+            self.is_external(),
+        )
     }
 
     /// Whether this is a single BOOL element that is true.
@@ -384,6 +536,14 @@ struct Scan<'a> {
     /// are unique across a graph and its subgraphs, so one table serves them all.
     constants: HashMap<Bytes, i64>,
     loops: Vec<LoopSite>,
+    /// Local functions by the key that calls them: index + 1 into `sizes` and `calls`.
+    functions: HashMap<FunctionKey, usize>,
+    /// Whose nodes are being read: 0 for the main graph, index + 1 for a local function.
+    owner: usize,
+    /// Nodes of the main graph and of each local function, their subgraphs included.
+    sizes: Vec<usize>,
+    /// The local functions the main graph and each local function call, once per call.
+    calls: Vec<Vec<usize>>,
     /// External data locations already checked.
     external: HashSet<String>,
     external_files: Vec<PathBuf>,
@@ -413,6 +573,7 @@ impl Scan<'_> {
         }
         let count = GraphCount::decode(bytes.clone()).map_err(parse_error)?;
         self.count_nodes(count.node.len())?;
+        self.sizes[self.owner] = self.sizes[self.owner].saturating_add(count.node.len());
         self.initializers = self.initializers.saturating_add(count.initializer.len());
         if self.initializers > MAX_INITIALIZERS {
             return Err(format!(
@@ -426,6 +587,10 @@ impl Scan<'_> {
         for initializer in graph.initializer {
             let tensor = TensorView::decode(initializer).map_err(parse_error)?;
             self.tensor(&tensor)?;
+        }
+        for sparse in graph.sparse_initializer {
+            let sparse = SparseTensorView::decode(sparse).map_err(parse_error)?;
+            self.sparse_tensor(&sparse)?;
         }
         for (index, node) in graph.node.into_iter().enumerate() {
             self.node(node, index, place, depth)?;
@@ -447,15 +612,22 @@ impl Scan<'_> {
             name if name.is_empty() => format!("{op} node #{index}"),
             name => format!("{op} node `{name}`"),
         };
+        let key = FunctionKey {
+            domain: node.domain.clone().unwrap_or_default(),
+            name: node.op_type.clone().unwrap_or_default(),
+            overload: node.overload.clone().unwrap_or_default(),
+        };
+        if let Some(&function) = self.functions.get(&key) {
+            self.calls[self.owner].push(function);
+        }
         if onnx && op == "Constant" {
-            let value = node.attribute.iter().find_map(|a| match a.name.as_deref() {
-                Some(b"value") => a.t.as_ref().and_then(TensorView::single_i64),
-                Some(b"value_int") => a.i,
-                Some(b"value_ints") => match a.ints[..] {
-                    [value] => Some(value),
-                    _ => None,
-                },
-                _ => None,
+            let value = node.attribute.iter().find_map(|a| {
+                constant_int64(
+                    a.name.as_deref().unwrap_or_default(),
+                    a.i,
+                    &a.ints,
+                    a.t.as_ref().and_then(TensorView::single_i64),
+                )
             });
             if let (Some(value), Some(output)) = (value, node.output.first()) {
                 self.constants.insert(output.clone(), value);
@@ -479,6 +651,13 @@ impl Scan<'_> {
             for tensor in attribute.t.iter().chain(&attribute.tensors) {
                 self.tensor(tensor)?;
             }
+            for sparse in attribute
+                .sparse_tensor
+                .iter()
+                .chain(&attribute.sparse_tensors)
+            {
+                self.sparse_tensor(sparse)?;
+            }
             let inner = format!(
                 " (in the `{}` graph of {name}{place})",
                 text(&attribute.name)
@@ -501,18 +680,36 @@ impl Scan<'_> {
         Ok(())
     }
 
+    /// Checks where the tensors of a sparse tensor keep external data.
+    fn sparse_tensor(&mut self, sparse: &SparseTensorView) -> Result<(), String> {
+        for tensor in sparse.values.iter().chain(&sparse.indices) {
+            if tensor.is_external() {
+                self.external_data(tensor)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Refuses external data outside the model's directory: an absolute location, one with
-    /// `..`, or one whose symbolic links lead out; and anything but a regular file.
+    /// `..`, or one whose symbolic links lead out; and anything but a regular file. A tensor
+    /// naming more than one location is refused: the runtimes take the last, this check would
+    /// have to agree with each of them.
     fn external_data(&mut self, tensor: &TensorView) -> Result<(), String> {
         let tensor_name = text(&tensor.name);
-        let Some(location) = tensor
+        let mut locations = tensor
             .external_data
             .iter()
-            .find(|e| e.key() == "location")
-            .map(|e| e.value().to_string())
-        else {
+            .filter(|e| e.key() == "location")
+            .map(|e| e.value().to_string());
+        let (Some(location), None) = (locations.next(), locations.next()) else {
             return Err(format!(
-                "tensor `{tensor_name}` keeps its data in an external file but names none"
+                "tensor `{tensor_name}` keeps its data in an external file but names {} \
+                 (its `location` key must be there once)",
+                if tensor.external_data.iter().any(|e| e.key() == "location") {
+                    "more than one"
+                } else {
+                    "none"
+                }
             ));
         };
         if !self.external.insert(location.clone()) {
@@ -864,5 +1061,185 @@ mod tests {
         }
         let err = check_model(&model(graph)).unwrap_err();
         assert!(err.contains("nest more than 32 deep"), "{err}");
+    }
+
+    /// `FunctionProto`: what the tests write of it.
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct FunctionProto {
+        #[prost(string, optional, tag = "1")]
+        name: Option<String>,
+        #[prost(message, repeated, tag = "7")]
+        node: Vec<NodeProto>,
+        #[prost(string, optional, tag = "10")]
+        domain: Option<String>,
+    }
+
+    /// `SparseTensorProto`: what the tests write of it.
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct SparseTensorProto {
+        #[prost(message, optional, tag = "1")]
+        values: Option<TensorProto>,
+        #[prost(message, optional, tag = "2")]
+        indices: Option<TensorProto>,
+    }
+
+    /// A call of the local function `name` (domain `local`).
+    fn call(name: &str) -> NodeProto {
+        NodeProto {
+            domain: Some("local".into()),
+            ..NodeProto::new(name, &["x"], &["y"])
+        }
+    }
+
+    fn function(name: &str, node: Vec<NodeProto>) -> Vec<u8> {
+        FunctionProto {
+            name: Some(name.into()),
+            node,
+            domain: Some("local".into()),
+        }
+        .encode_to_vec()
+    }
+
+    #[test]
+    fn local_functions_count_as_inlined_and_cycles_are_refused() {
+        // Level 0 has 10 nodes, each further level calls the one below 10 times: 6 levels and a
+        // call from the main graph are 10^6 nodes once inlined, in 61 nodes of the file.
+        let nested = |levels: usize| {
+            let mut m = model(GraphProto {
+                node: vec![call(&format!("level{}", levels - 1))],
+                ..Default::default()
+            });
+            m.functions.push(function(
+                "level0",
+                (0..10)
+                    .map(|_| NodeProto::new("Relu", &["x"], &["x"]))
+                    .collect(),
+            ));
+            for level in 1..levels {
+                let below = format!("level{}", level - 1);
+                m.functions.push(function(
+                    &format!("level{level}"),
+                    (0..10).map(|_| call(&below)).collect(),
+                ));
+            }
+            m
+        };
+        // 4 levels: the call, 10 calls of level 2, 100 of level 1, 1,000 of level 0, 10,000 Relus.
+        assert_eq!(
+            check_model(&nested(4)).unwrap().nodes,
+            1 + 10 + 100 + 1_000 + 10_000
+        );
+        let err = check_model(&nested(6)).unwrap_err();
+        assert!(
+            err.contains("1111111 nodes") && err.contains("inline") && err.contains("100000"),
+            "{err}"
+        );
+        // A function no one calls counts once.
+        let mut m = model(GraphProto::default());
+        m.functions.push(function("alone", vec![call("level0")]));
+        m.functions.push(function(
+            "level0",
+            vec![NodeProto::new("Relu", &["x"], &["y"])],
+        ));
+        assert_eq!(check_model(&m).unwrap().nodes, 2);
+        // A function calling itself, directly or through another.
+        let mut m = model(GraphProto {
+            node: vec![call("ping")],
+            ..Default::default()
+        });
+        m.functions.push(function("ping", vec![call("pong")]));
+        m.functions.push(function("pong", vec![call("ping")]));
+        let err = check_model(&m).unwrap_err();
+        assert!(err.contains("`ping` calls itself"), "{err}");
+        let mut m = model(GraphProto::default());
+        m.functions.push(function("me", vec![call("me")]));
+        let err = check_model(&m).unwrap_err();
+        assert!(err.contains("`me` calls itself"), "{err}");
+    }
+
+    #[test]
+    fn external_data_names_one_location_and_sparse_tensors_are_checked() {
+        let dir =
+            std::env::temp_dir().join(format!("ferrostream-check-one-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("weights.bin"), [0u8; 16]).unwrap();
+        let tensor = |name: &str, locations: &[&str]| TensorProto {
+            name: Some(name.into()),
+            data_type: Some(data_type::FLOAT),
+            dims: vec![4],
+            data_location: Some(1),
+            external_data: locations
+                .iter()
+                .map(|l| StringStringEntryProto {
+                    key: Some("location".into()),
+                    value: Some((*l).into()),
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let run = |graph: GraphProto| check(Bytes::from(encode_model(&model(graph))), &dir);
+        // The runtimes take the last location, the check would see the first.
+        let err = run(GraphProto {
+            initializer: vec![tensor("w", &["weights.bin", "/etc/hostname"])],
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert!(
+            err.contains("tensor `w`") && err.contains("more than one"),
+            "{err}"
+        );
+        // A sparse initializer's values, a sparse attribute's indices.
+        let sparse = |values: TensorProto, indices: TensorProto| {
+            SparseTensorProto {
+                values: Some(values),
+                indices: Some(indices),
+            }
+            .encode_to_vec()
+        };
+        let inside = || tensor("inside", &["weights.bin"]);
+        let err = run(GraphProto {
+            sparse_initializer: vec![sparse(tensor("sv", &["../outside.bin"]), inside())],
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert!(err.contains("`../outside.bin` of tensor `sv`"), "{err}");
+        let constant = NodeProto {
+            attribute: vec![AttributeProto {
+                name: Some("sparse_value".into()),
+                sparse_tensor: Some(sparse(inside(), tensor("si", &["/etc/hostname"]))),
+                ..Default::default()
+            }],
+            ..NodeProto::new("Constant", &[], &["s"])
+        };
+        let err = run(GraphProto {
+            node: vec![constant.clone()],
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert!(err.contains("`/etc/hostname` of tensor `si`"), "{err}");
+        let list = NodeProto {
+            attribute: vec![AttributeProto {
+                name: Some("sparse_values".into()),
+                sparse_tensors: vec![sparse(inside(), tensor("sl", &["/etc/hostname"]))],
+                ..Default::default()
+            }],
+            ..NodeProto::new("Custom", &[], &["s"])
+        };
+        assert!(
+            run(GraphProto {
+                node: vec![list],
+                ..Default::default()
+            })
+            .unwrap_err()
+            .contains("tensor `sl`")
+        );
+        // Inside the directory: allowed, and named.
+        let facts = run(GraphProto {
+            sparse_initializer: vec![sparse(inside(), inside())],
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(facts.external_files, vec![PathBuf::from("weights.bin")]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -9,12 +9,16 @@
 //! by its body's condition, which also ends it at the cap (`Less` and `And` nodes in the body: a
 //! constant count of a million would make OpenVINO allocate the loop's outputs for a million
 //! trips). So a run ends within the cap's trips, about 2 s of an empty body; loops that end
-//! earlier, as every real model's do, compute exactly what they did. ONNX Runtime needs none of
+//! earlier, as every real model's do, compute exactly what they did. A `Loop` in a local
+//! function is not rewritten: a model with one whose trip count is not a constant within the cap
+//! is refused (the function's inputs could make it loop for ever). ONNX Runtime needs none of
 //! this: its terminate flag is checked between the trips.
 
 use std::collections::HashMap;
 
-use super::check::MAX_LOOP_TRIPS;
+use prost::Message;
+
+use super::check::{MAX_LOOP_TRIPS, constant_int64, single_int64};
 use super::proto::{
     AttributeProto, GraphProto, NodeProto, TensorProto, data_type, decode_model, encode_model,
 };
@@ -41,9 +45,19 @@ pub struct CappedModel {
     pub loops: Vec<String>,
 }
 
+/// `FunctionProto`: its name and nodes (the model keeps functions encoded).
+#[derive(Clone, PartialEq, prost::Message)]
+struct FunctionNodes {
+    #[prost(string, optional, tag = "1")]
+    name: Option<String>,
+    #[prost(message, repeated, tag = "7")]
+    node: Vec<NodeProto>,
+}
+
 /// The model `bytes` with every `Loop` of the main graph and its subgraphs capped at
 /// [`MAX_LOOP_TRIPS`] trips; `None` when no loop needs it (none, or every trip count a constant
-/// within the cap). Loops in local functions are not reached.
+/// within the cap). Loops in local functions are not rewritten: a model with one that would
+/// need it is refused.
 pub fn cap_trip_counts(bytes: &[u8]) -> Result<Option<CappedModel>, String> {
     // A model without the operator's name has no loop: most models are not decoded.
     if !bytes.windows(4).any(|w| w == b"Loop") {
@@ -51,6 +65,24 @@ pub fn cap_trip_counts(bytes: &[u8]) -> Result<Option<CappedModel>, String> {
     }
     let mut model = decode_model(bytes)?;
     let ir_version = model.ir_version();
+    for function in &model.functions {
+        let function = FunctionNodes::decode(&function[..])
+            .map_err(|e| format!("the ONNX model cannot be parsed (protobuf: {e})"))?;
+        let body = GraphProto {
+            node: function.node,
+            ..Default::default()
+        };
+        let mut constants = HashMap::new();
+        collect_constants(&body, &mut constants);
+        if let Some(name) = unbounded_loop(&body, &constants) {
+            return Err(format!(
+                "{name} (in function `{}`) has a trip count that is not a constant of at most \
+                 {MAX_LOOP_TRIPS}: OpenVINO could not stop it, and loops in local functions \
+                 cannot be capped; use backend=onnxruntime",
+                function.name.unwrap_or_default()
+            ));
+        }
+    }
     let Some(graph) = model.graph.as_mut() else {
         return Ok(None);
     };
@@ -126,21 +158,45 @@ fn has_external_data(graph: &GraphProto) -> bool {
         })
 }
 
+/// The first `Loop` of `graph` or its subgraphs (`Loop node `name``) whose trip count is not a
+/// constant from 0 to [`MAX_LOOP_TRIPS`] of `constants`.
+fn unbounded_loop(graph: &GraphProto, constants: &HashMap<String, i64>) -> Option<String> {
+    graph.node.iter().enumerate().find_map(|(index, node)| {
+        let within = |trips: &i64| (0..=MAX_LOOP_TRIPS).contains(trips);
+        if node.is_onnx_operator()
+            && node.op_type() == "Loop"
+            && !node
+                .input
+                .first()
+                .and_then(|count| constants.get(count))
+                .is_some_and(within)
+        {
+            return Some(match node.name() {
+                "" => format!("Loop node #{index}"),
+                name => format!("Loop node `{name}`"),
+            });
+        }
+        node.attribute
+            .iter()
+            .flat_map(|a| a.g.iter().chain(&a.graphs))
+            .find_map(|g| unbounded_loop(g, constants))
+    })
+}
+
+/// The value of a tensor of one INT64 element held in the model.
+fn single(t: &TensorProto) -> Option<i64> {
+    single_int64(
+        t.data_type,
+        &t.dims,
+        t.raw_data.as_deref(),
+        &t.int64_data,
+        t.is_external(),
+    )
+}
+
 /// Single INT64 values of initializers and `Constant` nodes, by name, in `graph` and its
-/// subgraphs (ONNX names are unique across them).
+/// subgraphs (ONNX names are unique across them), read as the model check reads them.
 fn collect_constants(graph: &GraphProto, constants: &mut HashMap<String, i64>) {
-    let single = |t: &TensorProto| -> Option<i64> {
-        if t.data_type != Some(data_type::INT64) || !t.dims.iter().all(|&d| d == 1) {
-            return None;
-        }
-        match &t.raw_data {
-            Some(raw) => Some(i64::from_le_bytes(raw.as_slice().try_into().ok()?)),
-            None => match t.int64_data[..] {
-                [v] => Some(v),
-                _ => None,
-            },
-        }
-    };
     for t in &graph.initializer {
         if let Some(v) = single(t) {
             constants.insert(t.name().to_string(), v);
@@ -151,9 +207,14 @@ fn collect_constants(graph: &GraphProto, constants: &mut HashMap<String, i64>) {
             && node.op_type() == "Constant"
             && let (Some(output), Some(v)) = (
                 node.output.first(),
-                node.attribute("value")
-                    .and_then(|a| a.t.as_ref())
-                    .and_then(single),
+                node.attribute.iter().find_map(|a| {
+                    constant_int64(
+                        a.name().as_bytes(),
+                        a.i,
+                        &a.ints,
+                        a.t.as_ref().and_then(single),
+                    )
+                }),
             )
         {
             constants.insert(output.clone(), v);
@@ -197,7 +258,7 @@ fn cap_graph(
             )
         };
         match constants.get(&trip_count) {
-            Some(&trips) if trips <= MAX_LOOP_TRIPS => {
+            Some(&trips) if (0..=MAX_LOOP_TRIPS).contains(&trips) => {
                 index += 1;
                 continue;
             }
@@ -205,7 +266,9 @@ fn cap_graph(
             // would make OpenVINO allocate the loop's outputs for every trip it allows, so the
             // body's condition ends the loop at the cap instead. The model check refused the
             // loops that only their count ends.
-            _ if trip_count.is_empty() || constants.contains_key(&trip_count) => {
+            beyond
+                if trip_count.is_empty() || beyond.is_some_and(|&trips| trips > MAX_LOOP_TRIPS) =>
+            {
                 if !has_condition {
                     return Err(format!("{name} has neither a trip count nor a condition"));
                 }
@@ -221,7 +284,8 @@ fn cap_graph(
                     .ok_or_else(|| format!("{name} has no body"))?;
                 end_at_the_cap(body).map_err(|e| format!("{name}: {e}"))?;
             }
-            // Computed at run time: held between 0 and the cap.
+            // Computed at run time, or a negative constant (no trip for ONNX, for ever for
+            // OpenVINO): held between 0 and the cap.
             _ => {
                 if opset < INTEGER_MIN {
                     return Err(unsupported(
@@ -229,7 +293,8 @@ fn cap_graph(
                         INTEGER_MIN,
                     ));
                 }
-                let below = format!("{trip_count}__{CAP}");
+                // Numbered: two loops can share a trip count, and output names are unique.
+                let below = format!("{trip_count}__{CAP}_{}", capped.len());
                 let bounded = format!("{below}__{ZERO}");
                 graph.node[index].input[0] = bounded.clone();
                 for (op, inputs, output) in [
@@ -355,7 +420,7 @@ mod tests {
             .map(|n| (n.op_type(), &n.input[..]))
             .collect();
         // A computed count: held between 0 and the cap.
-        let below = format!("computed__{CAP}");
+        let below = format!("computed__{CAP}_0");
         let bounded = format!("{below}__{ZERO}");
         assert_eq!(
             ops[1],
@@ -423,5 +488,139 @@ mod tests {
         assert_eq!(capped.loops, ["Loop node `inner`"]);
         let err = cap_trip_counts(&model(graph, 11)).unwrap_err();
         assert!(err.contains("operator set 11"), "{err}");
+    }
+
+    #[test]
+    fn loops_sharing_a_computed_trip_count_get_outputs_of_their_own() {
+        let graph = GraphProto {
+            node: vec![
+                NodeProto::new("Cast", &["x"], &["n"]),
+                looping("first", "n"),
+                looping("second", "n"),
+            ],
+            ..Default::default()
+        };
+        let capped = cap_trip_counts(&model(graph, 17)).unwrap().unwrap();
+        assert_eq!(capped.loops, ["Loop node `first`", "Loop node `second`"]);
+        let graph = decode_model(&capped.bytes).unwrap().graph.unwrap();
+        // The outputs the capping added (the test's loops share theirs).
+        let mut names: Vec<&String> = graph
+            .node
+            .iter()
+            .flat_map(|n| &n.output)
+            .filter(|name| name.contains(CAP))
+            .collect();
+        assert_eq!(names.len(), 5, "{names:?}");
+        let count = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), count, "{names:?}");
+        // Each loop reads its own bounded count.
+        let counts: Vec<&str> = graph
+            .node
+            .iter()
+            .filter(|n| n.op_type() == "Loop")
+            .map(|n| n.input[0].as_str())
+            .collect();
+        assert_ne!(counts[0], counts[1]);
+    }
+
+    #[test]
+    fn constants_are_read_as_the_model_check_reads_them() {
+        let value_int = |output: &str, value: i64| NodeProto {
+            attribute: vec![AttributeProto {
+                name: Some("value_int".into()),
+                i: Some(value),
+                ..Default::default()
+            }],
+            ..NodeProto::new("Constant", &[], &[output])
+        };
+        // A `value_int` of 10: a small constant, left alone.
+        let small = GraphProto {
+            node: vec![value_int("ten", 10), looping("small", "ten")],
+            ..Default::default()
+        };
+        assert!(cap_trip_counts(&model(small, 17)).unwrap().is_none());
+        // 2^63 - 1 as a `value_ints` of one element: the count stays, the condition ends it.
+        let huge = GraphProto {
+            node: vec![
+                NodeProto {
+                    attribute: vec![AttributeProto {
+                        name: Some("value_ints".into()),
+                        ints: vec![i64::MAX],
+                        ..Default::default()
+                    }],
+                    ..NodeProto::new("Constant", &[], &["max"])
+                },
+                looping("huge", "max"),
+            ],
+            ..Default::default()
+        };
+        let capped = cap_trip_counts(&model(huge, 17)).unwrap().unwrap();
+        let graph = decode_model(&capped.bytes).unwrap().graph.unwrap();
+        let lp = graph.node.iter().find(|n| n.op_type() == "Loop").unwrap();
+        assert_eq!(lp.input[0], "max");
+        // A negative constant (no trip for ONNX, for ever for OpenVINO): held at 0.
+        let negative = GraphProto {
+            node: vec![value_int("minus", -1), looping("negative", "minus")],
+            ..Default::default()
+        };
+        let capped = cap_trip_counts(&model(negative, 17)).unwrap().unwrap();
+        let graph = decode_model(&capped.bytes).unwrap().graph.unwrap();
+        assert!(graph.node.iter().any(|n| n.op_type() == "Max"));
+    }
+
+    #[test]
+    fn loops_in_local_functions_without_a_small_constant_count_are_refused() {
+        let with_function = |nodes: Vec<NodeProto>| {
+            let mut proto = ModelProto::of_graph(
+                GraphProto {
+                    node: vec![NodeProto::new("Relu", &["x"], &["y"])],
+                    ..Default::default()
+                },
+                8,
+                17,
+            );
+            proto.functions.push(
+                FunctionNodes {
+                    name: Some("body_fn".into()),
+                    node: nodes,
+                }
+                .encode_to_vec(),
+            );
+            encode_model(&proto)
+        };
+        let err = cap_trip_counts(&with_function(vec![looping("inner", "n")])).unwrap_err();
+        assert!(
+            err.contains("Loop node `inner` (in function `body_fn`)")
+                && err.contains("backend=onnxruntime"),
+            "{err}"
+        );
+        // Inside an If of the function, too.
+        let mut branch = NodeProto::new("If", &["c"], &["y"]);
+        branch.attribute.push(AttributeProto {
+            name: Some("then_branch".into()),
+            g: Some(GraphProto {
+                node: vec![looping("deep", "")],
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        let err = cap_trip_counts(&with_function(vec![branch])).unwrap_err();
+        assert!(err.contains("Loop node `deep`"), "{err}");
+        // A small constant count of the function's own: nothing to do.
+        let constant = NodeProto {
+            attribute: vec![AttributeProto {
+                name: Some("value".into()),
+                t: Some(TensorProto::int64("", 10)),
+                ..Default::default()
+            }],
+            ..NodeProto::new("Constant", &[], &["ten"])
+        };
+        assert!(
+            cap_trip_counts(&with_function(vec![constant, looping("ok", "ten")]))
+                .unwrap()
+                .is_none()
+        );
     }
 }
