@@ -22,6 +22,31 @@ pub fn from_py(value: &Bound<'_, PyAny>) -> PyResult<Value> {
         .map_err(|e| PyValueError::new_err(format!("the value is not JSON: {e}")))
 }
 
+/// A string argument (`what` names it) of at most `most` UTF-8 bytes, refused before it is
+/// copied out of Python when it cannot fit (each character takes at least a byte).
+pub fn bounded_str(value: &Bound<'_, PyAny>, most: usize, what: &str) -> PyResult<String> {
+    let Ok(s) = value.cast::<PyString>() else {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be a str, not a {}",
+            value.get_type().name()?
+        )));
+    };
+    let too_long = || PyValueError::new_err(format!("{what} is longer than {most} bytes"));
+    if s.code_point_len()? > most {
+        return Err(too_long());
+    }
+    let text = s.to_cow()?;
+    if text.len() > most {
+        return Err(too_long());
+    }
+    Ok(text.into_owned())
+}
+
+/// A user-metadata or attribute key: [`bounded_str`] at the plugin's key bound.
+pub fn key(value: &Bound<'_, PyAny>) -> PyResult<String> {
+    bounded_str(value, ferrostream_abi::MAX_KEY_BYTES, "the key")
+}
+
 /// A JSON record of the plugin's (`what`: "the frame", "the object") as a map.
 pub fn record(text: Option<String>, what: &str) -> PyResult<Map<String, Value>> {
     let text =

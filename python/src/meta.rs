@@ -412,7 +412,8 @@ impl ObjectMeta {
     }
 
     #[setter]
-    fn set_label(&self, py: Python<'_>, value: String) -> PyResult<()> {
+    fn set_label(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let value = json::bounded_str(value, ferrostream_abi::MAX_LABEL_BYTES, "the label")?;
         self.set(py, json!({"label": value}), |d| d.label = value.clone())
     }
 
@@ -567,7 +568,13 @@ impl ObjectMeta {
     /// appears in rsmetaexport's JSON and rsmsgbroker's payloads. A value of more than
     /// `MAX_USER_VALUE_BYTES` as JSON, or nested more than `MAX_USER_DEPTH` lists and dicts
     /// deep, raises ValueError.
-    fn set_user_meta(&self, py: Python<'_>, key: String, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn set_user_meta(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let key = json::key(key)?;
         let value = json::from_py(value)?;
         let edit = json!({"op": "set_object_user_meta", "frame": self.frame,
                           "object": self.index()?, "key": key, "value": value});
@@ -576,7 +583,8 @@ impl ObjectMeta {
         Ok(())
     }
 
-    fn remove_user_meta(&self, py: Python<'_>, key: String) -> PyResult<()> {
+    fn remove_user_meta(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        let key = json::key(key)?;
         let edit = json!({"op": "remove_object_user_meta", "frame": self.frame,
                           "object": self.index()?, "key": key});
         self.view.edit(py, edit)?;
@@ -585,7 +593,13 @@ impl ObjectMeta {
     }
 
     /// Sets an attribute: a bool, int, float, str or list of floats.
-    fn set_attribute(&self, py: Python<'_>, key: String, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn set_attribute(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let key = json::key(key)?;
         let value = json::from_py(value)?;
         let edit = json!({"op": "set_object_attribute", "frame": self.frame,
                           "object": self.index()?, "key": key, "value": value});
@@ -601,7 +615,8 @@ impl ObjectMeta {
         Ok(())
     }
 
-    fn remove_attribute(&self, py: Python<'_>, key: String) -> PyResult<()> {
+    fn remove_attribute(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        let key = json::key(key)?;
         let edit = json!({"op": "remove_object_attribute", "frame": self.frame,
                           "object": self.index()?, "key": key});
         self.view.edit(py, edit)?;
@@ -1028,12 +1043,13 @@ impl FrameMeta {
         &self,
         py: Python<'_>,
         class_id: i32,
-        label: String,
+        label: &Bound<'_, PyAny>,
         bbox: &Bound<'_, PyAny>,
         confidence: f32,
         component_id: i32,
         parent: Option<&Bound<'_, ObjectMeta>>,
     ) -> PyResult<Py<ObjectMeta>> {
+        let label = json::bounded_str(label, ferrostream_abi::MAX_LABEL_BYTES, "the label")?;
         let b = BBox::extract(bbox)?;
         let confidence = finite("confidence", confidence)?;
         let parent = match parent {
@@ -1095,13 +1111,14 @@ impl FrameMeta {
     fn add_text(
         &self,
         py: Python<'_>,
-        text: String,
+        text: &Bound<'_, PyAny>,
         x: f32,
         y: f32,
         size: u32,
         color: Option<&Bound<'_, PyAny>>,
         background: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
+        let text = json::bounded_str(text, ferrostream_abi::MAX_TEXT_BYTES, "the text")?;
         let (x, y) = (finite("x", x)?, finite("y", y)?);
         let element = json!({"kind": "text", "x": x, "y": y, "text": text, "size": size,
                              "color": self::color(color, [255, 255, 255, 255])?,
@@ -1174,7 +1191,13 @@ impl FrameMeta {
     /// in rsmetaexport's JSON and rsmsgbroker's payloads. A value of more than
     /// `MAX_USER_VALUE_BYTES` as JSON, or nested more than `MAX_USER_DEPTH` lists and dicts
     /// deep, raises ValueError.
-    fn set_user_meta(&self, py: Python<'_>, key: String, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn set_user_meta(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let key = json::key(key)?;
         let value = json::from_py(value)?;
         let edit = json!({"op": "set_frame_user_meta", "frame": self.index, "key": key, "value": value.clone()});
         self.view.edit(py, edit)?;
@@ -1186,7 +1209,8 @@ impl FrameMeta {
         Ok(())
     }
 
-    fn remove_user_meta(&self, py: Python<'_>, key: String) -> PyResult<()> {
+    fn remove_user_meta(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        let key = json::key(key)?;
         let edit = json!({"op": "remove_frame_user_meta", "frame": self.index, "key": key});
         self.view.edit(py, edit)?;
         self.update_extras(|o| {

@@ -820,6 +820,39 @@ def test_a_value_over_the_size_bound_is_refused_before_it_is_copied(value):
     assert result["growth"] < size // 10, f"the peak memory grew by {result['growth'] / 1e6:.0f} MB"
 
 
+@pytest.mark.parametrize(
+    "call, refusal",
+    [
+        ("frame.set_user_meta(huge, 1)", "the key is longer than 256 bytes"),
+        ("frame.add_object(0, huge, (1, 1, 2, 2))", "the label is longer than 128 bytes"),
+        ("frame.add_text(huge, 1, 1)", "the text is longer than 1024 bytes"),
+    ],
+    ids=["key", "label", "text"],
+)
+def test_a_string_over_its_bound_is_refused_before_it_is_copied(call, refusal):
+    """Keys, labels and display texts of 200 MB are refused as values are: before a copy."""
+    size = 200 * 1024 * 1024
+    result, _ = run_child(f"""
+        huge = "x" * {size}
+        def work(pad, info):
+            with ferrostream.writable(info, pad.get_current_caps()) as batch:
+                frame = batch.frames[0]
+                frame.set_user_meta("warm", 1)
+                before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+                try:
+                    {call}
+                    refused = None
+                except ValueError as e:
+                    refused = str(e)
+                after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+                return {{"refused": refused, "growth": (after - before) * 1024}}
+
+        print(json.dumps(in_probe(work)))
+    """)
+    assert result["refused"] and refusal in result["refused"], result
+    assert result["growth"] < size // 10, f"the peak memory grew by {result['growth'] / 1e6:.0f} MB"
+
+
 def test_caps_that_describe_no_frame_are_refused_without_criticals():
     """ANY, EMPTY and unfixed caps given to frame_array or writable raise, naming the problem,
     and GStreamer prints no CRITICAL assertion first (G_DEBUG=fatal-warnings would abort)."""

@@ -28,6 +28,13 @@ pub const MAX_USER_VALUE_BYTES: usize = 64 * 1024;
 /// The deepest user-metadata value the edit function takes, each array or object one level
 /// (`ferrostream_core::edit::MAX_USER_DEPTH`).
 pub const MAX_USER_DEPTH: usize = 32;
+/// The longest user-metadata or attribute key, in bytes (`ferrostream_core::edit::MAX_KEY_BYTES`).
+pub const MAX_KEY_BYTES: usize = 256;
+/// The longest object label, in bytes (`ferrostream_core::edit::MAX_LABEL_BYTES`).
+pub const MAX_LABEL_BYTES: usize = 128;
+/// The longest text of a display element, in bytes
+/// (`ferrostream_core::display::MAX_TEXT_BYTES`).
+pub const MAX_TEXT_BYTES: usize = 1024;
 /// The widest and tallest frame the plugin maps or describes, in pixels
 /// (`ferrostream_core::device::MAX_SIDE`): callers refuse caps beyond it.
 pub const MAX_FRAME_SIDE: u32 = 1 << 15;

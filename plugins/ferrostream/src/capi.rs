@@ -600,6 +600,9 @@ const _: () = assert!(
     ferrostream_abi::MAX_USER_DEPTH == ferrostream_core::edit::MAX_USER_DEPTH
         && ferrostream_abi::MAX_USER_VALUE_BYTES == ferrostream_core::edit::MAX_USER_VALUE_BYTES
         && ferrostream_abi::MAX_FRAME_SIDE == ferrostream_core::device::MAX_SIDE
+        && ferrostream_abi::MAX_KEY_BYTES == ferrostream_core::edit::MAX_KEY_BYTES
+        && ferrostream_abi::MAX_LABEL_BYTES == ferrostream_core::edit::MAX_LABEL_BYTES
+        && ferrostream_abi::MAX_TEXT_BYTES == ferrostream_core::display::MAX_TEXT_BYTES
 );
 
 // The signatures callers resolve at run time (`ferrostream_abi::symbols`) are these functions'.
