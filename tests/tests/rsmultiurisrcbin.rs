@@ -323,11 +323,23 @@ fn every_error_status() {
     );
     expect(
         "POST",
-        "/api/v1/mux/max-latency",
-        Some(r#"{"stream":{"max_latency":1}}"#),
-        409,
-        "before the start",
+        "/api/v1/roi/update",
+        Some(
+            r#"{"stream":{"stream_id":"7","roi_count":1,"roi":[{"roi_id":"0","left":1,"top":1,"width":9,"height":9}]}}"#,
+        ),
+        404,
+        "no stream 7: stream ids lie below max-sources (2)",
     );
+    // A run-time change, not an error: the muxer takes it while playing.
+    expect(
+        "POST",
+        "/api/v1/mux/max-latency",
+        Some(r#"{"stream":{"max_latency":5000000}}"#),
+        200,
+        "MAX_LATENCY_UPDATE_SUCCESS",
+    );
+    let src = run.pipeline.by_name("src").unwrap();
+    assert_eq!(src.property::<u64>("max-latency"), 5_000_000);
     // A body over the server's 1 MiB limit.
     let big = format!("{{\"pad\":\"{}\"}}", "x".repeat(1_100_000));
     let path = std::env::temp_dir().join(format!("ferrostream-big-{}.json", std::process::id()));

@@ -332,13 +332,25 @@ fn live_latency_includes_the_push_timeout_and_max_latency() {
     pipeline.set_state(gst::State::Playing).unwrap();
     pipeline.state(gst::ClockTime::from_seconds(5)).0.unwrap();
     let mux: gst::Element = element(&pipeline, "mux");
-    let mut q = gst::query::Latency::new();
-    assert!(mux.static_pad("src").unwrap().query(&mut q));
-    pipeline.set_state(gst::State::Null).unwrap();
-    let (live, min, _) = q.result();
-    assert!(live);
+    let latency = || {
+        let mut q = gst::query::Latency::new();
+        assert!(mux.static_pad("src").unwrap().query(&mut q));
+        let (live, min, _) = q.result();
+        assert!(live);
+        min
+    };
     // videotestsrc reports one frame (33 ms); the muxer adds 40 ms + 10 ms.
-    assert_eq!(min, gst::ClockTime::from_nseconds(33_333_333 + 50_000_000));
+    assert_eq!(
+        latency(),
+        gst::ClockTime::from_nseconds(33_333_333 + 50_000_000)
+    );
+    // max-latency may change while playing (the REST API's mux/max-latency does so).
+    mux.set_property("max-latency", 30_000_000u64);
+    assert_eq!(
+        latency(),
+        gst::ClockTime::from_nseconds(33_333_333 + 70_000_000)
+    );
+    pipeline.set_state(gst::State::Null).unwrap();
 }
 
 /// Buffers that count how many of them are still alive.

@@ -672,13 +672,6 @@ impl RsMultiUriSrcBin {
                 Reply::ok("BATCHED_PUSH_TIMEOUT_UPDATE_SUCCESS").response()
             }
             Action::SetMaxLatency(ns) => {
-                if self.obj().current_state() > gst::State::Ready {
-                    return Reply::new(
-                        409,
-                        "MAX_LATENCY_UPDATE_FAIL, max-latency is set before the start",
-                    )
-                    .response();
-                }
                 self.mux.set_property("max-latency", ns);
                 Reply::ok("MAX_LATENCY_UPDATE_SUCCESS").response()
             }
@@ -741,6 +734,18 @@ impl RsMultiUriSrcBin {
     }
 
     fn update_rois(&self, stream_id: u32, rois: &[rest::Roi]) -> Reply {
+        // Sources take stream ids below max-sources: regions of a stream that cannot exist are
+        // a mistake (regions of one that is not there yet are kept for when it comes).
+        let max_sources = self.settings.lock().unwrap().max_sources;
+        if stream_id >= max_sources {
+            return Reply::new(
+                404,
+                format!(
+                    "ROI_UPDATE_FAIL, no stream {stream_id}: stream ids lie below max-sources \
+                     ({max_sources})"
+                ),
+            );
+        }
         let targets = self.elements_of(&["rsanalytics"]);
         if targets.is_empty() {
             return Reply::new(

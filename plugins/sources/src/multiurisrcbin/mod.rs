@@ -49,7 +49,7 @@
 //! | `POST /api/v1/infer/set-interval` | `{"stream":{"stream_id":"0","interval":2}}` | sets `interval` on every primary `rstrtinfer`/`rsdlainfer` of the pipeline (or on `"element"`) |
 //! | `POST /api/v1/roi/update` | `{"stream":{"stream_id":"0","roi_count":1,"roi":[{"roi_id":"0","left":100,"top":300,"width":400,"height":400}]}}` | replaces that stream's `rsanalytics` regions of interest |
 //! | `POST /api/v1/mux/batched-push-timeout` | `{"stream":{"batched_push_timeout":100000}}` | the muxer's timeout, in µs |
-//! | `POST /api/v1/mux/max-latency` | `{"stream":{"max_latency":0}}` | the muxer's max-latency (before PLAYING) |
+//! | `POST /api/v1/mux/max-latency` | `{"stream":{"max_latency":0}}` | the muxer's max-latency (while playing too) |
 //! | `POST /api/v1/record/start` | `{"stream":{"camera_id":"cam1","duration":10}}` | smart record (`file` in the reply) |
 //! | `POST /api/v1/record/stop` | `{"stream":{"camera_id":"cam1"}}` | ends the open recording |
 //! | `GET /version` | | the API version |

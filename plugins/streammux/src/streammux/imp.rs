@@ -745,10 +745,10 @@ impl ObjectImpl for StreamMux {
                     .nick("Maximum latency")
                     .blurb(
                         "Extra latency (ns) allowed for live sources to deliver a frame, added to \
-                         the latency this element reports",
+                         the latency this element reports (may change while playing)",
                     )
                     .default_value(0)
-                    .mutable_ready()
+                    .mutable_playing()
                     .build(),
                 glib::ParamSpecBoolean::builder("sync-inputs")
                     .nick("Synchronise inputs")
@@ -827,7 +827,15 @@ impl ObjectImpl for StreamMux {
             }
             "max-latency" => {
                 s.max_latency =
-                    gst::ClockTime::from_nseconds(value.get().expect("type checked upstream"))
+                    gst::ClockTime::from_nseconds(value.get().expect("type checked upstream"));
+                let latency = s.max_latency;
+                drop(s);
+                // While running, the aggregator's own latency follows (it posts a latency
+                // message, so the pipeline's latency is computed again).
+                let obj = self.obj();
+                if obj.current_state() >= gst::State::Paused {
+                    obj.set_property("latency", latency);
+                }
             }
             "sync-inputs" => s.sync_inputs = value.get().expect("type checked upstream"),
             "width" => s.width = value.get().expect("type checked upstream"),
