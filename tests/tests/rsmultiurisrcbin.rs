@@ -362,6 +362,45 @@ fn every_error_status() {
     assert_eq!(status, 200, "{body}");
 }
 
+/// Readiness as DeepStream counts it: one camera delivering makes the bin ready, an unreachable
+/// camera retrying for ever does not hold it back and is named; `ready-needs-every-camera`
+/// waits for it. The startup probe answers once the bin runs.
+#[test]
+fn readiness_does_not_wait_for_an_unreachable_camera_and_names_it() {
+    let port = free_port();
+    let run = Running::start(&format!(
+        "rsmultiurisrcbin name=src rest-port={port} max-sources=2 batch-size=2 \
+             batched-push-timeout=40000 uri-list={},rtsp://127.0.0.1:1/none \
+             sensor-id-list=yard,dead reconnect-attempts=-1 reconnect-interval=1 file-loop=true \
+             ! fakesink name=sink sync=false",
+        vtest_uri()
+    ));
+    run.wait("the reachable camera", Duration::from_secs(60), |r| {
+        r.frames(0) >= 1
+    });
+    let (status, body) = request(port, "GET", "/api/v1/health/ready", None);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["reason"], "GET_READY_INFO_SUCCESS", "{body}");
+    assert_eq!(body["ready-info"]["ds-ready"], "YES", "{body}");
+    let waiting = body["ready-info"]["cameras-without-frames"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{body}"));
+    assert_eq!(waiting.len(), 1, "{body}");
+    assert_eq!(waiting[0]["camera_id"], "dead", "{body}");
+    assert_eq!(waiting[0]["source_id"], 1, "{body}");
+    let (status, body) = request(port, "GET", "/api/v1/startup", None);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["startup-info"]["ds-startup"], "YES", "{body}");
+    assert_eq!(body["reason"], "GET_STARTUP_INFO_SUCCESS", "{body}");
+    run.pipeline
+        .by_name("src")
+        .unwrap()
+        .set_property("ready-needs-every-camera", true);
+    let (status, body) = request(port, "GET", "/api/v1/health/ready", None);
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["ready-info"]["ds-ready"], "NO", "{body}");
+}
+
 /// A token is required of every request when set.
 #[test]
 fn bearer_token() {

@@ -74,6 +74,8 @@ struct Settings {
     rest_token: Option<String>,
     record_prefix: String,
     record_on: Vec<RecordOn>,
+    /// Readiness waits for every camera (a frame, or given up) instead of one.
+    ready_needs_every_camera: bool,
 }
 
 impl Default for Settings {
@@ -89,6 +91,7 @@ impl Default for Settings {
             rest_token: None,
             record_prefix: "rec".into(),
             record_on: Vec::new(),
+            ready_needs_every_camera: false,
         }
     }
 }
@@ -537,13 +540,33 @@ impl RsMultiUriSrcBin {
     }
 
     /// Whether every camera gave a frame or failed.
-    fn ready(&self) -> bool {
+    /// Readiness, and the cameras that gave no frame yet (named in the answer): PLAYING and,
+    /// as DeepStream, ready once one camera delivers (or none is configured); with
+    /// `ready-needs-every-camera`, once every camera gave a frame or was given up.
+    fn readiness(&self) -> (bool, Vec<Value>) {
+        let every = self.settings.lock().unwrap().ready_needs_every_camera;
         let sources = self.sources.lock().unwrap();
-        self.obj().current_state() == gst::State::Playing
-            && sources.by_id.values().all(|s| {
-                let status = s.bin.status();
-                status.frames > 0 || status.state == SourceState::Failed
+        let statuses: Vec<_> = sources.by_id.values().map(|s| s.bin.status()).collect();
+        let waiting = sources
+            .by_id
+            .iter()
+            .zip(&statuses)
+            .filter(|(_, status)| status.frames == 0)
+            .map(|((&id, s), status)| {
+                json!({"camera_id": s.camera_id, "source_id": id, "state": status.state.name()})
             })
+            .collect();
+        let cameras = if every {
+            statuses
+                .iter()
+                .all(|s| s.frames > 0 || s.state == SourceState::Failed)
+        } else {
+            statuses.is_empty() || statuses.iter().any(|s| s.frames > 0)
+        };
+        (
+            self.obj().current_state() == gst::State::Playing && cameras,
+            waiting,
+        )
     }
 
     /// Whether batches flow (or nothing is there to flow).
@@ -652,7 +675,20 @@ impl RsMultiUriSrcBin {
                 rest::health("live", "ds-liveness", self.live(), "GET_LIVE_INFO_SUCCESS").response()
             }
             Action::Ready => {
-                rest::health("ready", "ds-ready", self.ready(), "GET_READY_INFO_SUCCESS").response()
+                let (ready, waiting) = self.readiness();
+                let mut reply = rest::health("ready", "ds-ready", ready, "GET_READY_INFO_SUCCESS");
+                reply.add_to(
+                    "ready-info",
+                    "cameras-without-frames",
+                    Value::Array(waiting),
+                );
+                reply.response()
+            }
+            Action::Startup => {
+                let state = self.obj().current_state();
+                let started = matches!(state, gst::State::Playing | gst::State::Paused);
+                rest::health("startup", "ds-startup", started, "GET_STARTUP_INFO_SUCCESS")
+                    .response()
             }
             Action::StreamMetrics { prometheus: true } | Action::Metrics => prometheus(),
             Action::StreamMetrics { prometheus: false } => Reply::ok("GET_METRICS_INFO_SUCCESS")
@@ -1064,6 +1100,15 @@ impl ObjectImpl for RsMultiUriSrcBin {
                     .blurb("Comma-separated camera names of uri-list's cameras, in order")
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecBoolean::builder("ready-needs-every-camera")
+                    .nick("Ready needs every camera")
+                    .blurb(
+                        "/api/v1/health/ready answers 200 once every camera gave a frame or was \
+                         given up, instead of once one camera delivers (DeepStream's policy)",
+                    )
+                    .default_value(d.ready_needs_every_camera)
+                    .mutable_playing()
+                    .build(),
                 glib::ParamSpecUInt::builder("max-sources")
                     .nick("Max sources")
                     .blurb("Most cameras at once; stream ids are below it")
@@ -1262,6 +1307,9 @@ impl ObjectImpl for RsMultiUriSrcBin {
             "sensor-id-list" => s.sensor_ids = split_list(text()),
             "sensor-name-list" => s.sensor_names = split_list(text()),
             "max-sources" => s.max_sources = value.get().expect("type checked upstream"),
+            "ready-needs-every-camera" => {
+                s.ready_needs_every_camera = value.get().expect("type checked upstream")
+            }
             "format" => s.format = text().filter(|f| !f.trim().is_empty()),
             "rest-address" => s.rest_address = text().unwrap_or_else(|| "127.0.0.1".into()),
             "rest-port" => s.rest_port = value.get().expect("type checked upstream"),
@@ -1292,6 +1340,7 @@ impl ObjectImpl for RsMultiUriSrcBin {
             "sensor-id-list" => join(&s.sensor_ids),
             "sensor-name-list" => join(&s.sensor_names),
             "max-sources" => s.max_sources.to_value(),
+            "ready-needs-every-camera" => s.ready_needs_every_camera.to_value(),
             "format" => s.format.to_value(),
             "rest-address" => s.rest_address.to_value(),
             "rest-port" => s.rest_port.to_value(),

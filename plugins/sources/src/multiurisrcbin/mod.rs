@@ -43,7 +43,8 @@
 //! | `GET /api/v1/stream/get-stream-info` | | `stream-info`: `stream-count`, per camera `camera_id`, `camera_name`, `source_id`, `state`, `frames`, `fps`, `reconnections` |
 //! | `GET /api/v1/health/get-dsready-state` | | `health-info.ds-ready`: YES when PAUSED or PLAYING |
 //! | `GET /api/v1/health/live` (`/live`, `/api/v1/live`) | | 200 unless batches stopped for 30 s while a camera plays (503) |
-//! | `GET /api/v1/health/ready` (`/ready`, `/api/v1/ready`) | | 200 once PLAYING and every camera gave a frame or failed, else 503 |
+//! | `GET /api/v1/health/ready` (`/ready`, `/api/v1/ready`) | | readiness (below): 200 with `ready-info.ds-ready` YES, else 503; `ready-info.cameras-without-frames` names the cameras that gave no frame yet (`camera_id`, `source_id`, `state`) |
+//! | `GET /api/v1/startup` (`/startup`) | | `startup-info.ds-startup`: YES (200) once PAUSED or PLAYING, else NO (503) |
 //! | `GET /metrics` | | the process's Prometheus metrics |
 //! | `GET /api/v1/metrics` | | DeepStream's `metrics-info` (`stream-stats`), or Prometheus with `Accept: text/plain` |
 //! | `POST /api/v1/infer/set-interval` | `{"stream":{"stream_id":"0","interval":2}}` | sets `interval` on every primary `rstrtinfer`/`rsdlainfer` of the pipeline (or on `"element"`) |
@@ -58,6 +59,14 @@
 //! such camera, endpoint, or element to change), 405 (wrong method), 409 (a camera id that is
 //! playing, smart record off or nothing recorded yet), 413 (a body over 1 MiB), 503
 //! (`max-sources` cameras play).
+//!
+//! ## Readiness
+//!
+//! `GET /api/v1/health/ready` answers 200 once the bin is PLAYING and one camera has delivered a
+//! frame (or none is configured: cameras come through the API), as DeepStream counts a pipeline
+//! ready; a camera that cannot be reached (retrying for ever) does not hold the others back.
+//! `ready-needs-every-camera=true` waits instead for every camera to give a frame or be given
+//! up (`reconnect-attempts`). Either way the answer names the cameras without a frame yet.
 //!
 //! ## Smart record
 //!

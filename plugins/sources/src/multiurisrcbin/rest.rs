@@ -27,6 +27,7 @@ pub enum Action {
     DsReady,
     Live,
     Ready,
+    Startup,
     /// DeepStream's `/api/v1/metrics` (JSON, or Prometheus text when asked for `text/plain`).
     StreamMetrics {
         prometheus: bool,
@@ -106,6 +107,17 @@ impl Reply {
         self
     }
 
+    /// Adds `key: value` to the object `field` (an empty one first where there is none).
+    pub fn add_to(&mut self, field: &str, key: &str, value: Value) {
+        let object = self
+            .fields
+            .entry(field)
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(o) = object {
+            o.insert(key.into(), value);
+        }
+    }
+
     pub fn response(self) -> Response {
         let mut body = self.fields;
         body.insert(
@@ -168,6 +180,7 @@ pub fn route(request: &Request) -> Result<Action, Reply> {
         "/api/v1/health/get-dsready-state" => get(Action::DsReady),
         "/api/v1/health/live" | "/api/v1/live" | "/live" => get(Action::Live),
         "/api/v1/health/ready" | "/api/v1/ready" | "/ready" => get(Action::Ready),
+        "/api/v1/startup" | "/startup" => get(Action::Startup),
         "/api/v1/metrics" => get(Action::StreamMetrics {
             prometheus: request
                 .header("accept")
