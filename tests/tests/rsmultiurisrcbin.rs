@@ -401,6 +401,59 @@ fn readiness_does_not_wait_for_an_unreachable_camera_and_names_it() {
     assert_eq!(body["ready-info"]["ds-ready"], "NO", "{body}");
 }
 
+/// `app/quit` with NVIDIA's body ends the stream: the pipeline reaches EOS (looping files
+/// included), and the bus tells the application to quit.
+#[test]
+fn app_quit_ends_the_pipeline() {
+    let port = free_port();
+    let run = Running::start(&format!(
+        "rsmultiurisrcbin name=src rest-port={port} max-sources=2 uri-list={0},{0} \
+             file-loop=true ! fakesink name=sink sync=false",
+        vtest_uri()
+    ));
+    run.wait("both cameras", Duration::from_secs(60), |r| {
+        r.frames(0) >= 1 && r.frames(1) >= 1
+    });
+    let (status, body) = request(
+        port,
+        "POST",
+        "/api/v1/app/quit",
+        Some(r#"{"stream":{"app_quit":1}}"#),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["reason"], "QUIT_SUCCESS", "{body}");
+    let bus = run.pipeline.bus().unwrap();
+    let (mut quit, mut eos) = (None, false);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !eos && Instant::now() < deadline {
+        let Some(msg) = bus.timed_pop(gst::ClockTime::from_mseconds(100)) else {
+            continue;
+        };
+        match msg.view() {
+            gst::MessageView::Eos(_) => eos = true,
+            gst::MessageView::Error(e) => panic!("{}", e.error()),
+            gst::MessageView::Element(e) => {
+                if let Some(s) = e
+                    .structure()
+                    .filter(|s| s.name() == "ferrostream-force-pipeline-eos")
+                {
+                    quit = s.get::<bool>("app-quit").ok();
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(eos, "the pipeline did not reach EOS after app/quit");
+    assert_eq!(quit, Some(true));
+    let (status, _) = request(
+        port,
+        "POST",
+        "/api/v1/app/quit",
+        Some(r#"{"stream":{"app_quit":"yes"}}"#),
+    );
+    assert_eq!(status, 400);
+}
+
 /// A token is required of every request when set.
 #[test]
 fn bearer_token() {

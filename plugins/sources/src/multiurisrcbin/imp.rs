@@ -684,6 +684,19 @@ impl RsMultiUriSrcBin {
                 );
                 reply.response()
             }
+            Action::Quit { app_quit } => {
+                // Every camera's stream ends: the muxer sends EOS downstream once all have, and
+                // the pipeline ends as at the end of its files.
+                for pad in self.mux.sink_pads() {
+                    pad.send_event(gst::event::Eos::new());
+                }
+                let obj = self.obj();
+                let s = gst::Structure::builder("ferrostream-force-pipeline-eos")
+                    .field("app-quit", app_quit)
+                    .build();
+                let _ = obj.post_message(gst::message::Element::builder(s).src(&*obj).build());
+                Reply::ok("QUIT_SUCCESS").response()
+            }
             Action::Startup => {
                 let state = self.obj().current_state();
                 let started = matches!(state, gst::State::Playing | gst::State::Paused);

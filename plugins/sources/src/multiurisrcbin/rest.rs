@@ -28,6 +28,10 @@ pub enum Action {
     Live,
     Ready,
     Startup,
+    /// `app/quit`: end the stream (EOS) and tell the application whether to quit.
+    Quit {
+        app_quit: bool,
+    },
     /// DeepStream's `/api/v1/metrics` (JSON, or Prometheus text when asked for `text/plain`).
     StreamMetrics {
         prometheus: bool,
@@ -205,6 +209,14 @@ pub fn route(request: &Request) -> Result<Action, Reply> {
                 Some(v) => Some(integer(v, "duration", 1, 86400)? as u32),
             };
             Ok(Action::RecordStart { camera, duration })
+        }),
+        "/api/v1/app/quit" => post(|body| {
+            let v = stream_field(body, "app_quit")?;
+            let app_quit = match v {
+                Value::Bool(b) => *b,
+                other => integer(other, "app_quit", 0, 1)? == 1,
+            };
+            Ok(Action::Quit { app_quit })
         }),
         "/api/v1/record/stop" => post(|body| {
             Ok(Action::RecordStop {
