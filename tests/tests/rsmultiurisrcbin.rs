@@ -454,6 +454,75 @@ fn app_quit_ends_the_pipeline() {
     assert_eq!(status, 400);
 }
 
+/// `dec/drop-frame-interval` with NVIDIA's body, set before the frames flow: that camera gives
+/// every other frame, the other every frame; a stream that does not exist is 404.
+#[test]
+fn drop_frame_interval_over_rest_halves_one_camera() {
+    ferrostream_tests::init();
+    let port = free_port();
+    let pipeline = gst::parse::launch(&format!(
+        "rsmultiurisrcbin name=src rest-port={port} max-sources=2 batch-size=2 \
+             batched-push-timeout=100000 uri-list={0},{0} ! fakesink name=sink sync=false",
+        vtest_uri()
+    ))
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    let counts = std::sync::Arc::new(std::sync::Mutex::new([0u64; 2]));
+    let c = counts.clone();
+    element::<gst::Element>(&pipeline, "sink")
+        .static_pad("sink")
+        .unwrap()
+        .add_probe(gst::PadProbeType::BUFFER, move |_, info| {
+            if let Some(gst::PadProbeData::Buffer(b)) = &info.data
+                && let Some(meta) = ferrostream_core::BatchMeta::of(b)
+            {
+                for f in &meta.batch().frames {
+                    c.lock().unwrap()[f.source_id as usize & 1] += 1;
+                }
+            }
+            gst::PadProbeReturn::Ok
+        });
+    // PAUSED: the REST server answers and the cameras are there; few frames have passed.
+    pipeline.set_state(gst::State::Paused).unwrap();
+    let (status, body) = request(
+        port,
+        "POST",
+        "/api/v1/dec/drop-frame-interval",
+        Some(r#"{"stream":{"stream_id":"1","drop_frame_interval":2}}"#),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["reason"], "DROP_FRAME_INTERVAL_UPDATE_SUCCESS",
+        "{body}"
+    );
+    let (status, _) = request(
+        port,
+        "POST",
+        "/api/v1/dec/drop-frame-interval",
+        Some(r#"{"stream":{"stream_id":"5","drop_frame_interval":2}}"#),
+    );
+    assert_eq!(status, 404);
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let msg = pipeline
+        .bus()
+        .unwrap()
+        .timed_pop_filtered(
+            gst::ClockTime::from_seconds(120),
+            &[gst::MessageType::Eos, gst::MessageType::Error],
+        )
+        .expect("the end of the files within 120 s");
+    pipeline.set_state(gst::State::Null).unwrap();
+    assert!(matches!(msg.view(), gst::MessageView::Eos(_)), "{msg:?}");
+    let [all, halved] = *counts.lock().unwrap();
+    assert!(all > 100, "camera 0 gave {all} frames");
+    // The frames queued before the change (a few) are not dropped.
+    assert!(
+        halved >= all / 2 && halved <= all / 2 + 16,
+        "camera 1 gave {halved} of {all}"
+    );
+}
+
 /// A token is required of every request when set.
 #[test]
 fn bearer_token() {

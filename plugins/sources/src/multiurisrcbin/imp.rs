@@ -684,6 +684,20 @@ impl RsMultiUriSrcBin {
                 );
                 reply.response()
             }
+            Action::SetDropFrameInterval {
+                stream_id,
+                interval,
+            } => match self.find(&Camera::Stream(stream_id)) {
+                Some((_, bin)) => {
+                    bin.set_property("drop-frame-interval", interval);
+                    Reply::ok("DROP_FRAME_INTERVAL_UPDATE_SUCCESS").response()
+                }
+                None => Reply::new(
+                    404,
+                    format!("DROP_FRAME_INTERVAL_UPDATE_FAIL, no stream {stream_id}"),
+                )
+                .response(),
+            },
             Action::Quit { app_quit } => {
                 // Every camera's stream ends: the muxer sends EOS downstream once all have, and
                 // the pipeline ends as at the end of its files.

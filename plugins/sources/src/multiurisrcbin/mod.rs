@@ -53,6 +53,7 @@
 //! | `POST /api/v1/mux/max-latency` | `{"stream":{"max_latency":0}}` | the muxer's max-latency (while playing too) |
 //! | `POST /api/v1/record/start` | `{"stream":{"camera_id":"cam1","duration":10}}` | smart record (`file` in the reply) |
 //! | `POST /api/v1/record/stop` | `{"stream":{"camera_id":"cam1"}}` | ends the open recording |
+//! | `POST /api/v1/dec/drop-frame-interval` | `{"stream":{"stream_id":"0","drop_frame_interval":2}}` | that camera keeps every 2nd frame (0 to 30; 0 and 1 keep all) |
 //! | `POST /api/v1/app/quit` | `{"stream":{"app_quit":1}}` | every camera's stream ends (EOS reaches the pipeline's sinks, as at the end of files); an element message `ferrostream-force-pipeline-eos` with `app-quit` tells the application whether to quit as well (`ferrostream-app` ends at the EOS) |
 //! | `GET /version` | | the API version |
 //!

@@ -28,6 +28,11 @@ pub enum Action {
     Live,
     Ready,
     Startup,
+    /// `dec/drop-frame-interval`: one camera keeps every `interval`-th frame (0, 1: all).
+    SetDropFrameInterval {
+        stream_id: u32,
+        interval: u32,
+    },
     /// `app/quit`: end the stream (EOS) and tell the application whether to quit.
     Quit {
         app_quit: bool,
@@ -209,6 +214,15 @@ pub fn route(request: &Request) -> Result<Action, Reply> {
                 Some(v) => Some(integer(v, "duration", 1, 86400)? as u32),
             };
             Ok(Action::RecordStart { camera, duration })
+        }),
+        "/api/v1/dec/drop-frame-interval" => post(|body| {
+            let stream_id = stream_id(body)?;
+            let v = stream_field(body, "drop_frame_interval")?;
+            let interval = integer(v, "drop_frame_interval", 0, 30)? as u32;
+            Ok(Action::SetDropFrameInterval {
+                stream_id,
+                interval,
+            })
         }),
         "/api/v1/app/quit" => post(|body| {
             let v = stream_field(body, "app_quit")?;
