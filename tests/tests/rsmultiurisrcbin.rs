@@ -101,6 +101,19 @@ fn nvidia_documented_requests_work_unchanged() {
     ]);
     assert_eq!(status, 200, "{body}");
     assert_eq!(pgie.property::<u32>("interval"), 2);
+    // nvinferserver's endpoint: rstrtinfer plays that part too.
+    let (status, body) = curl(&[
+        "-XPOST",
+        &format!("{base}/api/v1/inferserver/set-interval"),
+        "-d",
+        r#"{"stream":{"stream_id":"0","interval":3}}"#,
+    ]);
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("INFERSERVER_INTERVAL_UPDATE_SUCCESS"),
+        "{body}"
+    );
+    assert_eq!(pgie.property::<u32>("interval"), 3);
 
     let (status, body) = curl(&[
         "-XPOST",

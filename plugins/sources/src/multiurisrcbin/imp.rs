@@ -726,8 +726,14 @@ impl RsMultiUriSrcBin {
                 &json!({"version": format!("Ferrostream {} - REST API Version v1",
                     env!("CARGO_PKG_VERSION"))}),
             ),
-            Action::SetInferInterval { interval, element } => {
-                self.set_interval(interval, element.as_deref()).response()
+            Action::SetInferInterval {
+                interval,
+                element,
+                server,
+            } => {
+                let reason = if server { "INFERSERVER" } else { "INFER" };
+                self.set_interval(interval, element.as_deref(), reason)
+                    .response()
             }
             Action::UpdateRois { stream_id, rois } => self.update_rois(stream_id, &rois).response(),
             Action::SetBatchedPushTimeout(us) => {
@@ -766,7 +772,9 @@ impl RsMultiUriSrcBin {
         }
     }
 
-    fn set_interval(&self, interval: u32, element: Option<&str>) -> Reply {
+    /// Sets `interval` on the primary inference elements (or `element`); `reason` starts the
+    /// answer's reason (`INFER`, `INFERSERVER`).
+    fn set_interval(&self, interval: u32, element: Option<&str>, reason: &str) -> Reply {
         let targets: Vec<gst::Element> = self
             .elements_of(&["rstrtinfer", "rsdlainfer"])
             .into_iter()
@@ -780,12 +788,12 @@ impl RsMultiUriSrcBin {
                 404,
                 match element {
                     Some(name) => {
-                        format!("INFER_INTERVAL_UPDATE_FAIL, no inference element `{name}`")
+                        format!("{reason}_INTERVAL_UPDATE_FAIL, no inference element `{name}`")
                     }
-                    None => {
-                        "INFER_INTERVAL_UPDATE_FAIL, no primary inference element in the pipeline"
-                            .into()
-                    }
+                    None => format!(
+                        "{reason}_INTERVAL_UPDATE_FAIL, no primary inference element in the \
+                         pipeline"
+                    ),
                 },
             );
         }
@@ -793,7 +801,7 @@ impl RsMultiUriSrcBin {
             e.set_property("interval", interval);
         }
         let names: Vec<String> = targets.iter().map(|e| e.name().to_string()).collect();
-        Reply::ok("INFER_INTERVAL_UPDATE_SUCCESS").with("elements", json!(names))
+        Reply::ok(&format!("{reason}_INTERVAL_UPDATE_SUCCESS")).with("elements", json!(names))
     }
 
     fn update_rois(&self, stream_id: u32, rois: &[rest::Roi]) -> Reply {

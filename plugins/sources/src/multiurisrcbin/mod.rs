@@ -48,6 +48,7 @@
 //! | `GET /metrics` | | the process's Prometheus metrics |
 //! | `GET /api/v1/metrics` | | DeepStream's `metrics-info` (`stream-stats`), or Prometheus with `Accept: text/plain` |
 //! | `POST /api/v1/infer/set-interval` | `{"stream":{"stream_id":"0","interval":2}}` | sets `interval` on every primary `rstrtinfer`/`rsdlainfer` of the pipeline (or on `"element"`) |
+//! | `POST /api/v1/inferserver/set-interval` | the same | the same (nvinferserver's endpoint; `rstrtinfer` plays that part), answered `INFERSERVER_INTERVAL_UPDATE_*` |
 //! | `POST /api/v1/roi/update` | `{"stream":{"stream_id":"0","roi_count":1,"roi":[{"roi_id":"0","left":100,"top":300,"width":400,"height":400}]}}` | replaces that stream's `rsanalytics` regions of interest |
 //! | `POST /api/v1/mux/batched-push-timeout` | `{"stream":{"batched_push_timeout":100000}}` | the muxer's timeout, in µs |
 //! | `POST /api/v1/mux/max-latency` | `{"stream":{"max_latency":0}}` | the muxer's max-latency (while playing too) |

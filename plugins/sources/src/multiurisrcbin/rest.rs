@@ -48,6 +48,9 @@ pub enum Action {
         interval: u32,
         /// Only this element (an extension: DeepStream sets its one primary nvinfer).
         element: Option<String>,
+        /// Asked as `inferserver/set-interval` (nvinferserver's endpoint, answered with its
+        /// reasons; rstrtinfer plays both parts).
+        server: bool,
     },
     UpdateRois {
         stream_id: u32,
@@ -197,7 +200,8 @@ pub fn route(request: &Request) -> Result<Action, Reply> {
         }),
         "/metrics" => get(Action::Metrics),
         "/version" => get(Action::Version),
-        "/api/v1/infer/set-interval" => post(infer_interval),
+        "/api/v1/infer/set-interval" => post(|body| infer_interval(body, false)),
+        "/api/v1/inferserver/set-interval" => post(|body| infer_interval(body, true)),
         "/api/v1/roi/update" => post(roi_update),
         "/api/v1/mux/batched-push-timeout" => post(|body| {
             let v = stream_field(body, "batched_push_timeout")?;
@@ -350,7 +354,7 @@ fn camera(body: &Value) -> Result<Camera, Reply> {
     ))
 }
 
-fn infer_interval(body: &Value) -> Result<Action, Reply> {
+fn infer_interval(body: &Value, server: bool) -> Result<Action, Reply> {
     // nvinfer's interval applies to every stream; a stream_id, when given, must be a number.
     if field(body, "stream_id").is_some() {
         stream_id(body)?;
@@ -366,7 +370,11 @@ fn infer_interval(body: &Value) -> Result<Action, Reply> {
             ));
         }
     };
-    Ok(Action::SetInferInterval { interval, element })
+    Ok(Action::SetInferInterval {
+        interval,
+        element,
+        server,
+    })
 }
 
 fn roi_update(body: &Value) -> Result<Action, Reply> {
@@ -504,7 +512,19 @@ mod tests {
             ),
             Ok(Action::SetInferInterval {
                 interval: 2,
-                element: None
+                element: None,
+                server: false
+            })
+        );
+        assert_eq!(
+            r(
+                "/api/v1/inferserver/set-interval",
+                r#"{"stream":{"stream_id":"0","interval":2}}"#
+            ),
+            Ok(Action::SetInferInterval {
+                interval: 2,
+                element: None,
+                server: true
             })
         );
         assert_eq!(
