@@ -368,6 +368,25 @@ impl ObjectMeta {
 
     /// Mirrors a change of user metadata in what the view read (when the object's extras are
     /// still to be read, they are read later with the change in them).
+    /// Sends edit `op` of this object's entry `key` (bounded), with `value` (converted within
+    /// bounds) for a set; returns the key and the value as sent.
+    fn edit_entry(
+        &self,
+        py: Python<'_>,
+        op: &str,
+        key: &Bound<'_, PyAny>,
+        value: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(String, Option<Value>)> {
+        let key = json::key(key)?;
+        let value = value.map(json::from_py).transpose()?;
+        let mut edit = json!({"op": op, "frame": self.frame, "object": self.index()?, "key": key});
+        if let Some(v) = &value {
+            edit["value"] = v.clone();
+        }
+        self.view.edit(py, edit)?;
+        Ok((key, value))
+    }
+
     fn set_extra(&self, map: &str, key: &str, value: Option<Value>) {
         let mut data = self.data();
         if let Some(object) = data.extras.as_object_mut() {
@@ -574,20 +593,13 @@ impl ObjectMeta {
         key: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let key = json::key(key)?;
-        let value = json::from_py(value)?;
-        let edit = json!({"op": "set_object_user_meta", "frame": self.frame,
-                          "object": self.index()?, "key": key, "value": value});
-        self.view.edit(py, edit)?;
-        self.set_extra("user_meta", &key, Some(value));
+        let (key, value) = self.edit_entry(py, "set_object_user_meta", key, Some(value))?;
+        self.set_extra("user_meta", &key, value);
         Ok(())
     }
 
     fn remove_user_meta(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
-        let key = json::key(key)?;
-        let edit = json!({"op": "remove_object_user_meta", "frame": self.frame,
-                          "object": self.index()?, "key": key});
-        self.view.edit(py, edit)?;
+        let (key, _) = self.edit_entry(py, "remove_object_user_meta", key, None)?;
         self.set_extra("user_meta", &key, None);
         Ok(())
     }
@@ -599,11 +611,8 @@ impl ObjectMeta {
         key: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let key = json::key(key)?;
-        let value = json::from_py(value)?;
-        let edit = json!({"op": "set_object_attribute", "frame": self.frame,
-                          "object": self.index()?, "key": key, "value": value});
-        self.view.edit(py, edit)?;
+        let (key, value) = self.edit_entry(py, "set_object_attribute", key, Some(value))?;
+        let value = value.expect("a value was sent");
         let mut data = self.data();
         match data
             .attributes
@@ -616,10 +625,7 @@ impl ObjectMeta {
     }
 
     fn remove_attribute(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
-        let key = json::key(key)?;
-        let edit = json!({"op": "remove_object_attribute", "frame": self.frame,
-                          "object": self.index()?, "key": key});
-        self.view.edit(py, edit)?;
+        let (key, _) = self.edit_entry(py, "remove_object_attribute", key, None)?;
         self.data().attributes.retain(|(k, _)| *k != key);
         Ok(())
     }

@@ -793,47 +793,16 @@ def run_child(code, env=None):
     return json.loads(p.stdout.splitlines()[-1]), p.stderr
 
 
-@pytest.mark.parametrize("value", ['"x" * SIZE', '["x" * 1000] * (SIZE // 1000)'], ids=["str", "list"])
-def test_a_value_over_the_size_bound_is_refused_before_it_is_copied(value):
-    """A 200 MB value is refused without a copy of it (a 400 MB string once peaked at 2.4 GB)."""
-    size = 200 * 1024 * 1024
+HUGE = 200 * 1024 * 1024
+
+
+def assert_refused_before_copied(setup, call, refusal):
+    """In a child process's probe: `setup` makes an argument of HUGE bytes, `call` hands it to the
+    package. It must raise ValueError naming `refusal`, and the peak memory grow by less than a
+    tenth of HUGE (a copy of the argument would be HUGE)."""
     result, _ = run_child(f"""
-        SIZE = {size}
-        value = {value}
-    """ + """
-        def work(pad, info):
-            with ferrostream.writable(info, pad.get_current_caps()) as batch:
-                frame = batch.frames[0]
-                frame.set_user_meta("warm", 1)
-                before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-                try:
-                    frame.set_user_meta("big", value)
-                    refused = None
-                except ValueError as e:
-                    refused = str(e)
-                after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-                return {"refused": refused, "growth": (after - before) * 1024}
-
-        print(json.dumps(in_probe(work)))
-    """)
-    assert result["refused"] and f"at most {ferrostream.MAX_USER_VALUE_BYTES}" in result["refused"], result
-    assert result["growth"] < size // 10, f"the peak memory grew by {result['growth'] / 1e6:.0f} MB"
-
-
-@pytest.mark.parametrize(
-    "call, refusal",
-    [
-        ("frame.set_user_meta(huge, 1)", "the key is longer than 256 bytes"),
-        ("frame.add_object(0, huge, (1, 1, 2, 2))", "the label is longer than 128 bytes"),
-        ("frame.add_text(huge, 1, 1)", "the text is longer than 1024 bytes"),
-    ],
-    ids=["key", "label", "text"],
-)
-def test_a_string_over_its_bound_is_refused_before_it_is_copied(call, refusal):
-    """Keys, labels and display texts of 200 MB are refused as values are: before a copy."""
-    size = 200 * 1024 * 1024
-    result, _ = run_child(f"""
-        huge = "x" * {size}
+        SIZE = {HUGE}
+        {setup}
         def work(pad, info):
             with ferrostream.writable(info, pad.get_current_caps()) as batch:
                 frame = batch.frames[0]
@@ -850,7 +819,28 @@ def test_a_string_over_its_bound_is_refused_before_it_is_copied(call, refusal):
         print(json.dumps(in_probe(work)))
     """)
     assert result["refused"] and refusal in result["refused"], result
-    assert result["growth"] < size // 10, f"the peak memory grew by {result['growth'] / 1e6:.0f} MB"
+    assert result["growth"] < HUGE // 10, f"the peak memory grew by {result['growth'] / 1e6:.0f} MB"
+
+
+@pytest.mark.parametrize("value", ['"x" * SIZE', '["x" * 1000] * (SIZE // 1000)'], ids=["str", "list"])
+def test_a_value_over_the_size_bound_is_refused_before_it_is_copied(value):
+    """A 200 MB value is refused without a copy of it (a 400 MB string once peaked at 2.4 GB)."""
+    assert_refused_before_copied(f"huge = {value}", 'frame.set_user_meta("big", huge)',
+                                 f"at most {ferrostream.MAX_USER_VALUE_BYTES}")
+
+
+@pytest.mark.parametrize(
+    "call, refusal",
+    [
+        ("frame.set_user_meta(huge, 1)", "the key is longer than 256 bytes"),
+        ("frame.add_object(0, huge, (1, 1, 2, 2))", "the label is longer than 128 bytes"),
+        ("frame.add_text(huge, 1, 1)", "the text is longer than 1024 bytes"),
+    ],
+    ids=["key", "label", "text"],
+)
+def test_a_string_over_its_bound_is_refused_before_it_is_copied(call, refusal):
+    """Keys, labels and display texts of 200 MB are refused as values are: before a copy."""
+    assert_refused_before_copied('huge = "x" * SIZE', call, refusal)
 
 
 def test_caps_that_describe_no_frame_are_refused_without_criticals():

@@ -648,3 +648,38 @@ impl Drop for RtspServer {
         let _ = self.child.wait();
     }
 }
+
+/// Ends the test process when a test has not finished within `limit`: a hang fails at once
+/// instead of holding the run. Disarmed when dropped.
+pub struct Watchdog {
+    _armed: std::sync::mpsc::Sender<()>,
+}
+
+/// Arms a [`Watchdog`] for `test`.
+pub fn watchdog(test: &'static str, limit: Duration) -> Watchdog {
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(limit) {
+            eprintln!("{test}: still running after {limit:?}; aborting");
+            std::process::abort();
+        }
+    });
+    Watchdog { _armed: done }
+}
+
+/// Runs `f` on a thread of its own and returns what it returned, or fails the test when it takes
+/// longer than `limit` (the thread is left behind: it is what hangs).
+pub fn within<T: Send + 'static>(
+    what: &str,
+    limit: Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(value) => value,
+        Err(_) => panic!("{what}: no end after {limit:?}"),
+    }
+}

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use ferrostream_ipc::socket::Connection;
 use ferrostream_ipc::wire::{ToConsumer, ToProducer};
 use ferrostream_tests::ipc::{self, Producer, WATCHDOG, count_rendered, temp_dir, wait_until};
-use ferrostream_tests::{is_child, media, model, quoted, repo_root};
+use ferrostream_tests::{is_child, media, model, quoted, repo_root, watchdog};
 use gst::prelude::*;
 
 fn coco() -> String {
@@ -489,25 +489,8 @@ fn a_producer_whose_caps_and_memory_disagree_is_an_error_not_a_misread() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Ends the test process when a test has not finished within `limit`: a hang fails at once
-/// instead of holding the run. Disarmed when dropped.
-struct Watchdog {
-    _armed: std::sync::mpsc::Sender<()>,
-}
-
 /// What the tests below take at most (a few seconds each when well).
 const TEST_LIMIT: Duration = Duration::from_secs(120);
-
-fn watchdog(test: &'static str, limit: Duration) -> Watchdog {
-    let (done, wait) = std::sync::mpsc::channel::<()>();
-    std::thread::spawn(move || {
-        if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(limit) {
-            eprintln!("{test}: still running after {limit:?}; aborting");
-            std::process::abort();
-        }
-    });
-    Watchdog { _armed: done }
-}
 
 /// `n` detections of the same JSON length each (so that sizes can be computed), told apart by
 /// their class and left edge.
@@ -647,13 +630,25 @@ fn cross(
     (warnings, buffers, attached)
 }
 
+/// [`producer_of_crowds`] on a socket of its own, run to its end through [`cross`].
+fn cross_crowds(
+    name: &str,
+    sources: u32,
+    buffers: u32,
+    objects: impl Fn(u64) -> usize + Send + Sync + 'static,
+) -> (Vec<String>, Vec<Vec<ferrostream_core::Frame>>, bool) {
+    let dir = temp_dir(name);
+    let socket = dir.join("cam.sock");
+    let producer = producer_of_crowds(&socket, sources, buffers, objects);
+    let crossed = cross(&producer, &socket);
+    let _ = std::fs::remove_dir_all(&dir);
+    crossed
+}
+
 #[test]
 fn a_frame_of_5000_objects_crosses_whole() {
     let _watchdog = watchdog("a_frame_of_5000_objects_crosses_whole", TEST_LIMIT);
-    let dir = temp_dir("crowd");
-    let socket = dir.join("cam.sock");
-    let producer = producer_of_crowds(&socket, 1, 3, |_| 5000);
-    let (warnings, buffers, _) = cross(&producer, &socket);
+    let (warnings, buffers, _) = cross_crowds("crowd", 1, 3, |_| 5000);
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(buffers.len(), 3, "every buffer crossed");
     for frames in &buffers {
@@ -664,7 +659,6 @@ fn a_frame_of_5000_objects_crosses_whole() {
             "the objects as they were sent"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -682,10 +676,7 @@ fn a_batch_whose_metadata_nears_the_message_limit_crosses_whole() {
     };
     let per_object = (size(1001) - size(1)) / 4000;
     let n = (MAX_MESSAGE - (64 << 10) - size(1)) / (4 * per_object) + 1;
-    let dir = temp_dir("near-limit");
-    let socket = dir.join("cam.sock");
-    let producer = producer_of_crowds(&socket, 4, 2, move |_| n);
-    let (warnings, buffers, _) = cross(&producer, &socket);
+    let (warnings, buffers, _) = cross_crowds("near-limit", 4, 2, move |_| n);
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(buffers.len(), 2, "every buffer crossed");
     for frames in &buffers {
@@ -699,7 +690,6 @@ fn a_batch_whose_metadata_nears_the_message_limit_crosses_whole() {
             "the metadata took {bytes} bytes of a message"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -713,10 +703,8 @@ fn metadata_over_the_message_limit_is_a_warning_naming_its_size_and_the_consumer
     frame.objects = crowd(1000);
     // Buffer 2 of 5 carries a frame of about 5 MiB of metadata; the others 10 objects.
     let over = (5 << 20) / (metadata_bytes(std::slice::from_ref(&frame)) / 1000);
-    let dir = temp_dir("over-limit");
-    let socket = dir.join("cam.sock");
-    let producer = producer_of_crowds(&socket, 1, 5, move |i| if i == 2 { over } else { 10 });
-    let (warnings, buffers, attached) = cross(&producer, &socket);
+    let (warnings, buffers, attached) =
+        cross_crowds("over-limit", 1, 5, move |i| if i == 2 { over } else { 10 });
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     let numbers: Vec<usize> = warnings[0]
         .split(|c: char| !c.is_ascii_digit())
@@ -732,7 +720,6 @@ fn metadata_over_the_message_limit_is_a_warning_naming_its_size_and_the_consumer
     assert!(attached, "the consumer stays attached: {warnings:?}");
     assert_eq!(buffers.len(), 4, "the other buffers crossed");
     assert!(buffers.iter().all(|f| f[0].objects == crowd(10)));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -797,7 +784,6 @@ fn a_consumer_or_producer_of_another_protocol_version_is_told_which() {
         "{text}"
     );
     consumer.set_state(gst::State::Null).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// What a producer can hold, a consumer can read: the values that once stopped every consumer

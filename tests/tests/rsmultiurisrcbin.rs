@@ -388,9 +388,13 @@ fn readiness_does_not_wait_for_an_unreachable_camera_and_names_it() {
              ! fakesink name=sink sync=false",
         vtest_uri()
     ));
-    run.wait("the reachable camera", Duration::from_secs(60), |r| {
-        r.frames(0) >= 1
-    });
+    // Ready needs the bin PLAYING: a first frame may pass while it prerolls.
+    let bin = run.pipeline.by_name("src").unwrap();
+    run.wait(
+        "the reachable camera, playing",
+        Duration::from_secs(60),
+        |r| r.frames(0) >= 1 && bin.current_state() == gst::State::Playing,
+    );
     let (status, body) = request(port, "GET", "/api/v1/health/ready", None);
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["reason"], "GET_READY_INFO_SUCCESS", "{body}");
@@ -405,10 +409,7 @@ fn readiness_does_not_wait_for_an_unreachable_camera_and_names_it() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["startup-info"]["ds-startup"], "YES", "{body}");
     assert_eq!(body["reason"], "GET_STARTUP_INFO_SUCCESS", "{body}");
-    run.pipeline
-        .by_name("src")
-        .unwrap()
-        .set_property("ready-needs-every-camera", true);
+    bin.set_property("ready-needs-every-camera", true);
     let (status, body) = request(port, "GET", "/api/v1/health/ready", None);
     assert_eq!(status, 503, "{body}");
     assert_eq!(body["ready-info"]["ds-ready"], "NO", "{body}");

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::socket::{Connection, Listener};
+use crate::socket::{Connection, Listener, Message};
 use crate::wire::{self, Memory, ToConsumer, ToProducer};
 
 /// How long one send may wait for room in a consumer's socket before the consumer is dropped.
@@ -302,10 +302,12 @@ impl Producer {
         } = buffer;
         let seq = self.next_seq;
         message.seq = seq;
-        let body = ToConsumer::Buffer(Box::new(message)).encode();
-        if body.len() > wire::MAX_MESSAGE {
-            return Err(SendError::TooLong(body.len()));
+        let encoded = ToConsumer::Buffer(Box::new(message)).encode();
+        if encoded.len() > wire::MAX_MESSAGE {
+            return Err(SendError::TooLong(encoded.len()));
         }
+        // One memory file for a long message, whatever the number of consumers.
+        let body = Message::new(&encoded);
         self.next_seq += 1;
         let mut sent = 0;
         let mut i = 0;
@@ -376,7 +378,7 @@ impl Producer {
         c: &mut Consumer,
         caps: Option<&str>,
         allocations: &[Allocation],
-        body: &[u8],
+        body: &Message<'_>,
     ) -> Result<(), Misbehaviour> {
         // A consumer that died is no news; other failures are.
         let failed = |what: &str, e: std::io::Error| {
@@ -434,7 +436,7 @@ impl Producer {
             c.known.push_back(a.id);
         }
         c.conn
-            .send(body, &[], SEND_TIMEOUT)
+            .send_message(body, &[], SEND_TIMEOUT)
             .map_err(|e| failed("a buffer", e))
     }
 

@@ -291,6 +291,18 @@ impl Connection {
     /// memory file: see the module documentation); waits at most `timeout` in all for room
     /// (`TimedOut` after).
     pub fn send(&self, bytes: &[u8], fds: &[BorrowedFd<'_>], timeout: Duration) -> io::Result<()> {
+        self.send_message(&Message::new(bytes), fds, timeout)
+    }
+
+    /// [`Connection::send`] of a message that may go to several peers: a long one is written to
+    /// its memory file once, whatever the number of peers.
+    pub fn send_message(
+        &self,
+        message: &Message<'_>,
+        fds: &[BorrowedFd<'_>],
+        timeout: Duration,
+    ) -> io::Result<()> {
+        let bytes = message.bytes;
         let deadline = std::time::Instant::now() + timeout;
         if fds.len() > MAX_FDS {
             return Err(io::Error::new(
@@ -304,7 +316,7 @@ impl Connection {
         if bytes.len() <= self.inline_max && bytes.first() != Some(&IN_FILE) {
             return self.send_packet(bytes, fds, deadline);
         }
-        let file = sealed_file(bytes)?;
+        let file = message.file()?;
         let mut header = [IN_FILE; HEADER_LEN];
         header[1..].copy_from_slice(&(bytes.len() as u64).to_le_bytes());
         let mut all = Vec::with_capacity(fds.len() + 1);
@@ -481,6 +493,29 @@ impl Connection {
             ));
         }
         Ok(Some((n, fds)))
+    }
+}
+
+/// A message to send, with the sealed memory file it travels in when it is long (made at the
+/// first send that needs it, then shared by every peer: each reads it with `pread`).
+pub struct Message<'a> {
+    bytes: &'a [u8],
+    file: std::cell::OnceCell<OwnedFd>,
+}
+
+impl<'a> Message<'a> {
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Self {
+            bytes,
+            file: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn file(&self) -> io::Result<BorrowedFd<'_>> {
+        if self.file.get().is_none() {
+            let _ = self.file.set(sealed_file(self.bytes)?);
+        }
+        Ok(self.file.get().expect("set above").as_fd())
     }
 }
 
